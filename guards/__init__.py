@@ -1,0 +1,1 @@
+"""guards: sources, guard kinds and compiled cache checks (a leaf package: imports nothing from dynamo or inductor)."""

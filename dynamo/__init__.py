@@ -1,0 +1,1 @@
+"""dynamo: frame capture for PyTorch programs (placeholder until the API lands)."""

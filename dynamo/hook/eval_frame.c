@@ -1,0 +1,453 @@
+/* dynamo._C: the PEP 523 frame hook (stage "intercept").
+ *
+ * Input: CPython frames about to run.  Output: either the frame runs as is, or a
+ * replacement code object runs in its place with the same arguments, cells and free
+ * variables.  This file is mechanism only; every decision is made in Python:
+ *
+ *   - a per-thread callback, installed with set_callback(); the interpreter-wide eval
+ *     function is installed only while at least one thread has a callback;
+ *   - only fresh, optimized function frames are intercepted (no generators, coroutines,
+ *     throw calls, resumed frames, module/class bodies, tracing, or skipped code);
+ *   - a per-code-object cache on co_extra: a Python list of (check, code) entries that C
+ *     walks, calling check(L, G); the first hit runs without calling the Python callback
+ *     and moves to the front of the list;
+ *   - on a miss the callback receives a FrameView and answers None (run as is), SKIP
+ *     (never intercept this code again) or a code object (run it now).
+ *
+ * A replacement code object takes every argument slot positionally (the Python side
+ * rewrites the signature), so it is called through an ordinary function object that
+ * shares the original's globals and closure; CPython owns that frame entirely.
+ *
+ * Every version difference lives in the macros below.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000
+#define JIT_HOOK_SUPPORTED 1
+#define Py_BUILD_CORE
+#if PY_VERSION_HEX >= 0x030C0000
+#undef _PyGC_FINALIZED
+#endif
+#include <internal/pycore_frame.h>
+#include <internal/pycore_code.h>
+#if PY_VERSION_HEX >= 0x030C0000
+#include <internal/pycore_interp.h>
+#endif
+#undef Py_BUILD_CORE
+#else
+#define JIT_HOOK_SUPPORTED 0
+#endif
+
+/* ---- version macros ------------------------------------------------------------ */
+#if JIT_HOOK_SUPPORTED
+typedef _PyInterpreterFrame Frame;
+#if PY_VERSION_HEX >= 0x030C0000
+#define FRAME_FUNC(f) ((PyFunctionObject *)(f)->f_funcobj)
+#define REQUEST_EXTRA_INDEX PyUnstable_Eval_RequestCodeExtraIndex
+#define CODE_GET_EXTRA PyUnstable_Code_GetExtra
+#define CODE_SET_EXTRA PyUnstable_Code_SetExtra
+#define FRAME_CALLER_CLEARS 0
+#else
+#define FRAME_FUNC(f) ((f)->f_func)
+#define REQUEST_EXTRA_INDEX _PyEval_RequestCodeExtraIndex
+#define CODE_GET_EXTRA _PyCode_GetExtra
+#define CODE_SET_EXTRA _PyCode_SetExtra
+#define FRAME_CALLER_CLEARS 1
+#endif
+#define FRAME_CODE(f) ((f)->f_code)
+#define FRAME_IS_FRESH(f) ((f)->prev_instr == _PyCode_CODE(FRAME_CODE(f)) - 1)
+#define CODE_KIND(co, i) (((uint8_t *)PyBytes_AS_STRING((co)->co_localspluskinds))[i])
+#endif
+
+#define SKIP_FLAGS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
+
+static PyObject *skip_sentinel;  /* dynamo._C.SKIP */
+
+#if JIT_HOOK_SUPPORTED
+/* ---- per-code-object cache on co_extra ------------------------------------------ */
+typedef struct {
+    PyObject *entries;  /* list of (check, code) tuples, or NULL */
+    int skip;           /* never intercept this code object */
+} CodeExtra;
+
+static Py_ssize_t extra_index = -1;
+
+static void free_extra(void *ptr) {
+    CodeExtra *extra = (CodeExtra *)ptr;
+    Py_XDECREF(extra->entries);
+    PyMem_Free(extra);
+}
+
+static CodeExtra *get_extra(PyCodeObject *code, int create) {
+    void *ptr = NULL;
+    if (CODE_GET_EXTRA((PyObject *)code, extra_index, &ptr) < 0) return NULL;
+    if (ptr != NULL || !create) return (CodeExtra *)ptr;
+    CodeExtra *extra = PyMem_Calloc(1, sizeof(CodeExtra));
+    if (extra == NULL) { PyErr_NoMemory(); return NULL; }
+    if (CODE_SET_EXTRA((PyObject *)code, extra_index, extra) < 0) {
+        PyMem_Free(extra);
+        return NULL;
+    }
+    return extra;
+}
+
+/* ---- per-thread state ----------------------------------------------------------- */
+static __thread PyObject *thread_callback = NULL;  /* strong reference or NULL */
+static __thread int thread_busy = 0;               /* >0 while callback/check runs */
+static int active_threads = 0;                     /* threads with a callback (GIL) */
+static unsigned long long counter_hits = 0, counter_misses = 0;
+
+static PyObject *eval_frame(PyThreadState *, Frame *, int);
+
+static void install_eval_frame(int on) {
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    _PyInterpreterState_SetEvalFrameFunc(interp, on ? eval_frame : _PyEval_EvalFrameDefault);
+}
+
+static int tracing_active(PyThreadState *tstate) {
+    if (tstate->c_tracefunc != NULL || tstate->c_profilefunc != NULL) return 1;
+#if PY_VERSION_HEX >= 0x030C0000
+    for (int i = 0; i < _PY_MONITORING_UNGROUPED_EVENTS; i++)
+        if (tstate->interp->monitors.tools[i]) return 1;
+#endif
+    return 0;
+}
+
+/* ---- the frame view handed to the callback ---------------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    PyObject *f_code, *f_func, *f_globals, *f_builtins, *f_locals;
+} FrameView;
+
+static PyMemberDef frame_view_members[] = {
+    {"f_code", T_OBJECT, offsetof(FrameView, f_code), READONLY, "the code object"},
+    {"f_func", T_OBJECT, offsetof(FrameView, f_func), READONLY, "the function object"},
+    {"f_globals", T_OBJECT, offsetof(FrameView, f_globals), READONLY, "globals dict"},
+    {"f_builtins", T_OBJECT, offsetof(FrameView, f_builtins), READONLY, "builtins dict"},
+    {"f_locals", T_OBJECT, offsetof(FrameView, f_locals), READONLY,
+     "locals by name at entry: arguments, raw cell values, free-variable contents"},
+    {NULL},
+};
+
+static void frame_view_dealloc(FrameView *self) {
+    Py_XDECREF(self->f_code);
+    Py_XDECREF(self->f_func);
+    Py_XDECREF(self->f_globals);
+    Py_XDECREF(self->f_builtins);
+    Py_XDECREF(self->f_locals);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject FrameViewType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dynamo._C.FrameView",
+    .tp_basicsize = sizeof(FrameView),
+    .tp_dealloc = (destructor)frame_view_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A light view of an intercepted frame (no frame object is built).",
+    .tp_members = frame_view_members,
+};
+
+/* Locals by name, read by slot before the prologue has run: cell slots hold raw
+ * argument values (or nothing), free variables come from the function's closure. */
+static PyObject *frame_locals(Frame *frame) {
+    PyCodeObject *code = FRAME_CODE(frame);
+    PyObject *closure = FRAME_FUNC(frame)->func_closure;
+    int free_offset = code->co_nlocalsplus - code->co_nfreevars;
+    PyObject *locals = PyDict_New();
+    if (locals == NULL) return NULL;
+    for (int i = 0; i < code->co_nlocalsplus; i++) {
+        PyObject *value = frame->localsplus[i];
+        if (CODE_KIND(code, i) & CO_FAST_FREE)
+            value = closure ? PyCell_GET(PyTuple_GET_ITEM(closure, i - free_offset)) : NULL;
+        if (value == NULL) continue;
+        PyObject *name = PyTuple_GET_ITEM(code->co_localsplusnames, i);
+        if (PyDict_SetItem(locals, name, value) < 0) { Py_DECREF(locals); return NULL; }
+    }
+    return locals;
+}
+
+static PyObject *make_frame_view(Frame *frame, PyObject *locals) {
+    FrameView *view = PyObject_New(FrameView, &FrameViewType);
+    if (view == NULL) return NULL;
+    view->f_code = Py_NewRef(FRAME_CODE(frame));
+    view->f_func = Py_NewRef(FRAME_FUNC(frame));
+    view->f_globals = Py_NewRef(frame->f_globals);
+    view->f_builtins = Py_NewRef(frame->f_builtins);
+    view->f_locals = Py_NewRef(locals);
+    return (PyObject *)view;
+}
+
+/* ---- cache walk ----------------------------------------------------------------- */
+/* Returns a new reference to the replacement code of the first entry whose check
+ * passes (moving it to the front), Py_None if none passes, NULL on error. */
+static PyObject *cache_lookup(CodeExtra *extra, PyObject *locals, PyObject *globals) {
+    PyObject *entries = extra->entries;
+    if (entries == NULL) Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); i++) {
+        PyObject *entry = PyList_GET_ITEM(entries, i);
+        Py_INCREF(entry);
+        PyObject *args[2] = {locals, globals};
+        PyObject *check = PyTuple_GET_ITEM(entry, 0);
+        PyObject *ok = check == Py_None ? Py_NewRef(Py_True) : PyObject_Vectorcall(check, args, 2, NULL);
+        int passed = ok != NULL && PyObject_IsTrue(ok) == 1;
+        Py_XDECREF(ok);
+        if (ok == NULL || PyErr_Occurred()) PyErr_Clear();  /* a check that raises fails */
+        if (passed) {
+            PyObject *code = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
+            if (i > 0 && i < PyList_GET_SIZE(entries) && PyList_GET_ITEM(entries, i) == entry) {
+                /* move to front: shift [0, i) right by one */
+                PyObject **items = ((PyListObject *)entries)->ob_item;
+                memmove(items + 1, items, i * sizeof(PyObject *));
+                items[0] = entry;
+            }
+            Py_DECREF(entry);
+            return code;
+        }
+        Py_DECREF(entry);
+    }
+    Py_RETURN_NONE;
+}
+
+/* ---- running frames ------------------------------------------------------------- */
+#if !FRAME_CALLER_CLEARS
+/* 3.12: the eval function owns the frame it was given.  When that frame never runs we
+ * must release its references and pop it from the thread's data stack ourselves.  The
+ * frame never started, so no frame object exists and it is the top of the stack. */
+static void release_unstarted_frame(PyThreadState *tstate, Frame *frame) {
+    for (int i = 0; i < frame->stacktop; i++) Py_CLEAR(frame->localsplus[i]);
+    Py_CLEAR(frame->f_locals);
+    Py_CLEAR(frame->f_funcobj);
+    Py_DECREF(frame->f_code);
+    PyObject **base = (PyObject **)frame;
+    _PyStackChunk *chunk = tstate->datastack_chunk;
+    if (base == &chunk->data[0]) {
+        _PyStackChunk *previous = chunk->previous;
+        PyObjectArenaAllocator arena;
+        PyObject_GetArenaAllocator(&arena);
+        tstate->datastack_top = &previous->data[previous->top];
+        tstate->datastack_chunk = previous;
+        tstate->datastack_limit = (PyObject **)(((char *)previous) + previous->size);
+        arena.free(arena.ctx, chunk, chunk->size);
+    } else {
+        tstate->datastack_top = base;
+    }
+}
+#define RELEASE_FRAME(tstate, frame) release_unstarted_frame(tstate, frame)
+#else
+#define RELEASE_FRAME(tstate, frame) ((void)0)  /* 3.11: _PyEval_Vector clears it */
+#endif
+
+static int arg_slot_count(PyCodeObject *code) {
+    return code->co_argcount + code->co_kwonlyargcount +
+           ((code->co_flags & CO_VARARGS) ? 1 : 0) + ((code->co_flags & CO_VARKEYWORDS) ? 1 : 0);
+}
+
+/* Run `replacement` with the original frame's argument slots as positional arguments,
+ * through a function object sharing the original's globals, closure and name. */
+static PyObject *run_replacement(PyThreadState *tstate, Frame *frame, PyObject *replacement) {
+    PyObject *result = NULL;
+    PyFunctionObject *original = FRAME_FUNC(frame);
+    CodeExtra *extra = get_extra((PyCodeObject *)replacement, 1);
+    if (extra == NULL) goto done;
+    extra->skip = 1;  /* the replacement itself always runs as is */
+    PyObject *func = PyFunction_NewWithQualName(replacement, frame->f_globals,
+                                                original->func_qualname);
+    if (func == NULL) goto done;
+    if (original->func_closure && PyFunction_SetClosure(func, original->func_closure) < 0) {
+        Py_DECREF(func);
+        goto done;
+    }
+    result = PyObject_Vectorcall(func, frame->localsplus, arg_slot_count(FRAME_CODE(frame)), NULL);
+    Py_DECREF(func);
+done:
+    RELEASE_FRAME(tstate, frame);
+    return result;
+}
+
+static int frame_is_interceptable(PyThreadState *tstate, Frame *frame, int throw_flag) {
+    PyCodeObject *code = FRAME_CODE(frame);
+    return !throw_flag && frame->owner == FRAME_OWNED_BY_THREAD &&
+           (code->co_flags & CO_OPTIMIZED) && !(code->co_flags & SKIP_FLAGS) &&
+           FRAME_IS_FRESH(frame) && !tracing_active(tstate);
+}
+
+/* Ask the cache, then the callback.  Returns a new reference: a code object to run,
+ * Py_None to run the frame as is, or NULL with an exception set. */
+static PyObject *decide(Frame *frame, CodeExtra *extra, PyObject *callback) {
+    PyObject *locals = frame_locals(frame);
+    if (locals == NULL) return NULL;
+    PyObject *answer = cache_lookup(extra, locals, frame->f_globals);
+    if (answer != Py_None) {
+        counter_hits++;
+        Py_DECREF(locals);
+        return answer;
+    }
+    Py_DECREF(answer);
+    counter_misses++;
+    PyObject *view = make_frame_view(frame, locals);
+    Py_DECREF(locals);
+    if (view == NULL) return NULL;
+    answer = PyObject_CallOneArg(callback, view);
+    Py_DECREF(view);
+    if (answer == skip_sentinel) {
+        extra->skip = 1;
+        Py_DECREF(answer);
+        Py_RETURN_NONE;
+    }
+    if (answer != NULL && answer != Py_None && !PyCode_Check(answer)) {
+        PyErr_Format(PyExc_TypeError, "frame callback must return None, SKIP or a code "
+                     "object, not %.100s", Py_TYPE(answer)->tp_name);
+        Py_CLEAR(answer);
+    }
+    return answer;
+}
+
+static PyObject *eval_frame(PyThreadState *tstate, Frame *frame, int throw_flag) {
+    PyObject *callback = thread_callback;
+    if (callback == NULL || thread_busy || !frame_is_interceptable(tstate, frame, throw_flag))
+        return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
+    CodeExtra *extra = get_extra(FRAME_CODE(frame), 1);
+    if (extra == NULL) { RELEASE_FRAME(tstate, frame); return NULL; }
+    if (extra->skip) return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
+    Py_INCREF(callback);
+    thread_busy++;
+    PyObject *answer = decide(frame, extra, callback);
+    thread_busy--;
+    Py_DECREF(callback);
+    if (answer == NULL) { RELEASE_FRAME(tstate, frame); return NULL; }
+    if (answer == Py_None) {
+        Py_DECREF(answer);
+        return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
+    }
+    PyObject *result = run_replacement(tstate, frame, answer);
+    Py_DECREF(answer);
+    return result;
+}
+#endif  /* JIT_HOOK_SUPPORTED */
+
+/* ---- module functions ------------------------------------------------------------ */
+#if !JIT_HOOK_SUPPORTED
+static PyObject *unsupported(void) {
+    PyErr_Format(PyExc_RuntimeError, "framejit's frame hook supports CPython 3.11 and 3.12; "
+                 "this interpreter is %s", Py_GetVersion());
+    return NULL;
+}
+#endif
+
+static PyObject *set_callback(PyObject *module, PyObject *callback) {
+#if JIT_HOOK_SUPPORTED
+    PyObject *previous = thread_callback;
+    PyObject *next = callback == Py_None ? NULL : Py_NewRef(callback);
+    if (previous == NULL && next != NULL && active_threads++ == 0) install_eval_frame(1);
+    if (previous != NULL && next == NULL && --active_threads == 0) install_eval_frame(0);
+    thread_callback = next;
+    return previous ? previous : Py_NewRef(Py_None);  /* hand our reference over */
+#else
+    if (callback == Py_None) Py_RETURN_NONE;
+    return unsupported();
+#endif
+}
+
+static PyObject *get_callback(PyObject *module, PyObject *unused) {
+#if JIT_HOOK_SUPPORTED
+    return Py_NewRef(thread_callback ? thread_callback : Py_None);
+#else
+    Py_RETURN_NONE;
+#endif
+}
+
+#if JIT_HOOK_SUPPORTED
+static PyCodeObject *code_arg(PyObject *arg) {
+    if (!PyCode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "expected a code object, got %.100s", Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    return (PyCodeObject *)arg;
+}
+#endif
+
+static PyObject *cache_entries(PyObject *module, PyObject *arg) {
+#if JIT_HOOK_SUPPORTED
+    PyCodeObject *code = code_arg(arg);
+    CodeExtra *extra = code ? get_extra(code, 1) : NULL;
+    if (extra == NULL) return NULL;
+    if (extra->entries == NULL && (extra->entries = PyList_New(0)) == NULL) return NULL;
+    return Py_NewRef(extra->entries);
+#else
+    return unsupported();
+#endif
+}
+
+static PyObject *set_skip(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+#if JIT_HOOK_SUPPORTED
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "set_skip(code, flag)");
+    PyCodeObject *code = code_arg(args[0]);
+    CodeExtra *extra = code ? get_extra(code, 1) : NULL;
+    int flag = PyObject_IsTrue(args[1]);
+    if (extra == NULL || flag < 0) return NULL;
+    extra->skip = flag;
+    Py_RETURN_NONE;
+#else
+    return unsupported();
+#endif
+}
+
+static PyObject *get_skip(PyObject *module, PyObject *arg) {
+#if JIT_HOOK_SUPPORTED
+    PyCodeObject *code = code_arg(arg);
+    if (code == NULL) return NULL;
+    CodeExtra *extra = get_extra(code, 0);
+    if (extra == NULL && PyErr_Occurred()) return NULL;
+    return PyBool_FromLong(extra != NULL && extra->skip);
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
+static PyObject *counters(PyObject *module, PyObject *unused) {
+#if JIT_HOOK_SUPPORTED
+    return Py_BuildValue("{sKsKsi}", "hits", counter_hits, "misses", counter_misses,
+                         "active_threads", active_threads);
+#else
+    return Py_BuildValue("{sisisi}", "hits", 0, "misses", 0, "active_threads", 0);
+#endif
+}
+
+static PyMethodDef methods[] = {
+    {"set_callback", set_callback, METH_O,
+     "Set this thread's frame callback (None removes it); returns the previous one."},
+    {"get_callback", get_callback, METH_NOARGS, "This thread's frame callback or None."},
+    {"cache_entries", cache_entries, METH_O,
+     "The live list of (check, code) cache entries of a code object."},
+    {"set_skip", (PyCFunction)(void (*)(void))set_skip, METH_FASTCALL,
+     "Mark or unmark a code object as never intercepted."},
+    {"get_skip", get_skip, METH_O, "Whether a code object is marked skip."},
+    {"counters", counters, METH_NOARGS, "Cache hits and misses, active threads."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "dynamo._C",
+    "framejit's PEP 523 frame hook: mechanism only (see dynamo.hook).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__C(void) {
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL) return NULL;
+#if JIT_HOOK_SUPPORTED
+    extra_index = REQUEST_EXTRA_INDEX(free_extra);
+    if (extra_index < 0 || PyType_Ready(&FrameViewType) < 0) goto error;
+    if (PyModule_AddObjectRef(module, "FrameView", (PyObject *)&FrameViewType) < 0) goto error;
+#endif
+    skip_sentinel = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    if (skip_sentinel == NULL || PyModule_AddObjectRef(module, "SKIP", skip_sentinel) < 0)
+        goto error;
+    if (PyModule_AddIntConstant(module, "SUPPORTED", JIT_HOOK_SUPPORTED) < 0) goto error;
+    return module;
+error:
+    Py_DECREF(module);
+    return NULL;
+}

@@ -1,1 +1,42 @@
-"""dynamo: frame capture for PyTorch programs (placeholder until the API lands)."""
+"""framejit's frame capture: `dynamo.jit` compiles PyTorch programs just in time.
+
+    import dynamo
+
+    @dynamo.jit
+    def step(x, w):
+        return torch.relu(x @ w).sum(-1)
+
+Public names only; the stages live in subpackages (`hook`, `rewrite`, `backends`, ...).
+Names are loaded on first use, so `python -m dynamo nop-rewrite` never imports torch.
+"""
+import importlib
+
+from dynamo import logs as _logs
+
+_PUBLIC = {
+    "jit": "dynamo.api",
+    "disable": "dynamo.api",
+    "reset": "dynamo.api",
+    "is_jitted": "dynamo.api",
+    "config": "dynamo.config",
+    "list_backends": "dynamo.backends",
+    "register_backend": "dynamo.backends",
+    "CountingBackend": "dynamo.backends",
+}
+
+__all__ = sorted(_PUBLIC)
+
+_logs.enable_from_environment()
+
+
+def __getattr__(name):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dynamo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -1,0 +1,115 @@
+"""Stage "intercept": the Python face of the C frame hook (`dynamo._C`).
+
+Input: a per-thread frame callback. Output: frames of jitted regions reach the callback as
+`FrameView`s; cache entries `(check, code)` stored on code objects run without it.
+
+The C side is mechanism only. This module adds the bookkeeping that policy needs: which code
+objects carry entries or skip marks (so `reset()` can drop them), and a scope object that
+installs a callback for the duration of a call and always restores the previous one.
+"""
+from __future__ import annotations
+
+import sys
+import weakref
+from types import CodeType
+from typing import Callable, Optional
+
+from dynamo import _C
+
+SUPPORTED: bool = bool(_C.SUPPORTED)
+SKIP = _C.SKIP
+"""A callback returns this to mark the frame's code object as never intercepted."""
+
+FrameView = getattr(_C, "FrameView", None)
+Check = Callable[[dict, dict], object]
+
+_touched: "weakref.WeakSet[CodeType]" = weakref.WeakSet()
+
+
+def unsupported_reason() -> Optional[str]:
+    """Why the hook cannot run on this interpreter, or None when it can."""
+    if SUPPORTED:
+        return None
+    version = ".".join(map(str, sys.version_info[:3]))
+    return f"framejit's frame hook supports CPython 3.11 and 3.12; this is CPython {version}"
+
+
+def set_callback(callback: Optional[Callable]) -> Optional[Callable]:
+    """Install `callback` for this thread (None removes it); returns the previous one."""
+    return _C.set_callback(callback)
+
+
+def get_callback() -> Optional[Callable]:
+    """This thread's callback, or None."""
+    return _C.get_callback()
+
+
+class CallbackScope:
+    """Context manager: run a block with `callback` installed on this thread, then restore.
+
+    Reentrant and nestable: each `__enter__` remembers the callback it replaced.
+    """
+
+    __slots__ = ("callback", "_saved")
+
+    def __init__(self, callback: Optional[Callable]):
+        self.callback = callback
+        self._saved: list = []
+
+    def __enter__(self):
+        self._saved.append(_C.set_callback(self.callback))
+        return self
+
+    def __exit__(self, *exc_info):
+        _C.set_callback(self._saved.pop())
+        return False
+
+
+def entries(code: CodeType) -> list:
+    """The live list of `(check, replacement_code)` entries of `code`, most recent hit first."""
+    _touched.add(code)
+    return _C.cache_entries(code)
+
+
+def add_entry(code: CodeType, check: Optional[Check], replacement: CodeType) -> tuple:
+    """Put a new entry at the front of `code`'s cache; `check=None` always matches."""
+    entry = (check, replacement)
+    entries(code).insert(0, entry)
+    return entry
+
+
+def remove_entry(code: CodeType, entry: tuple) -> None:
+    """Drop one entry (e.g. when an object it identity-guards dies)."""
+    live = _C.cache_entries(code)
+    for index, candidate in enumerate(live):
+        if candidate is entry:
+            del live[index]
+            return
+
+
+def mark_skip(code: CodeType, skip: bool = True) -> None:
+    """Never (or again) intercept frames of `code`."""
+    _touched.add(code)
+    _C.set_skip(code, skip)
+
+
+def is_skipped(code: CodeType) -> bool:
+    return _C.get_skip(code)
+
+
+def note_seen(code: CodeType) -> None:
+    """Remember a code object the callback answered for, so `clear_all` can find it."""
+    _touched.add(code)
+
+
+def clear_all() -> None:
+    """Drop every cache entry and skip mark this process has made."""
+    for code in list(_touched):
+        del _C.cache_entries(code)[:]
+        _C.set_skip(code, False)
+    _touched.clear()
+
+
+def counters() -> dict:
+    """Cache hits and misses seen by the C walk, and how many threads have a callback."""
+    return _C.counters()

@@ -337,19 +337,120 @@ static PyObject *unsupported(void) {
 }
 #endif
 
-static PyObject *set_callback(PyObject *module, PyObject *callback) {
+/* Make `callback` (NULL for none) this thread's callback; returns the previous one (a
+ * reference handed to the caller).  The eval function is installed while any thread has
+ * a callback. */
+static PyObject *swap_callback(PyObject *callback) {
 #if JIT_HOOK_SUPPORTED
     PyObject *previous = thread_callback;
-    PyObject *next = callback == Py_None ? NULL : Py_NewRef(callback);
-    if (previous == NULL && next != NULL && active_threads++ == 0) install_eval_frame(1);
-    if (previous != NULL && next == NULL && --active_threads == 0) install_eval_frame(0);
-    thread_callback = next;
-    return previous ? previous : Py_NewRef(Py_None);  /* hand our reference over */
+    Py_XINCREF(callback);
+    if (previous == NULL && callback != NULL && active_threads++ == 0) install_eval_frame(1);
+    if (previous != NULL && callback == NULL && --active_threads == 0) install_eval_frame(0);
+    thread_callback = callback;
+    return previous;
 #else
-    if (callback == Py_None) Py_RETURN_NONE;
-    return unsupported();
+    return NULL;
 #endif
 }
+
+static PyObject *set_callback(PyObject *module, PyObject *callback) {
+#if !JIT_HOOK_SUPPORTED
+    if (callback != Py_None) return unsupported();
+#endif
+    PyObject *previous = swap_callback(callback == Py_None ? NULL : callback);
+    return previous ? previous : Py_NewRef(Py_None);
+}
+
+/* ---- ScopedCall: call a function with a callback installed, without a Python frame ---- */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn, *callback, *dict, *weakreflist;
+    vectorcallfunc vectorcall;
+} ScopedCall;
+
+static PyObject *scoped_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames) {
+    ScopedCall *self = (ScopedCall *)op;
+    PyObject *previous = swap_callback(self->callback == Py_None ? NULL : self->callback);
+    PyObject *result = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    PyObject *ours = swap_callback(previous);
+    Py_XDECREF(previous);
+    Py_XDECREF(ours);
+    return result;
+}
+
+static PyObject *scoped_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *fn, *callback;
+    if (!PyArg_ParseTuple(args, "OO:ScopedCall", &fn, &callback)) return NULL;
+    if (!PyCallable_Check(fn)) return PyErr_Format(PyExc_TypeError, "ScopedCall: fn must be callable");
+    ScopedCall *self = (ScopedCall *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->fn = Py_NewRef(fn);
+    self->callback = Py_NewRef(callback);
+    self->vectorcall = scoped_vectorcall;
+    return (PyObject *)self;
+}
+
+static int scoped_traverse(ScopedCall *self, visitproc visit, void *arg) {
+    Py_VISIT(self->fn);
+    Py_VISIT(self->callback);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int scoped_clear(ScopedCall *self) {
+    Py_CLEAR(self->fn);
+    Py_CLEAR(self->callback);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void scoped_dealloc(ScopedCall *self) {
+    PyObject_GC_UnTrack(self);
+    if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
+    scoped_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *scoped_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyMemberDef scoped_members[] = {
+    {"fn", T_OBJECT, offsetof(ScopedCall, fn), READONLY, "the wrapped callable"},
+    {"callback", T_OBJECT, offsetof(ScopedCall, callback), READONLY, "the frame callback"},
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(ScopedCall, weakreflist), READONLY},
+    {"__dictoffset__", T_PYSSIZET, offsetof(ScopedCall, dict), READONLY},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(ScopedCall, vectorcall), READONLY},
+    {NULL},
+};
+
+static PyGetSetDef scoped_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict},
+    {NULL},
+};
+
+static PyTypeObject ScopedCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dynamo._C.ScopedCall",
+    .tp_basicsize = sizeof(ScopedCall),
+    .tp_dealloc = (destructor)scoped_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "ScopedCall(fn, callback): calls fn with callback as this thread's frame "
+              "callback (None: no callback), restoring the previous one afterwards.",
+    .tp_traverse = (traverseproc)scoped_traverse,
+    .tp_clear = (inquiry)scoped_clear,
+    .tp_members = scoped_members,
+    .tp_getset = scoped_getset,
+    .tp_descr_get = scoped_get,
+    .tp_new = scoped_new,
+    .tp_vectorcall_offset = offsetof(ScopedCall, vectorcall),
+    .tp_weaklistoffset = offsetof(ScopedCall, weakreflist),
+    .tp_dictoffset = offsetof(ScopedCall, dict),
+};
 
 static PyObject *get_callback(PyObject *module, PyObject *unused) {
 #if JIT_HOOK_SUPPORTED
@@ -442,6 +543,9 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (extra_index < 0 || PyType_Ready(&FrameViewType) < 0) goto error;
     if (PyModule_AddObjectRef(module, "FrameView", (PyObject *)&FrameViewType) < 0) goto error;
 #endif
+    if (PyType_Ready(&ScopedCallType) < 0 ||
+        PyModule_AddObjectRef(module, "ScopedCall", (PyObject *)&ScopedCallType) < 0)
+        goto error;
     skip_sentinel = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
     if (skip_sentinel == NULL || PyModule_AddObjectRef(module, "SKIP", skip_sentinel) < 0)
         goto error;

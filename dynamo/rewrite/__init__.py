@@ -1,0 +1,92 @@
+"""Stage "rewrite": build replacement code objects that the frame hook can run.
+
+Input: an original code object and a list of instructions (`bytecode.Instr`, labels, try
+blocks). Output: a `types.CodeType` with the original's names, cells, free variables, line
+numbers and prologue, whose signature takes every argument slot positionally — the hook
+calls it with the slots of the intercepted frame: positional parameters, keyword-only
+parameters, then `*args` and `**kwargs`, exactly as CPython bound them.
+"""
+from __future__ import annotations
+
+from types import CodeType
+
+from bytecode import Bytecode, CompilerFlags, Instr
+
+_VARIADIC = CompilerFlags.VARARGS | CompilerFlags.VARKEYWORDS
+
+# Instruction pairs nothing may be placed between. CPython 3.11 specialises PRECALL into forms
+# that perform the call and skip the CALL they assume follows; 3.12's FOR_ITER (and SEND)
+# jump to their target plus one, skipping the END_FOR (END_SEND) they assume sits there.
+GLUED_TO_NEXT = frozenset({"PRECALL"})
+GLUED_TO_JUMP_TARGET = frozenset({"END_FOR", "END_SEND"})
+
+
+def arg_slot_count(code: CodeType) -> int:
+    """How many local slots hold bound arguments (what the hook passes positionally)."""
+    flags = code.co_flags
+    return (code.co_argcount + code.co_kwonlyargcount
+            + bool(flags & CompilerFlags.VARARGS) + bool(flags & CompilerFlags.VARKEYWORDS))
+
+
+def positional_signature(body: Bytecode, original: CodeType) -> Bytecode:
+    """Give `body` (decoded from `original`) the all-positional signature the hook calls."""
+    body.argcount = arg_slot_count(original)
+    body.posonlyargcount = 0
+    body.kwonlyargcount = 0
+    body.flags = CompilerFlags(body.flags & ~_VARIADIC)
+    return body
+
+
+def decode(code: CodeType) -> Bytecode:
+    """Decode `code`, keeping each exception handler's stack depth as CPython compiled it.
+
+    The `bytecode` package can recompute those depths, but gets some `try`/`finally` re-raise
+    shapes wrong; every rewrite here keeps the stack layout of the original instructions, so
+    the original depths stay right. Code we generate ourselves sets depths explicitly.
+    """
+    return Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+
+
+def assemble(body: Bytecode, original: CodeType) -> CodeType:
+    """Assemble `body` into a replacement for `original` (stack size, exception table)."""
+    code = positional_signature(body, original).to_code(compute_exception_stack_depths=False)
+    return code.replace(co_name=original.co_name, co_qualname=original.co_qualname,
+                        co_filename=original.co_filename,
+                        co_firstlineno=original.co_firstlineno)
+
+
+def nop_rewrite(code: CodeType) -> CodeType:
+    """The NOP self-test: decode, put a NOP before every instruction, re-assemble.
+
+    A NOP goes *before* an instruction so that none lands in dead code after a jump, where
+    the assembler cannot compute exception-handler stack depths, and never between two
+    instructions glued together (`GLUED_TO_NEXT`, `GLUED_TO_JUMP_TARGET`).
+    """
+    body = decode(code)
+    padded, previous = [], None
+    for item in body:
+        if isinstance(item, Instr):
+            if previous not in GLUED_TO_NEXT and item.name not in GLUED_TO_JUMP_TARGET:
+                padded.append(Instr("NOP", location=item.location))
+            previous = item.name
+        padded.append(item)
+    body[:] = padded
+    return assemble(body, code)
+
+
+class NopRewriteDriver:
+    """A frame callback that NOP-rewrites every frame but framejit's own, caching the result
+    with an always-true check (used by `python -m dynamo nop-rewrite` and `JIT_NOP_REWRITE`)."""
+
+    def __call__(self, view):
+        from dynamo import hook, logs, skips
+
+        code = view.f_code
+        hook.note_seen(code)
+        if skips.is_own(code):
+            return hook.SKIP
+        replacement = nop_rewrite(code)
+        hook.add_entry(code, None, replacement)
+        logs.get("hook").debug("nop-rewrite %s (%s:%d)", code.co_qualname, code.co_filename,
+                               code.co_firstlineno)
+        return replacement

@@ -19,6 +19,9 @@ _VARIADIC = CompilerFlags.VARARGS | CompilerFlags.VARKEYWORDS
 # jump to their target plus one, skipping the END_FOR (END_SEND) they assume sits there.
 GLUED_TO_NEXT = frozenset({"PRECALL"})
 GLUED_TO_JUMP_TARGET = frozenset({"END_FOR", "END_SEND"})
+# The prologue: zero-argument super() finds `self` through the cell MAKE_CELL made, and
+# CPython checks that MAKE_CELL/COPY_FREE_VARS come first; generated code keeps them first.
+PROLOGUE = frozenset({"MAKE_CELL", "COPY_FREE_VARS", "RESUME"})
 
 
 def arg_slot_count(code: CodeType) -> int:
@@ -59,14 +62,16 @@ def nop_rewrite(code: CodeType) -> CodeType:
     """The NOP self-test: decode, put a NOP before every instruction, re-assemble.
 
     A NOP goes *before* an instruction so that none lands in dead code after a jump, where
-    the assembler cannot compute exception-handler stack depths, and never between two
-    instructions glued together (`GLUED_TO_NEXT`, `GLUED_TO_JUMP_TARGET`).
+    the assembler cannot compute exception-handler stack depths; never inside the prologue,
+    nor between two instructions glued together (`GLUED_TO_NEXT`, `GLUED_TO_JUMP_TARGET`).
     """
     body = decode(code)
-    padded, previous = [], None
+    padded, previous, in_prologue = [], None, True
     for item in body:
         if isinstance(item, Instr):
-            if previous not in GLUED_TO_NEXT and item.name not in GLUED_TO_JUMP_TARGET:
+            in_prologue = in_prologue and item.name in PROLOGUE
+            if not in_prologue and previous not in GLUED_TO_NEXT \
+                    and item.name not in GLUED_TO_JUMP_TARGET:
                 padded.append(Instr("NOP", location=item.location))
             previous = item.name
         padded.append(item)

@@ -12,19 +12,19 @@ Names are loaded on first use, so `python -m dynamo nop-rewrite` never imports t
 import importlib
 
 from dynamo import logs as _logs
+from dynamo.settings import config
 
 _PUBLIC = {
     "jit": "dynamo.api",
     "disable": "dynamo.api",
     "reset": "dynamo.api",
     "is_jitted": "dynamo.api",
-    "config": "dynamo.config",
     "list_backends": "dynamo.backends",
     "register_backend": "dynamo.backends",
     "CountingBackend": "dynamo.backends",
 }
 
-__all__ = sorted(_PUBLIC)
+__all__ = sorted([*_PUBLIC, "config"])
 
 _logs.enable_from_environment()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import threading
 import warnings
 from typing import Any, Callable, Optional
@@ -17,7 +18,7 @@ import torch
 
 from dynamo import _C, hook
 from dynamo.backends import lookup_backend
-from dynamo.config import Config, config
+from dynamo.settings import Config
 from dynamo.driver import FrameDriver, reset_driver_state
 
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -104,7 +105,7 @@ def _jit_module(module: torch.nn.Module, driver: FrameDriver) -> torch.nn.Module
         driver.allow(forward)
 
     def reduce_as_original(self, protocol):
-        return module.__reduce_ex__(protocol)
+        return operator.getitem, ([module], 0)  # unpickles as the original module
 
     namespace = {
         "__call__": _C.ScopedCall(cls.__call__, driver),

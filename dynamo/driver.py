@@ -15,7 +15,7 @@ import weakref
 from types import CodeType
 
 from dynamo import hook, rewrite, skips
-from dynamo.config import config
+from dynamo.settings import config
 
 _NOP = rewrite.NopRewriteDriver()
 

@@ -1,0 +1,1 @@
+"""framejit benchmarks (never part of the test suite)."""

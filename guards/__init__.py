@@ -1,1 +1,26 @@
-"""guards: sources, guard kinds and compiled cache checks (a leaf package: imports nothing from dynamo or inductor)."""
+"""guards: sources, guard kinds and compiled cache checks (stage: guard; input: the facts a trace
+specialised on; output: one fast check callable per compiled entry and readable failure reasons).
+
+A leaf package: it imports nothing from `dynamo` or `inductor`. Data flows
+`install_for(value, source) -> [Guard] -> GuardSet -> GuardSet.compile() -> check(L, G)`.
+"""
+from guards.guard_set import Check, GuardSet
+from guards.install import UnguardableValue, install_for
+from guards.kinds import (ConstantGuard, DictKeysGuard, GlobalStateGuard, Guard, HasAttrGuard,
+                          IdentityGuard, LengthGuard, ModuleTrainingGuard, NoneGuard,
+                          ObjectSnapshot, ObjectSnapshotGuard, TensorMatchGuard,
+                          TensorProperties, TorchState, TruthGuard, TypeGuard, is_constant)
+from guards.sources import (AttrSource, BufferSource, ClosureCellSource, ConstantSource,
+                            DictItemSource, GlobalModuleSource, GlobalSource, GlobalStateSource,
+                            ItemSource, LocalSource, ParamSource, Source, SubmoduleSource,
+                            TypeSource)
+
+__all__ = [
+    "Check", "GuardSet", "UnguardableValue", "install_for",
+    "Guard", "ConstantGuard", "DictKeysGuard", "GlobalStateGuard", "HasAttrGuard", "IdentityGuard",
+    "LengthGuard", "ModuleTrainingGuard", "NoneGuard", "ObjectSnapshot", "ObjectSnapshotGuard",
+    "TensorMatchGuard", "TensorProperties", "TorchState", "TruthGuard", "TypeGuard", "is_constant",
+    "Source", "AttrSource", "BufferSource", "ClosureCellSource", "ConstantSource",
+    "DictItemSource", "GlobalModuleSource", "GlobalSource", "GlobalStateSource", "ItemSource",
+    "LocalSource", "ParamSource", "SubmoduleSource", "TypeSource",
+]

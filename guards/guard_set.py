@@ -1,0 +1,139 @@
+"""Guard sets (stage: guard; input: the guards installed while tracing one frame; output: one check
+callable `check(L, G) -> bool`, readable failure reasons, and descriptions).
+
+A `GuardSet` keeps guards deduplicated in insertion order and runs them by rank: type and
+identity checks first, then constants and other plain values, object snapshots, all tensors
+together, and torch global state once. `compile()` generates one straight-line function (see
+`guards.codegen`); `failures()` is the slow path that explains a rejection guard by guard.
+
+When an object held by an identity guard dies, the set dies with it: its check's code is swapped
+for one that rejects every frame (so the fast path pays nothing for liveness), and the callbacks
+registered with `on_invalidate` run once, letting the cache drop the entry.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterable, Iterator
+
+from guards.codegen import REJECT_CODE, CheckWriter
+from guards.kinds.base import Guard
+
+log = logging.getLogger("framejit.guards")
+
+Check = Callable[[dict, dict], bool]
+
+
+class GuardSet:
+    """An ordered, deduplicated collection of guards that compiles to one check."""
+
+    def __init__(self, guards: Iterable[Guard] = ()) -> None:
+        self._guards: dict[Guard, None] = {}
+        self._check: Check | None = None
+        self._compiled: list[Check] = []
+        self._callbacks: list[Callable[[GuardSet], None]] = []
+        self.alive = True
+        self.extend(guards)
+
+    def add(self, guard: Guard) -> bool:
+        """Add `guard` unless an equal one is present; returns whether it was added."""
+        if not isinstance(guard, Guard):
+            raise TypeError(f"expected a Guard, got {type(guard).__name__}")
+        if guard in self._guards:
+            return False
+        self._guards[guard] = None
+        self._check = None
+        guard.watch(self._guard_died)
+        return True
+
+    def extend(self, guards: Iterable[Guard]) -> int:
+        """Add every guard; returns how many were new."""
+        return sum(self.add(guard) for guard in guards)
+
+    def __len__(self) -> int:
+        return len(self._guards)
+
+    def __iter__(self) -> Iterator[Guard]:
+        return iter(self.ordered())
+
+    def __contains__(self, guard: object) -> bool:
+        return guard in self._guards
+
+    def ordered(self) -> list[Guard]:
+        """The guards in check order: by rank, then in the order they were added."""
+        return sorted(self._guards, key=lambda guard: guard.rank)
+
+    def compile(self) -> Check:
+        """The check function `check(L, G) -> bool` (built once, until guards are added).
+
+        It has the attributes `guard_set` (this set) and `source_text` (its Python source).
+        """
+        if self._check is not None:
+            return self._check
+        writer = CheckWriter()
+        for guard in self.ordered():
+            guard.emit(writer)
+        check, text = writer.build()
+        check.guard_set = self
+        check.source_text = text
+        if not self.alive:
+            check.__code__ = REJECT_CODE
+        self._check = check
+        self._compiled.append(check)
+        log.debug("compiled %d guards:\n%s", len(self), text)
+        return check
+
+    def failures(self, L: dict, G: dict) -> list[str]:
+        """The reason of every guard that does not hold for the frame view, first failing first.
+
+        Empty when every guard holds. Never raises.
+        """
+        reasons: dict[str, None] = {}
+        for guard in self.ordered():
+            reason = _guard_failure(guard, L, G)
+            if reason is not None:
+                reasons[reason] = None
+        return list(reasons)
+
+    def describe(self) -> list[str]:
+        """One readable line per guard, in check order."""
+        return [guard.describe() for guard in self.ordered()]
+
+    def on_invalidate(self, callback: Callable[[GuardSet], None]) -> None:
+        """Call `callback(self)` once when the set dies (at once if it already has)."""
+        if not self.alive:
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    def invalidate(self) -> None:
+        """Make every check of this set reject from now on and run the invalidation callbacks."""
+        if not self.alive:
+            return
+        self.alive = False
+        for check in self._compiled:
+            check.__code__ = REJECT_CODE
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:
+                log.exception("guard set invalidation callback failed")
+
+    def _guard_died(self, guard: Guard) -> None:
+        log.debug("guard died: %s", guard.describe())
+        self.invalidate()
+
+    def __repr__(self) -> str:
+        state = "" if self.alive else ", dead"
+        return f"<GuardSet of {len(self)} guards{state}>"
+
+
+def _guard_failure(guard: Guard, L: dict, G: dict) -> str | None:
+    try:
+        value = guard.source.fetch(L, G)
+    except Exception as error:
+        return f"{guard.source.name()}: could not be read ({type(error).__name__}: {error})"
+    try:
+        return guard.reason(value)
+    except Exception as error:
+        return f"{guard.describe()}: checking raised {type(error).__name__}: {error}"

@@ -1,0 +1,266 @@
+"""User objects and modules (stage: guard; input: an object seen at capture and the parts of it a
+trace relied on; output: checks that the object was not mutated since, and readable reasons).
+
+`ModuleTrainingGuard` checks an `nn.Module`'s `training` flag. `ObjectSnapshotGuard` checks an
+`ObjectSnapshot`: selected entries of an object's instance `__dict__` (or of a dict inside it,
+such as a module's `_parameters` or `_forward_hooks`), each expected absent, equal to a constant,
+or the same object; and selected dicts whose keys must be unchanged, in order.
+
+The snapshot compares what is stored in `__dict__`, not what `getattr` returns, so it sees an
+instance attribute shadowing a class attribute. It is pure data (paths and expectations), so a C
+implementation (say, one using dict watchers on 3.12) can replace `emit` without changing how
+snapshots are taken.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Hashable, Iterable
+
+from guards import messages
+from guards.kinds.base import RANK_OBJECT, RANK_VALUE, Guard
+from guards.kinds.constants import (constant_conditions, constant_key, constants_match, is_constant,
+                                    show_difference)
+from guards.kinds.values import HeldObject, identity_reason
+from guards.sources import Source
+
+MODULE_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks",
+                     "_backward_hooks")
+"""Per-module hook registries: a hook added after capture must make the check fail."""
+
+
+class ModuleTrainingGuard(Guard):
+    """An `nn.Module`'s `training` flag is `training` (train mode True, eval mode False)."""
+
+    rank = RANK_VALUE
+
+    def __init__(self, source: Source, training: bool) -> None:
+        self.source = source
+        self.training = bool(training)
+
+    def key(self) -> Hashable:
+        return self.training
+
+    def emit(self, writer: Any) -> None:
+        variable = writer.fetch(self.source)
+        writer.require([f"{variable}.training is {self.training}"])
+
+    def reason(self, value: Any) -> str | None:
+        got = value.training
+        if got is self.training:
+            return None
+        return messages.mismatch(f"{self.source.name()}.training", _mode(self.training),
+                                 _mode(got) if type(got) is bool else messages.show(got))
+
+    def describe(self) -> str:
+        return f"{self.source.name()}.training is {self.training}"
+
+
+def _mode(training: bool) -> str:
+    return f"{training} ({'train' if training else 'eval'} mode)"
+
+
+ABSENT = "absent"
+CONSTANT = "constant"
+SAME = "same object"
+KEYS = "keys"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SnapshotEntry:
+    """One expectation on `__dict__[path[0]][path[1]]...` of the snapshotted object."""
+
+    path: tuple[str, ...]
+    kind: str
+    value: Any = None
+    held: HeldObject | None = None
+
+    def key(self) -> Hashable:
+        if self.kind == CONSTANT:
+            return (self.path, self.kind, constant_key(self.value))
+        if self.kind == SAME:
+            return (self.path, self.kind, self.held.object_id)
+        return (self.path, self.kind, self.value)
+
+    def subject(self, owner: str) -> str:
+        """How the entry reads: `L['self'].scale`, `L['self']._forward_hooks.keys()`."""
+        parts = [part for part in self.path if part not in _REGISTRIES]
+        text = owner + "".join("." + part for part in parts)
+        if self.kind == KEYS:
+            text += ".__dict__" if not self.path else ""
+            text += ".keys()"
+        return text
+
+
+_REGISTRIES = ("_parameters", "_buffers", "_modules")
+
+
+def _lookup(namespace: dict, path: tuple[str, ...]) -> Any:
+    value = namespace
+    for part in path:
+        value = value[part]
+    return value
+
+
+def _entry_for(namespace: dict, path: tuple[str, ...]) -> SnapshotEntry:
+    try:
+        value = _lookup(namespace, path)
+    except (KeyError, TypeError):
+        return SnapshotEntry(path, ABSENT)
+    if is_constant(value):
+        return SnapshotEntry(path, CONSTANT, value=value)
+    return SnapshotEntry(path, SAME, held=HeldObject(value))
+
+
+def _as_path(name: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (name,) if isinstance(name, str) else tuple(name)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ObjectSnapshot:
+    """What a trace relied on about one object's instance dict (see the module docstring)."""
+
+    entries: tuple[SnapshotEntry, ...]
+
+    @classmethod
+    def capture(cls, target: Any, attributes: Iterable[str | tuple[str, ...]] = (),
+                key_sets: Iterable[str | tuple[str, ...]] = ()) -> ObjectSnapshot:
+        """Snapshot `attributes` (names, or paths into dicts held in `__dict__`) by value or
+        identity, and the keys of the dicts at `key_sets` (the empty path: `__dict__` itself)."""
+        namespace = vars(target)
+        entries = []
+        for path in map(_as_path, key_sets):
+            entries.append(SnapshotEntry(path, KEYS, value=tuple(_lookup(namespace, path))))
+        entries += [_entry_for(namespace, _as_path(name)) for name in attributes]
+        return cls(tuple(entries))
+
+    @classmethod
+    def of_object(cls, target: Any) -> ObjectSnapshot:
+        """Every instance attribute of a plain object, and the set of its attribute names."""
+        return cls.capture(target, attributes=list(vars(target)), key_sets=[()])
+
+    @classmethod
+    def of_module_hooks(cls, module: Any) -> ObjectSnapshot:
+        """The keys of a module's own hook registries (empty for most modules)."""
+        return cls.capture(module, key_sets=[name for name in MODULE_HOOK_DICTS
+                                             if name in vars(module)])
+
+    def key(self) -> Hashable:
+        return tuple(entry.key() for entry in self.entries)
+
+    def held_objects(self) -> list[HeldObject]:
+        return [entry.held for entry in self.entries if entry.held is not None]
+
+    def first_difference(self, target: Any, owner: str) -> str | None:
+        """The reason for the first entry `target` no longer satisfies, else None."""
+        namespace = vars(target)
+        for entry in self.entries:
+            reason = _entry_reason(entry, namespace, owner)
+            if reason is not None:
+                return reason
+        return None
+
+
+def _entry_reason(entry: SnapshotEntry, namespace: dict, owner: str) -> str | None:
+    subject = entry.subject(owner)
+    if entry.kind == ABSENT:
+        return _absence_reason(entry, namespace, subject)
+    try:
+        value = _lookup(namespace, entry.path)
+    except (KeyError, TypeError):
+        return messages.mismatch(subject, _show_expected(entry), "absent")
+    if entry.kind == KEYS:
+        got = tuple(value)
+        if got == entry.value:
+            return None
+        return messages.mismatch(subject, _show_keys(entry.value), _show_keys(got))
+    if entry.kind == CONSTANT:
+        if constants_match(entry.value, value):
+            return None
+        return messages.mismatch(subject, *show_difference(entry.value, value))
+    return identity_reason(subject, entry.held, value)
+
+
+def _absence_reason(entry: SnapshotEntry, namespace: dict, subject: str) -> str | None:
+    try:
+        parent = _lookup(namespace, entry.path[:-1])
+        present = entry.path[-1] in parent
+    except (KeyError, TypeError):
+        return f"{subject}: could not be read"
+    if not present:
+        return None
+    return messages.mismatch(subject, "absent", messages.show(parent[entry.path[-1]]))
+
+
+def _show_expected(entry: SnapshotEntry) -> str:
+    if entry.kind == KEYS:
+        return _show_keys(entry.value)
+    if entry.kind == CONSTANT:
+        return messages.show(entry.value)
+    return f"the same object as at capture ({entry.held.text})"
+
+
+def _show_keys(keys: tuple) -> str:
+    return "[" + ", ".join(messages.show(key) for key in keys) + "]"
+
+
+def _entry_conditions(entry: SnapshotEntry, namespace: str, writer: Any) -> list[str]:
+    code = namespace + "".join(f"[{part!r}]" for part in entry.path)
+    if entry.kind == ABSENT:
+        parent = namespace + "".join(f"[{part!r}]" for part in entry.path[:-1])
+        return [f"{entry.path[-1]!r} not in {parent}"]
+    if entry.kind == KEYS:
+        if not entry.value:
+            return [f"not {code}"]
+        return [f"tuple({code}) == {writer.bind(entry.value, 'keys')}"]
+    if entry.kind == CONSTANT:
+        return constant_conditions(code, entry.value, writer)
+    return [f"id({code}) == {entry.held.object_id}"]
+
+
+class ObjectSnapshotGuard(Guard):
+    """The object's instance dict still matches an `ObjectSnapshot` taken at capture."""
+
+    rank = RANK_OBJECT
+
+    def __init__(self, source: Source, snapshot: ObjectSnapshot) -> None:
+        self.source = source
+        self.snapshot = snapshot
+
+    @classmethod
+    def of(cls, source: Source, target: Any, attributes: Iterable[str | tuple[str, ...]] = (),
+           key_sets: Iterable[str | tuple[str, ...]] = ()) -> ObjectSnapshotGuard:
+        """Snapshot `target` now (see `ObjectSnapshot.capture`)."""
+        return cls(source, ObjectSnapshot.capture(target, attributes, key_sets))
+
+    def key(self) -> Hashable:
+        return self.snapshot.key()
+
+    def watch(self, callback: Any) -> None:
+        for held in self.snapshot.held_objects():
+            held.watch(lambda: callback(self))
+
+    def emit(self, writer: Any) -> None:
+        if not self.snapshot.entries:
+            return
+        variable = writer.fetch(self.source)
+        namespace = writer.assign(f"{variable}.__dict__", f"{variable}_dict")
+        conditions = []
+        for entry in self.snapshot.entries:
+            conditions += _entry_conditions(entry, namespace, writer)
+        writer.comment(self.describe())
+        writer.require(conditions)
+
+    def reason(self, value: Any) -> str | None:
+        return self.snapshot.first_difference(value, self.source.name())
+
+    def describe(self) -> str:
+        parts = []
+        for entry in self.snapshot.entries:
+            subject = entry.subject(self.source.name())
+            if entry.kind == ABSENT:
+                parts.append(f"{subject} absent")
+            elif entry.kind == KEYS and not entry.value:
+                parts.append(f"{subject.removesuffix('.keys()')} empty")
+            else:
+                parts.append(f"{subject} == {_show_expected(entry)}")
+        return f"{self.source.name()} unchanged since capture: " + "; ".join(parts)

@@ -1,0 +1,277 @@
+"""Guards on plain Python values (stage: guard; input: a source and what was seen at capture;
+output: check conditions and failure reasons).
+
+Kinds: exact type, identity (held by weak reference), None-ness, truthiness, length, dict keys in
+order, and presence or absence of an attribute. Constant equality lives in `constants.py`.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Hashable
+
+from guards import messages
+from guards.kinds.base import RANK_TYPE, RANK_VALUE, Guard
+from guards.sources import Source
+
+
+class TypeGuard(Guard):
+    """The value's type is exactly `expected` (no subclasses): `type(L['cfg']) is Config`."""
+
+    rank = RANK_TYPE
+
+    def __init__(self, source: Source, expected: type) -> None:
+        self.source = source
+        self.expected = expected
+
+    def key(self) -> Hashable:
+        return self.expected
+
+    def emit(self, writer: Any) -> None:
+        variable = writer.fetch(self.source)
+        expected = writer.bind(self.expected, "type_" + self.expected.__name__)
+        writer.require([f"type({variable}) is {expected}"])
+
+    def reason(self, value: Any) -> str | None:
+        if type(value) is self.expected:
+            return None
+        expected, got = messages.type_names(self.expected, type(value))
+        return messages.mismatch(f"type({self.source.name()})", expected, got)
+
+    def describe(self) -> str:
+        return f"type({self.source.name()}) is {messages.type_name(self.expected)}"
+
+
+class HeldObject:
+    """An object a guard compares against by identity, held without keeping it alive if possible.
+
+    Objects that allow weak references are held weakly; when one dies, `alive` turns False and
+    every watcher is called once. Objects that do not (lists, dicts, ints...) are held strongly,
+    so their `id` can never be reused while a check compares against it.
+    """
+
+    def __init__(self, target: Any) -> None:
+        self.object_id = id(target)
+        self.text = messages.show(target)
+        self.alive = True
+        self._watchers: list[Callable[[], None]] = []
+        self._strong: Any = None
+        try:
+            self._reference: weakref.ref | None = weakref.ref(target, self._died)
+        except TypeError:
+            self._reference = None
+            self._strong = target
+
+    def _died(self, reference: weakref.ref) -> None:
+        self.alive = False
+        watchers, self._watchers = self._watchers, []
+        for callback in watchers:
+            callback()
+
+    def watch(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` once when the object dies (at once if it already has)."""
+        if not self.alive:
+            callback()
+        else:
+            self._watchers.append(callback)
+
+    def get(self) -> Any:
+        """The object, or None once it has died."""
+        return self._strong if self._reference is None else self._reference()
+
+
+class IdentityGuard(Guard):
+    """The value is the very object seen at capture: `L['fn'] is <function f>`.
+
+    The object is held by a `HeldObject`: weakly when possible, and then the guard dies with it
+    and tells its watchers (a `GuardSet` then rejects every frame and notifies the cache).
+    """
+
+    rank = RANK_TYPE
+
+    def __init__(self, source: Source, expected: Any) -> None:
+        self.source = source
+        self.held = HeldObject(expected)
+
+    def watch(self, callback: Callable[[Guard], None]) -> None:
+        self.held.watch(lambda: callback(self))
+
+    def key(self) -> Hashable:
+        return self.held.object_id
+
+    def emit(self, writer: Any) -> None:
+        variable = writer.fetch(self.source)
+        writer.comment(self.describe())
+        writer.require([f"id({variable}) == {self.held.object_id}"])
+
+    def reason(self, value: Any) -> str | None:
+        return identity_reason(self.source.name(), self.held, value)
+
+    def describe(self) -> str:
+        return f"{self.source.name()} is the object seen at capture ({self.held.text})"
+
+
+def identity_reason(subject: str, held: HeldObject, value: Any) -> str | None:
+    """The reason an identity comparison against `held` fails for `value`, or None."""
+    if not held.alive:
+        return f"{subject}: the object seen at capture ({held.text}) was freed"
+    if id(value) == held.object_id:
+        return None
+    return messages.mismatch(subject, f"the same object as at capture ({held.text})",
+                             f"a different object ({messages.show(value)})")
+
+
+class NoneGuard(Guard):
+    """The value is None (`is_none=True`) or is not None (`is_none=False`)."""
+
+    rank = RANK_VALUE
+
+    def __init__(self, source: Source, is_none: bool) -> None:
+        self.source = source
+        self.is_none = bool(is_none)
+
+    def key(self) -> Hashable:
+        return self.is_none
+
+    def emit(self, writer: Any) -> None:
+        variable = writer.fetch(self.source)
+        writer.require([f"{variable} is {'' if self.is_none else 'not '}None"])
+
+    def reason(self, value: Any) -> str | None:
+        if (value is None) == self.is_none:
+            return None
+        if self.is_none:
+            return messages.mismatch(self.source.name(), "None", messages.show(value))
+        return messages.mismatch(self.source.name(), "not None", "None")
+
+    def describe(self) -> str:
+        return f"{self.source.name()} is {'' if self.is_none else 'not '}None"
+
+
+class TruthGuard(Guard):
+    """The value's truthiness (`bool(value)`) is `expected`, e.g. after `if xs:` on a list."""
+
+    rank = RANK_VALUE
+
+    def __init__(self, source: Source, expected: bool) -> None:
+        self.source = source
+        self.expected = bool(expected)
+
+    def key(self) -> Hashable:
+        return self.expected
+
+    def emit(self, writer: Any) -> None:
+        variable = writer.fetch(self.source)
+        writer.require([variable if self.expected else f"not {variable}"])
+
+    def reason(self, value: Any) -> str | None:
+        got = bool(value)
+        if got == self.expected:
+            return None
+        return messages.mismatch(f"bool({self.source.name()})", str(self.expected), str(got))
+
+    def describe(self) -> str:
+        return f"bool({self.source.name()}) is {self.expected}"
+
+
+class LengthGuard(Guard):
+    """`len(value) == expected` (sequences, mappings, anything with `__len__`)."""
+
+    rank = RANK_VALUE
+
+    def __init__(self, source: Source, expected: int) -> None:
+        self.source = source
+        self.expected = int(expected)
+
+    def key(self) -> Hashable:
+        return self.expected
+
+    def emit(self, writer: Any) -> None:
+        variable = writer.fetch(self.source)
+        writer.require([f"len({variable}) == {self.expected}"])
+
+    def reason(self, value: Any) -> str | None:
+        got = len(value)
+        if got == self.expected:
+            return None
+        return messages.mismatch(f"len({self.source.name()})", str(self.expected), str(got))
+
+    def describe(self) -> str:
+        return f"len({self.source.name()}) == {self.expected}"
+
+
+def _key_types(keys: tuple) -> tuple | None:
+    types = tuple(type(key) for key in keys)
+    return None if all(kind is str for kind in types) else types
+
+
+class DictKeysGuard(Guard):
+    """The mapping's keys, in iteration order, equal `keys`.
+
+    Key types are compared too unless every expected key is a `str` (then equality suffices and
+    the check is one tuple comparison).
+    """
+
+    rank = RANK_VALUE
+
+    def __init__(self, source: Source, keys: tuple) -> None:
+        self.source = source
+        self.keys = tuple(keys)
+        self.key_types = _key_types(self.keys)
+
+    def key(self) -> Hashable:
+        return (self.keys, self.key_types)
+
+    def emit(self, writer: Any) -> None:
+        variable = writer.fetch(self.source)
+        keys = writer.bind(self.keys, "keys")
+        conditions = [f"tuple({variable}) == {keys}"]
+        if self.key_types is not None:
+            types = writer.bind(self.key_types, "key_types")
+            conditions.append(f"tuple(map(type, {variable})) == {types}")
+        writer.require(conditions)
+
+    def reason(self, value: Any) -> str | None:
+        got = tuple(value)
+        if got == self.keys:
+            if self.key_types is None or tuple(map(type, got)) == self.key_types:
+                return None
+        return messages.mismatch(f"{self.source.name()}.keys()", _show_keys(self.keys),
+                                 _show_keys(got))
+
+    def describe(self) -> str:
+        return f"list({self.source.name()}.keys()) == {_show_keys(self.keys)}"
+
+
+def _show_keys(keys: tuple) -> str:
+    return "[" + ", ".join(messages.show(key) for key in keys) + "]"
+
+
+class HasAttrGuard(Guard):
+    """`hasattr(value, name)` is `present`: the attribute exists, or is still absent."""
+
+    rank = RANK_VALUE
+
+    def __init__(self, source: Source, attribute: str, present: bool) -> None:
+        self.source = source
+        self.attribute = attribute
+        self.present = bool(present)
+
+    def key(self) -> Hashable:
+        return (self.attribute, self.present)
+
+    def emit(self, writer: Any) -> None:
+        variable = writer.fetch(self.source)
+        test = f"hasattr({variable}, {self.attribute!r})"
+        writer.require([test if self.present else f"not {test}"])
+
+    def reason(self, value: Any) -> str | None:
+        got = hasattr(value, self.attribute)
+        if got == self.present:
+            return None
+        return messages.mismatch(self._subject(), str(self.present), str(got))
+
+    def _subject(self) -> str:
+        return f"hasattr({self.source.name()}, {self.attribute!r})"
+
+    def describe(self) -> str:
+        return f"{self._subject()} is {self.present}"

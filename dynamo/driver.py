@@ -1,23 +1,62 @@
 """The per-frame driver: the only module that knows the order of the capture stages.
 
 Input: a `FrameView` handed over by the hook on a cache miss. Output: the hook's answer —
-`None` (run as is), `SKIP` (never intercept this code again) or a replacement code object
-that was also stored as a cache entry with its check.
+`None` (run as is), `SKIP` (never intercept this code again) or a replacement code object that
+is also stored as a cache entry with its check.
 
-Stages per frame: decode -> trace (symbolic interpreter) -> guards -> backend -> rewrite ->
-install. Until capture lands, `JIT_NOP_REWRITE=1` (or `dynamo.config.nop_rewrite`) sends each
-frame through decode -> rewrite -> install with NOPs inserted; otherwise frames run eagerly.
+Stages per frame: trace (decode happens inside) -> guards -> rebuild plan -> backend ->
+glue -> replacement -> install. The recompile policy lives here too: a limit of entries per
+code object, after which misses run eagerly with one warning naming the last reason.
 """
 from __future__ import annotations
 
+import dataclasses
+import logging
+import time
 import warnings
 import weakref
 from types import CodeType
+from typing import Any, Optional
 
-from dynamo import hook, rewrite, skips
+import torch
+
+from dynamo import hook, logs, rewrite, skips
+from dynamo.breaks import Unsupported
 from dynamo.settings import config
 
 _NOP = rewrite.NopRewriteDriver()
+_log_recompiles = logs.get("recompiles")
+_log_bytecode = logs.get("bytecode")
+_log_graph = logs.get("graph")
+_log_breaks = logs.get("graph_breaks")
+_log_guards = logs.get("guards")
+
+
+@dataclasses.dataclass
+class CompileRecord:
+    """What compiling one frame produced (read by `explain()` and tests)."""
+
+    code: CodeType
+    graph: Optional[torch.fx.GraphModule]
+    guards: list[str]
+    replacement: Optional[CodeType]
+    glue_source: str = ""
+    reason: Optional[str] = None  # why this was a recompile
+    failure: Optional[Unsupported] = None  # why the frame runs eagerly
+    seconds: dict = dataclasses.field(default_factory=dict)
+    compiled: Any = None
+
+
+class _CodeState:
+    """Per code object: how many entries were made and the last recompile reason."""
+
+    def __init__(self):
+        self.entries = 0
+        self.warned = False
+        self.guard_sets: list = []
+
+
+_states: "weakref.WeakKeyDictionary[CodeType, _CodeState]" = weakref.WeakKeyDictionary()
 
 
 class FrameDriver:
@@ -26,6 +65,7 @@ class FrameDriver:
     def __init__(self, settings):
         self.settings = settings
         self._allowed: "weakref.WeakSet[CodeType]" = weakref.WeakSet()
+        self.records: list[CompileRecord] = []
 
     def allow(self, code: CodeType) -> None:
         """Capture frames of `code` even if it lives in a library file."""
@@ -51,12 +91,58 @@ class FrameDriver:
             return hook.SKIP
 
     def _compile(self, view):
-        return hook.SKIP  # frame capture is a later stage (issue 4)
+        code = view.f_code
+        state = _states.setdefault(code, _CodeState())
+        reason = _recompile_reason(state, view)
+        if state.entries >= self.option("recompile_limit"):
+            _warn_limit(code, state, reason)
+            return None
+        from dynamo.capture import capture_frame
+        record = capture_frame(view, self, reason)
+        self.records.append(record)
+        if record.failure is not None:
+            return _eager_after_failure(code, record.failure)
+        if record.replacement is None:
+            return hook.SKIP  # no tensor work: nothing to compile, now or later
+        state.entries += 1
+        state.guard_sets.append(record.compiled.guard_set)
+        return record.replacement
+
+
+def _recompile_reason(state: _CodeState, view) -> Optional[str]:
+    live = [guard_set for guard_set in state.guard_sets if guard_set.alive]
+    if not live:
+        return None
+    reasons = live[-1].failures(view.f_locals, view.f_globals)
+    reason = reasons[0] if reasons else "a cached entry was dropped"
+    code = view.f_code
+    _log_recompiles.debug("recompiling %s (%s:%d): %s", code.co_qualname, code.co_filename,
+                          code.co_firstlineno, reason)
+    return reason
+
+
+def _warn_limit(code: CodeType, state: _CodeState, reason: Optional[str]) -> None:
+    if state.warned:
+        return
+    state.warned = True
+    warnings.warn(f"framejit: {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) "
+                  f"reached dynamo.config.recompile_limit ({config.recompile_limit}); calls "
+                  f"that match no compiled entry now run eagerly. Last reason: {reason}",
+                  RuntimeWarning, stacklevel=2)
+
+
+def _eager_after_failure(code: CodeType, failure: Unsupported):
+    _log_breaks.debug("%s (%s:%d) runs eagerly: %s", code.co_qualname, code.co_filename,
+                      code.co_firstlineno, failure)
+    return None
 
 
 def _warn_fallback(code: CodeType, error: Exception) -> None:
     where = f"{code.co_filename}:{code.co_firstlineno}"
     detail = "" if config.verbose else " (set dynamo.config.verbose=True for the traceback)"
+    if config.verbose:
+        import traceback
+        detail = "\n" + "".join(traceback.format_exception(error))
     warnings.warn(f"framejit: internal error while compiling {code.co_qualname} at {where}; "
                   f"running it eagerly: {type(error).__name__}: {error}{detail}",
                   RuntimeWarning, stacklevel=2)
@@ -64,3 +150,23 @@ def _warn_fallback(code: CodeType, error: Exception) -> None:
 
 def reset_driver_state() -> None:
     """Forget per-code compile state (recompile counts and the like)."""
+    _states.clear()
+
+
+def log_capture(record: CompileRecord) -> None:
+    code = record.code
+    if record.graph is not None and _log_graph.isEnabledFor(logging.DEBUG):
+        _log_graph.debug("graph of %s:\n%s", code.co_qualname, record.graph.code)
+    if _log_guards.isEnabledFor(logging.DEBUG):
+        _log_guards.debug("guards of %s:\n  %s", code.co_qualname, "\n  ".join(record.guards))
+    if record.replacement is not None and _log_bytecode.isEnabledFor(logging.DEBUG):
+        import dis
+        import io
+        text = io.StringIO()
+        dis.dis(record.replacement, file=text)
+        _log_bytecode.debug("glue of %s:\n%s\nrewritten bytecode:\n%s", code.co_qualname,
+                            record.glue_source, text.getvalue())
+
+
+def now() -> float:
+    return time.perf_counter()

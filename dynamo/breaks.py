@@ -1,0 +1,93 @@
+"""The registry of graph-break kinds: stable ids, user-facing messages, hints, docs anchors.
+
+A break (or, before graph breaks land, a frame left to run eagerly) is always one of these
+kinds; `Unsupported` carries the kind, the specific detail and the user's `file:line`. Messages
+speak of the user's program, never of framejit's classes. `docs/graph-breaks.md` is generated
+from this table (`python -m dynamo.breaks > docs/graph-breaks.md`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+
+@dataclasses.dataclass(frozen=True)
+class BreakKind:
+    id: str
+    title: str
+    message: str
+    hint: str
+
+    @property
+    def anchor(self) -> str:
+        return f"docs/graph-breaks.md#{self.id.lower()}"
+
+
+KINDS: dict[str, BreakKind] = {}
+
+
+def _kind(id_: str, title: str, message: str, hint: str) -> BreakKind:
+    kind = BreakKind(id_, title, message, hint)
+    KINDS[id_] = kind
+    return kind
+
+
+PRINT = _kind("GB001", "print, logging or warnings",
+              "a call that writes output (print, logging, warnings) runs eagerly",
+              "move the call out of the hot path, or log tensors after the compiled region")
+TENSOR_BRANCH = _kind("GB002", "branch on a tensor's value",
+                      "a Python `if`/`while`/`and`/`or` depends on the value inside a tensor",
+                      "use torch.where or masking so that both paths become tensor operations")
+SCALAR_OUT = _kind("GB003", "tensor to Python value",
+                   "a tensor is converted to a Python value (.item(), .tolist(), int(), "
+                   "float(), bool() or NumPy)",
+                   "keep the value as a 0-d tensor, or convert it outside the compiled region")
+DYNAMIC_SHAPE_OP = _kind("GB004", "data-dependent output shape",
+                         "an operation's output shape depends on tensor values (nonzero, "
+                         "boolean-mask indexing, unique, ...)",
+                         "use torch.where or a fixed-size formulation, or run it outside")
+UNSUPPORTED_CALL = _kind("GB005", "call to an unsupported function",
+                         "a call to a function framejit cannot trace into (C functions, "
+                         "unsupported builtins, functions with side effects on the interpreter)",
+                         "wrap the call in a function decorated with dynamo.disable, or "
+                         "report the function if it should be supported")
+UNSUPPORTED_BYTECODE = _kind("GB006", "unsupported Python construct",
+                             "a Python construct framejit does not trace",
+                             "restructure the code, or report the construct")
+DISABLED = _kind("GB007", "dynamo.disable",
+                 "a function marked with dynamo.disable runs eagerly", "this is intended")
+RAISE = _kind("GB008", "raise",
+              "an exception is raised on the traced path", "the raise runs eagerly as written")
+UNSUPPORTED_OBJECT = _kind("GB009", "unsupported value",
+                           "a value of a type framejit cannot model (or guard) is used",
+                           "pass tensors, numbers, containers or modules instead")
+INLINE_DEPTH = _kind("GB010", "call depth", "calls nest deeper than dynamo.config.inline_depth",
+                     "raise dynamo.config.inline_depth, or mark the helper dynamo.disable")
+
+
+class Unsupported(Exception):
+    """Tracing cannot continue at this point of the user's program."""
+
+    def __init__(self, kind: BreakKind, detail: str = "", location: Optional[str] = None):
+        super().__init__(detail or kind.message)
+        self.kind = kind
+        self.detail = detail or kind.message
+        self.location = location  # "file:line", filled in by the interpreter
+
+    def __str__(self) -> str:
+        where = f" at {self.location}" if self.location else ""
+        return f"{self.kind.id} {self.kind.title}{where}: {self.detail}"
+
+
+def catalogue_markdown() -> str:
+    """`docs/graph-breaks.md`, generated from the registry."""
+    lines = ["# Graph-break catalogue", "",
+             "Generated from `dynamo/breaks.py` (`python -m dynamo.breaks`).", ""]
+    for kind in KINDS.values():
+        lines += [f"## {kind.id}", "", f"**{kind.title}.** {kind.message[0].upper()}"
+                  f"{kind.message[1:]}.", "", f"*Hint:* {kind.hint}.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(catalogue_markdown())

@@ -1,0 +1,142 @@
+"""Stage "rewrite": the glue function a rewritten frame calls.
+
+Input: what a trace produced (graph input sources, the returned variable, pending side
+effects). Output: Python source for `glue(<frame locals>)`, which fetches the graph's inputs
+from the frame, calls the compiled graph, replays side effects on pre-existing objects, and
+rebuilds the returned value — readable code, logged on the `bytecode` channel:
+
+    def glue(x, self):
+        out = compiled(x, self._modules['lin']._parameters['weight'])
+        self.calls = 1
+        return (out[0], x)
+
+Planning (`GluePlan.reconstruct`) runs before the graph is finished: it decides which tensors
+the graph must output.
+"""
+from __future__ import annotations
+
+import itertools
+import keyword
+import linecache
+import re
+import types
+from typing import Any, Optional
+
+from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
+from guards.sources import ConstantSource, GlobalSource, LocalSource, Source
+
+_LITERALS = (int, str, bool, type(None), bytes)
+_counter = itertools.count()
+
+
+class GluePlan:
+    """Accumulates the glue's statements, graph outputs and bound constants."""
+
+    def __init__(self, frame_globals: dict):
+        self.frame_globals = frame_globals
+        self.parameters: list[str] = []  # frame locals the glue takes, in order
+        self.cell_parameters: list[str] = []  # frame cells the glue needs as cell objects
+        self.constants: dict[str, Any] = {}
+        self._constant_ids: dict[int, str] = {}
+        self.outputs: list[Any] = []  # TensorVariables the graph returns
+        self._output_index: dict[int, int] = {}
+        self.statements: list[str] = []
+        self._rebuilt: dict[int, str] = {}
+        self._names = itertools.count()
+
+    # -- names ------------------------------------------------------------------------------
+    def parameter(self, local: str) -> str:
+        name = "L_" + _identifier(local)
+        if local not in self.parameters:
+            self.parameters.append(local)
+        return name
+
+    def cell(self, local: str) -> str:
+        if local not in self.cell_parameters:
+            self.cell_parameters.append(local)
+        return "C_" + _identifier(local)
+
+    def bind(self, value: Any, hint: str = "const") -> str:
+        name = self._constant_ids.get(id(value))
+        if name is None:
+            name = f"K_{_identifier(hint)}_{len(self.constants)}"
+            self.constants[name] = value
+            self._constant_ids[id(value)] = name
+        return name
+
+    def temporary(self) -> str:
+        return f"t{next(self._names)}"
+
+    # -- sources ----------------------------------------------------------------------------
+    def source(self, source: Source) -> str:
+        """An expression fetching `source` inside the glue."""
+        if isinstance(source, LocalSource):
+            return self.parameter(source.local)
+        if isinstance(source, GlobalSource):
+            return f"G[{source.global_name!r}]"
+        if isinstance(source, ConstantSource):
+            return self.bind(source.value, source.constant_name)
+        if source.base is None:
+            raise Unsupported(UNSUPPORTED_OBJECT, f"no run-time expression for {source.name()}")
+        return source.apply(self.source(source.base))
+
+    # -- values -----------------------------------------------------------------------------
+    def output(self, tensor) -> str:
+        index = self._output_index.get(id(tensor.node))
+        if index is None:
+            index = len(self.outputs)
+            self.outputs.append(tensor)
+            self._output_index[id(tensor.node)] = index
+        return f"out[{index}]"
+
+    def constant(self, value: Any) -> str:
+        if type(value) in _LITERALS or (type(value) is float and value == value and
+                                        abs(value) != float("inf")):
+            return repr(value)
+        return self.bind(value, type(value).__name__)
+
+    def reconstruct(self, value) -> str:
+        """An expression rebuilding `value` (a variable) after the graph has run."""
+        from dynamo.rewrite.rebuild import rebuild
+        return rebuild(self, value)
+
+    def remember(self, key: int, expression: str) -> str:
+        """Evaluate `expression` once into a temporary (keeps identity of rebuilt objects)."""
+        name = self.temporary()
+        self.statements.append(f"{name} = {expression}")
+        self._rebuilt[key] = name
+        return name
+
+    def rebuilt(self, key: int) -> Optional[str]:
+        return self._rebuilt.get(key)
+
+    # -- the function -----------------------------------------------------------------------
+    def build(self, compiled, input_sources: list[Source], returned: str, name: str):
+        """The glue function (its globals are the frame's), plus its source text."""
+        inputs = ", ".join(self.source(source) for source in input_sources)
+        call = None if compiled is None else f"out = compiled({inputs})"
+        parameters = ["L_" + _identifier(local) for local in self.parameters] + \
+                     ["C_" + _identifier(local) for local in self.cell_parameters]
+        body = ([call] if call else []) + self.statements + [f"return {returned}"]
+        free = ["compiled", "G", *self.constants]
+        text = (f"def make({', '.join(free)}):\n"
+                f"    def {name}({', '.join(parameters)}):\n"
+                + "".join(f"        {line}\n" for line in body)
+                + f"    return {name}\n")
+        filename = f"<framejit glue {next(_counter)}>"
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        namespace: dict = {}
+        exec(compile(text, filename, "exec"), namespace)
+        function = namespace["make"](compiled, self.frame_globals, *self.constants.values())
+        return function, text
+
+
+def _identifier(text: str) -> str:
+    name = re.sub(r"\W+", "_", str(text)).strip("_") or "v"
+    if name[0].isdigit() or keyword.iskeyword(name):
+        name = "_" + name
+    return name
+
+
+def is_function(value) -> bool:
+    return isinstance(value, types.FunctionType)

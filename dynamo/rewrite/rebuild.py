@@ -1,0 +1,135 @@
+"""Rebuilding traced values after the graph has run, and replaying side effects.
+
+Input: variables (the returned value, the new contents of mutated pre-existing objects).
+Output: Python expressions and statements in a `GluePlan`. Values that existed before the frame
+ran are fetched through their source, so identity is preserved (`return x` returns the caller's
+object); new containers and objects are built afresh, once each.
+"""
+from __future__ import annotations
+
+from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
+from dynamo.trace.side_effects import Box
+from dynamo.variables.base import NotConstant
+from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable,
+                                         TupleVariable)
+from dynamo.variables.tensor import TensorVariable
+from guards.sources import LocalSource
+
+
+def rebuild(plan, value) -> str:
+    from dynamo.variables.objects import NewObjectVariable
+    if isinstance(value, TensorVariable):
+        if value.node.op == "placeholder":
+            return plan.source(value.node.meta["source"])
+        return plan.output(value)
+    if isinstance(value, ConstantVariable):
+        return plan.constant(value.value)
+    if isinstance(value, TupleVariable):
+        return _tuple(plan, value)
+    if isinstance(value, (ListVariable, DictVariable, SetVariable)):
+        return _container(plan, value)
+    if isinstance(value, SliceVariable):
+        return f"slice({', '.join(rebuild(plan, part) for part in value.parts)})"
+    if isinstance(value, NewObjectVariable):
+        return _new_object(plan, value)
+    if getattr(value, "is_real", False):
+        if value.source is not None:
+            return plan.source(value.source)
+        return plan.bind(value.value, type(value.value).__name__)
+    try:
+        return plan.constant(value.as_constant())
+    except NotConstant:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"returning or storing {value.describe()} "
+                          "(it cannot be rebuilt outside the graph)") from None
+
+
+def _tuple(plan, value: TupleVariable) -> str:
+    items = [rebuild(plan, item) for item in value.items]
+    if value.python_class is tuple:
+        return "(" + "".join(item + ", " for item in items) + ")"
+    kind = plan.bind(value.python_class, value.python_class.__name__)
+    if hasattr(value.python_class, "_fields"):
+        return f"{kind}({', '.join(items)})"
+    return f"{kind}(({''.join(item + ', ' for item in items)}))"
+
+
+def _container(plan, value) -> str:
+    box: Box = value.box
+    if box.preexisting:
+        return plan.source(box.source)
+    existing = plan.rebuilt(id(box))
+    if existing is not None:
+        return existing
+    if isinstance(value, ListVariable):
+        expression = "[" + ", ".join(rebuild(plan, item) for item in value.items) + "]"
+    elif isinstance(value, SetVariable):
+        items = ", ".join(rebuild(plan, item) for item in value.items.values())
+        expression = "{" + items + "}" if items else "set()"
+        if value.python_class is frozenset:
+            expression = f"frozenset({expression})"
+    else:
+        expression = _dict(plan, value)
+    return plan.remember(id(box), expression)
+
+
+def _dict(plan, value: DictVariable) -> str:
+    pairs = ", ".join(f"{plan.constant(key)}: {rebuild(plan, item)}"
+                      for key, item in value.items.items())
+    literal = "{" + pairs + "}"
+    if value.python_class is dict:
+        return literal
+    kind = plan.bind(value.python_class, value.python_class.__name__)
+    if value.default_factory is not None:
+        return f"{kind}({rebuild(plan, value.default_factory)}, {literal})"
+    return f"{kind}({literal})"
+
+
+def _new_object(plan, value) -> str:
+    existing = plan.rebuilt(id(value.box))
+    if existing is not None:
+        return existing
+    kind = plan.bind(value.cls, value.cls.__name__)
+    name = plan.remember(id(value.box), f"{kind}.__new__({kind})")
+    for attribute, item in value.box.contents.items():
+        plan.statements.append(f"object.__setattr__({name}, {attribute!r}, "
+                               f"{rebuild(plan, item)})")
+    return name
+
+
+def replay(plan, boxes: list[Box]) -> None:
+    """Statements applying the final contents of mutated pre-existing values."""
+    for box in boxes:
+        if box.kind == "list":
+            items = ", ".join(rebuild(plan, item) for item in box.contents)
+            plan.statements.append(f"{plan.source(box.source)}[:] = [{items}]")
+        elif box.kind == "dict":
+            target = plan.remember(id(box) ^ 1, plan.source(box.source))
+            pairs = ", ".join(f"{plan.constant(key)}: {rebuild(plan, item)}"
+                              for key, item in box.contents.items())
+            plan.statements += [f"{target}.clear()", f"{target}.update({{{pairs}}})"]
+        elif box.kind == "object":
+            target = plan.remember(id(box) ^ 1, plan.source(box.source))
+            for attribute, item in box.contents.items():
+                plan.statements.append(f"{target}.{attribute} = {rebuild(plan, item)}")
+            for attribute in sorted(box.deleted):
+                plan.statements.append(f"del {target}.{attribute}")
+        elif box.kind == "globals":
+            target = plan.remember(id(box) ^ 1, plan.source(box.source)) \
+                if box.real is not plan.frame_globals else "G"
+            for name, item in box.contents.items():
+                plan.statements.append(f"{target}[{name!r}] = {rebuild(plan, item)}")
+        elif box.kind == "cell":
+            plan.statements.append(f"{_cell(plan, box)}.cell_contents = "
+                                   f"{rebuild(plan, box.contents)}")
+        else:
+            raise Unsupported(UNSUPPORTED_OBJECT, f"replaying a change to a {box.kind}")
+
+
+def _cell(plan, box: Box) -> str:
+    if isinstance(box.source, LocalSource):  # a free variable of the compiled frame
+        return plan.cell(box.source.local)
+    from guards.sources import ClosureCellSource
+    if isinstance(box.source, ClosureCellSource):
+        return f"{plan.source(box.source.base)}.__closure__[{box.source.index}]"
+    raise Unsupported(UNSUPPORTED_OBJECT, "changing a closure variable with no known cell")

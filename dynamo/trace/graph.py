@@ -1,0 +1,161 @@
+"""The FX graph under construction while a frame is traced.
+
+Input: tensor operations met by the interpreter (target, variable arguments). Output: an
+`fx.GraphModule` whose placeholders are the frame's tensors (arguments, parameters, buffers,
+globals: one placeholder per tensor object) and whose outputs the rewritten frame unpacks.
+
+Every node is also run on fake tensors, so each `TensorVariable` knows its shape, dtype,
+device, strides and `requires_grad` without computing anything.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any, Callable, Optional
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                           DynamicOutputShapeException, FakeTensorMode)
+
+from dynamo.breaks import DYNAMIC_SHAPE_OP, SCALAR_OUT, UNSUPPORTED_CALL, Unsupported
+from dynamo.variables.base import Variable
+from guards.sources import Source
+
+# Calls whose result holds no tensor but which must stay in the graph for their effect.
+EFFECTFUL = {torch._C._set_grad_enabled, torch.autograd.grad_mode._enter_inference_mode,
+             torch.autograd.grad_mode._exit_inference_mode, torch.amp._enter_autocast,
+             torch.amp._exit_autocast}
+
+
+class GraphBuilder:
+    """One FX graph plus its fake-tensor mode, inputs and example values."""
+
+    def __init__(self):
+        self.graph = torch.fx.Graph()
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
+        self.example_inputs: list[torch.Tensor] = []
+        self.input_sources: list[Source] = []
+        self._inputs_by_id: dict[int, "Variable"] = {}
+        self._names: set[str] = set()
+        self.location: Optional[str] = None  # user file:line of the instruction being traced
+
+    # -- inputs ----------------------------------------------------------------------------
+    def add_input(self, value: torch.Tensor, source: Source) -> "Variable":
+        """A placeholder for a real tensor of the frame (deduplicated by object)."""
+        from dynamo.variables.tensor import TensorVariable
+
+        known = self._inputs_by_id.get(id(value))
+        if known is not None:
+            return known
+        node = self.graph.placeholder(self._fresh_name(source.name()))
+        fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        node.meta["example_value"] = fake
+        node.meta["source"] = source
+        self.example_inputs.append(value)
+        self.input_sources.append(source)
+        result = TensorVariable(node, fake, source=source)
+        self._inputs_by_id[id(value)] = result
+        return result
+
+    def _fresh_name(self, text: str) -> str:
+        base = re.sub(r"\W+", "_", text).strip("_") or "input"
+        name, counter = base, 1
+        while name in self._names:
+            counter += 1
+            name = f"{base}_{counter}"
+        self._names.add(name)
+        return name
+
+    # -- operations ------------------------------------------------------------------------
+    def call(self, kind: str, target: Any, args: tuple, kwargs: dict) -> "Variable":
+        """Record `target(*args, **kwargs)` (variables) and return the wrapped result."""
+        node_args, fake_args = _lower(args)
+        node_kwargs, fake_kwargs = _lower(kwargs)
+        try:
+            with self.fake_mode:
+                fake = _run(kind, target, fake_args, fake_kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException) as error:
+            kind_of_break = SCALAR_OUT if _is_scalar_read(target) else DYNAMIC_SHAPE_OP
+            raise Unsupported(kind_of_break, f"{_name(target)}: {error}") from None
+        except Unsupported:
+            raise
+        except Exception as error:
+            raise Unsupported(UNSUPPORTED_CALL, f"{_name(target)} failed on example inputs: "
+                              f"{type(error).__name__}: {error}") from None
+        node = self.graph.create_node(kind, target, node_args, node_kwargs)
+        node.meta["example_value"] = fake
+        node.meta["location"] = self.location
+        return self._wrap(node, fake, target)
+
+    def _wrap(self, node: torch.fx.Node, fake: Any, target: Any) -> "Variable":
+        from dynamo.variables.constant import ConstantVariable
+        from dynamo.variables.containers import TupleVariable, ListVariable
+        from dynamo.variables.tensor import TensorVariable
+
+        if isinstance(fake, torch.Tensor):
+            return TensorVariable(node, fake)
+        if isinstance(fake, (tuple, list)) and any(isinstance(item, torch.Tensor) for item in fake):
+            items = []
+            for index, item in enumerate(fake):
+                if isinstance(item, torch.Tensor):
+                    getter = self.graph.call_function(operator.getitem, (node, index))
+                    getter.meta["example_value"] = item
+                    items.append(TensorVariable(getter, item))
+                else:
+                    items.append(ConstantVariable(item))
+            return TupleVariable(tuple(items)) if isinstance(fake, tuple) else \
+                ListVariable.new(items)
+        if target in EFFECTFUL and fake is not None:
+            from dynamo.variables.opaque import OpaqueNodeVariable
+            return OpaqueNodeVariable(node, fake)
+        if not _is_inplace(target) and target not in EFFECTFUL:
+            self.graph.erase_node(node)
+        return ConstantVariable(fake)
+
+    def output(self, values: list["Variable"]) -> torch.fx.GraphModule:
+        """Finish the graph with `values` (tensor variables) as its outputs."""
+        self.graph.output(tuple(value.node for value in values))
+        self.graph.eliminate_dead_code(_is_impure)
+        module = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        return module
+
+    def op_count(self) -> int:
+        return sum(1 for node in self.graph.nodes if node.op in ("call_function", "call_method"))
+
+
+def _is_impure(node: torch.fx.Node) -> bool:
+    return node.op in ("placeholder", "output") or node.target in EFFECTFUL or \
+        _is_inplace(node.target)
+
+
+def _is_inplace(target: Any) -> bool:
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    return name.endswith("_") and not name.endswith("__")
+
+
+def _is_scalar_read(target: Any) -> bool:
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    return name in ("item", "tolist", "__bool__", "__int__", "__float__", "numpy")
+
+
+def _name(target: Any) -> str:
+    if isinstance(target, str):
+        return f"Tensor.{target}"
+    module = getattr(target, "__module__", None) or ""
+    return f"{module}.{getattr(target, '__name__', repr(target))}".lstrip(".")
+
+
+def _run(kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
+    if kind == "call_method":
+        return getattr(args[0], target)(*args[1:], **kwargs)
+    return target(*args, **kwargs)
+
+
+def _lower(value: Any) -> tuple[Any, Any]:
+    """Variables -> (FX node arguments, fake example arguments)."""
+    from dynamo.variables.lowering import lower
+    return lower(value)
+
+
+Lowerer = Callable[[Any], tuple[Any, Any]]

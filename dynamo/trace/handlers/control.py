@@ -1,0 +1,172 @@
+"""Handlers of jumps, loops, `with`, `match`, `raise` and `assert`."""
+from __future__ import annotations
+
+from dynamo.breaks import RAISE, UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT
+from dynamo.trace.handlers import handler
+from dynamo.variables.base import NULL
+from dynamo.variables.constant import ConstantVariable
+
+
+@handler()
+def JUMP(tx, instruction):
+    tx.jump(instruction.target)
+
+
+def _is_none(tx, value) -> bool:
+    from dynamo.trace import operators
+    return operators.identity(tx, value, ConstantVariable(None))
+
+
+@handler()
+def POP_JUMP_IF_TRUE(tx, instruction):
+    if tx.truth(tx.pop()):
+        tx.jump(instruction.target)
+
+
+@handler()
+def POP_JUMP_IF_FALSE(tx, instruction):
+    if not tx.truth(tx.pop()):
+        tx.jump(instruction.target)
+
+
+@handler()
+def POP_JUMP_IF_NONE(tx, instruction):
+    if _is_none(tx, tx.pop()):
+        tx.jump(instruction.target)
+
+
+@handler()
+def POP_JUMP_IF_NOT_NONE(tx, instruction):
+    if not _is_none(tx, tx.pop()):
+        tx.jump(instruction.target)
+
+
+@handler(until=(3, 12))
+def JUMP_IF_TRUE_OR_POP(tx, instruction):
+    if tx.truth(tx.peek()):
+        tx.jump(instruction.target)
+    else:
+        tx.pop()
+
+
+@handler(until=(3, 12))
+def JUMP_IF_FALSE_OR_POP(tx, instruction):
+    if not tx.truth(tx.peek()):
+        tx.jump(instruction.target)
+    else:
+        tx.pop()
+
+
+@handler()
+def GET_ITER(tx, instruction):
+    from dynamo.variables.iterators import get_iterator
+    tx.push(get_iterator(tx, tx.pop()))
+
+
+@handler()
+def FOR_ITER(tx, instruction):
+    iterator = tx.peek()
+    item = iterator.next_item(tx)
+    if item is None:
+        if tx.decoded.instructions[instruction.target].opname == "END_FOR":
+            tx.pop()  # 3.12: FOR_ITER pops the iterator and skips END_FOR
+            tx.jump(instruction.target + 1)
+        else:
+            tx.pop()
+            tx.jump(instruction.target)
+    else:
+        tx.push(item)
+
+
+@handler(since=(3, 12))
+def END_FOR(tx, instruction):
+    tx.pop()
+    tx.pop()
+
+
+@handler()
+def RAISE_VARARGS(tx, instruction):
+    raise tx.unsupported(RAISE, "an exception is raised here")
+
+
+@handler()
+def RERAISE(tx, instruction):
+    raise tx.unsupported(RAISE, "an exception is re-raised here")
+
+
+@handler()
+def PUSH_EXC_INFO(tx, instruction):
+    raise tx.unsupported(UNSUPPORTED_BYTECODE, "an exception handler is entered")
+
+
+@handler()
+def BEFORE_WITH(tx, instruction):
+    from dynamo.variables.contexts import enter_context
+    manager = tx.pop()
+    exit_function, entered = enter_context(tx, manager)
+    tx.push(exit_function)
+    tx.push(entered)
+
+
+@handler()
+def GET_LEN(tx, instruction):
+    from dynamo.variables.builtins import length
+    tx.push(ConstantVariable(length(tx, tx.peek())))
+
+
+@handler()
+def MATCH_SEQUENCE(tx, instruction):
+    from dynamo.variables.builtins import python_type
+    kind = python_type(tx, tx.peek())
+    import collections.abc
+    tx.push(ConstantVariable(issubclass(kind, collections.abc.Sequence) and
+                             not issubclass(kind, (str, bytes, bytearray))))
+
+
+@handler()
+def MATCH_MAPPING(tx, instruction):
+    from dynamo.variables.builtins import python_type
+    import collections.abc
+    tx.push(ConstantVariable(issubclass(python_type(tx, tx.peek()), collections.abc.Mapping)))
+
+
+@handler()
+def MATCH_KEYS(tx, instruction):
+    from dynamo.variables.containers import DictVariable, TupleVariable, constant_key
+    keys = tx.constant(tx.peek(), "match keys")
+    subject = tx.peek(2)
+    if not isinstance(subject, DictVariable):
+        raise tx.unsupported(UNSUPPORTED_OBJECT, "mapping pattern on a non-dict")
+    if all(key in subject.items for key in keys):
+        tx.push(TupleVariable(tuple(subject.items[key] for key in keys)))
+    else:
+        tx.push(ConstantVariable(None))
+    del constant_key
+
+
+@handler()
+def MATCH_CLASS(tx, instruction):
+    raise tx.unsupported(UNSUPPORTED_BYTECODE, "class patterns in `match`")
+
+
+@handler()
+def LOAD_BUILD_CLASS(tx, instruction):
+    raise tx.unsupported(UNSUPPORTED_BYTECODE, "a class statement inside a compiled function")
+
+
+@handler()
+def YIELD_VALUE(tx, instruction):
+    raise tx.unsupported(UNSUPPORTED_BYTECODE, "yield")
+
+
+@handler()
+def RETURN_GENERATOR(tx, instruction):
+    raise tx.unsupported(UNSUPPORTED_BYTECODE, "a generator")
+
+
+@handler()
+def SETUP_ANNOTATIONS(tx, instruction):
+    raise tx.unsupported(UNSUPPORTED_BYTECODE, "annotations in a function body")
+
+
+del NULL

@@ -1,0 +1,212 @@
+"""Stage "trace": the symbolic bytecode interpreter.
+
+Input: a frame view (or, for an inlined call, a function and bound arguments) and its decoded
+instructions. Output: the values it returns, with every tensor operation recorded in the shared
+`GraphBuilder`, every specialisation recorded as a guard, every mutation of pre-existing state
+recorded in `SideEffects`.
+
+`Tracer` holds one frame's state (value stack, locals, cells, instruction pointer) and the
+helpers handlers share; handlers, one per normalised opcode, live in `dynamo.trace.handlers`.
+A `Tracer` with a `parent` is an inlined call: it shares its parent's graph, guards and side
+effects, and its `RETURN_VALUE` hands the value back instead of ending the trace.
+"""
+from __future__ import annotations
+
+import dataclasses
+from types import CodeType
+from typing import Any, Optional
+
+from dynamo.breaks import INLINE_DEPTH, UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.instructions import DecodedCode, Instruction, decode
+from dynamo.trace.graph import GraphBuilder
+from dynamo.trace.side_effects import SideEffects
+from dynamo.variables.base import NULL, NotConstant, Variable
+from guards import GuardSet
+from guards.sources import Source
+
+
+@dataclasses.dataclass
+class TraceState:
+    """What every tracer of one capture shares."""
+
+    graph: GraphBuilder
+    guards: GuardSet
+    side_effects: SideEffects
+    root_globals: dict
+    inline_depth_limit: int = 32
+    undo_log: list = dataclasses.field(default_factory=list)  # real state changes to undo
+
+
+class Tracer:
+    """The state of one frame being traced symbolically."""
+
+    def __init__(self, state: TraceState, code: CodeType, f_globals: dict,
+                 locals_: dict[str, Variable], cells: dict[str, Variable],
+                 parent: Optional["Tracer"] = None, globals_source: Optional[Source] = None):
+        self.state = state
+        self.code = code
+        self.decoded: DecodedCode = decode(code)
+        self.f_globals = f_globals
+        self.globals_source = globals_source  # None: the root frame's own globals (`G`)
+        self.locals = locals_
+        self.lazy_locals: dict[str, Any] = {}  # name -> thunk wrapping an entry argument
+        self.cells = cells
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.stack: list[Variable] = []
+        self.ip = 0
+        self.current: Optional[Instruction] = None
+        self.returned: Optional[Variable] = None
+        if self.depth > state.inline_depth_limit:
+            raise Unsupported(INLINE_DEPTH, f"inlining {code.co_qualname}")
+
+    # -- shared state ----------------------------------------------------------------------
+    @property
+    def graph(self) -> GraphBuilder:
+        return self.state.graph
+
+    @property
+    def guards(self) -> GuardSet:
+        return self.state.guards
+
+    @property
+    def side_effects(self) -> SideEffects:
+        return self.state.side_effects
+
+    @property
+    def undo_log(self) -> list:
+        return self.state.undo_log
+
+    # -- the stack -------------------------------------------------------------------------
+    def push(self, value: Variable) -> None:
+        self.stack.append(value)
+
+    def pop(self) -> Variable:
+        return self.stack.pop()
+
+    def popn(self, count: int) -> list[Variable]:
+        if count == 0:
+            return []
+        values = self.stack[-count:]
+        del self.stack[-count:]
+        return values
+
+    def peek(self, depth: int = 1) -> Variable:
+        return self.stack[-depth]
+
+    # -- the loop --------------------------------------------------------------------------
+    def run(self) -> Variable:
+        """Interpret until the frame returns; returns the returned variable."""
+        from dynamo.trace.handlers import HANDLERS
+
+        instructions = self.decoded.instructions
+        while self.returned is None:
+            instruction = instructions[self.ip]
+            self.current = instruction
+            self.ip += 1
+            self.graph.location = self.location()
+            handler = HANDLERS.get(instruction.opname)
+            if handler is None:
+                raise self.unsupported(UNSUPPORTED_BYTECODE,
+                                       f"the {instruction.opname} instruction")
+            try:
+                handler(self, instruction)
+            except Unsupported as error:
+                if error.location is None:
+                    error.location = self.location()
+                raise
+        return self.returned
+
+    def jump(self, target: int) -> None:
+        self.ip = target
+
+    def location(self) -> str:
+        line = self.current.lineno if self.current is not None else self.code.co_firstlineno
+        return f"{self.code.co_filename}:{line}"
+
+    def unsupported(self, kind, detail: str) -> Unsupported:
+        return Unsupported(kind, detail, self.location())
+
+    # -- locals --------------------------------------------------------------------------
+    def read_local(self, name: str) -> Optional[Variable]:
+        """The local's variable (realising an entry argument on first read), or None."""
+        value = self.locals.get(name)
+        if value is None and name in self.lazy_locals:
+            value = self.locals[name] = self.lazy_locals.pop(name)()
+        return value
+
+    def take_local(self, name: str) -> Optional[Variable]:
+        value = self.read_local(name)
+        self.locals.pop(name, None)
+        return value
+
+    def set_local(self, name: str, value: Variable) -> None:
+        self.lazy_locals.pop(name, None)
+        self.locals[name] = value
+
+    def delete_local(self, name: str) -> None:
+        self.lazy_locals.pop(name, None)
+        self.locals.pop(name, None)
+
+    # -- helpers handlers share ------------------------------------------------------------
+    def wrap(self, value: Any, source: Optional[Source]) -> Variable:
+        """A variable for a real value read from the frame (installs the guards it needs)."""
+        from dynamo.variables.builder import wrap
+        return wrap(self, value, source)
+
+    def wrap_result(self, value: Any) -> Variable:
+        """A variable for a value computed at trace time (no source, no guards)."""
+        from dynamo.variables.builder import wrap_computed
+        return wrap_computed(self, value)
+
+    def truth(self, value: Variable) -> bool:
+        from dynamo.variables.builtins import truth
+        return truth(self, value)
+
+    def iterate(self, value: Variable) -> list[Variable]:
+        from dynamo.variables.iterators import iterate_all
+        return iterate_all(self, value)
+
+    def real_value(self, value: Variable) -> Any:
+        from dynamo.trace.operators import _UNKNOWN
+        return getattr(value, "value", _UNKNOWN) if getattr(value, "is_real", False) \
+            else _UNKNOWN
+
+    def lookup_dunder(self, value: Variable, name: str) -> Optional[Variable]:
+        """`type(value).name` bound to `value`, when `value` is a user object defining it."""
+        from dynamo.variables.objects import lookup_dunder
+        return lookup_dunder(self, value, name)
+
+    def call(self, function: Variable, args: list[Variable],
+             kwargs: Optional[dict[str, Variable]] = None) -> Variable:
+        return function.call(self, list(args), dict(kwargs or {}))
+
+    def inline(self, code: CodeType, f_globals: dict, locals_: dict[str, Variable],
+               cells: dict[str, Variable], globals_source: Optional[Source]) -> Variable:
+        """Trace a call of `code` inside this trace and return its result."""
+        child = Tracer(self.state, code, f_globals, locals_, cells, parent=self,
+                       globals_source=globals_source)
+        return child.run()
+
+    def constant(self, value: Variable, what: str) -> Any:
+        try:
+            return value.as_constant()
+        except NotConstant:
+            raise self.unsupported(UNSUPPORTED_OBJECT, f"{what} must be known at trace time, "
+                                   f"got {value.describe()}") from None
+
+    def globals_entry_source(self, name: str) -> Optional[Source]:
+        """The source of global `name` of the code being traced."""
+        from dynamo import skips
+        from guards.sources import DictItemSource, GlobalSource
+        if self.f_globals is self.state.root_globals:
+            return GlobalSource(name)
+        if skips.is_library_globals(self.f_globals):
+            return None
+        if self.globals_source is not None:
+            return DictItemSource(self.globals_source, name)
+        return None
+
+
+def is_null(value: Variable) -> bool:
+    return value is NULL

@@ -1,0 +1,260 @@
+"""Python operators on variables: arithmetic, comparisons, identity, containment, subscripts.
+
+Input: an operator and variable operands. Output: a variable. Tensors turn the operation into a
+graph node; constants fold; containers, user objects and modules follow Python's own rules
+(including `__add__`/`__getitem__` of user classes, which are inlined).
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
+from dynamo.variables.base import NotConstant, Variable
+from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable,
+                                         TupleVariable, constant_key)
+from dynamo.variables.tensor import TensorVariable
+
+BINARY = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
+    "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift,
+    ">>": operator.rshift,
+}
+INPLACE = {
+    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "@=": operator.imatmul,
+    "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor, "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+}
+COMPARE = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+           ">": operator.gt, ">=": operator.ge}
+UNARY = {"-": operator.neg, "+": operator.pos, "~": operator.invert, "not": operator.not_}
+_DUNDER = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.matmul: ("__matmul__", "__rmatmul__"), operator.eq: ("__eq__", "__eq__"),
+    operator.ne: ("__ne__", "__ne__"), operator.lt: ("__lt__", "__gt__"),
+    operator.gt: ("__gt__", "__lt__"), operator.le: ("__le__", "__ge__"),
+    operator.ge: ("__ge__", "__le__"), operator.getitem: ("__getitem__", None),
+}
+
+
+def _constants(*values: Variable):
+    return [value.as_constant() for value in values]
+
+
+def apply(tx, function, *operands: Variable) -> Variable:
+    """`function(*operands)` for an `operator` function."""
+    if any(isinstance(value, TensorVariable) for value in operands):
+        return tx.graph.call("call_function", function, operands, {})
+    try:
+        values = _constants(*operands)
+    except NotConstant:
+        return _apply_structured(tx, function, operands)
+    try:
+        return tx.wrap_result(function(*values))
+    except Exception as error:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"{function.__name__} raised "
+                          f"{type(error).__name__}: {error}") from None
+
+
+def binary(tx, symbol: str, left: Variable, right: Variable) -> Variable:
+    if symbol in INPLACE:
+        return _inplace(tx, INPLACE[symbol], BINARY[symbol[:-1]], left, right)
+    return apply(tx, BINARY[symbol], left, right)
+
+
+def _inplace(tx, function, fallback, left: Variable, right: Variable) -> Variable:
+    if isinstance(left, ListVariable) and function is operator.iadd:
+        left.box.touch()
+        left.items.extend(tx.iterate(right))
+        return left
+    if isinstance(left, DictVariable) and function is operator.ior:
+        left.box.touch()
+        left.items.update(right.items)
+        return left
+    if isinstance(left, TensorVariable):
+        return tx.graph.call("call_function", function, (left, right), {})
+    return apply(tx, fallback, left, right)
+
+
+def compare(tx, symbol: str, left: Variable, right: Variable) -> Variable:
+    return apply(tx, COMPARE[symbol], left, right)
+
+
+def unary(tx, symbol: str, value: Variable) -> Variable:
+    if symbol == "not":
+        return ConstantVariable(not tx.truth(value))
+    return apply(tx, UNARY[symbol], value)
+
+
+def identity(tx, left: Variable, right: Variable) -> bool:
+    """`left is right` at trace time."""
+    if left is right:
+        return True
+    if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
+        return isinstance(left, TensorVariable) and isinstance(right, TensorVariable) and \
+            left.node is right.node
+    box_left, box_right = getattr(left, "box", None), getattr(right, "box", None)
+    if box_left is not None or box_right is not None:
+        return box_left is box_right
+    real_left, real_right = tx.real_value(left), tx.real_value(right)
+    if real_left is not _UNKNOWN and real_right is not _UNKNOWN:
+        return real_left is real_right
+    try:
+        a, b = _constants(left, right)
+    except NotConstant:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"`is` between {left.describe()} and "
+                          f"{right.describe()}") from None
+    return a is b or (type(a) is type(b) and a == b and isinstance(a, (bool, type(None))))
+
+
+_UNKNOWN = object()
+
+
+def contains(tx, container: Variable, item: Variable) -> bool:
+    """`item in container` at trace time."""
+    if isinstance(container, (DictVariable, SetVariable)):
+        return constant_key(item) in container.items
+    if isinstance(container, (ListVariable, TupleVariable)):
+        return any(tx.truth(compare(tx, "==", element, item)) for element in container.items)
+    if isinstance(container, TensorVariable):
+        return tx.truth(tx.graph.call("call_method", "__contains__", (container, item), {}))
+    try:
+        return operator.contains(*_constants(container, item))
+    except NotConstant:
+        method = tx.lookup_dunder(container, "__contains__")
+        if method is None:
+            raise Unsupported(UNSUPPORTED_OBJECT, f"`in` on {container.describe()}") from None
+        return tx.truth(method.call(tx, [item], {}))
+
+
+def subscript(tx, container: Variable, index: Variable) -> Variable:
+    """`container[index]`."""
+    if isinstance(container, TensorVariable):
+        return tx.graph.call("call_function", operator.getitem, (container, index), {})
+    if isinstance(container, (ListVariable, TupleVariable)):
+        return _sequence_item(container, index)
+    if isinstance(container, DictVariable):
+        from dynamo.variables.container_methods import call_container_method
+        return call_container_method(tx, container, "__getitem__", [index], {})
+    if container.is_constant() and index.is_constant():
+        return apply(tx, operator.getitem, container, index)
+    return _apply_structured(tx, operator.getitem, (container, index))
+
+
+def _sequence_item(container, index: Variable) -> Variable:
+    try:
+        key = index.as_constant()
+    except NotConstant:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"indexing a sequence with "
+                          f"{index.describe()}") from None
+    items = container.items
+    try:
+        if isinstance(key, slice):
+            picked = items[key]
+            if isinstance(container, ListVariable):
+                return ListVariable.new(picked)
+            return TupleVariable(tuple(picked))
+        return items[key.__index__()]
+    except (IndexError, TypeError, AttributeError) as error:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"indexing raised {type(error).__name__}") from None
+
+
+def store_subscript(tx, container: Variable, index: Variable, value: Variable) -> None:
+    """`container[index] = value`."""
+    if isinstance(container, TensorVariable):
+        tx.graph.call("call_function", operator.setitem, (container, index, value), {})
+    elif isinstance(container, ListVariable):
+        container.box.touch()
+        key = index.as_constant()
+        if isinstance(key, slice):
+            container.items[key] = tx.iterate(value)
+        else:
+            container.items[key] = value
+    elif isinstance(container, DictVariable):
+        container.box.touch()
+        container.items[constant_key(index)] = value
+    else:
+        method = tx.lookup_dunder(container, "__setitem__")
+        if method is None:
+            raise Unsupported(UNSUPPORTED_OBJECT, f"item assignment on {container.describe()}")
+        method.call(tx, [index, value], {})
+
+
+def delete_subscript(tx, container: Variable, index: Variable) -> None:
+    if isinstance(container, ListVariable):
+        container.box.touch()
+        del container.items[index.as_constant()]
+    elif isinstance(container, DictVariable):
+        container.box.touch()
+        del container.items[constant_key(index)]
+    else:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"item deletion on {container.describe()}")
+
+
+def _apply_structured(tx, function, operands) -> Variable:
+    left = operands[0]
+    if function is operator.add and len(operands) == 2:
+        right = operands[1]
+        if isinstance(left, ListVariable) and isinstance(right, ListVariable):
+            return ListVariable.new(left.items + right.items)
+        if isinstance(left, TupleVariable) and isinstance(right, TupleVariable):
+            return TupleVariable(left.items + right.items)
+    if function is operator.mul and len(operands) == 2 and \
+            isinstance(left, (ListVariable, TupleVariable)) and operands[1].is_constant():
+        times = operands[1].as_constant()
+        if isinstance(left, ListVariable):
+            return ListVariable.new(left.items * times)
+        return TupleVariable(left.items * times)
+    if function in (operator.eq, operator.ne) and len(operands) == 2:
+        same = _structural_equal(tx, *operands)
+        if same is not None:
+            return ConstantVariable(same if function is operator.eq else not same)
+    if function is operator.not_:
+        return ConstantVariable(not tx.truth(left))
+    return _dunder(tx, function, operands)
+
+
+def _structural_equal(tx, left: Variable, right: Variable):
+    sequences = (ListVariable, TupleVariable)
+    if isinstance(left, sequences) and isinstance(right, sequences):
+        if type(left) is not type(right) or len(left.items) != len(right.items):
+            return False
+        return all(tx.truth(compare(tx, "==", a, b)) for a, b in zip(left.items, right.items))
+    if (left.is_constant() and right.python_type() is not type(left.as_constant())) or \
+            (right.is_constant() and left.python_type() is not type(right.as_constant())):
+        if left.python_type() in (int, float, bool) and right.python_type() in (int, float, bool):
+            return None
+        return identity(tx, left, right) if not (left.is_constant() and right.is_constant()) \
+            else None
+    return None
+
+
+def _dunder(tx, function, operands) -> Variable:
+    names = _DUNDER.get(function)
+    if names is not None:
+        method = tx.lookup_dunder(operands[0], names[0])
+        if method is not None:
+            result = method.call(tx, list(operands[1:]), {})
+            if not (result.is_constant() and result.as_constant() is NotImplemented):
+                return result
+        if names[1] is not None and len(operands) == 2:
+            method = tx.lookup_dunder(operands[1], names[1])
+            if method is not None:
+                return method.call(tx, [operands[0]], {})
+    raise Unsupported(UNSUPPORTED_OBJECT, f"{getattr(function, '__name__', function)} on "
+                      + ", ".join(operand.describe() for operand in operands))
+
+
+def slice_of(start: Variable, stop: Variable, step: Variable) -> Variable:
+    parts = (start, stop, step)
+    if all(part.is_constant() for part in parts):
+        return ConstantVariable(slice(*(part.as_constant() for part in parts)))
+    return SliceVariable(parts)
+
+
+def constant_or_unknown(value: Any):
+    return value

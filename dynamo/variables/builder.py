@@ -1,0 +1,196 @@
+"""Real values -> variables, installing the guards that make specialising on them sound.
+
+`wrap(tx, value, source)` is used for everything read from the frame: arguments, globals,
+attributes, closure contents, defaults. With a `source` it guards (tensors: full tensor match;
+constants: equality; containers: type and length or keys, then their items; objects and
+modules: exact type; functions, classes and modules: identity). Without one (values of
+library modules, which are trusted not to change) it guards nothing.
+`wrap_computed(tx, value)` is for values computed at trace time (folded constants).
+"""
+from __future__ import annotations
+
+import collections
+import enum
+import functools
+import types
+from typing import Any, Optional
+
+import torch
+
+from dynamo import _C
+from dynamo.breaks import DISABLED, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.trace.side_effects import Box
+from dynamo.variables.base import Variable, variable
+from dynamo.variables.builtins import BUILTIN_RULES, PURE, BuiltinVariable
+from dynamo.variables.constant import ConstantVariable, is_constant_value
+from dynamo.variables.containers import DictVariable, ListVariable, TupleVariable
+from dynamo.variables.functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
+from dynamo.variables.modules import ModuleVariable, PythonModuleVariable
+from dynamo.variables.objects import ClassVariable, UserObjectVariable
+from dynamo.variables.torch_calls import TorchFunctionVariable, is_torch_function
+from guards import (ConstantGuard, DictKeysGuard, IdentityGuard, LengthGuard, NoneGuard,
+                    TensorMatchGuard, TypeGuard)
+from guards.sources import AttrSource, DictItemSource, ItemSource, Source
+
+_BUILTIN_MODULES = {"builtins", "math", "operator", "_operator", "functools", "_functools",
+                    "itertools", "_warnings", "warnings"}
+
+
+@variable
+class DisabledFunctionVariable(Variable):
+    """A function wrapped by `dynamo.disable`: calling it breaks the graph."""
+
+    value: Any
+
+    def call(self, tx, args, kwargs) -> Variable:
+        name = getattr(self.value, "__qualname__", repr(self.value))
+        raise Unsupported(DISABLED, f"{name} is marked dynamo.disable")
+
+
+def wrap(tx, value: Any, source: Optional[Source]) -> Variable:
+    if isinstance(value, torch.Tensor):
+        return _wrap_tensor(tx, value, source)
+    if value is None:
+        _guard(tx, source, lambda: NoneGuard(source, True))
+        return ConstantVariable(None, source=source)
+    if is_constant_value(value) and type(value) not in (tuple, torch.Size, range, slice):
+        _guard(tx, source, lambda: ConstantGuard(source, value))
+        return ConstantVariable(value, source=source)
+    kind = type(value)
+    if kind in (list, tuple, torch.Size) or (isinstance(value, tuple) and hasattr(kind, "_fields")):
+        return _wrap_sequence(tx, value, source)
+    if kind in (dict, collections.OrderedDict, collections.defaultdict):
+        return _wrap_mapping(tx, value, source)
+    if kind in (range, slice, frozenset) or isinstance(value, enum.Enum):
+        _guard(tx, source, lambda: ConstantGuard(source, value))
+        return ConstantVariable(value, source=source)
+    return _wrap_object(tx, value, source)
+
+
+def _guard(tx, source: Optional[Source], make) -> None:
+    if source is not None:
+        tx.guards.add(make())
+
+
+def _wrap_tensor(tx, value: torch.Tensor, source: Optional[Source]) -> Variable:
+    if source is None:
+        raise Unsupported(UNSUPPORTED_OBJECT, "a tensor held by a library module (no way to "
+                          "fetch it again at run time)")
+    if type(value) not in (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer) and \
+            not isinstance(value, torch.nn.Parameter):
+        raise Unsupported(UNSUPPORTED_OBJECT, f"tensor subclass {type(value).__name__}")
+    tx.guards.add(TensorMatchGuard.of(source, value))
+    return tx.graph.add_input(value, source)
+
+
+def _wrap_sequence(tx, value, source: Optional[Source]) -> Variable:
+    kind = type(value)
+    _guard(tx, source, lambda: TypeGuard(source, kind))
+    _guard(tx, source, lambda: LengthGuard(source, len(value)))
+    if kind is list:
+        box = tx.side_effects.box_for(value)
+        if box is not None:
+            return ListVariable(box, source=source)
+    items = [wrap(tx, item, None if source is None else ItemSource(source, index))
+             for index, item in enumerate(value)]
+    if kind is list:
+        box = tx.side_effects.track(Box("list", items, source=source, real=value)) \
+            if source is not None else Box("list", items)
+        return ListVariable(box, source=source)
+    return TupleVariable(tuple(items), kind, source=source)
+
+
+def _wrap_mapping(tx, value: dict, source: Optional[Source]) -> Variable:
+    box = tx.side_effects.box_for(value)
+    kind = type(value)
+    factory = None
+    if kind is collections.defaultdict:
+        factory = wrap(tx, value.default_factory,
+                       None if source is None else AttrSource(source, "default_factory"))
+    if box is not None:
+        return DictVariable(box, kind, factory, source=source)
+    _guard(tx, source, lambda: TypeGuard(source, kind))
+    _guard(tx, source, lambda: DictKeysGuard(source, tuple(value)))
+    items = {key: wrap(tx, item, None if source is None else DictItemSource(source, key))
+             for key, item in value.items()}
+    box = Box("dict", items, source=source, real=value)
+    if source is not None:
+        tx.side_effects.track(box)
+    return DictVariable(box, kind, factory, source=source)
+
+
+def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
+    if isinstance(value, _C.ScopedCall):
+        if value.callback is None:
+            return DisabledFunctionVariable(value)
+        return wrap(tx, value.fn, None if source is None else AttrSource(source, "fn"))
+    if isinstance(value, torch.nn.Module):
+        _guard(tx, source, lambda: TypeGuard(source, type(value)))
+        return ModuleVariable(value, source=source)
+    identity = lambda: IdentityGuard(source, value)  # noqa: E731
+    if isinstance(value, types.ModuleType):
+        _guard(tx, source, identity)
+        return PythonModuleVariable(value, source=source)
+    if is_torch_function(value):
+        _guard(tx, source, identity)
+        return TorchFunctionVariable(value, source=source)
+    if isinstance(value, types.FunctionType):
+        _guard(tx, source, identity)
+        return UserFunctionVariable(value, source=source)
+    if value in BUILTIN_RULES or _is_builtin(value):
+        return BuiltinVariable(value)
+    if isinstance(value, type):
+        _guard(tx, source, identity)
+        return ClassVariable(value, source=source)
+    if isinstance(value, types.MethodType):
+        owner_source = None if source is None else AttrSource(source, "__self__")
+        return BoundMethodVariable(wrap(tx, value.__func__, None), wrap(tx, value.__self__,
+                                                                          owner_source))
+    if isinstance(value, functools.partial):
+        part = None if source is None else AttrSource(source, "func")
+        return PartialVariable(wrap(tx, value.func, part),
+                               tuple(wrap_computed(tx, arg) for arg in value.args),
+                               {key: wrap_computed(tx, item) for key, item in
+                                value.keywords.items()})
+    _guard(tx, source, lambda: TypeGuard(source, type(value)))
+    return UserObjectVariable(value, source=source)
+
+
+def _is_builtin(value: Any) -> bool:
+    if value in PURE:
+        return True
+    module = getattr(value, "__module__", None)
+    return isinstance(value, (types.BuiltinFunctionType, type)) and module in _BUILTIN_MODULES
+
+
+def wrap_computed(tx, value: Any) -> Variable:
+    """A variable for a value computed at trace time (no source, no guards)."""
+    if is_constant_value(value):
+        return ConstantVariable(value)
+    kind = type(value)
+    if kind is list:
+        return ListVariable.new([wrap_computed(tx, item) for item in value])
+    if kind is tuple or (isinstance(value, tuple) and hasattr(kind, "_fields")):
+        return TupleVariable(tuple(wrap_computed(tx, item) for item in value), kind)
+    if kind in (dict, collections.OrderedDict):
+        return DictVariable.new({key: wrap_computed(tx, item) for key, item in value.items()},
+                                python_class=kind)
+    if kind in (set, frozenset):
+        from dynamo.variables.containers import SetVariable
+        return SetVariable.new([wrap_computed(tx, item) for item in value])
+    if hasattr(value, "__next__") and not isinstance(value, types.GeneratorType):
+        from dynamo.variables.iterators import SequenceIterator
+        return SequenceIterator.over([wrap_computed(tx, item) for item in value])
+    return wrap(tx, value, None)
+
+
+def new_dict_from(tx, value: Variable) -> DictVariable:
+    """A fresh dict variable from a mapping or an iterable of pairs (for `dict(x)`, `**x`)."""
+    if isinstance(value, DictVariable):
+        return DictVariable.new(value.items)
+    from dynamo.variables.containers import constant_key
+    items = {}
+    for pair in tx.iterate(value):
+        key, item = tx.iterate(pair)
+        items[constant_key(key)] = item
+    return DictVariable.new(items)

@@ -1,0 +1,359 @@
+"""Python's builtins on variables: `len`, `isinstance`, `getattr`, `min`, `range`, `zip`...
+
+Pure builtins on constant arguments fold at trace time. The rest have a rule each in
+`BUILTIN_RULES`; a builtin without a rule breaks the graph (`print` has its own break kind).
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from typing import Any, Callable
+
+import torch
+
+from dynamo.breaks import PRINT, UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.variables.base import NotConstant, Variable, variable
+from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
+                                         new_container)
+from dynamo.variables.tensor import TensorVariable
+
+# Builtins with no effects: folded when every argument is a constant.
+PURE = {abs, all, any, ascii, bin, bool, callable, chr, complex, divmod, float, format, hash,
+        hex, int, isinstance, issubclass, len, max, min, oct, ord, pow, repr, round, sorted, str,
+        sum, tuple, type, zip, range, enumerate, reversed, frozenset, slice, getattr, hasattr,
+        list, dict, set, iter, map, filter}
+PURE |= {getattr(math, name) for name in dir(math) if callable(getattr(math, name))}
+PURE |= {getattr(operator, name) for name in dir(operator) if not name.startswith("_")}
+
+BUILTIN_RULES: dict[Callable, Callable] = {}
+
+
+def rule(*functions):
+    def register(implementation):
+        for function in functions:
+            BUILTIN_RULES[function] = implementation
+        return implementation
+    return register
+
+
+@variable
+class BuiltinVariable(Variable):
+    """A builtin function or type (`len`, `int`), a `math` or `operator` function."""
+
+    value: Any
+    is_real: bool = True
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def as_constant(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        return getattr(self.value, "__name__", repr(self.value))
+
+    def call(self, tx, args, kwargs) -> Variable:
+        implementation = BUILTIN_RULES.get(self.value)
+        if implementation is not None:
+            result = implementation(tx, *args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        if self.value in PURE:
+            folded = _fold(tx, self.value, args, kwargs)
+            if folded is not None:
+                return folded
+        if self.value is print:
+            raise Unsupported(PRINT, "print()")
+        raise Unsupported(UNSUPPORTED_CALL, f"{self.describe()}() with "
+                          + (", ".join(arg.describe() for arg in args) or "no arguments"))
+
+    def getattr(self, tx, name: str) -> Variable:
+        return tx.wrap_result(getattr(self.value, name))
+
+
+def _fold(tx, function, args, kwargs):
+    try:
+        values = [arg.as_constant() for arg in args]
+        keywords = {key: value.as_constant() for key, value in kwargs.items()}
+    except NotConstant:
+        return None
+    try:
+        return tx.wrap_result(function(*values, **keywords))
+    except Exception as error:
+        raise Unsupported(UNSUPPORTED_CALL, f"{getattr(function, '__name__', function)}() raised "
+                          f"{type(error).__name__}: {error}") from None
+
+
+# -- facts used by handlers ---------------------------------------------------------------
+def python_type(tx, value: Variable) -> type:
+    return value.python_type()
+
+
+def truth(tx, value: Variable) -> bool:
+    if isinstance(value, (ConstantVariable, TensorVariable, ListVariable, TupleVariable,
+                          DictVariable, SetVariable)):
+        return value.truth(tx)
+    method = tx.lookup_dunder(value, "__bool__") or tx.lookup_dunder(value, "__len__")
+    if method is not None:
+        result = method.call(tx, [], {})
+        return bool(tx.constant(result, "__bool__/__len__ result"))
+    return value.truth(tx)
+
+
+def length(tx, value: Variable) -> int:
+    if isinstance(value, (ListVariable, TupleVariable, DictVariable, SetVariable)):
+        return len(value.items)
+    if isinstance(value, TensorVariable):
+        if value.example.dim() == 0:
+            raise Unsupported(UNSUPPORTED_OBJECT, "len() of a 0-d tensor (TypeError)")
+        return value.example.shape[0]
+    try:
+        return len(value.as_constant())
+    except NotConstant:
+        pass
+    method = tx.lookup_dunder(value, "__len__")
+    if method is None:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"len() of {value.describe()}")
+    return tx.constant(method.call(tx, [], {}), "__len__ result")
+
+
+def format_value(tx, value: Variable, converter, spec: str) -> Variable:
+    try:
+        constant = value.as_constant()
+    except NotConstant:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"formatting {value.describe()} into a string") \
+            from None
+    if converter is not None:
+        constant = converter(constant)
+    return ConstantVariable(format(constant, spec))
+
+
+# -- rules ------------------------------------------------------------------------------
+@rule(len)
+def _len(tx, value):
+    return ConstantVariable(length(tx, value))
+
+
+@rule(isinstance)
+def _isinstance(tx, value, classes):
+    kinds = tx.constant(classes, "isinstance's second argument")
+    actual = value.python_type()
+    try:
+        return ConstantVariable(issubclass(actual, kinds))
+    except TypeError:
+        return NotImplemented
+
+
+@rule(issubclass)
+def _issubclass(tx, value, classes):
+    return ConstantVariable(issubclass(tx.constant(value, "issubclass's first argument"),
+                                       tx.constant(classes, "issubclass's second argument")))
+
+
+@rule(type)
+def _type(tx, *args):
+    if len(args) != 1:
+        raise Unsupported(UNSUPPORTED_CALL, "type() with three arguments (creating a class)")
+    value = args[0]
+    kind = value.python_type()
+    from dynamo.variables.objects import ClassVariable
+    from guards.sources import TypeSource
+    return ClassVariable(kind, source=None if value.source is None else TypeSource(value.source))
+
+
+@rule(getattr)
+def _getattr(tx, value, name, default=None):
+    attribute = tx.constant(name, "getattr's name")
+    if default is None:
+        return value.getattr(tx, attribute)
+    if value.has_attribute(tx, attribute):
+        return value.getattr(tx, attribute)
+    return default
+
+
+@rule(hasattr)
+def _hasattr(tx, value, name):
+    return ConstantVariable(value.has_attribute(tx, tx.constant(name, "hasattr's name")))
+
+
+@rule(setattr)
+def _setattr(tx, value, name, new):
+    from dynamo.variables.objects import store_attribute
+    store_attribute(tx, value, tx.constant(name, "setattr's name"), new)
+    return ConstantVariable(None)
+
+
+@rule(delattr)
+def _delattr(tx, value, name):
+    from dynamo.variables.objects import delete_attribute
+    delete_attribute(tx, value, tx.constant(name, "delattr's name"))
+    return ConstantVariable(None)
+
+
+@rule(callable)
+def _callable(tx, value):
+    try:
+        return ConstantVariable(callable(value.as_constant()))
+    except NotConstant:
+        pass
+    kind = value.python_type()
+    return ConstantVariable(hasattr(kind, "__call__"))
+
+
+@rule(id)
+def _id(tx, value):
+    real = tx.real_value(value)
+    from dynamo.trace.operators import _UNKNOWN
+    if real is _UNKNOWN:
+        raise Unsupported(UNSUPPORTED_CALL, f"id() of {value.describe()}")
+    return ConstantVariable(id(real))
+
+
+def _extreme(symbol: str):
+    def choose(tx, *args, **kwargs):
+        from dynamo.trace.operators import compare
+        if "key" in kwargs or not args:
+            return NotImplemented
+        items = tx.iterate(args[0]) if len(args) == 1 else list(args)
+        if not items:
+            if "default" in kwargs:
+                return kwargs["default"]
+            raise Unsupported(UNSUPPORTED_CALL, "min()/max() of an empty sequence (ValueError)")
+        if all(item.is_constant() for item in items):
+            return NotImplemented
+        best = items[0]
+        for item in items[1:]:
+            if tx.truth(compare(tx, symbol, item, best)):
+                best = item
+        return best
+    return choose
+
+
+BUILTIN_RULES[min] = _extreme("<")
+BUILTIN_RULES[max] = _extreme(">")
+
+
+def _container_rule(python_class):
+    def build(tx, *args):
+        items = tx.iterate(args[0]) if args else []
+        return new_container(python_class, items)
+    return build
+
+
+for _class in (list, tuple, set, frozenset):
+    BUILTIN_RULES[_class] = _container_rule(_class)
+
+
+@rule(dict)
+def _dict(tx, *args, **kwargs):
+    from dynamo.variables.builder import new_dict_from
+    result = new_dict_from(tx, args[0]) if args else DictVariable.new({})
+    result = DictVariable.new(result.items)
+    result.items.update(kwargs)
+    return result
+
+
+@rule(bool)
+def _bool(tx, *args):
+    return ConstantVariable(tx.truth(args[0]) if args else False)
+
+
+@rule(print)
+def _print(tx, *args, **kwargs):
+    raise Unsupported(PRINT, "print()")
+
+
+@rule(sum)
+def _sum(tx, iterable, start=None):
+    from dynamo.trace.operators import binary
+    total = start if start is not None else ConstantVariable(0)
+    for item in tx.iterate(iterable):
+        total = binary(tx, "+", total, item)
+    return total
+
+
+@rule(any)
+def _any(tx, iterable):
+    return ConstantVariable(any(tx.truth(item) for item in tx.iterate(iterable)))
+
+
+@rule(all)
+def _all(tx, iterable):
+    return ConstantVariable(all(tx.truth(item) for item in tx.iterate(iterable)))
+
+
+@rule(abs)
+def _abs(tx, value):
+    if isinstance(value, TensorVariable):
+        return tx.graph.call("call_function", torch.abs, (value,), {})
+    return NotImplemented
+
+
+@rule(int, float)
+def _number(tx, *args):
+    if args and isinstance(args[0], TensorVariable):
+        from dynamo.breaks import SCALAR_OUT
+        raise Unsupported(SCALAR_OUT, "int()/float() of a tensor")
+    return NotImplemented
+
+
+@rule(iter)
+def _iter(tx, value):
+    from dynamo.variables.iterators import get_iterator
+    return get_iterator(tx, value)
+
+
+@rule(next)
+def _next(tx, iterator, *default):
+    from dynamo.variables.iterators import get_iterator
+    item = get_iterator(tx, iterator).next_item(tx)
+    if item is None:
+        if default:
+            return default[0]
+        raise Unsupported(UNSUPPORTED_CALL, "next() of an exhausted iterator (StopIteration)")
+    return item
+
+
+@rule(super)
+def _super(tx, *args):
+    from dynamo.variables.objects import SuperVariable, zero_argument_super
+    if not args:
+        return zero_argument_super(tx)
+    return SuperVariable(args[0], args[1])
+
+
+def _iterator_rule(function):
+    def build(tx, *args, **kwargs):
+        from dynamo.variables.iterators import make_builtin_iterator
+        return make_builtin_iterator(tx, function, list(args), kwargs)
+    return build
+
+
+for _function in (enumerate, zip, map, filter, reversed, __import__("itertools").chain):
+    BUILTIN_RULES[_function] = _iterator_rule(_function)
+
+
+@rule(__import__("functools").reduce)
+def _reduce(tx, function, iterable, *initial):
+    items = tx.iterate(iterable)
+    if initial:
+        items = [initial[0], *items]
+    if not items:
+        raise Unsupported(UNSUPPORTED_CALL, "reduce() of an empty sequence (TypeError)")
+    total = items[0]
+    for item in items[1:]:
+        total = function.call(tx, [total, item], {})
+    return total
+
+
+@rule(__import__("functools").partial)
+def _partial(tx, function, *args, **kwargs):
+    from dynamo.variables.functions import PartialVariable
+    return PartialVariable(function, tuple(args), dict(kwargs))
+
+
+@rule(__import__("warnings").warn)
+def _warn(tx, *args, **kwargs):
+    raise Unsupported(PRINT, "warnings.warn()")

@@ -1,0 +1,83 @@
+"""Immutable Python values known at trace time: numbers, strings, None, bools, dtypes, devices,
+`torch.Size`, tuples of those, `slice`s, `range`s, enum members, `Ellipsis`.
+
+Operations on them are folded at trace time (they are pure); the guards installed when they were
+read from the frame keep that sound.
+"""
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import torch
+
+from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.variables.base import NotConstant, Variable, variable
+
+CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
+                  type(NotImplemented), torch.dtype, torch.device, torch.layout,
+                  torch.memory_format, range, slice, enum.Enum, torch.finfo, torch.iinfo)
+
+
+def is_constant_value(value: Any) -> bool:
+    if isinstance(value, CONSTANT_TYPES):
+        return True
+    if type(value) in (tuple, torch.Size, frozenset):
+        return all(is_constant_value(item) for item in value)
+    return False
+
+
+@variable
+class ConstantVariable(Variable):
+    value: Any
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def as_constant(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        return repr(self.value) if self.source is None else super().describe()
+
+    def getattr(self, tx, name: str) -> Variable:
+        try:
+            attribute = getattr(self.value, name)
+        except AttributeError:
+            raise Unsupported(UNSUPPORTED_OBJECT, f"{type(self.value).__name__} has no "
+                              f"attribute {name!r}") from None
+        if callable(attribute) and not isinstance(attribute, (type, *CONSTANT_TYPES)):
+            return ConstantMethodVariable(self, name)
+        return ConstantVariable(attribute)
+
+    def has_attribute(self, tx, name: str) -> bool:
+        return hasattr(self.value, name)
+
+    def iterate(self, tx) -> list[Variable]:
+        try:
+            return [ConstantVariable(item) for item in self.value]
+        except TypeError:
+            raise Unsupported(UNSUPPORTED_OBJECT, f"iterating over {self.describe()}") from None
+
+    def truth(self, tx) -> bool:
+        return bool(self.value)
+
+
+@variable
+class ConstantMethodVariable(Variable):
+    """A method of a constant (`"a,b".split`, `dtype.to_complex`): folded when called."""
+
+    owner: ConstantVariable
+    name: str
+
+    def call(self, tx, args, kwargs) -> Variable:
+        try:
+            values = [arg.as_constant() for arg in args]
+            keywords = {key: arg.as_constant() for key, arg in kwargs.items()}
+        except NotConstant as error:
+            raise Unsupported(UNSUPPORTED_CALL, f"{type(self.owner.value).__name__}.{self.name} "
+                              f"with a non-constant argument ({error})") from None
+        return ConstantVariable(getattr(self.owner.value, self.name)(*values, **keywords))
+
+    def describe(self) -> str:
+        return f"{self.owner.describe()}.{self.name}"

@@ -1,0 +1,99 @@
+"""Calling a class during the trace: building new objects.
+
+Namedtuples become tuples of their class; `torch.Size`, `torch.device` and other immutable
+types fold; instances of plain Python classes (including dataclasses) become
+`NewObjectVariable`s whose `__init__` is inlined. Classes whose instances framejit cannot model
+break the graph.
+"""
+from __future__ import annotations
+
+import collections
+import types
+
+from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
+from dynamo.trace.side_effects import Box
+from dynamo.variables.base import NotConstant, Variable
+from dynamo.variables.containers import DictVariable, TupleVariable
+from dynamo.variables.objects import NewObjectVariable, class_lookup
+
+
+def construct(tx, cls: type, args: list, kwargs: dict) -> Variable:
+    from dynamo.variables.contexts import context_for_class
+    context = context_for_class(tx, cls, args, kwargs)
+    if context is not None:
+        return context
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        return _namedtuple(tx, cls, args, kwargs)
+    if cls in (collections.OrderedDict, collections.defaultdict):
+        return _mapping(tx, cls, args, kwargs)
+    folded = _fold(tx, cls, args, kwargs)
+    if folded is not None:
+        return folded
+    import torch
+    if issubclass(cls, torch.nn.Module):
+        raise Unsupported(UNSUPPORTED_CALL, f"creating a module ({cls.__name__}) inside a "
+                          "compiled region")
+    if _plain_python_class(cls):
+        instance = NewObjectVariable(cls, Box("object", {}, python_type=cls))
+        init = class_lookup(cls, "__init__")
+        if isinstance(init, types.FunctionType):
+            tx.wrap(init, None).call(tx, [instance, *args], kwargs)
+        elif args or kwargs:
+            raise Unsupported(UNSUPPORTED_CALL, f"{cls.__name__}() takes no arguments")
+        return instance
+    raise Unsupported(UNSUPPORTED_CALL, f"creating a {cls.__name__} object")
+
+
+def _plain_python_class(cls: type) -> bool:
+    """Instances are plain `__dict__` objects: Python `__init__`, default `__new__`."""
+    return class_lookup(cls, "__new__") in (object.__new__, _missing()) or \
+        class_lookup(cls, "__new__") is object.__dict__["__new__"]
+
+
+def _missing():
+    from dynamo.variables.objects import _MISSING
+    return _MISSING
+
+
+def _namedtuple(tx, cls, args, kwargs) -> Variable:
+    from dynamo.variables.functions import bind_arguments
+    code = cls.__new__.__code__
+    defaults = [tx.wrap_result(value) for value in (cls.__new__.__defaults__ or ())]
+    bound = bind_arguments(code, cls.__name__, [None, *args], kwargs, tuple(defaults), {})
+    return TupleVariable(tuple(bound[field] for field in cls._fields), cls)
+
+
+def _mapping(tx, cls, args, kwargs) -> Variable:
+    from dynamo.variables.builder import new_dict_from
+    if cls is collections.defaultdict:
+        factory = args[0] if args else None
+        initial = new_dict_from(tx, args[1]).items if len(args) > 1 else {}
+        return DictVariable.new({**initial, **kwargs}, python_class=cls, default_factory=factory)
+    initial = new_dict_from(tx, args[0]).items if args else {}
+    return DictVariable.new({**initial, **kwargs}, python_class=cls)
+
+
+_FOLDABLE_MODULES = ("torch", "builtins", "enum", "math", "fractions", "decimal", "numbers")
+
+
+def _fold(tx, cls, args, kwargs):
+    """Immutable library types (torch.Size, torch.device, torch.finfo...) on constants."""
+    module = (getattr(cls, "__module__", "") or "").split(".")[0]
+    if module not in _FOLDABLE_MODULES and not issubclass(cls, (int, float, str)):
+        import enum
+        if not issubclass(cls, enum.Enum):
+            return None
+    try:
+        values = [arg.as_constant() for arg in args]
+        keywords = {key: value.as_constant() for key, value in kwargs.items()}
+    except NotConstant:
+        return None
+    from dynamo.variables.constant import is_constant_value
+    try:
+        result = cls(*values, **keywords)
+    except Exception as error:
+        raise Unsupported(UNSUPPORTED_CALL, f"{cls.__name__}() raised {type(error).__name__}: "
+                          f"{error}") from None
+    if is_constant_value(result):
+        return tx.wrap_result(result)
+    return None

@@ -1,0 +1,178 @@
+"""Methods of lists, dicts, sets and tuples, applied to their boxes at trace time.
+
+Reads answer with variables; writes change the box (and mark pre-existing boxes for replay).
+"""
+from __future__ import annotations
+
+from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
+from dynamo.variables.base import NotConstant, Variable
+from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
+                                         constant_key)
+
+NONE = ConstantVariable(None)
+
+
+def call_container_method(tx, owner: Variable, name: str, args: list, kwargs: dict) -> Variable:
+    if kwargs and name not in ("sort", "pop", "update", "get", "setdefault"):
+        raise Unsupported(UNSUPPORTED_CALL, f"{name}() with keyword arguments")
+    if isinstance(owner, ListVariable):
+        return _list_method(tx, owner, name, args, kwargs)
+    if isinstance(owner, DictVariable):
+        return _dict_method(tx, owner, name, args, kwargs)
+    if isinstance(owner, SetVariable):
+        return _set_method(tx, owner, name, args)
+    if isinstance(owner, TupleVariable):
+        return _sequence_query(tx, owner.items, name, args)
+    raise Unsupported(UNSUPPORTED_CALL, f"{owner.describe()}.{name}")
+
+
+def _index_of(tx, items, value: Variable) -> int:
+    from dynamo.trace.operators import compare
+    for index, item in enumerate(items):
+        if compare(tx, "==", item, value).truth(tx):
+            return index
+    raise Unsupported(UNSUPPORTED_CALL, "list.index/remove of a missing value raises ValueError")
+
+
+def _sequence_query(tx, items, name: str, args: list) -> Variable:
+    from dynamo.trace.operators import compare
+    if name == "index":
+        return ConstantVariable(_index_of(tx, items, args[0]))
+    if name == "count":
+        return ConstantVariable(sum(compare(tx, "==", item, args[0]).truth(tx) for item in items))
+    raise Unsupported(UNSUPPORTED_CALL, f"tuple.{name}")
+
+
+def _list_method(tx, owner: ListVariable, name: str, args: list, kwargs: dict) -> Variable:
+    items, box = owner.items, owner.box
+    if name in ("index", "count"):
+        return _sequence_query(tx, items, name, args)
+    if name == "copy":
+        return ListVariable.new(items)
+    box.touch()
+    if name == "append":
+        items.append(args[0])
+    elif name == "extend":
+        items.extend(tx.iterate(args[0]))
+    elif name == "insert":
+        items.insert(args[0].as_constant(), args[1])
+    elif name == "pop":
+        return items.pop(args[0].as_constant() if args else -1)
+    elif name == "remove":
+        del items[_index_of(tx, items, args[0])]
+    elif name == "clear":
+        items.clear()
+    elif name == "reverse":
+        items.reverse()
+    elif name == "sort":
+        _sort(items, kwargs)
+    else:
+        raise Unsupported(UNSUPPORTED_CALL, f"list.{name}")
+    return NONE
+
+
+def _sort(items: list, kwargs: dict) -> None:
+    try:
+        reverse = kwargs.pop("reverse", ConstantVariable(False)).as_constant()
+        if kwargs:
+            raise NotConstant("key=")
+        values = [item.as_constant() for item in items]
+    except NotConstant:
+        raise Unsupported(UNSUPPORTED_CALL, "list.sort of non-constant items or with key=") \
+            from None
+    order = sorted(range(len(values)), key=values.__getitem__, reverse=reverse)
+    items[:] = [items[index] for index in order]
+
+
+def _dict_method(tx, owner: DictVariable, name: str, args: list, kwargs: dict) -> Variable:
+    from dynamo.variables.builder import new_dict_from
+    items, box = owner.items, owner.box
+    if name in ("get", "__getitem__"):
+        key = constant_key(args[0])
+        if key in items:
+            return items[key]
+        if name == "__getitem__":
+            return _missing(tx, owner, key)
+        return args[1] if len(args) > 1 else kwargs.get("default", NONE)
+    if name == "__contains__":
+        return ConstantVariable(constant_key(args[0]) in items)
+    if name == "keys":
+        return TupleVariable(tuple(ConstantVariable(key) for key in items))
+    if name == "values":
+        return TupleVariable(tuple(items.values()))
+    if name == "items":
+        return TupleVariable(tuple(TupleVariable((ConstantVariable(key), value))
+                                   for key, value in items.items()))
+    if name == "copy":
+        return DictVariable.new(items, python_class=owner.python_class,
+                                default_factory=owner.default_factory)
+    box.touch()
+    if name == "update":
+        other = new_dict_from(tx, args[0]).items if args else {}
+        items.update(other)
+        items.update({key: value for key, value in kwargs.items()})
+    elif name == "pop":
+        key = constant_key(args[0])
+        if key in items:
+            return items.pop(key)
+        if len(args) > 1:
+            return args[1]
+        raise Unsupported(UNSUPPORTED_CALL, "dict.pop of a missing key raises KeyError")
+    elif name == "setdefault":
+        key = constant_key(args[0])
+        return items.setdefault(key, args[1] if len(args) > 1 else NONE)
+    elif name == "clear":
+        items.clear()
+    elif name == "popitem":
+        key, value = items.popitem()
+        return TupleVariable((ConstantVariable(key), value))
+    elif name == "move_to_end":
+        key = constant_key(args[0])
+        items[key] = items.pop(key)
+    else:
+        raise Unsupported(UNSUPPORTED_CALL, f"dict.{name}")
+    return NONE
+
+
+def _missing(tx, owner: DictVariable, key) -> Variable:
+    if owner.default_factory is None:
+        raise Unsupported(UNSUPPORTED_CALL, f"dict lookup of missing key {key!r} raises KeyError")
+    value = owner.default_factory.call(tx, [], {})
+    owner.box.touch()
+    owner.items[key] = value
+    return value
+
+
+def _set_method(tx, owner: SetVariable, name: str, args: list) -> Variable:
+    items, box = owner.items, owner.box
+    if name in ("union", "intersection", "difference", "issubset", "issuperset", "copy"):
+        others = [{constant_key(item): item for item in tx.iterate(arg)} for arg in args]
+        if name == "copy":
+            return SetVariable.new(items.values())
+        if name in ("issubset", "issuperset"):
+            return ConstantVariable(getattr(set(items), name)(set(others[0])))
+        result = dict(items)
+        for other in others:
+            keys = getattr(set(result), name)(set(other))
+            merged = {**other, **result}
+            result = {key: merged[key] for key in keys}
+        return SetVariable.new(result.values())
+    box.touch()
+    if name in ("add", "discard", "remove"):
+        key = constant_key(args[0])
+        if name == "add":
+            items.setdefault(key, args[0])
+        elif key in items:
+            del items[key]
+        elif name == "remove":
+            raise Unsupported(UNSUPPORTED_CALL, "set.remove of a missing item raises KeyError")
+    elif name == "update":
+        for arg in args:
+            for item in tx.iterate(arg):
+                items.setdefault(constant_key(item), item)
+    elif name == "clear":
+        items.clear()
+    else:
+        raise Unsupported(UNSUPPORTED_CALL, f"set.{name}")
+    return NONE

@@ -1,0 +1,226 @@
+"""Containers: tuples (immutable), lists, dicts and sets (contents in a side-effect `Box`),
+slices. Methods that read are answered at trace time; methods that write update the box.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Any, Optional
+
+from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.trace.side_effects import Box
+from dynamo.variables.base import NotConstant, Variable, variable
+from dynamo.variables.constant import ConstantVariable
+
+
+def constant_key(key: Variable) -> Any:
+    """A dict/set key: must be a hashable constant at trace time."""
+    try:
+        value = key.as_constant()
+        hash(value)
+        return value
+    except (NotConstant, TypeError):
+        raise Unsupported(UNSUPPORTED_OBJECT, f"{key.describe()} used as a dict key") from None
+
+
+def _constant_args(args, what: str) -> list:
+    try:
+        return [arg.as_constant() for arg in args]
+    except NotConstant:
+        raise Unsupported(UNSUPPORTED_CALL, f"{what} with non-constant arguments") from None
+
+
+@variable
+class TupleVariable(Variable):
+    items: tuple
+    python_class: type = tuple  # tuple, torch.Size, or a namedtuple class
+
+    def python_type(self) -> type:
+        return self.python_class
+
+    def as_constant(self) -> Any:
+        values = tuple(item.as_constant() for item in self.items)
+        if self.python_class is tuple:
+            return values
+        if hasattr(self.python_class, "_fields"):
+            return self.python_class(*values)
+        return self.python_class(values)
+
+    def iterate(self, tx) -> list[Variable]:
+        return list(self.items)
+
+    def truth(self, tx) -> bool:
+        return bool(self.items)
+
+    def getattr(self, tx, name: str) -> Variable:
+        fields = getattr(self.python_class, "_fields", ())
+        if name in fields:
+            return self.items[fields.index(name)]
+        if name in ("count", "index"):
+            return BoundContainerMethod(self, name)
+        if name == "_fields" and fields:
+            return ConstantVariable(fields)
+        raise Unsupported(UNSUPPORTED_OBJECT, f"attribute {name!r} of a tuple")
+
+    def has_attribute(self, tx, name: str) -> bool:
+        return hasattr(self.python_class, name)
+
+
+@variable
+class ListVariable(Variable):
+    box: Box
+
+    @staticmethod
+    def new(items, source=None) -> "ListVariable":
+        return ListVariable(Box("list", list(items)), source=source)
+
+    @property
+    def items(self) -> list:
+        return self.box.contents
+
+    def python_type(self) -> type:
+        return list
+
+    def as_constant(self) -> Any:
+        raise NotConstant("a list is mutable")
+
+    def iterate(self, tx) -> list[Variable]:
+        return list(self.items)
+
+    def truth(self, tx) -> bool:
+        return bool(self.items)
+
+    def getattr(self, tx, name: str) -> Variable:
+        if name in _LIST_METHODS:
+            return BoundContainerMethod(self, name)
+        raise Unsupported(UNSUPPORTED_OBJECT, f"list attribute {name!r}")
+
+    def has_attribute(self, tx, name: str) -> bool:
+        return hasattr(list, name)
+
+
+_LIST_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "index",
+                 "count", "copy", "sort"}
+
+
+@variable
+class DictVariable(Variable):
+    box: Box
+    python_class: type = dict
+    default_factory: Optional[Variable] = None  # defaultdict
+
+    @staticmethod
+    def new(items: dict, source=None, python_class=dict, default_factory=None) -> "DictVariable":
+        return DictVariable(Box("dict", dict(items)), python_class, default_factory,
+                            source=source)
+
+    @property
+    def items(self) -> dict:
+        return self.box.contents
+
+    def python_type(self) -> type:
+        return self.python_class
+
+    def as_constant(self) -> Any:
+        raise NotConstant("a dict is mutable")
+
+    def iterate(self, tx) -> list[Variable]:
+        return [ConstantVariable(key) for key in self.items]
+
+    def truth(self, tx) -> bool:
+        return bool(self.items)
+
+    def getattr(self, tx, name: str) -> Variable:
+        if name in _DICT_METHODS:
+            return BoundContainerMethod(self, name)
+        if name == "default_factory" and self.default_factory is not None:
+            return self.default_factory
+        raise Unsupported(UNSUPPORTED_OBJECT, f"dict attribute {name!r}")
+
+    def has_attribute(self, tx, name: str) -> bool:
+        return hasattr(self.python_class, name)
+
+
+_DICT_METHODS = {"get", "items", "keys", "values", "update", "pop", "setdefault", "clear", "copy",
+                 "popitem", "__getitem__", "__contains__", "move_to_end"}
+
+
+@variable
+class SetVariable(Variable):
+    box: Box
+    python_class: type = set
+
+    @staticmethod
+    def new(items, source=None) -> "SetVariable":
+        return SetVariable(Box("set", {constant_key(item): item for item in items}), source=source)
+
+    @property
+    def items(self) -> dict:
+        return self.box.contents
+
+    def python_type(self) -> type:
+        return self.python_class
+
+    def as_constant(self) -> Any:
+        return set(self.items) if self.python_class is frozenset else _mutable()
+
+    def iterate(self, tx) -> list[Variable]:
+        return list(self.items.values())
+
+    def truth(self, tx) -> bool:
+        return bool(self.items)
+
+    def getattr(self, tx, name: str) -> Variable:
+        if name in ("add", "discard", "remove", "update", "union", "intersection", "difference",
+                    "issubset", "issuperset", "copy", "pop", "clear"):
+            return BoundContainerMethod(self, name)
+        raise Unsupported(UNSUPPORTED_OBJECT, f"set attribute {name!r}")
+
+
+def _mutable():
+    raise NotConstant("a set is mutable")
+
+
+@variable
+class SliceVariable(Variable):
+    parts: tuple  # (start, stop, step) variables
+
+    def python_type(self) -> type:
+        return slice
+
+    def as_constant(self) -> Any:
+        return slice(*(part.as_constant() for part in self.parts))
+
+
+@variable
+class BoundContainerMethod(Variable):
+    """`container.method`, answered by `dynamo.variables.container_methods`."""
+
+    owner: Variable
+    name: str
+
+    def call(self, tx, args, kwargs) -> Variable:
+        from dynamo.variables.container_methods import call_container_method
+        return call_container_method(tx, self.owner, self.name, list(args), dict(kwargs))
+
+    def describe(self) -> str:
+        return f"{self.owner.describe()}.{self.name}"
+
+
+def new_container(python_class: type, items) -> Variable:
+    """A freshly built container of `python_class` holding `items` (variables)."""
+    if python_class is list:
+        return ListVariable.new(items)
+    if python_class in (tuple, torch_size()):
+        return TupleVariable(tuple(items), python_class)
+    if python_class in (set, frozenset):
+        variable_ = SetVariable.new(items)
+        return SetVariable(variable_.box, python_class)
+    raise Unsupported(UNSUPPORTED_OBJECT, f"building a {python_class.__name__}")
+
+
+def torch_size() -> type:
+    import torch
+    return torch.Size
+
+
+ORDERED = (dict, collections.OrderedDict, collections.defaultdict)

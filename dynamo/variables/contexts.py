@@ -1,0 +1,171 @@
+"""Context managers: grad mode, inference mode, autocast, `nullcontext`, user classes.
+
+Grad-mode and autocast changes are recorded as graph nodes (so the compiled graph switches
+modes at the same points) and applied for real while tracing (so fake tensors propagate
+`requires_grad` and dtypes as eager would). The tracer undoes them if tracing stops early.
+User context managers have their `__enter__`/`__exit__` inlined.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Optional
+
+import torch
+
+from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.variables.base import Variable, variable
+from dynamo.variables.constant import ConstantVariable
+
+
+@variable
+class GradModeContext(Variable):
+    """`torch.no_grad()`, `torch.enable_grad()`, `torch.set_grad_enabled(flag)`."""
+
+    enabled: bool
+
+    def python_type(self) -> type:
+        return torch.set_grad_enabled if not isinstance(self.enabled, bool) else \
+            (torch.enable_grad if self.enabled else torch.no_grad)
+
+    def enter(self, tx) -> tuple[Variable, Variable]:
+        previous = torch.is_grad_enabled()
+        _set_grad(tx, self.enabled)
+        return ContextExit(lambda: _set_grad(tx, previous)), ConstantVariable(None)
+
+    def call(self, tx, args, kwargs) -> Variable:
+        """Used as a decorator: `@torch.no_grad()`."""
+        if len(args) == 1 and not kwargs:
+            return DecoratedVariable(self, args[0])
+        raise Unsupported(UNSUPPORTED_CALL, "calling a grad-mode context")
+
+
+def _set_grad(tx, enabled: bool) -> None:
+    tx.graph.call("call_function", torch._C._set_grad_enabled, (ConstantVariable(enabled),), {})
+    tx.undo_log.append(lambda: torch._C._set_grad_enabled(not enabled))
+
+
+@variable
+class AutocastContext(Variable):
+    """`torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)`."""
+
+    arguments: tuple
+
+    def python_type(self) -> type:
+        return torch.autocast
+
+    def enter(self, tx) -> tuple[Variable, Variable]:
+        handle = tx.graph.call("call_function", torch.amp._enter_autocast,
+                               tuple(ConstantVariable(arg) for arg in self.arguments), {})
+        tx.undo_log.append(lambda: torch.amp._exit_autocast(handle.value))
+
+        def leave():
+            tx.graph.call("call_function", torch.amp._exit_autocast, (handle,), {})
+            tx.undo_log.pop()
+        return ContextExit(leave), ConstantVariable(None)
+
+    def call(self, tx, args, kwargs) -> Variable:
+        if len(args) == 1 and not kwargs:
+            return DecoratedVariable(self, args[0])
+        raise Unsupported(UNSUPPORTED_CALL, "calling an autocast context")
+
+
+@variable
+class NullContext(Variable):
+    entered: Variable = None
+
+    def python_type(self) -> type:
+        return contextlib.nullcontext
+
+    def enter(self, tx) -> tuple[Variable, Variable]:
+        return ContextExit(lambda: None), self.entered or ConstantVariable(None)
+
+
+@variable
+class ContextExit(Variable):
+    """The `__exit__` CPython keeps on the stack during a `with` block."""
+
+    leave: Any
+
+    def call(self, tx, args, kwargs) -> Variable:
+        if any(not (arg.is_constant() and arg.as_constant() is None) for arg in args):
+            raise Unsupported(UNSUPPORTED_OBJECT, "leaving a `with` block by an exception")
+        self.leave()
+        return ConstantVariable(None)
+
+
+@variable
+class DecoratedVariable(Variable):
+    """A function decorated with a context manager instance: runs inside the context."""
+
+    context: Variable
+    function: Variable
+
+    def call(self, tx, args, kwargs) -> Variable:
+        exit_function, _ = self.context.enter(tx)
+        result = self.function.call(tx, args, kwargs)
+        exit_function.call(tx, [ConstantVariable(None)] * 3, {})
+        return result
+
+
+def enter_context(tx, manager: Variable) -> tuple[Variable, Variable]:
+    """BEFORE_WITH: returns (exit callable, value bound by `as`)."""
+    enter = getattr(manager, "enter", None)
+    if enter is not None:
+        return enter(tx)
+    enter_method = tx.lookup_dunder(manager, "__enter__")
+    exit_method = tx.lookup_dunder(manager, "__exit__")
+    if enter_method is None or exit_method is None:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"`with` on {manager.describe()}")
+    entered = enter_method.call(tx, [], {})
+    return exit_method, entered
+
+
+def context_for_class(tx, cls: type, args, kwargs) -> Optional[Variable]:
+    """Instances of the context-manager classes framejit models natively."""
+    if cls is torch.no_grad:
+        return GradModeContext(False)
+    if cls is torch.enable_grad:
+        return GradModeContext(True)
+    if cls is torch.set_grad_enabled:
+        return set_grad_enabled(tx, bool(tx.constant(args[0], "set_grad_enabled's flag")))
+    if cls is torch.inference_mode:
+        mode = tx.constant(args[0], "inference_mode's flag") if args else True
+        if mode and not torch.is_inference_mode_enabled():
+            raise Unsupported(UNSUPPORTED_CALL, "entering inference_mode inside a compiled "
+                              "region (wrap the call site instead)")
+        return NullContext()
+    if cls in (torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast):
+        return _autocast(tx, cls, args, kwargs)
+    if cls is contextlib.nullcontext:
+        return NullContext(args[0] if args else None)
+    return None
+
+
+def _autocast(tx, cls, args, kwargs) -> Variable:
+    values = [tx.constant(arg, "autocast's arguments") for arg in args]
+    keywords = {key: tx.constant(value, "autocast's arguments") for key, value in kwargs.items()}
+    if cls is torch.cpu.amp.autocast:
+        keywords.setdefault("device_type", "cpu")
+    instance = torch.autocast(*values, **keywords)
+    return AutocastContext((instance.device, instance.fast_dtype, instance._enabled,
+                            instance._cache_enabled))
+
+
+def context_for_function(tx, function, args, kwargs) -> Optional[Variable]:
+    return None
+
+
+@variable
+class AppliedGradMode(Variable):
+    """`torch.set_grad_enabled(flag)`: applied when called; a `with` restores the old mode."""
+
+    previous: bool
+
+    def enter(self, tx) -> tuple[Variable, Variable]:
+        return ContextExit(lambda: _set_grad(tx, self.previous)), ConstantVariable(None)
+
+
+def set_grad_enabled(tx, enabled: bool) -> Variable:
+    previous = torch.is_grad_enabled()
+    _set_grad(tx, enabled)
+    return AppliedGradMode(previous)

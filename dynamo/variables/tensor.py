@@ -1,0 +1,115 @@
+"""Tensors: an FX node plus a fake example value (shape, dtype, device, strides, grad).
+
+Metadata (sizes, dtype, device, `dim()`, `is_contiguous()`...) is answered from the example at
+trace time; the guards on the frame's inputs make that sound. Everything else becomes a node.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+
+from dynamo.breaks import SCALAR_OUT, TENSOR_BRANCH, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.variables.base import NotConstant, Variable, variable
+from dynamo.variables.constant import ConstantVariable
+
+# Attributes answered from the fake example (static shapes).
+_METADATA_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout",
+                        "is_sparse", "is_quantized", "is_meta", "is_nested", "is_mps", "is_cpu",
+                        "is_leaf", "itemsize", "nbytes", "is_complex_", "names"}
+_METADATA_METHODS = {"size", "dim", "stride", "numel", "nelement", "is_contiguous",
+                     "is_floating_point", "is_complex", "element_size", "get_device", "ndimension",
+                     "storage_offset", "is_signed", "is_inference", "has_names", "is_pinned"}
+# Attributes that compute a new tensor.
+_TENSOR_ATTRIBUTES = {"T", "mT", "H", "mH", "real", "imag"}
+# Methods that read values out of the tensor into Python.
+_SCALAR_METHODS = {"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
+                   "__array__"}
+# Methods with effects the graph cannot hold.
+_UNSUPPORTED_METHODS = {"backward", "register_hook", "retain_grad", "data_ptr", "untyped_storage",
+                        "storage", "share_memory_", "pin_memory", "record_stream", "cpu_",
+                        "set_", "resize_", "__setstate__", "__reduce_ex__"}
+
+
+@variable
+class TensorVariable(Variable):
+    node: torch.fx.Node
+    example: torch.Tensor  # a fake tensor
+
+    def python_type(self) -> type:
+        if self.source is not None and isinstance(self.example, torch.nn.Parameter):
+            return torch.nn.Parameter
+        return torch.Tensor
+
+    def describe(self) -> str:
+        if self.source is not None:
+            return f"tensor {self.source.name()}"
+        return f"tensor {self.node.name}"
+
+    def getattr(self, tx, name: str) -> Variable:
+        if name in _METADATA_ATTRIBUTES:
+            if name == "shape":
+                return size_variable(self.example.shape)
+            return ConstantVariable(getattr(self.example, name))
+        if name in _TENSOR_ATTRIBUTES:
+            return tx.graph.call("call_function", getattr, (self, name), {})
+        if name in ("grad", "data", "grad_fn", "_base", "_version"):
+            raise Unsupported(UNSUPPORTED_OBJECT, f"reading tensor.{name}")
+        return TensorMethodVariable(self, name)
+
+    def has_attribute(self, tx, name: str) -> bool:
+        return hasattr(self.example, name)
+
+    def call_method(self, tx, name: str, args, kwargs) -> Variable:
+        return call_tensor_method(tx, self, name, args, kwargs)
+
+    def truth(self, tx) -> bool:
+        raise Unsupported(TENSOR_BRANCH, f"`if` on the value of {self.describe()}")
+
+    def iterate(self, tx) -> list[Variable]:
+        if self.example.dim() == 0:
+            raise Unsupported(UNSUPPORTED_OBJECT, "iterating over a 0-d tensor")
+        return [tx.graph.call("call_function", operator.getitem, (self, index), {})
+                for index in range(self.example.shape[0])]
+
+    def as_constant(self) -> Any:
+        raise NotConstant("a tensor")
+
+
+def size_variable(size) -> Variable:
+    return ConstantVariable(torch.Size(size))
+
+
+@variable
+class TensorMethodVariable(Variable):
+    """`tensor.method`, not yet called."""
+
+    owner: TensorVariable
+    name: str
+
+    def call(self, tx, args, kwargs) -> Variable:
+        return call_tensor_method(tx, self.owner, self.name, args, kwargs)
+
+    def describe(self) -> str:
+        return f"{self.owner.describe()}.{self.name}"
+
+
+def call_tensor_method(tx, tensor: TensorVariable, name: str, args, kwargs) -> Variable:
+    if name in _METADATA_METHODS:
+        from dynamo.variables.lowering import lower
+        values = lower(tuple(args))[1]
+        keywords = lower(dict(kwargs))[1]
+        result = getattr(tensor.example, name)(*values, **keywords)
+        return size_variable(result) if isinstance(result, torch.Size) else \
+            ConstantVariable(tuple(result) if isinstance(result, list) else result)
+    if name in _SCALAR_METHODS:
+        raise Unsupported(SCALAR_OUT, f"{tensor.describe()}.{name}()")
+    if name in _UNSUPPORTED_METHODS:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"tensor.{name}() inside a compiled region")
+    if name == "type" and not args and not kwargs:
+        return ConstantVariable(tensor.example.type())
+    if name in ("requires_grad_",):
+        raise Unsupported(UNSUPPORTED_OBJECT, "changing requires_grad inside a compiled region")
+    return tx.graph.call("call_method", name, (tensor, *args), dict(kwargs))

@@ -1,0 +1,139 @@
+"""torch functions as values: calls become graph nodes, with a few exceptions.
+
+Functions that answer from metadata or global state (`torch.is_tensor`, `torch.is_grad_enabled`,
+`torch.get_default_dtype`, `torch.compiler.is_compiling`) fold to constants; functions with
+effects on the process (seeding, global flags, I/O, synchronisation) break the graph; the
+grad-mode and autocast context managers are handled in `dynamo.variables.contexts`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
+from dynamo.variables.base import NotConstant, Variable, variable
+from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.tensor import TensorVariable
+
+
+def _compiling(*args, **kwargs) -> bool:
+    return True
+
+
+_FOLDED = {
+    torch.is_tensor: lambda value: isinstance(value, torch.Tensor),
+    torch.is_grad_enabled: torch.is_grad_enabled,
+    torch.is_inference_mode_enabled: torch.is_inference_mode_enabled,
+    torch.get_default_dtype: torch.get_default_dtype,
+    torch.is_autocast_enabled: torch.is_autocast_enabled,
+    torch.get_autocast_dtype: torch.get_autocast_dtype,
+    torch.is_floating_point: lambda value: value.is_floating_point(),
+    torch.is_complex: lambda value: value.is_complex(),
+    torch.numel: lambda value: value.numel(),
+    torch.compiler.is_compiling: _compiling,
+    torch.compiler.is_dynamo_compiling: _compiling,
+    torch.jit.is_scripting: lambda: False,
+    torch.jit.is_tracing: lambda: False,
+    torch._C._get_tracing_state: lambda: None,
+    torch.are_deterministic_algorithms_enabled: torch.are_deterministic_algorithms_enabled,
+    torch.get_float32_matmul_precision: torch.get_float32_matmul_precision,
+    torch._utils.is_compiling: _compiling,
+    torch.overrides.has_torch_function: lambda *args: False,
+    torch.overrides.has_torch_function_unary: lambda *args: False,
+    torch.overrides.has_torch_function_variadic: lambda *args: False,
+    torch._C._has_torch_function: lambda *args: False,
+    torch._C._has_torch_function_unary: lambda *args: False,
+    torch._C._has_torch_function_variadic: lambda *args: False,
+}
+for _name in ("is_compiling", "is_exporting"):
+    if hasattr(torch.compiler, _name):
+        _FOLDED[getattr(torch.compiler, _name)] = _compiling if _name == "is_compiling" \
+            else (lambda: False)
+
+_EFFECTS = {torch.manual_seed, torch.seed, torch.set_default_dtype, torch.set_grad_enabled,
+            torch.use_deterministic_algorithms, torch.set_num_threads, torch.save, torch.load,
+            torch.set_printoptions, torch.set_float32_matmul_precision, torch.set_rng_state,
+            torch.get_rng_state, torch.cuda.synchronize, torch.set_default_device,
+            torch.autograd.grad, torch.autograd.backward}
+
+
+@variable
+class TorchFunctionVariable(Variable):
+    """A function of the torch namespace (builtin ops and Python functions like F.gelu)."""
+
+    value: Any
+    is_real: bool = True
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def as_constant(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        module = getattr(self.value, "__module__", None) or "torch"
+        return f"{module}.{getattr(self.value, '__name__', self.value)}"
+
+    def call(self, tx, args, kwargs) -> Variable:
+        function = self.value
+        folded = _FOLDED.get(function)
+        if folded is not None:
+            from dynamo.variables.lowering import lower
+            return ConstantVariable(folded(*lower(tuple(args))[1], **lower(dict(kwargs))[1]))
+        if function in _EFFECTS:
+            raise Unsupported(UNSUPPORTED_CALL, f"{self.describe()}() changes process state")
+        from dynamo.variables.contexts import context_for_function
+        context = context_for_function(tx, function, args, kwargs)
+        if context is not None:
+            return context
+        if not any(_holds_tensor(arg) for arg in [*args, *kwargs.values()]):
+            constant = _fold_on_constants(function, args, kwargs)
+            if constant is not None:
+                return ConstantVariable(constant)
+        return tx.graph.call("call_function", function, tuple(args), dict(kwargs))
+
+    def getattr(self, tx, name: str) -> Variable:
+        return tx.wrap(getattr(self.value, name), None)
+
+
+def _holds_tensor(value: Variable) -> bool:
+    if isinstance(value, TensorVariable):
+        return True
+    items = getattr(value, "items", None)
+    if isinstance(items, (list, tuple)):
+        return any(_holds_tensor(item) for item in items)
+    if isinstance(items, dict):
+        return any(_holds_tensor(item) for item in items.values())
+    return False
+
+
+_CONSTANT_RESULTS = (torch.finfo, torch.iinfo, torch.promote_types, torch.result_type,
+                     torch.can_cast, torch.broadcast_shapes)
+
+
+def _fold_on_constants(function, args, kwargs):
+    """Pure non-tensor torch helpers (torch.finfo, promote_types...) fold at trace time."""
+    if function not in _CONSTANT_RESULTS:
+        return None
+    try:
+        values = [arg.as_constant() for arg in args]
+        keywords = {key: value.as_constant() for key, value in kwargs.items()}
+    except NotConstant:
+        return None
+    return function(*values, **keywords)
+
+
+def is_torch_function(value: Any) -> bool:
+    """Callables the tracer records as graph nodes instead of tracing into."""
+    if isinstance(value, type):
+        return False
+    module = getattr(value, "__module__", None) or ""
+    if module.startswith("torch") and not module.startswith(("torch.nn.modules",
+                                                             "torch.utils", "torch._dynamo",
+                                                             "torch.autograd.function")):
+        return callable(value)
+    qualname = getattr(value, "__qualname__", "")
+    return type(value).__name__ in ("builtin_function_or_method", "method_descriptor") and \
+        (qualname.startswith("_TensorBase.") or qualname.startswith("TensorBase.")
+         or getattr(value, "__self__", None) is torch._C._VariableFunctions)

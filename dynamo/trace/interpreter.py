@@ -57,6 +57,8 @@ class Tracer:
         self.ip = 0
         self.current: Optional[Instruction] = None
         self.returned: Optional[Variable] = None
+        self.is_generator = False
+        self.yielded: Optional[Variable] = None
         if self.depth > state.inline_depth_limit:
             raise Unsupported(INLINE_DEPTH, f"inlining {code.co_qualname}")
 
@@ -100,7 +102,8 @@ class Tracer:
         from dynamo.trace.handlers import HANDLERS
 
         instructions = self.decoded.instructions
-        while self.returned is None:
+        self.yielded = None
+        while self.returned is None and self.yielded is None:
             instruction = instructions[self.ip]
             self.current = instruction
             self.ip += 1
@@ -186,7 +189,23 @@ class Tracer:
         """Trace a call of `code` inside this trace and return its result."""
         child = Tracer(self.state, code, f_globals, locals_, cells, parent=self,
                        globals_source=globals_source)
+        if code.co_flags & _GENERATOR_FLAGS:
+            from dynamo.variables.iterators import GeneratorVariable
+            from dynamo.trace.side_effects import Box
+            if code.co_flags & _ASYNC_FLAGS:
+                raise self.unsupported(UNSUPPORTED_BYTECODE, "a coroutine or async generator")
+            child.is_generator = True
+            return GeneratorVariable(Box("iterator", child))
         return child.run()
+
+    def resume(self) -> Optional[Variable]:
+        """A generator's next value (None when it returns)."""
+        if self.returned is not None:
+            return None
+        value = self.run()
+        if self.yielded is not None:
+            return self.yielded
+        return None
 
     def constant(self, value: Variable, what: str) -> Any:
         try:
@@ -206,6 +225,10 @@ class Tracer:
         if self.globals_source is not None:
             return DictItemSource(self.globals_source, name)
         return None
+
+
+_GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coro, async gen
+_ASYNC_FLAGS = 0x80 | 0x100 | 0x200
 
 
 def is_null(value: Variable) -> bool:

@@ -357,3 +357,18 @@ def _partial(tx, function, *args, **kwargs):
 @rule(__import__("warnings").warn)
 def _warn(tx, *args, **kwargs):
     raise Unsupported(PRINT, "warnings.warn()")
+
+
+def _operator_rule(function):
+    def apply(tx, *args, **kwargs):
+        if kwargs or not any(isinstance(arg, TensorVariable) for arg in args):
+            return NotImplemented
+        from dynamo.trace import operators
+        return operators.apply(tx, function, *args)
+    return apply
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "neg", "pos",
+              "abs", "invert", "and_", "or_", "xor", "lshift", "rshift", "lt", "le", "eq", "ne",
+              "gt", "ge", "getitem", "iadd", "isub", "imul", "itruediv"):
+    BUILTIN_RULES[getattr(operator, _name)] = _operator_rule(getattr(operator, _name))

@@ -7,6 +7,7 @@ read from the frame keep that sound.
 from __future__ import annotations
 
 import enum
+import types
 from typing import Any
 
 import torch
@@ -16,7 +17,8 @@ from dynamo.variables.base import NotConstant, Variable, variable
 
 CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
                   type(NotImplemented), torch.dtype, torch.device, torch.layout,
-                  torch.memory_format, range, slice, enum.Enum, torch.finfo, torch.iinfo)
+                  torch.memory_format, range, slice, enum.Enum, torch.finfo, torch.iinfo,
+                  types.CodeType)
 
 
 def is_constant_value(value: Any) -> bool:

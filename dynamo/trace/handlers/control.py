@@ -156,12 +156,17 @@ def LOAD_BUILD_CLASS(tx, instruction):
 
 @handler()
 def YIELD_VALUE(tx, instruction):
-    raise tx.unsupported(UNSUPPORTED_BYTECODE, "yield")
+    if not tx.is_generator:
+        raise tx.unsupported(UNSUPPORTED_BYTECODE, "yield")
+    tx.yielded = tx.pop()
+    tx.push(ConstantVariable(None))  # what `next()` sends back in
 
 
 @handler()
 def RETURN_GENERATOR(tx, instruction):
-    raise tx.unsupported(UNSUPPORTED_BYTECODE, "a generator")
+    if not tx.is_generator:
+        raise tx.unsupported(UNSUPPORTED_BYTECODE, "a generator")
+    tx.push(ConstantVariable(None))  # popped by the POP_TOP that follows
 
 
 @handler()

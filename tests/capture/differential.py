@@ -1,0 +1,86 @@
+"""The differential check: a function run eagerly and through `dynamo.jit` must agree.
+
+`check(fn, *args, graphs=N)` runs `fn` eagerly and jitted (twice: compile, then cache hit) on
+deep copies of the arguments and compares results, mutated arguments, printed output, raised
+exceptions and the number of graphs compiled.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+from typing import Any, Callable, Optional
+
+import torch
+
+import dynamo
+
+
+def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
+    """Structural equality; tensors compared with assert_close (dtype, shape, values)."""
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor), f"{path}: expected a tensor, got {actual!r}"
+        torch.testing.assert_close(actual, expected, msg=lambda m: f"{path}: {m}",
+                                   equal_nan=True)
+        assert actual.requires_grad == expected.requires_grad, f"{path}: requires_grad"
+        return
+    assert type(actual) is type(expected), \
+        f"{path}: expected {type(expected).__name__}, got {type(actual).__name__}"
+    if isinstance(expected, (list, tuple)):
+        assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"
+        for index, (a, b) in enumerate(zip(expected, actual)):
+            assert_same(a, b, f"{path}[{index}]")
+    elif isinstance(expected, dict):
+        assert list(actual) == list(expected), f"{path}: keys {list(actual)} != {list(expected)}"
+        for key in expected:
+            assert_same(expected[key], actual[key], f"{path}[{key!r}]")
+    elif isinstance(expected, (set, frozenset)):
+        assert expected == actual, f"{path}: {actual!r} != {expected!r}"
+    elif isinstance(expected, torch.nn.Module):
+        assert_same(dict(expected.state_dict()), dict(actual.state_dict()), f"{path}.state_dict")
+    elif hasattr(expected, "__dict__") and not isinstance(expected, type) and \
+            not callable(expected):
+        assert_same(vars(expected), vars(actual), f"{path}.__dict__")
+    else:
+        assert expected == actual or (expected != expected and actual != actual), \
+            f"{path}: {actual!r} != {expected!r}"
+
+
+def _run(fn: Callable, args, kwargs):
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        try:
+            result, error = fn(*args, **kwargs), None
+        except Exception as raised:  # compared with the other run
+            result, error = None, raised
+    return result, error, output.getvalue()
+
+
+def check(fn: Callable, *args, graphs: Optional[int] = 1, calls: int = 2,
+          backend=None, **kwargs):
+    """Compare eager and jitted runs of `fn(*args, **kwargs)`; returns the counting backend."""
+    counting = dynamo.CountingBackend(backend or dynamo.backends.lookup_backend("eager"))
+    jitted = dynamo.jit(fn, backend=counting)
+    for call in range(calls):
+        eager_args, jit_args = copy.deepcopy((args, kwargs)), copy.deepcopy((args, kwargs))
+        torch.manual_seed(call)
+        expected = _run(fn, *eager_args)
+        torch.manual_seed(call)
+        actual = _run(jitted, *jit_args)
+        _compare(expected, actual, eager_args, jit_args, call)
+    if graphs is not None:
+        assert counting.frame_count == graphs, \
+            f"expected {graphs} graphs, compiled {counting.frame_count}"
+    return counting
+
+
+def _compare(expected, actual, eager_args, jit_args, call: int) -> None:
+    (result, error, printed), (jit_result, jit_error, jit_printed) = expected, actual
+    where = f"call {call}"
+    if error is not None or jit_error is not None:
+        assert type(jit_error) is type(error), f"{where}: raised {jit_error!r}, eager {error!r}"
+        assert str(jit_error) == str(error), f"{where}: message {jit_error} != {error}"
+    else:
+        assert_same(result, jit_result, f"{where} result")
+    assert_same(eager_args, jit_args, f"{where} arguments after the call")
+    assert printed == jit_printed, f"{where}: printed {jit_printed!r}, eager {printed!r}"

@@ -49,6 +49,10 @@ def show(value: Any) -> str:
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if type(value) in (int, bool, str, bytes, complex, type(None)):
         return _shorten(repr(value))
+    if value is Ellipsis:
+        return "Ellipsis"
+    if isinstance(value, (int, float, complex, str, bytes)):
+        return f"{_shorten(repr(value))} ({type_name(type(value))})"
     if isinstance(value, torch.Tensor):
         return (f"{type_name(type(value))}(size={list(value.shape)}, dtype={value.dtype}, "
                 f"device={value.device})")

@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Iterator
 
 from guards.codegen import REJECT_CODE, CheckWriter
 from guards.kinds.base import Guard
+from guards.sources import Source
 
 log = logging.getLogger("framejit.guards")
 
@@ -131,9 +132,19 @@ class GuardSet:
 def _guard_failure(guard: Guard, L: dict, G: dict) -> str | None:
     try:
         value = guard.source.fetch(L, G)
-    except Exception as error:
-        return f"{guard.source.name()}: could not be read ({type(error).__name__}: {error})"
+    except Exception:
+        return _fetch_failure(guard.source, L, G)
     try:
         return guard.reason(value)
     except Exception as error:
         return f"{guard.describe()}: checking raised {type(error).__name__}: {error}"
+
+
+def _fetch_failure(source: Source, L: dict, G: dict) -> str:
+    """Why `source` cannot be read, naming the first step of its chain that fails."""
+    for step in source.chain():
+        try:
+            step.fetch(L, G)
+        except Exception as error:
+            return f"{step.name()}: could not be read ({type(error).__name__}: {error})"
+    return f"{source.name()}: could not be read"

@@ -70,7 +70,8 @@ FLIPS = [
     (lambda: c_flag(lambda: torch.is_autocast_enabled("cuda"),
                     lambda on: torch.set_autocast_enabled("cuda", on), True),
      "autocast (cuda): expected disabled, got enabled"),
-    (lambda: default_dtype(torch.float64), "default dtype: expected torch.float32, got torch.float64"),
+    (lambda: default_dtype(torch.float64),
+     "default dtype: expected torch.float32, got torch.float64"),
     (lambda: deterministic(True), "deterministic algorithms: expected disabled, got enabled"),
     (lambda: matmul_precision("high"), "float32 matmul precision: expected 'highest', got 'high'"),
     # Torch couples this flag with the matmul precision, which is checked first.

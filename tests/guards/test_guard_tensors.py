@@ -31,7 +31,8 @@ def test_holds_for_an_equal_fresh_tensor():
     (torch.ones(4, 3), torch.ones(1, 3).expand(4, 3), "L['x'].stride()[0]: expected 3, got 0"),
     (torch.ones(4, 3), torch.ones(4, 3).to_sparse(),
      "L['x'].layout: expected torch.strided, got torch.sparse_coo"),
-    (torch.ones(4, 3), torch._neg_view(torch.ones(4, 3)), "L['x'].is_neg(): expected False, got True"),
+    (torch.ones(4, 3), torch._neg_view(torch.ones(4, 3)),
+     "L['x'].is_neg(): expected False, got True"),
     (torch.ones(2, dtype=torch.cfloat), torch.ones(2, dtype=torch.cfloat).conj(),
      "L['x'].is_conj(): expected False, got True"),
     (torch.ones(4, 3), torch.nn.Parameter(torch.ones(4, 3)),
@@ -92,7 +93,8 @@ def test_description_lists_unusual_properties():
     assert guard_for(torch._neg_view(torch.ones(2))).describe() == (
         "L['x']: Tensor(torch.float32, cpu, size=[2], stride=[1], is_neg()=True)")
     sparse = guard_for(torch.ones(2, 2).to_sparse())
-    assert sparse.describe() == "L['x']: Tensor(torch.float32, cpu, size=[2, 2], layout=torch.sparse_coo)"
+    assert sparse.describe() == (
+        "L['x']: Tensor(torch.float32, cpu, size=[2, 2], layout=torch.sparse_coo)")
     assert sparse.properties.strides is None
 
 

@@ -3,7 +3,8 @@ output: text in the user's terms).
 
 Every reason has the shape `<what>: expected <x>, got <y>`, where `<what>` is the source's name or
 an expression over it (`L['x'].size()[0]`, `type(L['cfg'])`, `grad mode`). Values print the way a
-user would write them: `torch.float32`, `cuda:0`, `'abc'`, `nan`, `-0.0`; other objects print by type.
+user would write them: `torch.float32`, `cuda:0`, `'abc'`, `nan`, `-0.0`; other objects print by
+type.
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ _counter = itertools.count()
 
 
 def _identifier(text: str, fallback: str) -> str:
-    name = re.sub(r"\W+", "_", text).strip("_")
+    name = re.sub(r"[^0-9A-Za-z_]+", "_", text).strip("_")
     if not name or name[0].isdigit():
         name = f"{fallback}_{name}" if name else fallback
     return name

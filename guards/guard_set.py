@@ -137,7 +137,7 @@ def _guard_failure(guard: Guard, L: dict, G: dict) -> str | None:
     try:
         return guard.reason(value)
     except Exception as error:
-        return f"{guard.describe()}: checking raised {type(error).__name__}: {error}"
+        return f"{guard.describe()}: could not be checked ({type(error).__name__}: {error})"
 
 
 def _fetch_failure(source: Source, L: dict, G: dict) -> str:

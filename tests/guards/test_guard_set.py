@@ -77,7 +77,7 @@ def test_check_never_raises():
     assert check({}, {}) is False
     assert check({"x": [1, 2], "y": Exploding()}, {}) is False
     assert guard_set.failures({"x": Exploding(), "y": Exploding()}, {}) == [
-        "len(L['x']) == 2: checking raised RuntimeError: boom",
+        "len(L['x']) == 2: could not be checked (RuntimeError: boom)",
         "type(L['y']): expected Tensor, got Exploding"]
 
 

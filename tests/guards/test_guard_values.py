@@ -152,8 +152,14 @@ def test_truth_guard():
 def test_length_guard():
     assert holds(LengthGuard(X, 2), {"x": (1, 2)})
     assert reason(LengthGuard(X, 2), {"x": [1]}) == "len(L['x']): expected 2, got 1"
-    assert reason(LengthGuard(X, 2), {"x": 5}) == (
-        "len(L['x']) == 2: checking raised TypeError: object of type 'int' has no len()")
+    assert reason(LengthGuard(X, 2), {"x": 5}) == "len(L['x']): expected 2, got 5 (no length)"
+
+    class Broken:
+        def __len__(self):
+            raise RuntimeError("boom")
+
+    assert reason(LengthGuard(X, 2), {"x": Broken()}) == (
+        "len(L['x']) == 2: could not be checked (RuntimeError: boom)")
 
 
 def test_dict_keys_guard_checks_order():

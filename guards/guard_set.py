@@ -86,13 +86,19 @@ class GuardSet:
     def failures(self, L: dict, G: dict) -> list[str]:
         """The reason of every guard that does not hold for the frame view, first failing first.
 
-        Empty when every guard holds. Never raises.
+        Empty when every guard holds. Never raises. Once a guard on a source fails, guards on
+        that source and on sources reached through it are not evaluated (their reasons would
+        be noise, and reading them could run arbitrary code on an unexpected object).
         """
         reasons: dict[str, None] = {}
+        failed: set[Source] = set()
         for guard in self.ordered():
+            if failed and not failed.isdisjoint(guard.source.chain()):
+                continue
             reason = _guard_failure(guard, L, G)
             if reason is not None:
                 reasons[reason] = None
+                failed.add(guard.source)
         return list(reasons)
 
     def describe(self) -> list[str]:

@@ -141,3 +141,11 @@ def test_generated_code_is_visible_to_tracebacks():
 
     check = GuardSet([ConstantGuard(N, 1)]).compile()
     assert inspect.getsource(check) == check.source_text
+
+
+def test_failures_skip_guards_reached_through_a_failed_source():
+    guard_set = GuardSet(install_for([torch.ones(2), 3], X) + install_for(4, N))
+    assert guard_set.failures({"x": "ab", "n": 5}, {}) == [
+        "type(L['x']): expected list, got str", "L['n']: expected 4, got 5"]
+    assert guard_set.failures({"x": [torch.ones(3), 3, 0], "n": 4}, {}) == [
+        "len(L['x']): expected 2, got 3"]

@@ -28,7 +28,7 @@ class TypeGuard(Guard):
 
     def emit(self, writer: Any) -> None:
         variable = writer.fetch(self.source)
-        expected = writer.bind(self.expected, "type_" + self.expected.__name__)
+        expected = writer.bind(self.expected, self.expected.__name__)
         writer.require([f"type({variable}) is {expected}"])
 
     def reason(self, value: Any) -> str | None:

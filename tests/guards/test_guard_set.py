@@ -149,3 +149,14 @@ def test_failures_skip_guards_reached_through_a_failed_source():
         "type(L['x']): expected list, got str", "L['n']: expected 4, got 5"]
     assert guard_set.failures({"x": [torch.ones(3), 3, 0], "n": 4}, {}) == [
         "len(L['x']): expected 2, got 3"]
+
+
+def test_generated_source_is_forgotten_with_its_check():
+    import linecache
+
+    guard_set = GuardSet([ConstantGuard(N, 1)])
+    filename = guard_set.compile().__code__.co_filename
+    assert filename in linecache.cache
+    del guard_set
+    gc.collect()
+    assert filename not in linecache.cache

@@ -24,6 +24,7 @@ import itertools
 import keyword
 import linecache
 import re
+import weakref
 from typing import Any, Callable
 
 from guards.sources import ConstantSource, Source
@@ -34,7 +35,7 @@ _counter = itertools.count()
 
 
 def _identifier(text: str, fallback: str) -> str:
-    name = re.sub(r"\W+", "_", text).strip("_")
+    name = re.sub(r"[^0-9A-Za-z_]+", "_", text).strip("_")
     if not name or name[0].isdigit():
         name = f"{fallback}_{name}" if name else fallback
     return name
@@ -135,7 +136,9 @@ class CheckWriter:
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
         namespace = dict(self.namespace)
         exec(compile(text, filename, "exec"), namespace)
-        return namespace["check"], text
+        check = namespace["check"]
+        weakref.finalize(check, linecache.cache.pop, filename, None)
+        return check, text
 
 
 def _reject(L: dict, G: dict) -> bool:

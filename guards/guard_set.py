@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Iterator
 
 from guards.codegen import REJECT_CODE, CheckWriter
 from guards.kinds.base import Guard
+from guards.sources import Source
 
 log = logging.getLogger("framejit.guards")
 
@@ -85,13 +86,19 @@ class GuardSet:
     def failures(self, L: dict, G: dict) -> list[str]:
         """The reason of every guard that does not hold for the frame view, first failing first.
 
-        Empty when every guard holds. Never raises.
+        Empty when every guard holds. Never raises. Once a guard on a source fails, guards on
+        that source and on sources reached through it are not evaluated (their reasons would
+        be noise, and reading them could run arbitrary code on an unexpected object).
         """
         reasons: dict[str, None] = {}
+        failed: set[Source] = set()
         for guard in self.ordered():
+            if failed and not failed.isdisjoint(guard.source.chain()):
+                continue
             reason = _guard_failure(guard, L, G)
             if reason is not None:
                 reasons[reason] = None
+                failed.add(guard.source)
         return list(reasons)
 
     def describe(self) -> list[str]:
@@ -131,9 +138,19 @@ class GuardSet:
 def _guard_failure(guard: Guard, L: dict, G: dict) -> str | None:
     try:
         value = guard.source.fetch(L, G)
-    except Exception as error:
-        return f"{guard.source.name()}: could not be read ({type(error).__name__}: {error})"
+    except Exception:
+        return _fetch_failure(guard.source, L, G)
     try:
         return guard.reason(value)
     except Exception as error:
-        return f"{guard.describe()}: checking raised {type(error).__name__}: {error}"
+        return f"{guard.describe()}: could not be checked ({type(error).__name__}: {error})"
+
+
+def _fetch_failure(source: Source, L: dict, G: dict) -> str:
+    """Why `source` cannot be read, naming the first step of its chain that fails."""
+    for step in source.chain():
+        try:
+            step.fetch(L, G)
+        except Exception as error:
+            return f"{step.name()}: could not be read ({type(error).__name__}: {error})"
+    return f"{source.name()}: could not be read"

@@ -10,8 +10,8 @@ from; output: the guards that make specialising on that whole value sound).
 | constant (int, float, bool, str, bytes, complex, dtype, device, tuple of constants) | constant |
 | list, tuple, `torch.Size` | exact type, length, then each item |
 | dict, OrderedDict with literal keys | exact type, keys in order, then each value |
-| `nn.Module` | exact type, training flag, own hooks unchanged, then each parameter and buffer (tensor
-  match through `ParamSource` / `BufferSource`) and each child module (`SubmoduleSource`) |
+| `nn.Module` | exact type, training flag, own hooks unchanged, then each parameter and buffer
+  (tensor match through `ParamSource` / `BufferSource`) and each child (`SubmoduleSource`) |
 | bound method | exact type, identity of the function, then the bound object |
 | function, class, imported module, enum member, frozenset | identity |
 | other object with a `__dict__` | exact type and a snapshot of its instance attributes |

@@ -1,9 +1,10 @@
 """Failure messages: how expected and actual values read in a reason (stage: guard; input: values;
 output: text in the user's terms).
 
-Every reason has the shape `<what>: expected <x>, got <y>`, where `<what>` is the source's name or an
-expression over it (`L['x'].size()[0]`, `type(L['cfg'])`, `grad mode`). Values print the way a user
-would write them: `torch.float32`, `cuda:0`, `'abc'`, `nan`, `-0.0`; other objects print by type.
+Every reason has the shape `<what>: expected <x>, got <y>`, where `<what>` is the source's name or
+an expression over it (`L['x'].size()[0]`, `type(L['cfg'])`, `grad mode`). Values print the way a
+user would write them: `torch.float32`, `cuda:0`, `'abc'`, `nan`, `-0.0`; other objects print by
+type.
 """
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ def mismatch(subject: str, expected: str, got: str) -> str:
 
 
 def type_name(cls: type) -> str:
-    """A type's qualified name without its module (`dict`, `Config`, `Outer.Inner`)."""
-    return cls.__qualname__
+    """A type's qualified name without its module (`dict`, `Config`, `Outer.Inner`); classes
+    defined inside functions drop the `f.<locals>.` prefix."""
+    return cls.__qualname__.rpartition("<locals>.")[2]
 
 
 def type_names(expected: type, got: type) -> tuple[str, str]:
@@ -49,6 +51,10 @@ def show(value: Any) -> str:
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if type(value) in (int, bool, str, bytes, complex, type(None)):
         return _shorten(repr(value))
+    if value is Ellipsis:
+        return "Ellipsis"
+    if isinstance(value, (int, float, complex, str, bytes)):
+        return f"{_shorten(repr(value))} ({type_name(type(value))})"
     if isinstance(value, torch.Tensor):
         return (f"{type_name(type(value))}(size={list(value.shape)}, dtype={value.dtype}, "
                 f"device={value.device})")

@@ -1,4 +1,5 @@
-"""Sources: where a guarded value lives in a frame (stage: guard; input: a frame view; output: a value).
+"""Sources: where a guarded value lives in a frame (stage: guard; input: a frame view; output:
+a value).
 
 A frame view is the pair the frame hook hands to every check: `L`, a dict of the frame's locals at
 entry (arguments, closure free variables already read out of their cells, raw values of cell

@@ -83,12 +83,11 @@ class SnapshotEntry:
 
     def subject(self, owner: str) -> str:
         """How the entry reads: `L['self'].scale`, `L['self']._forward_hooks.keys()`."""
-        parts = [part for part in self.path if part not in _REGISTRIES]
-        text = owner + "".join("." + part for part in parts)
         if self.kind == KEYS:
-            text += ".__dict__" if not self.path else ""
-            text += ".keys()"
-        return text
+            parts = self.path or ("__dict__",)
+            return owner + "".join("." + part for part in parts) + ".keys()"
+        parts = [part for part in self.path if part not in _REGISTRIES]
+        return owner + "".join("." + part for part in parts)
 
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")

@@ -28,7 +28,7 @@ class TypeGuard(Guard):
 
     def emit(self, writer: Any) -> None:
         variable = writer.fetch(self.source)
-        expected = writer.bind(self.expected, "type_" + self.expected.__name__)
+        expected = writer.bind(self.expected, self.expected.__name__)
         writer.require([f"type({variable}) is {expected}"])
 
     def reason(self, value: Any) -> str | None:
@@ -190,10 +190,14 @@ class LengthGuard(Guard):
         writer.require([f"len({variable}) == {self.expected}"])
 
     def reason(self, value: Any) -> str | None:
+        subject = f"len({self.source.name()})"
+        if not hasattr(type(value), "__len__"):
+            return messages.mismatch(subject, str(self.expected), f"{messages.show(value)} "
+                                     "(no length)")
         got = len(value)
         if got == self.expected:
             return None
-        return messages.mismatch(f"len({self.source.name()})", str(self.expected), str(got))
+        return messages.mismatch(subject, str(self.expected), str(got))
 
     def describe(self) -> str:
         return f"len({self.source.name()}) == {self.expected}"
@@ -231,6 +235,9 @@ class DictKeysGuard(Guard):
         writer.require(conditions)
 
     def reason(self, value: Any) -> str | None:
+        if not hasattr(type(value), "__iter__"):
+            return messages.mismatch(f"{self.source.name()}.keys()", _show_keys(self.keys),
+                                     f"{messages.show(value)} (not a mapping)")
         got = tuple(value)
         if got == self.keys:
             if self.key_types is None or tuple(map(type, got)) == self.key_types:

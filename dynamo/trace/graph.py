@@ -72,6 +72,7 @@ class GraphBuilder:
         """Record `target(*args, **kwargs)` (variables) and return the wrapped result."""
         node_args, fake_args = _lower(args)
         node_kwargs, fake_kwargs = _lower(kwargs)
+        versions = _versions(fake_args, fake_kwargs)
         try:
             with self.fake_mode:
                 fake = _run(kind, target, fake_args, fake_kwargs)
@@ -86,6 +87,7 @@ class GraphBuilder:
         node = self.graph.create_node(kind, target, node_args, node_kwargs)
         node.meta["example_value"] = fake
         node.meta["location"] = self.location
+        node.meta["mutates"] = versions != _versions(fake_args, fake_kwargs)
         return self._wrap(node, fake, target)
 
     def _wrap(self, node: torch.fx.Node, fake: Any, target: Any) -> "Variable":
@@ -109,7 +111,7 @@ class GraphBuilder:
         if target in EFFECTFUL and fake is not None:
             from dynamo.variables.opaque import OpaqueNodeVariable
             return OpaqueNodeVariable(node, fake)
-        if not _is_inplace(target) and target not in EFFECTFUL:
+        if not node.meta["mutates"] and target not in EFFECTFUL:
             self.graph.erase_node(node)
         return ConstantVariable(fake)
 
@@ -126,12 +128,15 @@ class GraphBuilder:
 
 def _is_impure(node: torch.fx.Node) -> bool:
     return node.op in ("placeholder", "output") or node.target in EFFECTFUL or \
-        _is_inplace(node.target)
+        node.meta.get("mutates", False)
 
 
-def _is_inplace(target: Any) -> bool:
-    name = target if isinstance(target, str) else getattr(target, "__name__", "")
-    return name.endswith("_") and not name.endswith("__")
+def _versions(*values: Any) -> list[int]:
+    """Version counters of every tensor in `values`: an in-place op (a method ending in `_`,
+    `operator.setitem`, `inplace=True`, `out=`) bumps the counter of what it writes."""
+    tensors = [leaf for leaf in torch.utils._pytree.tree_leaves(values)
+               if isinstance(leaf, torch.Tensor)]
+    return [tensor._version for tensor in tensors]
 
 
 def _is_scalar_read(target: Any) -> bool:

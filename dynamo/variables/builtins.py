@@ -212,23 +212,30 @@ def _id(tx, value):
 
 
 def _extreme(symbol: str):
-    def choose(tx, *args, **kwargs):
+    def choose(tx, *args, key=None, default=_MISSING):
         from dynamo.trace.operators import compare
-        if "key" in kwargs or not args:
+        if not args:
             return NotImplemented
         items = tx.iterate(args[0]) if len(args) == 1 else list(args)
         if not items:
-            if "default" in kwargs:
-                return kwargs["default"]
+            if default is not _MISSING:
+                return default
             raise Unsupported(UNSUPPORTED_CALL, "min()/max() of an empty sequence (ValueError)")
-        if all(item.is_constant() for item in items):
-            return NotImplemented
-        best = items[0]
-        for item in items[1:]:
-            if tx.truth(compare(tx, symbol, item, best)):
-                best = item
-        return best
+        keys = items if key is None or _is_none(key) else \
+            [key.call(tx, [item], {}) for item in items]
+        best = 0
+        for index in range(1, len(items)):
+            if tx.truth(compare(tx, symbol, keys[index], keys[best])):
+                best = index
+        return items[best]
     return choose
+
+
+_MISSING = object()
+
+
+def _is_none(value: Variable) -> bool:
+    return value.is_constant() and value.as_constant() is None
 
 
 BUILTIN_RULES[min] = _extreme("<")
@@ -263,6 +270,21 @@ def _bool(tx, *args):
 @rule(print)
 def _print(tx, *args, **kwargs):
     raise Unsupported(PRINT, "print()")
+
+
+@rule(sorted)
+def _sorted(tx, iterable, *, key=None, reverse=None):
+    items = tx.iterate(iterable)
+    if key is None or _is_none(key):
+        keys = [tx.constant(item, "an item sorted()") for item in items]
+    else:
+        keys = [tx.constant(key.call(tx, [item], {}), "a sort key") for item in items]
+    descending = bool(tx.constant(reverse, "sorted's reverse")) if reverse is not None else False
+    try:
+        order = sorted(range(len(items)), key=keys.__getitem__, reverse=descending)
+    except TypeError as error:
+        raise Unsupported(UNSUPPORTED_CALL, f"sorted() raised TypeError: {error}") from None
+    return ListVariable.new([items[index] for index in order])
 
 
 @rule(sum)

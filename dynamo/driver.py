@@ -133,7 +133,7 @@ def _warn_limit(code: CodeType, state: _CodeState, reason: Optional[str]) -> Non
 
 def _eager_after_failure(code: CodeType, failure: Unsupported):
     _log_breaks.debug("%s (%s:%d) runs eagerly: %s", code.co_qualname, code.co_filename,
-                      code.co_firstlineno, failure)
+                      code.co_firstlineno, failure, exc_info=failure if config.verbose else None)
     return None
 
 

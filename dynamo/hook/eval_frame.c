@@ -74,8 +74,11 @@ typedef struct {
 
 static Py_ssize_t extra_index = -1;
 
+/* CPython calls every registered free function for every code object that carries any
+ * extra data, so `ptr` is NULL when only another user (torch.compile, a debugger) set one. */
 static void free_extra(void *ptr) {
     CodeExtra *extra = (CodeExtra *)ptr;
+    if (extra == NULL) return;
     Py_XDECREF(extra->entries);
     PyMem_Free(extra);
 }

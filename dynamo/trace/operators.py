@@ -103,6 +103,9 @@ def identity(tx, left: Variable, right: Variable) -> bool:
     real_left, real_right = tx.real_value(left), tx.real_value(right)
     if real_left is not _UNKNOWN and real_right is not _UNKNOWN:
         return real_left is real_right
+    if _known_type(left) is not _known_type(right) and None not in (_known_type(left),
+                                                                     _known_type(right)):
+        return False  # objects of different types are never the same object
     try:
         a, b = _constants(left, right)
     except NotConstant:
@@ -112,6 +115,13 @@ def identity(tx, left: Variable, right: Variable) -> bool:
 
 
 _UNKNOWN = object()
+
+
+def _known_type(value: Variable):
+    try:
+        return value.python_type()
+    except Unsupported:
+        return None
 
 
 def contains(tx, container: Variable, item: Variable) -> bool:

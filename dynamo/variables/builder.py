@@ -137,7 +137,7 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
     if isinstance(value, types.FunctionType):
         _guard(tx, source, identity)
         return UserFunctionVariable(value, source=source)
-    if value in BUILTIN_RULES or _is_builtin(value):
+    if _is_builtin(value):
         return BuiltinVariable(value)
     if isinstance(value, type):
         _guard(tx, source, identity)
@@ -157,7 +157,9 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
 
 
 def _is_builtin(value: Any) -> bool:
-    if value in PURE:
+    if type(value).__hash__ is None:
+        return False
+    if value in BUILTIN_RULES or value in PURE:
         return True
     module = getattr(value, "__module__", None)
     return isinstance(value, (types.BuiltinFunctionType, type)) and module in _BUILTIN_MODULES

@@ -165,11 +165,10 @@ def _type(tx, *args):
 
 @rule(getattr)
 def _getattr(tx, value, name, default=None):
+    from dynamo.trace.handlers.loads import tx_getattr
     attribute = tx.constant(name, "getattr's name")
-    if default is None:
-        return value.getattr(tx, attribute)
-    if value.has_attribute(tx, attribute):
-        return value.getattr(tx, attribute)
+    if default is None or value.has_attribute(tx, attribute):
+        return tx_getattr(tx, value, attribute)
     return default
 
 

@@ -45,6 +45,7 @@ _FOLDED = {
     torch._C._has_torch_function: lambda *args: False,
     torch._C._has_torch_function_unary: lambda *args: False,
     torch._C._has_torch_function_variadic: lambda *args: False,
+    torch._C._log_api_usage_once: lambda *args: None,  # usage telemetry: nothing to compile
 }
 for _name in ("is_compiling", "is_exporting"):
     if hasattr(torch.compiler, _name):
@@ -129,9 +130,9 @@ def is_torch_function(value: Any) -> bool:
     if isinstance(value, type):
         return False
     module = getattr(value, "__module__", None) or ""
-    if module.startswith("torch") and not module.startswith(("torch.nn.modules",
-                                                             "torch.utils", "torch._dynamo",
-                                                             "torch.autograd.function")):
+    if (module == "torch" or module.startswith("torch.")) and \
+            not module.startswith(("torch.nn.modules", "torch.utils", "torch._dynamo",
+                                   "torch.autograd.function")):
         return callable(value)
     qualname = getattr(value, "__qualname__", "")
     return type(value).__name__ in ("builtin_function_or_method", "method_descriptor") and \

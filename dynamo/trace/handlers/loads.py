@@ -122,6 +122,12 @@ def LOAD_ATTR(tx, instruction):
 
 
 def tx_getattr(tx, owner, name: str):
+    """`owner.name`; `__class__` is answered from the type for every kind of value."""
+    if name == "__class__":
+        from dynamo.variables.objects import ClassVariable
+        from guards.sources import TypeSource
+        return ClassVariable(owner.python_type(),
+                             source=None if owner.source is None else TypeSource(owner.source))
     return owner.getattr(tx, name)
 
 

@@ -1,0 +1,119 @@
+"""The one configuration object of `inductor` and its environment overrides.
+
+Input: the process environment (`JIT_<FIELD>`, the prefix shared with `dynamo`). Output:
+`inductor.config`, a `Config` read by every stage at the moment it needs a value, so
+assignments take effect for the next compiled graph. `docs/inductor.md` lists every field.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import get_type_hints
+
+ENV_PREFIX = "JIT_"
+
+
+def _default_cache_dir() -> str:
+    return os.path.join(os.path.expanduser("~"), ".cache", "framejit")
+
+
+@dataclasses.dataclass
+class Config:
+    """Options of the code generator. Assign attributes to change them at run time."""
+
+    cache_dir: str = dataclasses.field(default_factory=_default_cache_dir)
+    """Where built kernels live, keyed by source, flags and compiler version (`JIT_CACHE_DIR`)."""
+
+    fallback_only: bool = False
+    """Run every ATen op through its eager kernel: no lowering, no code generation."""
+
+    cpu_backend: str = "cpp"
+    """Code generator for CPU tensors: "cpp" (C++/OpenMP) or "triton" (interpreted; issue 7)."""
+
+    cxx: str = "g++"
+    """The C++ compiler used to build kernels (`JIT_CXX`)."""
+
+    cxx_flags: str = "-O3 -march=native -fno-math-errno -fno-trapping-math"
+    """Optimisation flags; part of every cache key. Never `-ffast-math`: NaN must propagate."""
+
+    vectorize: bool = True
+    """Mark inner loops `#pragma omp simd` so the compiler vectorises them."""
+
+    threads: int = 0
+    """OpenMP threads per kernel; 0 means `torch.get_num_threads()`."""
+
+    parallel_threshold: int = 32768
+    """Smallest loop nest (elements of work) a kernel splits over threads."""
+
+    compile_workers: int = 0
+    """Processes building independent kernels in parallel; 0 means one per CPU core."""
+
+    max_fusion_nodes: int = 64
+    """Upper bound on the scheduler nodes fused into one kernel."""
+
+    verify_ir: bool = False
+    """Run the loop-IR and kernel-plan verifiers between stages (on in the test suite)."""
+
+    fallback_ops: str = ""
+    """Comma-separated ATen op names (`aten.sum`) that always run through eager kernels."""
+
+    def update(self, **changes) -> None:
+        """Set several options at once; unknown names raise `ValueError`."""
+        for name, value in changes.items():
+            if name not in _field_types():
+                raise ValueError(f"inductor.config has no option {name!r}; "
+                                 f"known options: {', '.join(sorted(_field_types()))}")
+            setattr(self, name, value)
+
+    def __setattr__(self, name: str, value) -> None:
+        types = _field_types()
+        if name not in types:
+            raise AttributeError(f"inductor.config has no option {name!r}")
+        object.__setattr__(self, name, _coerce(name, types[name], value))
+
+    def snapshot(self) -> dict:
+        """The current values, e.g. to restore them after a test."""
+        return dataclasses.asdict(self)
+
+    def resolved_threads(self) -> int:
+        """The number of OpenMP threads kernels use."""
+        import torch
+        return self.threads if self.threads > 0 else max(1, torch.get_num_threads())
+
+
+def _field_types() -> dict[str, type]:
+    return dict(get_type_hints(Config))
+
+
+def _coerce(name: str, kind: type, value):
+    if kind is bool:
+        if isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off", ""):
+                return False
+            raise ValueError(f"{ENV_PREFIX}{name.upper()}: expected a boolean, got {value!r}")
+        return bool(value)
+    if kind is int:
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"inductor.config.{name}: expected an integer, "
+                             f"got {value!r}") from None
+    if name == "cpu_backend" and value not in ("cpp", "triton"):
+        raise ValueError(f"inductor.config.cpu_backend: expected 'cpp' or 'triton', got {value!r}")
+    return kind(value)
+
+
+def from_environment(environ=os.environ) -> Config:
+    """A `Config` with defaults overridden by `JIT_<FIELD>` environment variables."""
+    config = Config()
+    for name in _field_types():
+        key = ENV_PREFIX + name.upper()
+        if key in environ:
+            setattr(config, name, environ[key])
+    return config
+
+
+config = from_environment()

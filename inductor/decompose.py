@@ -1,0 +1,233 @@
+"""Stage "decompose": a torch-level FX graph becomes a functional ATen-level FX graph.
+
+Input: an `fx.GraphModule` as `dynamo` or `torch.compile` hands it to a backend, and example
+inputs (real or fake tensors). Output: an `AtenGraph`: a graph of ATen ops with no in-place op
+except trailing `aten.copy_` into mutated inputs, every `get_attr` tensor lifted to a leading
+placeholder, and the facts about the original outputs that users can observe (aliasing of
+inputs and of each other, strides) so the compiled graph can reproduce them.
+
+Two `make_fx` passes run on fake tensors: the first applies `decomposition_table()` (the curated
+`torch._decomp` table shared with the training engineer), the second functionalizes the result.
+Decomposing first matters: functionalization does not rewrite every mutating composite op (it
+leaves `native_batch_norm` writing running statistics in place), but after decomposition every
+mutation is a plain in-place ATen op that it understands.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import operator
+from typing import Any, Optional
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+
+aten = torch.ops.aten
+
+# Composite ops decomposed on top of torch's core ATen table: they become reductions and
+# pointwise math the lowering fuses.
+_EXTRA_DECOMPOSITIONS = [
+    aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.native_group_norm,
+    aten.native_batch_norm, aten._native_batch_norm_legit, aten._native_batch_norm_legit_functional,
+    aten._native_batch_norm_legit_no_training, aten._batch_norm_with_update,
+    aten._batch_norm_with_update_functional, aten._batch_norm_no_update, aten.gelu, aten.elu,
+    aten.leaky_relu, aten.hardtanh, aten.embedding, aten.index_select, aten.unfold,
+    aten.native_dropout, aten.addcmul, aten.addcdiv, aten.lerp, aten.diagonal, aten.flip,
+    aten.repeat, aten.unsqueeze, aten.logical_xor, aten.rsub, aten.cumprod,
+]
+
+# Ops torch's core table would decompose that we keep whole: library calls (attention), and
+# reductions and views the lowering handles better in one piece.
+_KEPT_WHOLE = [
+    aten.scaled_dot_product_attention.default,
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
+    aten._scaled_dot_product_attention_math.default,
+]
+
+# Calls in a torch-level graph that change global state instead of computing tensors.
+GRAD_MODE_CALLS = (torch._C._set_grad_enabled,)
+PAIRED_STATE_CALLS = {
+    torch.amp._enter_autocast: torch.amp._exit_autocast,
+    torch.autograd.grad_mode._enter_inference_mode: torch.autograd.grad_mode._exit_inference_mode,
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _table() -> dict:
+    from torch._decomp import core_aten_decompositions, get_decompositions
+
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
+    for overload in _KEPT_WHOLE:
+        table.pop(overload, None)
+    return table
+
+
+def decomposition_table() -> dict:
+    """The curated `torch._decomp` table (an `OpOverload -> function` dict) used by `make_fx`.
+
+    torch's core ATen decompositions, plus softmax, the norms, GELU and friends as math, minus
+    scaled-dot-product attention (kept as a library call). A fresh dict: callers may edit it.
+    """
+    return dict(_table())
+
+
+@dataclasses.dataclass
+class OutputAlias:
+    """An output that, in eager, is a view of a graph input or of an earlier output."""
+
+    base_kind: str          # "input" (index into constants + user inputs) or "output"
+    base_index: int
+    size: tuple
+    stride: tuple
+    storage_offset: int
+    same_object: bool       # the very input object is returned
+
+
+@dataclasses.dataclass
+class AtenGraph:
+    """The decomposed, functional graph and what the runtime wrapper must reproduce."""
+
+    module: torch.fx.GraphModule      # placeholders: lifted constants, then the user inputs
+    constants: list                   # live tensors (parameters, buffers, constants) to pass first
+    fake_inputs: list                 # fake tensors for every placeholder of `module`
+    output_spec: Any                  # pytree spec of what the original graph returns
+    output_aliases: list              # per flat output: Optional[OutputAlias]
+    output_strides: list              # per flat output: eager strides (None for non-tensors)
+    grad_mode_after: Optional[bool]   # set grad mode to this after each call (None: unchanged)
+
+
+class UnsupportedGraph(Exception):
+    """The graph cannot be compiled (e.g. unpaired autocast regions, symbolic inputs); the
+    caller runs it as is, which is always correct."""
+
+
+def fake_inputs_for(example_inputs, fake_mode: FakeTensorMode) -> list:
+    """Fake copies of `example_inputs` in `fake_mode` (real or other-mode fake tensors)."""
+    converted = []
+    for value in example_inputs:
+        if not isinstance(value, torch.Tensor):
+            raise UnsupportedGraph(f"non-tensor graph input of type {type(value).__name__}")
+        if isinstance(value, FakeTensor) and value.fake_mode is not fake_mode:
+            with fake_mode:
+                fresh = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype,
+                                            device=value.device)
+            converted.append(fresh)
+        else:
+            converted.append(fake_mode.from_tensor(value, static_shapes=True))
+    return converted
+
+
+def check_state_calls(gm: torch.fx.GraphModule) -> Optional[bool]:
+    """The grad mode the graph leaves behind (None if it sets none); refuse unpaired contexts."""
+    grad_mode = None
+    open_calls: dict = {}
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target in GRAD_MODE_CALLS:
+            grad_mode = bool(node.args[0])
+        elif node.target in PAIRED_STATE_CALLS:
+            open_calls[node.target] = open_calls.get(node.target, 0) + 1
+        else:
+            for enter, exit_ in PAIRED_STATE_CALLS.items():
+                if node.target is exit_:
+                    open_calls[enter] = open_calls.get(enter, 0) - 1
+    if any(count != 0 for count in open_calls.values()):
+        raise UnsupportedGraph("the graph enters a context (autocast or inference mode) it does "
+                               "not leave, or the reverse")
+    return grad_mode
+
+
+def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
+    """Decompose and functionalize `gm` (see the module docstring)."""
+    grad_mode_after = check_state_calls(gm)
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    fakes = fake_inputs_for(example_inputs, fake_mode)
+    flat_function, spec_box = _flattened(gm)
+    grad_before = torch.is_grad_enabled()
+    try:
+        with fake_mode:
+            decomposed = make_fx(flat_function, decomposition_table=_table(),
+                                 tracing_mode="real")(*fakes)
+    finally:
+        torch._C._set_grad_enabled(grad_before)
+    constants, lifted = lift_constants(decomposed)
+    aliases, strides = _observable_outputs(lifted)
+    fake_constants = fake_inputs_for(constants, fake_mode)
+    all_fakes = fake_constants + fakes
+    with fake_mode:
+        functional = make_fx(torch.func.functionalize(lifted, remove="mutations_and_views"),
+                             tracing_mode="real")(*all_fakes)
+    functional.graph.eliminate_dead_code()
+    functional.recompile()
+    return AtenGraph(functional, constants, all_fakes, spec_box[0], aliases, strides,
+                     grad_mode_after)
+
+
+def _flattened(gm):
+    """A function of the flat inputs returning flat outputs, and a box for the output spec."""
+    spec_box = [None]
+
+    def flat_function(*inputs):
+        result = gm(*inputs)
+        leaves, spec_box[0] = pytree.tree_flatten(result)
+        return leaves
+
+    return flat_function, spec_box
+
+
+def lift_constants(gm: torch.fx.GraphModule):
+    """Turn each `get_attr` tensor into a leading placeholder; return (tensors, new module)."""
+    graph = torch.fx.Graph()
+    environment: dict = {}
+    constants = []
+    first_placeholder = None
+    attributes = [node for node in gm.graph.nodes if node.op == "get_attr"]
+    for node in attributes:
+        value = operator.attrgetter(node.target)(gm)
+        if not isinstance(value, torch.Tensor):
+            raise UnsupportedGraph(f"attribute {node.target} is not a tensor")
+        constants.append(value)
+        placeholder = graph.placeholder(f"constant{len(constants) - 1}")
+        placeholder.meta = dict(node.meta)
+        environment[node] = placeholder
+        first_placeholder = first_placeholder or placeholder
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            continue
+        environment[node] = graph.node_copy(node, lambda arg: environment[arg])
+    return constants, torch.fx.GraphModule(gm, graph)
+
+
+def _observable_outputs(decomposed: torch.fx.GraphModule):
+    """Per flat output: how it aliases placeholders or earlier outputs, and its eager strides."""
+    placeholders = [node.meta.get("val") for node in decomposed.graph.nodes
+                    if node.op == "placeholder"]
+    output_node = next(node for node in decomposed.graph.nodes if node.op == "output")
+    values = [arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+              for arg in output_node.args[0]]
+    aliases, strides = [], []
+    for position, value in enumerate(values):
+        if not isinstance(value, torch.Tensor):
+            aliases.append(None)
+            strides.append(None)
+            continue
+        strides.append(tuple(value.stride()))
+        aliases.append(_alias_of(value, placeholders, values[:position]))
+    return aliases, strides
+
+
+def _alias_of(value, placeholders, earlier_outputs) -> Optional[OutputAlias]:
+    storage = value.untyped_storage()._cdata
+    for kind, candidates in (("input", placeholders), ("output", earlier_outputs)):
+        for index, candidate in enumerate(candidates):
+            if not isinstance(candidate, torch.Tensor):
+                continue
+            if candidate.untyped_storage()._cdata == storage:
+                return OutputAlias(kind, index, tuple(value.shape), tuple(value.stride()),
+                                   int(value.storage_offset()), value is candidate)
+    return None

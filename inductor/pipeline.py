@@ -1,0 +1,162 @@
+"""The pipeline: the one module that knows the order of inductor's stages.
+
+Input: an FX graph and example inputs (torch's backend signature). Output: a `CompiledGraph`,
+a callable taking the same flat tensors and returning what the graph returns.
+
+    torch-level FX graph --decompose--> functional ATen graph --lower--> loop IR
+        --schedule--> kernel plans --codegen--> C++ source + Python wrapper --build--> callable
+
+`compile_fx` handles what only a torch-level graph has (training, global-state calls, input
+mutation, outputs that alias inputs); `compile_aten` compiles an already functional ATen graph.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable, Optional, Sequence
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+
+from inductor.config import config
+from inductor.decompose import AtenGraph, UnsupportedGraph, trace_aten
+from inductor.runtime.compiled_graph import CompiledGraph, GraphReport
+
+log = logging.getLogger("framejit.inductor")
+
+
+def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence) -> CompiledGraph:
+    """Compile a torch-level FX graph (torch's backend signature) into a `CompiledGraph`.
+
+    With grad mode on and an input (or a parameter of `gm`) requiring grad, delegates to
+    `inductor.autograd.compile_training`; where that package is missing, runs `gm` as is so
+    results and gradients stay correct. Graphs that cannot be compiled (symbolic inputs,
+    unpaired autocast regions) also run as is; the reason is on the result's `report`.
+    """
+    started = time.perf_counter()
+    if _needs_autograd(gm, example_inputs):
+        try:
+            from inductor.autograd import compile_training
+        except ImportError:
+            return _as_is(gm, "training graph: inductor.autograd is not available", started)
+        return compile_training(gm, example_inputs, compile_aten)
+    try:
+        aten_graph = trace_aten(gm, example_inputs)
+    except UnsupportedGraph as error:
+        return _as_is(gm, str(error), started)
+    inner = compile_aten(_without_alias_outputs(aten_graph), aten_graph.fake_inputs,
+                         output_strides=aten_graph.output_strides)
+    run = _wrap_observable_behaviour(aten_graph, inner)
+    report = inner.report
+    report.compile_seconds = time.perf_counter() - started
+    return CompiledGraph(run, report)
+
+
+def compile_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
+                 output_strides: Optional[Sequence] = None) -> CompiledGraph:
+    """Compile a decomposed, functional ATen-level graph with no autograd.
+
+    `example_inputs` are real or fake tensors, one per placeholder. Trailing `aten.copy_`
+    nodes into placeholders write the new values into those inputs. The result returns a
+    list of outputs in the order of the graph's output node.
+    """
+    started = time.perf_counter()
+    report = GraphReport()
+    run = _fallback_runner(gm, output_strides, report)
+    report.compile_seconds = time.perf_counter() - started
+    return CompiledGraph(run, report)
+
+
+def _needs_autograd(gm: torch.fx.GraphModule, example_inputs: Sequence) -> bool:
+    if not torch.is_grad_enabled():
+        return False
+    if any(isinstance(value, torch.Tensor) and value.requires_grad for value in example_inputs):
+        return True
+    attributes = (node.target for node in gm.graph.nodes if node.op == "get_attr")
+    for target in attributes:
+        value = gm
+        for part in target.split("."):
+            value = getattr(value, part, None)
+        if isinstance(value, torch.Tensor) and value.requires_grad:
+            return True
+    return any(parameter.requires_grad for parameter in gm.parameters())
+
+
+def _as_is(gm: torch.fx.GraphModule, reason: str, started: float) -> CompiledGraph:
+    log.info("running the graph as is: %s", reason)
+    report = GraphReport(reason=reason, fallback_ops={"<whole graph>": 1})
+    report.compile_seconds = time.perf_counter() - started
+    return CompiledGraph(gm.forward, report)
+
+
+def _without_alias_outputs(aten_graph: AtenGraph) -> torch.fx.GraphModule:
+    """The functional graph with outputs the wrapper rebuilds as views replaced by None."""
+    module = aten_graph.module
+    if not any(aten_graph.output_aliases):
+        return module
+    output_node = next(node for node in module.graph.nodes if node.op == "output")
+    values = list(output_node.args[0])
+    for position, alias in enumerate(aten_graph.output_aliases):
+        if alias is not None:
+            values[position] = None
+    output_node.args = (values,)
+    module.graph.eliminate_dead_code()
+    module.recompile()
+    return module
+
+
+def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: Callable) -> Callable:
+    """Pass lifted constants, rebuild aliasing outputs, restore grad mode, unflatten."""
+    constants = tuple(aten_graph.constants)
+    spec = aten_graph.output_spec
+    aliases = aten_graph.output_aliases
+    grad_mode = aten_graph.grad_mode_after
+    plain = not any(aliases) and grad_mode is None
+
+    def run(*inputs):
+        arguments = constants + inputs if constants else inputs
+        results = inner(*arguments)
+        if plain:
+            return pytree.tree_unflatten(list(results), spec)
+        results = list(results)
+        for position, alias in enumerate(aliases):
+            if alias is None:
+                continue
+            base = arguments[alias.base_index] if alias.base_kind == "input" \
+                else results[alias.base_index]
+            results[position] = base if alias.same_object else torch.as_strided(
+                base, alias.size, alias.stride, alias.storage_offset)
+        if grad_mode is not None:
+            torch._C._set_grad_enabled(grad_mode)
+        return pytree.tree_unflatten(results, spec)
+
+    return run
+
+
+def _fallback_runner(gm: torch.fx.GraphModule, output_strides, report: GraphReport) -> Callable:
+    """Every op through its eager ATen kernel; outputs restrided to eager's strides."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+            name = str(node.target.overloadpacket)
+            report.fallback_ops[name] = report.fallback_ops.get(name, 0) + 1
+    strides = list(output_strides or [])
+
+    def run(*inputs):
+        results = list(gm(*inputs))
+        for position, stride in enumerate(strides):
+            value = results[position] if position < len(results) else None
+            if isinstance(value, torch.Tensor) and stride is not None \
+                    and not same_strides(value.shape, value.stride(), stride):
+                results[position] = torch.empty_strided(
+                    value.shape, stride, dtype=value.dtype, device=value.device).copy_(value)
+        return results
+
+    return run
+
+
+def same_strides(shape, first, second) -> bool:
+    """Whether two stride tuples address the same elements of a tensor of `shape`."""
+    if any(size == 0 for size in shape):
+        return True
+    return all(size == 1 or a == b for size, a, b in zip(shape, first, second))

@@ -1,0 +1,98 @@
+"""compile_fx on torch-level graphs: results, input mutation, output aliasing and strides,
+global state, training delegation, and use as a `torch.compile` backend."""
+import torch
+import torch.fx
+
+import inductor
+from tests.inductor.conftest import check_same, compile_function
+
+
+def test_results_match_eager():
+    check_same(lambda x, y: torch.relu(x @ y).sum(-1), torch.randn(4, 5), torch.randn(5, 3))
+
+
+def test_input_mutation_is_copied_back():
+    def step(x, counter):
+        counter.add_(1)
+        return x * counter
+
+    counter = torch.zeros(3)
+    compiled = compile_function(step, torch.ones(3), counter)
+    compiled(torch.ones(3), counter)
+    compiled(torch.ones(3), counter)
+    assert counter.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_batch_norm_running_statistics_update_in_place():
+    def function(x, mean, var, weight, bias):
+        return torch.nn.functional.batch_norm(x, mean, var, weight, bias, training=True)
+
+    inputs = (torch.randn(8, 4) * 3 + 1, torch.zeros(4), torch.ones(4), torch.rand(4),
+              torch.randn(4))
+    with torch.no_grad():
+        check_same(function, *inputs)
+
+
+def test_returned_input_is_the_same_object_and_views_alias():
+    def function(x):
+        return x, x.t(), x + 1
+
+    x = torch.randn(3, 4)
+    expected_fresh = x + 1
+    same, view, fresh = compile_function(function, x)(x)
+    assert same is x
+    assert view.stride() == (1, 4) and view.data_ptr() == x.data_ptr()
+    view[0, 0] = 100.0
+    assert x[0, 0] == 100.0
+    torch.testing.assert_close(fresh, expected_fresh)
+
+
+def test_output_strides_follow_eager():
+    def function(x):
+        return x.permute(1, 0).contiguous(), torch.clone(x.permute(1, 0)) * 2
+
+    x = torch.randn(3, 5)
+    expected = function(x)
+    for actual, wanted in zip(compile_function(function, x)(x), expected):
+        torch.testing.assert_close(actual, wanted)
+        assert actual.stride() == wanted.stride()
+
+
+def test_grad_mode_set_inside_the_graph_is_replayed():
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.call_function(torch._C._set_grad_enabled, (False,))
+    doubled = graph.call_function(torch.mul, (x, 2))
+    graph.output((doubled,))
+    compiled = inductor.compile_fx(torch.fx.GraphModule({}, graph), [torch.ones(2)])
+    with torch.enable_grad():
+        (result,) = compiled(torch.ones(2))
+        assert not torch.is_grad_enabled()
+        torch._C._set_grad_enabled(True)
+    assert result.tolist() == [2.0, 2.0]
+
+
+def test_training_graph_keeps_gradients():
+    linear = torch.nn.Linear(3, 2)
+    graph = torch.fx.symbolic_trace(linear)
+    x = torch.randn(4, 3, requires_grad=True)
+    compiled = inductor.compile_fx(graph, [x])
+    compiled(x).sum().backward()
+    assert x.grad is not None and linear.weight.grad is not None
+
+
+def test_works_as_a_torch_compile_backend():
+    def function(x, y):
+        return torch.softmax(x * y + 1, dim=-1)
+
+    x, y = torch.randn(4, 8), torch.randn(8)
+    compiled = torch.compile(function, backend=inductor.compile_fx, dynamic=False)
+    torch.testing.assert_close(compiled(x, y), function(x, y))
+
+
+def test_report_lists_fallbacks_and_kernels():
+    compiled = compile_function(lambda x: torch.cumsum(x, 0) + 1, torch.randn(5))
+    report = compiled.report
+    assert "aten.cumsum" in report.fallback_ops
+    assert compiled.kernel_count == report.kernel_count
+    assert "aten.cumsum" in report.summary()

@@ -77,3 +77,10 @@ class CountingBackend:
     def clear(self) -> None:
         self.graphs.clear()
         self.example_inputs.clear()
+
+
+@register_backend("aot_eager")
+def aot_eager(gm: torch.fx.GraphModule, example_inputs: Sequence) -> Callable:
+    """Joint forward+backward tracing and partitioning, graphs run op by op (no code generation)."""
+    from inductor.autograd import aot_eager as training_backend  # imported only when asked for
+    return training_backend(gm, example_inputs)

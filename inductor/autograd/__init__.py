@@ -1,0 +1,106 @@
+"""Training compilation: the backward pass captured ahead of time, partitioned and compiled.
+
+Input: a torch-level FX graph (from `dynamo` capture or `torch.compile`), its example inputs, and
+`compile_inner(aten_graph, example_inputs) -> callable`, which compiles a functional, decomposed
+ATen graph with no autograd. Output: a callable taking the same flat inputs and returning what
+the graph returns, with gradients flowing back to every input that requires grad.
+
+Stages, in the order data flows (one module each):
+
+    signature.analyze     graph + inputs -> GraphSignature (mutations, aliases)
+    joint.trace_joint     -> JointGraph (functional ATen forward+backward, via make_fx)
+    partition.partition   -> Partition (forward + backward graphs, saved values by min cut)
+    runtime               -> autograd.Function running the compiled graphs; epilogue
+
+Calls are dispatched on grad mode, autocast state and which inputs require grad: each
+combination gets its own compiled variant (compiled when first seen). Without grad mode, or
+with nothing to differentiate, a forward-only graph is traced (`joint.trace_inference`).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.fx
+
+from inductor.autograd.decompositions import decomposition_table
+from inductor.autograd.global_state import GlobalState
+from inductor.autograd.joint import trace_inference, trace_joint
+from inductor.autograd.partition import PartitionPolicy, partition, policy
+from inductor.autograd.runtime import (DoubleBackwardError, InferenceVariant, TrainingVariant,
+                                       invoke)
+from inductor.autograd.signature import UnsupportedGraph, analyze, lift_attributes
+
+__all__ = ["compile_training", "aot_eager", "run_graph", "DoubleBackwardError",
+           "UnsupportedGraph", "PartitionPolicy", "policy"]
+
+log = logging.getLogger("framejit.training")
+
+
+class CompiledTraining:
+    """The callable `compile_training` returns: picks (or compiles) the variant for the
+    current global state and the inputs' `requires_grad`, and runs it."""
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                 compile_inner: Callable, decompositions: dict):
+        self.owner = gm
+        self.lifted = lift_attributes(gm)
+        self.compile_inner = compile_inner
+        self.decompositions = decompositions
+        self.variants: dict[tuple, Callable] = {}
+        self.input_count = len(example_inputs)
+        arguments = list(example_inputs) + self.lifted.fetch(gm)
+        self._variant(self._key(arguments), arguments)
+
+    @staticmethod
+    def _key(arguments: Sequence[Any]) -> tuple:
+        return (GlobalState.current(),
+                tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in arguments))
+
+    def __call__(self, *arguments):
+        arguments = list(arguments)
+        if self.lifted.attribute_paths:
+            arguments.extend(self.lifted.fetch(self.owner))
+        key = self._key(arguments)
+        variant = self.variants.get(key)
+        if variant is None:
+            variant = self._variant(key, arguments)
+        return variant(arguments)
+
+    def _variant(self, key: tuple, arguments: list) -> Callable:
+        state, requires_grad = key
+        graph = self.lifted.module
+        signature = analyze(graph, arguments, state.autocast_context)
+        training = (state.grad_enabled and any(requires_grad)
+                    and signature.tangent_count > 0 and signature.differentiable_inputs)
+        if training:
+            joint = trace_joint(graph, signature, arguments, state, self.decompositions)
+            parts = partition(joint, signature.mutated_inputs)
+            log.debug("partitioned: %s", parts.describe())
+            compiled = self.compile_inner(parts.forward, list(arguments))
+            variant = TrainingVariant(signature, parts, compiled, self.compile_inner)
+        else:
+            traced = trace_inference(graph, signature, arguments, state, self.decompositions)
+            variant = InferenceVariant(signature, self.compile_inner(traced, list(arguments)))
+        self.variants[key] = variant
+        return variant
+
+
+def compile_training(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                     compile_inner: Callable) -> Callable:
+    """Compile `gm` for training: trace forward and backward ahead of time, partition them,
+    compile both graphs with `compile_inner` (the backward on first use). The result takes the
+    same flat positional inputs as `gm` and returns what `gm` returns."""
+    return CompiledTraining(gm, example_inputs, compile_inner, decomposition_table())
+
+
+def run_graph(aten_graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    """A `compile_inner` that runs the ATen graph as it is, op by op (no code generation)."""
+    return aten_graph
+
+
+def aot_eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    """Backend: joint trace + partition + run the partitioned ATen graphs without codegen
+    (isolates the cost and correctness of this layer from the code generator's)."""
+    return compile_training(gm, example_inputs, run_graph)

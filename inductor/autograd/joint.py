@@ -1,0 +1,163 @@
+"""Stage "trace" of training compilation (after "analyze", before "partition").
+
+Input: a torch-level FX graph, its `GraphSignature`, example inputs and the global state to
+trace under. Output: a functional, decomposed ATen FX graph:
+
+- `trace_joint` -> `JointGraph`: placeholders `primals_*` (every input) then `tangents_*` (one
+  per differentiable function output); outputs are the function outputs (see `signature`)
+  followed by the gradient of every input that requires grad (inputs that get no gradient are
+  listed in `JointGraph.grad_of_input`).
+- `trace_inference` -> an FX graph from the inputs to the function outputs, no autograd.
+
+Tracing uses `make_fx` on fake tensors over a function that runs the graph with ATen-level
+functionalization on (mutations and views become functional ops; the new values of mutated
+inputs become outputs) and calls `torch.autograd.grad` for the backward. The forward runs inside
+the traced autocast state and the backward with autocast off, as eager's `loss.backward()`
+outside an autocast region does. Random ops appear once, in the forward; the partitioner never
+recomputes them, so the backward sees the forward's dropout masks.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional, Sequence
+
+import torch
+import torch.fx
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils import _pytree as pytree
+
+from inductor.autograd.global_state import GlobalState, autocast_off
+from inductor.autograd.functional import (fake_mode, from_functional, functionalization,
+                                          to_functional)
+from inductor.autograd.signature import GraphSignature
+
+
+@dataclasses.dataclass
+class JointGraph:
+    """The joint forward+backward graph and how its placeholders and outputs are laid out."""
+
+    module: torch.fx.GraphModule
+    primal_count: int
+    tangent_count: int
+    function_output_count: int
+    grad_of_input: list[Optional[int]]   # per input: index among gradient outputs, or None
+
+    @property
+    def gradient_count(self) -> int:
+        """How many gradient outputs follow the function outputs."""
+        return sum(position is not None for position in self.grad_of_input)
+
+
+def _function_outputs(signature: GraphSignature, arguments: list, result: Any) -> list:
+    """Pick the function outputs out of the arguments (mutated) and the graph's result."""
+    flat = pytree.tree_leaves(result)
+    picked = []
+    for output in signature.function_outputs:
+        if output.source == "mutated_input":
+            picked.append(arguments[output.index])
+        elif output.source == "output":
+            picked.append(flat[output.index])
+        else:
+            base = flat[output.index]._base
+            if base is None:
+                raise AssertionError(f"output {output.index} lost its view base while tracing")
+            picked.append(base)
+    return picked
+
+
+def _joint_function(gm: torch.fx.GraphModule, signature: GraphSignature, state: GlobalState):
+    mutated = set(signature.mutated_inputs)
+    differentiable = signature.differentiable_inputs
+
+    def joint(primals: list, tangents: list):
+        with functionalization():
+            leaves = [to_functional(primal) for primal in primals]
+            for index in differentiable:
+                leaves[index].requires_grad_(True)
+            # An input that requires grad and is updated in place is a non-leaf in eager: give
+            # the graph a copy so that autograd allows the update, and differentiate the leaf.
+            arguments = [leaf.clone() if index in mutated and index in differentiable else leaf
+                         for index, leaf in enumerate(leaves)]
+            tangents = [to_functional(tangent) for tangent in tangents]
+            with torch.enable_grad(), state.autocast_context():
+                result = gm(*arguments)
+            outputs = _function_outputs(signature, arguments, result)
+            wanted = [output for output, info in zip(outputs, signature.function_outputs)
+                      if info.differentiable]
+            with autocast_off(state.autocast):
+                grads = torch.autograd.grad(wanted, [leaves[i] for i in differentiable],
+                                            tangents, allow_unused=True)
+            joint.grad_present = [grad is not None for grad in grads]
+            return ([from_functional(output) for output in outputs],
+                    [from_functional(grad) for grad in grads if grad is not None])
+    return joint
+
+
+def _fake_arguments(mode, inputs: Sequence[Any]) -> list:
+    return [mode.from_tensor(value.detach()) if isinstance(value, torch.Tensor) else value
+            for value in inputs]
+
+
+def _tangents(mode, signature: GraphSignature) -> list[torch.Tensor]:
+    with mode:
+        return [torch.empty(output.meta.size, dtype=output.meta.dtype,
+                            device=output.meta.device)
+                for output in signature.function_outputs if output.differentiable]
+
+
+def trace_joint(gm: torch.fx.GraphModule, signature: GraphSignature, inputs: Sequence[Any],
+                state: GlobalState, decompositions: dict) -> JointGraph:
+    """Trace forward and backward of `gm` into one functional ATen graph (see module doc)."""
+    mode = fake_mode()
+    primals = _fake_arguments(mode, inputs)
+    tangents = _tangents(mode, signature)
+    joint = _joint_function(gm, signature, state)
+    with mode:
+        traced = make_fx(joint, decomposition_table=decompositions)(primals, tangents)
+    output_node = next(node for node in traced.graph.nodes if node.op == "output")
+    flat_outputs = list(output_node.args[0])
+    grad_of_input: list[Optional[int]] = [None] * len(inputs)
+    position = 0
+    for index, present in zip(signature.differentiable_inputs, joint.grad_present):
+        if present:
+            grad_of_input[index] = position
+            position += 1
+    _set_flat_outputs(traced, flat_outputs)
+    function_outputs = len(signature.function_outputs)
+    return JointGraph(traced, len(inputs), len(tangents), function_outputs, grad_of_input)
+
+
+def _inference_function(gm: torch.fx.GraphModule, signature: GraphSignature,
+                        state: GlobalState):
+    def forward(primals: list):
+        with functionalization():
+            arguments = [to_functional(primal) for primal in primals]
+            with torch.no_grad(), state.autocast_context():
+                result = gm(*arguments)
+            outputs = _function_outputs(signature, arguments, result)
+            return [from_functional(output) for output in outputs]
+    return forward
+
+
+def trace_inference(gm: torch.fx.GraphModule, signature: GraphSignature,
+                    inputs: Sequence[Any], state: GlobalState,
+                    decompositions: dict) -> torch.fx.GraphModule:
+    """Trace `gm` without autograd into a functional ATen graph of the function outputs."""
+    mode = fake_mode()
+    primals = _fake_arguments(mode, inputs)
+    with mode:
+        traced = make_fx(_inference_function(gm, signature, state),
+                         decomposition_table=decompositions)(primals)
+    output_node = next(node for node in traced.graph.nodes if node.op == "output")
+    _set_flat_outputs(traced, list(output_node.args[0]))
+    return traced
+
+
+def _set_flat_outputs(traced: torch.fx.GraphModule, outputs: list) -> None:
+    """Replace the pytree-structured output and input handling by flat positional lists."""
+    graph = traced.graph
+    output_node = next(node for node in graph.nodes if node.op == "output")
+    output_node.args = (tuple(outputs),)
+    graph.set_codegen(torch.fx.graph.CodeGen())
+    graph.eliminate_dead_code()
+    traced.recompile()

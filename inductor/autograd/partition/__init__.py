@@ -1,0 +1,137 @@
+"""Stage "partition" of training compilation (after "trace", before "run").
+
+Input: a `JointGraph` (functional ATen forward+backward). Output: a `Partition`: a forward graph
+(primals -> function outputs + saved values) and a backward graph (saved values + tangents ->
+gradients), with the saved values chosen by a minimum cut.
+
+The cut: every node the backward needs that does not depend on a tangent is either computed in
+the forward and saved, or recomputed in the backward from other saved values. Each such node is
+split into `in -> out` with the bytes saving it keeps alive as capacity; its uses are infinite
+edges; primals and forward nodes that must not be recomputed hang off the source, nodes of the
+backward off the sink. A minimum cut is a cheapest set of values to save such that everything
+else the backward needs can be recomputed from them (see `policy` for what may be recomputed).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+import torch.fx
+
+from inductor.autograd.joint import JointGraph
+from inductor.autograd.partition.mincut import FlowNetwork
+from inductor.autograd.partition.policy import (INFINITE, PartitionPolicy, is_random,
+                                                is_tensor_node, may_recompute, policy,
+                                                save_cost, storage_key, value_of)
+from inductor.autograd.partition.split import build_backward, build_forward
+
+__all__ = ["Partition", "partition", "PartitionPolicy", "policy"]
+
+
+@dataclasses.dataclass
+class Partition:
+    """Forward and backward graphs. The forward returns the function outputs, then the saved
+    values it computed; the backward takes those, then the saved primals (`saved_primals`:
+    indices of inputs kept for the backward as they are), then the tangents, and returns one
+    gradient per input listed in `grad_of_input`."""
+
+    forward: torch.fx.GraphModule
+    backward: torch.fx.GraphModule
+    function_output_count: int
+    saved_computed_count: int
+    saved_primals: list[int]
+    tangent_count: int
+    grad_of_input: list
+    saved_bytes: int
+
+    def describe(self) -> str:
+        """One line for logs."""
+        return (f"forward {_count(self.forward)} ops, backward {_count(self.backward)} ops, "
+                f"saved {self.saved_computed_count} computed + {len(self.saved_primals)} "
+                f"inputs ({self.saved_bytes} bytes)")
+
+
+def _count(module: torch.fx.GraphModule) -> int:
+    return sum(node.op == "call_function" for node in module.graph.nodes)
+
+
+def _classify(graph: torch.fx.Graph, function_output_count: int):
+    """Nodes depending on a tangent (backward), and the forward outputs."""
+    nodes = list(graph.nodes)
+    output_node = nodes[-1]
+    outputs = list(output_node.args[0])
+    tangent_dependent: set[torch.fx.Node] = set()
+    for node in nodes:
+        if node.op == "placeholder" and node.name.startswith("tangents"):
+            tangent_dependent.add(node)
+        elif node.op == "call_function" and any(
+                argument in tangent_dependent for argument in node.all_input_nodes):
+            tangent_dependent.add(node)
+    forward_outputs = outputs[:function_output_count]
+    gradient_outputs = outputs[function_output_count:]
+    return nodes, tangent_dependent, forward_outputs, gradient_outputs
+
+
+def _ancestors(roots) -> set[torch.fx.Node]:
+    seen: set[torch.fx.Node] = set()
+    stack = [root for root in roots if isinstance(root, torch.fx.Node)]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(node.all_input_nodes)
+    return seen
+
+
+def choose_saved(joint: JointGraph, mutated_inputs: list[int],
+                 settings: PartitionPolicy = policy) -> list[torch.fx.Node]:
+    """The nodes whose values the forward saves for the backward (a minimum cut)."""
+    nodes, backward, forward_outputs, gradient_outputs = _classify(
+        joint.module.graph, joint.function_output_count)
+    needed_by_forward = _ancestors(forward_outputs)
+    needed_by_backward = _ancestors(gradient_outputs)
+    placeholders = [node for node in nodes if node.op == "placeholder"]
+    primals = placeholders[:joint.primal_count]
+    primal_storages = {storage_key(value_of(node)) for node in primals if is_tensor_node(node)}
+    mutated_storages = {storage_key(value_of(primals[index])) for index in mutated_inputs}
+    network = FlowNetwork()
+    for node in nodes:
+        if node.op == "output" or node not in needed_by_backward:
+            continue
+        if node in backward:
+            network.add_edge((node, "in"), "sink", INFINITE)
+            continue
+        if node.op == "placeholder" or is_random(node) or (
+                node in needed_by_forward and not may_recompute(node, settings)):
+            network.add_edge("source", (node, "in"), INFINITE)
+        capacity = (save_cost(node, primal_storages, mutated_storages)
+                    if is_tensor_node(node) else INFINITE)
+        network.add_edge((node, "in"), (node, "out"), capacity)
+        for user in node.users:
+            if user in needed_by_backward:
+                network.add_edge((node, "out"), (user, "in"), INFINITE)
+    network.vertex("source")
+    network.vertex("sink")
+    value, source_side = network.minimum_cut("source", "sink")
+    if value >= INFINITE:
+        raise AssertionError("no finite cut: the backward needs a forward value that cannot be "
+                             "saved or recomputed")
+    return [node for node in nodes if (node, "in") in source_side
+            and (node, "out") not in source_side and node not in backward]
+
+
+def partition(joint: JointGraph, mutated_inputs: list[int],
+              settings: PartitionPolicy = policy) -> Partition:
+    """Split `joint` into forward and backward graphs around a minimum set of saved values."""
+    saved = choose_saved(joint, mutated_inputs, settings)
+    graph = joint.module.graph
+    primals = [node for node in graph.nodes if node.op == "placeholder"][:joint.primal_count]
+    primal_index = {node: index for index, node in enumerate(primals)}
+    saved_primals = [primal_index[node] for node in saved if node in primal_index]
+    saved_computed = [node for node in saved if node not in primal_index]
+    forward = build_forward(joint, saved_computed)
+    backward = build_backward(joint, saved_computed, [primals[i] for i in saved_primals])
+    saved_bytes = sum(value_of(node).untyped_storage().nbytes() for node in saved_computed)
+    return Partition(forward, backward, joint.function_output_count, len(saved_computed),
+                     saved_primals, joint.tangent_count, joint.grad_of_input, saved_bytes)

@@ -1,0 +1,183 @@
+"""Stage "run" of training compilation (the last stage).
+
+Input: compiled forward/backward graphs (a `Partition` compiled by `compile_inner`) or one
+compiled inference graph, plus the `GraphSignature`. Output: callables taking the graph's flat
+inputs and returning what the original graph returns:
+
+- `TrainingVariant`: a `torch.autograd.Function` whose forward runs the compiled forward and
+  saves what the partitioner chose, and whose backward compiles the backward graph on first use
+  and runs it; double backward is refused with `DoubleBackwardError`.
+- `InferenceVariant`: the compiled forward-only graph, for calls without autograd.
+
+Both finish the same way ("epilogue"): copy new values into mutated inputs (under `no_grad`
+when the graph updated them under `no_grad`), then rebuild outputs that alias inputs or other
+outputs as views of their bases, so aliasing and in-place semantics match eager.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+from torch.utils import _pytree as pytree
+
+from inductor.autograd.global_state import autocast_off, current_autocast
+from inductor.autograd.signature import GraphSignature, OutputKind, TensorMeta
+
+log = logging.getLogger("framejit.training")
+
+
+class DoubleBackwardError(RuntimeError):
+    """Raised when a gradient of a compiled region is itself differentiated (`create_graph=True`,
+    or `torch.autograd.grad` of a gradient). Cause: compiled backward graphs are not
+    differentiable. Fix: run the region whose gradient you differentiate eagerly (for example
+    `dynamo.jit(..., backend="eager")` or leaving that function uncompiled)."""
+
+
+def invoke(compiled: Callable, arguments: list) -> Any:
+    """Call a `compile_inner` result: with the list itself when it declares
+    `takes_argument_list = True` (it may clear the list to free inputs early), else spread."""
+    if getattr(compiled, "takes_argument_list", False):
+        return compiled(arguments)
+    return compiled(*arguments)
+
+
+def _rebuild_view(base: torch.Tensor, meta: TensorMeta, base_offset: int) -> torch.Tensor:
+    offset = base.storage_offset() + meta.storage_offset - base_offset
+    if (offset == base.storage_offset() and meta.stride == tuple(base.stride())
+            and meta.size == tuple(base.size())):
+        return base.view(meta.size)
+    if offset == base.storage_offset() and base.is_contiguous() and _is_contiguous(meta):
+        return base.view(meta.size)
+    return base.as_strided(meta.size, meta.stride, offset)
+
+
+def _is_contiguous(meta: TensorMeta) -> bool:
+    expected = 1
+    for size, stride in reversed(list(zip(meta.size, meta.stride))):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+class Epilogue:
+    """Applies input mutations and assembles the user-visible outputs."""
+
+    def __init__(self, signature: GraphSignature):
+        self.signature = signature
+        self.mutations = [(position, output.index,
+                           signature.inputs[output.index].mutation_hidden)
+                          for position, output in enumerate(signature.function_outputs)
+                          if output.source == "mutated_input"]
+        self.outputs = signature.outputs
+        self.spec = signature.output_spec
+
+    def __call__(self, arguments: Sequence, function_outputs: Sequence) -> Any:
+        for position, index, hidden in self.mutations:
+            if hidden:
+                with torch.no_grad():
+                    arguments[index].copy_(function_outputs[position])
+            else:
+                arguments[index].copy_(function_outputs[position])
+        flat = []
+        for output in self.outputs:
+            kind = output.kind
+            if kind is OutputKind.COMPUTED:
+                flat.append(function_outputs[output.base])
+            elif kind is OutputKind.INPUT:
+                flat.append(arguments[output.base])
+            elif kind is OutputKind.VIEW_OF_INPUT:
+                flat.append(_rebuild_view(arguments[output.base], output.meta,
+                                          output.base_offset))
+            elif kind is OutputKind.VIEW_OF_OUTPUT:
+                flat.append(_rebuild_view(function_outputs[output.base], output.meta,
+                                          output.base_offset))
+            else:
+                flat.append(output.value)
+        return pytree.tree_unflatten(flat, self.spec)
+
+
+def _run_without_autocast(compiled: Callable, arguments: list) -> Any:
+    state = current_autocast()
+    if not state:
+        return invoke(compiled, arguments)
+    with autocast_off(state):
+        return invoke(compiled, arguments)
+
+
+class InferenceVariant:
+    """A compiled forward-only graph and its epilogue (calls with no gradient to compute)."""
+
+    def __init__(self, signature: GraphSignature, compiled: Callable):
+        self.compiled = compiled
+        self.epilogue = Epilogue(signature)
+
+    def __call__(self, arguments: list) -> Any:
+        outputs = _run_without_autocast(self.compiled, list(arguments))
+        return self.epilogue(arguments, outputs)
+
+
+class TrainingVariant:
+    """A compiled forward, a backward compiled on first use, and the autograd glue."""
+
+    def __init__(self, signature: GraphSignature, partition, compiled_forward: Callable,
+                 compile_inner: Callable):
+        self.signature = signature
+        self.partition = partition
+        self.compiled_forward = compiled_forward
+        self.compiled_backward: Optional[Callable] = None
+        self.compile_inner = compile_inner
+        self.epilogue = Epilogue(signature)
+        self.differentiable = [output.differentiable for output in signature.function_outputs]
+        self.function = _make_function(self)
+
+    def __call__(self, arguments: list) -> Any:
+        outputs = self.function.apply(*arguments)
+        return self.epilogue(arguments, outputs)
+
+    def backward_callable(self, example: list) -> Callable:
+        """The compiled backward, compiling it now if this is the first backward."""
+        if self.compiled_backward is None:
+            log.debug("compiling backward graph:\n%s", self.partition.backward.code)
+            self.compiled_backward = self.compile_inner(self.partition.backward, list(example))
+        return self.compiled_backward
+
+
+def _make_function(variant: TrainingVariant) -> type:
+    partition = variant.partition
+    count = partition.function_output_count
+    saved_primals = partition.saved_primals
+    differentiable = variant.differentiable
+    non_differentiable = [i for i, flag in enumerate(differentiable) if not flag]
+    grad_of_input = partition.grad_of_input
+
+    class CompiledFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *primals):
+            outputs = _run_without_autocast(variant.compiled_forward, list(primals))
+            function_outputs = tuple(outputs[:count])
+            ctx.save_for_backward(*outputs[count:], *[primals[i] for i in saved_primals])
+            ctx.mark_non_differentiable(*[function_outputs[i] for i in non_differentiable])
+            return function_outputs
+
+        @staticmethod
+        def backward(ctx, *grads):
+            if torch.is_grad_enabled():
+                raise DoubleBackwardError(
+                    "framejit: differentiating the gradient of a compiled region "
+                    "(create_graph=True or a double backward) is not supported. Run the region "
+                    "whose gradient you differentiate eagerly (dynamo.jit(..., backend='eager') "
+                    "or leave it uncompiled).")
+            arguments = list(ctx.saved_tensors)
+            if hasattr(ctx, "maybe_clear_saved_tensors"):
+                ctx.maybe_clear_saved_tensors()   # free them early unless retain_graph
+            for grad, flag in zip(grads, differentiable):
+                if flag:
+                    arguments.append(grad.contiguous())
+            compiled = variant.backward_callable(arguments)
+            gradients = _run_without_autocast(compiled, arguments)
+            return tuple(None if position is None else gradients[position]
+                         for position in grad_of_input)
+
+    return CompiledFunction

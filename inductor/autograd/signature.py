@@ -1,0 +1,314 @@
+"""Stage "analyze" of training compilation (the first stage).
+
+Input: a torch-level FX graph and its example inputs. Output: a `GraphSignature` saying, for
+every input, whether the graph mutates it, and for every output, whether it is a fresh tensor
+or an alias of an input or of another output (and how to rebuild that alias from its base).
+
+It is found by running the graph once on fake tensors with autograd on, so nothing is computed
+and no random number is drawn. Tensors that the graph module holds (`get_attr` nodes, and the
+parameters and buffers of modules called by `call_module` nodes, as `torch.fx.symbolic_trace`
+leaves them) are first lifted to trailing inputs, so that their gradients are computed and their
+updates recorded like those of any other input.
+
+The signature fixes the layout of the compiled function's outputs ("function outputs"):
+new values of data-mutated inputs, then fresh user outputs, then hidden bases (intermediates
+that several outputs view but the graph does not return). Aliases are rebuilt outside it.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+import torch.fx
+from torch.utils import _pytree as pytree
+
+from inductor.autograd.functional import (fake_mode, functionalization, has_data_mutation,
+                                          has_metadata_mutation,
+                                          mutations_hidden_from_autograd, to_functional)
+
+
+class UnsupportedGraph(Exception):
+    """The graph does something training compilation does not handle (for example it changes
+    an input's shape or strides in place). Cause: named in the message. Fix: none needed; the
+    caller runs that graph eagerly."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorMeta:
+    """What the runtime needs to rebuild a view or make a tangent: layout, dtype, device."""
+
+    size: tuple
+    stride: tuple
+    storage_offset: int
+    dtype: torch.dtype
+    device: torch.device
+
+    @staticmethod
+    def of(tensor: torch.Tensor) -> "TensorMeta":
+        """The metadata of `tensor` (a real or fake tensor)."""
+        return TensorMeta(tuple(tensor.size()), tuple(tensor.stride()),
+                          int(tensor.storage_offset()), tensor.dtype, tensor.device)
+
+
+@dataclasses.dataclass(frozen=True)
+class InputInfo:
+    """One graph input: whether it is a tensor, needs a gradient, and is mutated (and if so,
+    whether only under `no_grad`, so that autograd must not see the update)."""
+
+    is_tensor: bool
+    requires_grad: bool
+    mutates_data: bool
+    mutation_hidden: bool = False
+
+
+class OutputKind(enum.Enum):
+    """How a graph output is produced at run time."""
+
+    COMPUTED = "computed"            # a fresh tensor returned by the compiled function
+    INPUT = "input"                  # the very object passed as input `base`
+    VIEW_OF_INPUT = "view_of_input"  # a view of input `base`, rebuilt from its metadata
+    VIEW_OF_OUTPUT = "view_of_output"  # a view of function output `base`, rebuilt likewise
+    CONSTANT = "constant"            # a non-tensor value, returned as traced
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputInfo:
+    """One graph output. `base` indexes inputs (INPUT, VIEW_OF_INPUT) or function outputs
+    (COMPUTED, VIEW_OF_OUTPUT); `meta` is the view's metadata; `value` a CONSTANT's value."""
+
+    kind: OutputKind
+    base: int = -1
+    meta: Optional[TensorMeta] = None
+    value: Any = None
+    base_offset: int = 0   # the base's storage offset when traced (views are rebuilt relative)
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionOutput:
+    """One output of the compiled function: where it comes from and whether it is
+    differentiable (requires grad and has a floating or complex dtype)."""
+
+    source: str          # "mutated_input" | "output" | "hidden_base"
+    index: int           # input index, user output index, or user output index whose _base it is
+    differentiable: bool
+    meta: TensorMeta
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphSignature:
+    """Everything later stages need to know about inputs, outputs and aliasing."""
+
+    inputs: tuple[InputInfo, ...]
+    outputs: tuple[OutputInfo, ...]
+    function_outputs: tuple[FunctionOutput, ...]
+    output_spec: Any  # pytree spec of the graph's return value
+
+    @property
+    def mutated_inputs(self) -> list[int]:
+        """Indices of inputs whose data the graph changes."""
+        return [i for i, info in enumerate(self.inputs) if info.mutates_data]
+
+    @property
+    def differentiable_inputs(self) -> list[int]:
+        """Indices of tensor inputs that require grad."""
+        return [i for i, info in enumerate(self.inputs) if info.requires_grad]
+
+    @property
+    def tangent_count(self) -> int:
+        """How many gradients the backward takes: one per differentiable function output."""
+        return sum(output.differentiable for output in self.function_outputs)
+
+    def describe(self) -> str:
+        """A readable summary, for logs and error messages."""
+        lines = [f"inputs: {len(self.inputs)}, mutated: {self.mutated_inputs}, "
+                 f"requiring grad: {self.differentiable_inputs}"]
+        for index, output in enumerate(self.outputs):
+            lines.append(f"output {index}: {output.kind.value} base={output.base}")
+        for index, output in enumerate(self.function_outputs):
+            lines.append(f"function output {index}: {output.source} {output.index} "
+                         f"differentiable={output.differentiable}")
+        return "\n".join(lines)
+
+
+def is_differentiable_dtype(dtype: torch.dtype) -> bool:
+    """Floating and complex dtypes carry gradients; integers and bool never do."""
+    return dtype.is_floating_point or dtype.is_complex
+
+
+# ---------------------------------------------------------------------------------------------
+# Lifting attribute tensors to inputs
+
+
+@dataclasses.dataclass
+class LiftedGraph:
+    """A graph whose tensor attributes became trailing placeholders, and how to fetch them."""
+
+    module: torch.fx.GraphModule
+    attribute_paths: list[str]   # dotted paths on the original module, one per lifted input
+
+    def fetch(self, owner: torch.nn.Module) -> list[torch.Tensor]:
+        """The current values of the lifted attributes (parameters may have been replaced)."""
+        return [_resolve(owner, path) for path in self.attribute_paths]
+
+
+def _resolve(owner: Any, path: str) -> Any:
+    for part in path.split("."):
+        owner = getattr(owner, part)
+    return owner
+
+
+class ModuleCall:
+    """Calls a submodule with its parameters and buffers passed in as arguments (through
+    `torch.func.functional_call`), so that they are graph inputs like any other tensor."""
+
+    def __init__(self, module: torch.nn.Module, names: list[str]):
+        self.module = module
+        self.names = names
+        self.__name__ = f"call_{type(module).__name__}"
+
+    def __call__(self, *arguments, **keywords):
+        count = len(self.names)
+        state = dict(zip(self.names, arguments[:count]))
+        return torch.func.functional_call(self.module, state, tuple(arguments[count:]),
+                                          keywords)
+
+
+def _module_state(module: torch.nn.Module) -> list[str]:
+    names = [name for name, _ in module.named_parameters(remove_duplicate=False)]
+    return names + [name for name, _ in module.named_buffers(remove_duplicate=False)]
+
+
+def lift_attributes(gm: torch.fx.GraphModule) -> LiftedGraph:
+    """Turn every `get_attr` node that yields a tensor into a placeholder after the existing
+    ones, and every `call_module` node whose module holds tensors into a call that takes them
+    as arguments. Returns the original module unchanged when there is nothing to lift."""
+    attributes = [node for node in gm.graph.nodes if node.op == "get_attr"
+                  and isinstance(_resolve(gm, node.target), torch.Tensor)]
+    module_calls = {node: _module_state(gm.get_submodule(node.target))
+                    for node in gm.graph.nodes if node.op == "call_module"}
+    module_calls = {node: names for node, names in module_calls.items() if names}
+    if not attributes and not module_calls:
+        return LiftedGraph(gm, [])
+    paths: list[str] = []
+    for node in attributes:
+        paths.append(node.target)
+    for node, names in module_calls.items():
+        paths.extend(f"{node.target}.{name}" for name in names)
+    paths = list(dict.fromkeys(paths))
+    graph = torch.fx.Graph()
+    environment: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            environment[node] = graph.node_copy(node, lambda n: environment[n])
+    lifted = {path: graph.placeholder("lifted_" + path.replace(".", "_")) for path in paths}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            continue
+        if node in attributes:
+            environment[node] = lifted[node.target]
+        elif node in module_calls:
+            names = module_calls[node]
+            call = ModuleCall(gm.get_submodule(node.target), names)
+            state = tuple(lifted[f"{node.target}.{name}"] for name in names)
+            arguments = torch.fx.map_arg(node.args, lambda n: environment[n])
+            keywords = torch.fx.map_arg(node.kwargs, lambda n: environment[n])
+            environment[node] = graph.call_function(call, state + tuple(arguments), keywords)
+        else:
+            environment[node] = graph.node_copy(node, lambda n: environment[n])
+    return LiftedGraph(torch.fx.GraphModule(gm, graph), paths)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fake run
+
+
+def _storage_key(tensor: torch.Tensor) -> int:
+    return tensor.untyped_storage()._cdata
+
+
+def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
+            autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+            ) -> GraphSignature:
+    """Run `gm` on functional wrappers of fake copies of `inputs` (grad mode on, inside
+    `autocast()`), and describe its mutations and outputs. Raises `UnsupportedGraph` when the
+    graph changes an input's sizes, strides or storage in place."""
+    mode = fake_mode()
+    with mode, functionalization():
+        arguments = []
+        for value in inputs:
+            wrapped = to_functional(mode.from_tensor(value.detach())
+                                    if isinstance(value, torch.Tensor) else value)
+            if isinstance(value, torch.Tensor) and value.requires_grad:
+                # A non-leaf, so that in-place updates are legal here as they are in eager.
+                wrapped = wrapped.requires_grad_(True).clone()
+            arguments.append(wrapped)
+        with torch.enable_grad(), autocast():
+            result = gm(*arguments)
+        flat, spec = pytree.tree_flatten(result)
+        input_infos = [_input_info(value, argument) for value, argument in zip(inputs, arguments)]
+        function_outputs = [
+            FunctionOutput("mutated_input", index,
+                           bool(argument.requires_grad) and not info.mutation_hidden
+                           and is_differentiable_dtype(argument.dtype), TensorMeta.of(argument))
+            for index, (argument, info) in enumerate(zip(arguments, input_infos))
+            if info.mutates_data]
+        outputs = _classify_outputs(flat, arguments, function_outputs)
+    return GraphSignature(tuple(input_infos), tuple(outputs), tuple(function_outputs), spec)
+
+
+def _input_info(value: Any, argument: Any) -> InputInfo:
+    if not isinstance(value, torch.Tensor):
+        return InputInfo(False, False, False)
+    if has_metadata_mutation(argument):
+        raise UnsupportedGraph("the graph changes the sizes, strides or storage of an input "
+                               "in place (resize_, set_, t_, ...)")
+    mutated = has_data_mutation(argument)
+    hidden = mutated and mutations_hidden_from_autograd(argument)
+    return InputInfo(True, bool(value.requires_grad), mutated, hidden)
+
+
+def _classify_outputs(flat: list, arguments: list, function_outputs: list) -> list[OutputInfo]:
+    """Sort each output into a kind (see `OutputKind`), appending fresh outputs and then hidden
+    bases to `function_outputs`."""
+    input_storages = {}
+    for index, argument in enumerate(arguments):
+        if isinstance(argument, torch.Tensor):
+            input_storages.setdefault(_storage_key(argument), index)
+    outputs: list[Optional[OutputInfo]] = [None] * len(flat)
+    position_of: dict[int, int] = {}   # id(tensor) -> function output index
+    pending_views = []
+    for index, value in enumerate(flat):
+        if not isinstance(value, torch.Tensor):
+            outputs[index] = OutputInfo(OutputKind.CONSTANT, value=value)
+            continue
+        identical = next((i for i, argument in enumerate(arguments) if argument is value), None)
+        if identical is not None:
+            outputs[index] = OutputInfo(OutputKind.INPUT, identical)
+        elif _storage_key(value) in input_storages:
+            base = input_storages[_storage_key(value)]
+            outputs[index] = OutputInfo(OutputKind.VIEW_OF_INPUT, base, TensorMeta.of(value),
+                                        base_offset=arguments[base].storage_offset())
+        elif value._base is None:
+            if id(value) not in position_of:   # the same tensor returned twice: one position
+                position_of[id(value)] = len(function_outputs)
+                function_outputs.append(_function_output("output", index, value))
+            outputs[index] = OutputInfo(OutputKind.COMPUTED, position_of[id(value)])
+        else:
+            pending_views.append(index)
+    for index in pending_views:
+        value = flat[index]
+        base = value if value._base is None else value._base
+        if id(base) not in position_of:
+            position_of[id(base)] = len(function_outputs)
+            function_outputs.append(_function_output("hidden_base", index, base))
+        outputs[index] = OutputInfo(OutputKind.VIEW_OF_OUTPUT, position_of[id(base)],
+                                    TensorMeta.of(value), base_offset=base.storage_offset())
+    return outputs
+
+
+def _function_output(source: str, index: int, value: torch.Tensor) -> FunctionOutput:
+    differentiable = bool(value.requires_grad) and is_differentiable_dtype(value.dtype)
+    return FunctionOutput(source, index, differentiable, TensorMeta.of(value))

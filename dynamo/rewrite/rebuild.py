@@ -7,12 +7,16 @@ object); new containers and objects are built afresh, once each.
 """
 from __future__ import annotations
 
+from collections import OrderedDict, defaultdict
+
+import torch
+
 from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
 from dynamo.trace.side_effects import Box
 from dynamo.variables.base import NotConstant
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable,
-                                         TupleVariable)
+                                         TupleVariable, is_subclass_instance)
 from dynamo.variables.tensor import TensorVariable
 from guards.sources import LocalSource
 
@@ -61,6 +65,8 @@ def _container(plan, value) -> str:
     existing = plan.rebuilt(id(box))
     if existing is not None:
         return existing
+    if is_subclass_instance(value):
+        return _subclass_instance(plan, value)
     if isinstance(value, ListVariable):
         expression = "[" + ", ".join(rebuild(plan, item) for item in value.items) + "]"
     elif isinstance(value, SetVariable):
@@ -85,6 +91,29 @@ def _dict(plan, value: DictVariable) -> str:
     return f"{kind}({literal})"
 
 
+def _subclass_instance(plan, value) -> str:
+    """A new instance of a dict or list subclass (a `ModelOutput`...): allocated without
+    running `__init__`, then filled through the builtin base class and `object.__setattr__`,
+    so that Python overrides of the class do not run twice."""
+    from dynamo.variables.construct import _builtin_base
+    cls = value.python_class
+    kind = plan.bind(cls, cls.__name__)
+    base = plan.bind(_builtin_base(cls), _builtin_base(cls).__name__)
+    name = plan.remember(id(value.box), f"{kind}.__new__({kind})")
+    if isinstance(value, DictVariable):
+        for key, item in value.items.items():
+            plan.statements.append(f"{base}.__setitem__({name}, {plan.constant(key)}, "
+                                   f"{rebuild(plan, item)})")
+    else:
+        items = ", ".join(rebuild(plan, item) for item in value.items)
+        plan.statements.append(f"{base}.extend({name}, [{items}])")
+    attributes = value.attributes.contents if value.attributes is not None else {}
+    for attribute, item in attributes.items():
+        plan.statements.append(f"object.__setattr__({name}, {attribute!r}, "
+                               f"{rebuild(plan, item)})")
+    return name
+
+
 def _new_object(plan, value) -> str:
     existing = plan.rebuilt(id(value.box))
     if existing is not None:
@@ -101,19 +130,11 @@ def replay(plan, boxes: list[Box]) -> None:
     """Statements applying the final contents of mutated pre-existing values."""
     for box in boxes:
         if box.kind == "list":
-            items = ", ".join(rebuild(plan, item) for item in box.contents)
-            plan.statements.append(f"{plan.source(box.source)}[:] = [{items}]")
+            _replay_list(plan, box)
         elif box.kind == "dict":
-            target = plan.remember(id(box) ^ 1, plan.source(box.source))
-            pairs = ", ".join(f"{plan.constant(key)}: {rebuild(plan, item)}"
-                              for key, item in box.contents.items())
-            plan.statements += [f"{target}.clear()", f"{target}.update({{{pairs}}})"]
+            _replay_dict(plan, box)
         elif box.kind == "object":
-            target = plan.remember(id(box) ^ 1, plan.source(box.source))
-            for attribute, item in box.contents.items():
-                plan.statements.append(f"{target}.{attribute} = {rebuild(plan, item)}")
-            for attribute in sorted(box.deleted):
-                plan.statements.append(f"del {target}.{attribute}")
+            _replay_object(plan, box)
         elif box.kind == "globals":
             target = plan.remember(id(box) ^ 1, plan.source(box.source)) \
                 if box.real is not plan.frame_globals else "G"
@@ -133,3 +154,48 @@ def _cell(plan, box: Box) -> str:
     if isinstance(box.source, ClosureCellSource):
         return f"{plan.source(box.source.base)}.__closure__[{box.source.index}]"
     raise Unsupported(UNSUPPORTED_OBJECT, "changing a closure variable with no known cell")
+
+
+def _replay_list(plan, box: Box) -> None:
+    items = ", ".join(rebuild(plan, item) for item in box.contents)
+    target = plan.source(box.source)
+    if type(box.real) is list:
+        plan.statements.append(f"{target}[:] = [{items}]")
+    else:  # a subclass: its own __setitem__ must not run
+        plan.statements.append(f"list.__setitem__({target}, slice(None), [{items}])")
+
+
+def _replay_dict(plan, box: Box) -> None:
+    target = plan.remember(id(box) ^ 1, plan.source(box.source))
+    pairs = [(plan.constant(key), rebuild(plan, item)) for key, item in box.contents.items()]
+    kind = type(box.real)
+    literal = "{" + ", ".join(f"{key}: {item}" for key, item in pairs) + "}"
+    contents = plan.temporary()  # read every item before the dict is cleared
+    plan.statements.append(f"{contents} = {literal}")
+    if kind in (dict, OrderedDict, defaultdict):
+        plan.statements += [f"{target}.clear()", f"{target}.update({contents})"]
+        return
+    from dynamo.variables.construct import _builtin_base
+    base = plan.bind(_builtin_base(kind), _builtin_base(kind).__name__)
+    plan.statements += [f"{base}.clear({target})", f"for key, value in {contents}.items():",
+                        f"    {base}.__setitem__({target}, key, value)"]
+
+
+def _replay_object(plan, box: Box) -> None:
+    from dynamo.variables.attributes import python_override
+    target = plan.remember(id(box) ^ 1, plan.source(box.source))
+    kind = type(box.real)
+    raw_set = python_override(kind, "__setattr__") is not None and \
+        not isinstance(box.real, torch.nn.Module)
+    raw_delete = python_override(kind, "__delattr__") is not None
+    for attribute, item in box.contents.items():
+        value = rebuild(plan, item)
+        if raw_set or not attribute.isidentifier():
+            plan.statements.append(f"object.__setattr__({target}, {attribute!r}, {value})")
+        else:
+            plan.statements.append(f"{target}.{attribute} = {value}")
+    for attribute in sorted(box.deleted):
+        if raw_delete or not attribute.isidentifier():
+            plan.statements.append(f"object.__delattr__({target}, {attribute!r})")
+        else:
+            plan.statements.append(f"del {target}.{attribute}")

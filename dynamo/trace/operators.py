@@ -13,7 +13,7 @@ from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import NotConstant, Variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable,
-                                         TupleVariable, constant_key)
+                                         TupleVariable, constant_key, is_subclass_instance)
 from dynamo.variables.tensor import TensorVariable
 
 BINARY = {
@@ -124,8 +124,19 @@ def _known_type(value: Variable):
         return None
 
 
-def contains(tx, container: Variable, item: Variable) -> bool:
+def _override(tx, value: Variable, name: str, builtin: bool):
+    """A Python override of `name` on a subclass instance (None when `builtin` asks for the
+    builtin behaviour, as `super().name(...)` does)."""
+    if builtin or not is_subclass_instance(value):
+        return None
+    return tx.lookup_dunder(value, name)
+
+
+def contains(tx, container: Variable, item: Variable, builtin: bool = False) -> bool:
     """`item in container` at trace time."""
+    method = _override(tx, container, "__contains__", builtin)
+    if method is not None:
+        return tx.truth(method.call(tx, [item], {}))
     if isinstance(container, (DictVariable, SetVariable)):
         return constant_key(item) in container.items
     if isinstance(container, (ListVariable, TupleVariable)):
@@ -141,8 +152,11 @@ def contains(tx, container: Variable, item: Variable) -> bool:
         return tx.truth(method.call(tx, [item], {}))
 
 
-def subscript(tx, container: Variable, index: Variable) -> Variable:
+def subscript(tx, container: Variable, index: Variable, builtin: bool = False) -> Variable:
     """`container[index]`."""
+    method = _override(tx, container, "__getitem__", builtin)
+    if method is not None:
+        return method.call(tx, [index], {})
     if isinstance(container, TensorVariable):
         return tx.graph.call("call_function", operator.getitem, (container, index), {})
     if isinstance(container, (ListVariable, TupleVariable)):
@@ -173,8 +187,13 @@ def _sequence_item(container, index: Variable) -> Variable:
         raise Unsupported(UNSUPPORTED_OBJECT, f"indexing raised {type(error).__name__}") from None
 
 
-def store_subscript(tx, container: Variable, index: Variable, value: Variable) -> None:
+def store_subscript(tx, container: Variable, index: Variable, value: Variable,
+                    builtin: bool = False) -> None:
     """`container[index] = value`."""
+    method = _override(tx, container, "__setitem__", builtin)
+    if method is not None:
+        method.call(tx, [index, value], {})
+        return
     if isinstance(container, TensorVariable):
         tx.graph.call("call_function", operator.setitem, (container, index, value), {})
     elif isinstance(container, ListVariable):
@@ -194,7 +213,12 @@ def store_subscript(tx, container: Variable, index: Variable, value: Variable) -
         method.call(tx, [index, value], {})
 
 
-def delete_subscript(tx, container: Variable, index: Variable) -> None:
+def delete_subscript(tx, container: Variable, index: Variable, builtin: bool = False) -> None:
+    """`del container[index]`."""
+    method = _override(tx, container, "__delitem__", builtin)
+    if method is not None:
+        method.call(tx, [index], {})
+        return
     if isinstance(container, ListVariable):
         container.box.touch()
         del container.items[index.as_constant()]

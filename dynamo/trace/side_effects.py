@@ -41,17 +41,21 @@ class SideEffects:
     """All boxes of pre-existing values, in the order they were first seen."""
 
     def __init__(self):
-        self._by_id: dict[int, Box] = {}
+        self._by_id: dict[tuple[int, str], Box] = {}
         self._order: list[Box] = []
         self._keepalive: list[Any] = []
 
-    def box_for(self, real: Any) -> Optional[Box]:
-        """The box already made for a pre-existing object, if any (keeps aliasing right)."""
-        return self._by_id.get(id(real))
+    def box_for(self, real: Any, facet: str = "") -> Optional[Box]:
+        """The box already made for a pre-existing object, if any (keeps aliasing right).
 
-    def track(self, box: Box) -> Box:
+        `facet` tells apart two boxes of one object: a dict subclass instance has its items
+        (facet "") and its instance attributes (facet "attributes").
+        """
+        return self._by_id.get((id(real), facet))
+
+    def track(self, box: Box, facet: str = "") -> Box:
         if box.real is not None:
-            self._by_id[id(box.real)] = box
+            self._by_id[(id(box.real), facet)] = box
             self._keepalive.append(box.real)
         self._order.append(box)
         return box

@@ -21,6 +21,8 @@ from dynamo import _C
 from dynamo.breaks import DISABLED, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.trace.side_effects import Box
 from dynamo.variables.base import Variable, variable
+from dynamo.variables.attributes import class_lookup
+from dynamo.variables.builtin_methods import SlotFunctionVariable, is_method_descriptor
 from dynamo.variables.builtins import BUILTIN_RULES, PURE, BuiltinVariable
 from dynamo.variables.constant import ConstantVariable, is_constant_value
 from dynamo.variables.containers import DictVariable, ListVariable, TupleVariable
@@ -30,7 +32,7 @@ from dynamo.variables.objects import ClassVariable, UserObjectVariable
 from dynamo.variables.torch_calls import TorchFunctionVariable, is_torch_function
 from guards import (ConstantGuard, DictKeysGuard, IdentityGuard, LengthGuard, NoneGuard,
                     TensorMatchGuard, TypeGuard)
-from guards.sources import AttrSource, DictItemSource, ItemSource, Source
+from guards.sources import AttrSource, ConstantSource, DictItemSource, ItemSource, Source
 
 _BUILTIN_MODULES = {"builtins", "math", "operator", "_operator", "functools", "_functools",
                     "itertools", "_warnings", "warnings"}
@@ -53,13 +55,18 @@ def wrap(tx, value: Any, source: Optional[Source]) -> Variable:
     if value is None:
         _guard(tx, source, lambda: NoneGuard(source, True))
         return ConstantVariable(None, source=source)
+    if isinstance(value, types.CodeType):
+        _guard(tx, source, lambda: IdentityGuard(source, value))
+        return ConstantVariable(value, source=source)
     if is_constant_value(value) and type(value) not in (tuple, torch.Size, range, slice):
         _guard(tx, source, lambda: ConstantGuard(source, value))
         return ConstantVariable(value, source=source)
     kind = type(value)
-    if kind in (list, tuple, torch.Size) or (isinstance(value, tuple) and hasattr(kind, "_fields")):
+    if kind in (list, tuple, torch.Size) or (isinstance(value, tuple) and hasattr(kind, "_fields")) \
+            or (isinstance(value, list) and _modelled_subclass(kind, source)):
         return _wrap_sequence(tx, value, source)
-    if kind in (dict, collections.OrderedDict, collections.defaultdict):
+    if kind in (dict, collections.OrderedDict, collections.defaultdict, types.MappingProxyType) or \
+            _modelled_subclass(kind, source):
         return _wrap_mapping(tx, value, source)
     if kind in (range, slice, frozenset) or isinstance(value, enum.Enum):
         _guard(tx, source, lambda: ConstantGuard(source, value))
@@ -83,20 +90,42 @@ def _wrap_tensor(tx, value: torch.Tensor, source: Optional[Source]) -> Variable:
     return tx.graph.add_input(value, source)
 
 
+def _modelled_subclass(kind: type, source: Optional[Source]) -> bool:
+    """Python subclasses of dict, OrderedDict and list are modelled as containers, unless a
+    guard would have to read items through a Python `__getitem__`/`__iter__`/`keys`."""
+    from dynamo.variables.attributes import python_override
+    from dynamo.variables.construct import _builtin_base
+    if _builtin_base(kind) not in (dict, collections.OrderedDict, list) or kind.__flags__ & \
+            _HEAPTYPE == 0:
+        return False
+    return source is None or not any(python_override(kind, name) for name in
+                                     ("__getitem__", "__iter__", "keys", "__len__"))
+
+
+_HEAPTYPE = 1 << 9
+
+
+def _box_source(value: Any, source: Optional[Source]) -> Source:
+    """Where the glue reaches a pre-existing container to replay changes to it: its source,
+    or (held by a library module, so unguarded) the object itself bound as a constant."""
+    return source if source is not None else \
+        ConstantSource(f"{type(value).__name__}_object", value)
+
+
 def _wrap_sequence(tx, value, source: Optional[Source]) -> Variable:
     kind = type(value)
     _guard(tx, source, lambda: TypeGuard(source, kind))
     _guard(tx, source, lambda: LengthGuard(source, len(value)))
-    if kind is list:
+    is_list = isinstance(value, list)
+    if is_list:
         box = tx.side_effects.box_for(value)
         if box is not None:
-            return ListVariable(box, source=source)
+            return ListVariable(box, kind, source=source)
     items = [wrap(tx, item, None if source is None else ItemSource(source, index))
-             for index, item in enumerate(value)]
-    if kind is list:
-        box = tx.side_effects.track(Box("list", items, source=source, real=value)) \
-            if source is not None else Box("list", items)
-        return ListVariable(box, source=source)
+             for index, item in enumerate(list.__iter__(value) if is_list else value)]
+    if is_list:
+        box = Box("list", items, source=_box_source(value, source), real=value)
+        return ListVariable(tx.side_effects.track(box), kind, source=source)
     return TupleVariable(tuple(items), kind, source=source)
 
 
@@ -104,18 +133,18 @@ def _wrap_mapping(tx, value: dict, source: Optional[Source]) -> Variable:
     box = tx.side_effects.box_for(value)
     kind = type(value)
     factory = None
-    if kind is collections.defaultdict:
+    if isinstance(value, collections.defaultdict):
         factory = wrap(tx, value.default_factory,
                        None if source is None else AttrSource(source, "default_factory"))
     if box is not None:
         return DictVariable(box, kind, factory, source=source)
     _guard(tx, source, lambda: TypeGuard(source, kind))
     _guard(tx, source, lambda: DictKeysGuard(source, tuple(value)))
+    pairs = value.items() if isinstance(value, types.MappingProxyType) else dict.items(value)
     items = {key: wrap(tx, item, None if source is None else DictItemSource(source, key))
-             for key, item in value.items()}
-    box = Box("dict", items, source=source, real=value)
-    if source is not None:
-        tx.side_effects.track(box)
+             for key, item in pairs}
+    box = Box("dict", items, source=_box_source(value, source), real=value)
+    tx.side_effects.track(box)
     return DictVariable(box, kind, factory, source=source)
 
 
@@ -139,6 +168,13 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
         return UserFunctionVariable(value, source=source)
     if _is_builtin(value):
         return BuiltinVariable(value)
+    if is_method_descriptor(value):
+        return SlotFunctionVariable(value)
+    if _is_bound_builtin_method(value):
+        owner_source = None if source is None else AttrSource(source, "__self__")
+        function = class_lookup(type(value.__self__), value.__name__)
+        return BoundMethodVariable(SlotFunctionVariable(function),
+                                   wrap(tx, value.__self__, owner_source))
     if isinstance(value, type):
         _guard(tx, source, identity)
         return ClassVariable(value, source=source)
@@ -154,6 +190,16 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
                                 value.keywords.items()})
     _guard(tx, source, lambda: TypeGuard(source, type(value)))
     return UserObjectVariable(value, source=source)
+
+
+def _is_bound_builtin_method(value: Any) -> bool:
+    """`some_dict.get`: a builtin method bound to an instance of a modelled type."""
+    if type(value).__name__ not in ("builtin_function_or_method", "method-wrapper"):
+        return False
+    owner = getattr(value, "__self__", None)
+    if owner is None or isinstance(owner, (type, types.ModuleType)):
+        return False
+    return is_method_descriptor(class_lookup(type(owner), getattr(value, "__name__", "")))
 
 
 def _is_builtin(value: Any) -> bool:

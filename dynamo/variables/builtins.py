@@ -16,7 +16,7 @@ from dynamo.breaks import PRINT, UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupport
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
-                                         new_container)
+                                         is_subclass_instance, new_container)
 from dynamo.variables.tensor import TensorVariable
 
 # Builtins with no effects: folded when every argument is a constant.
@@ -93,7 +93,7 @@ def python_type(tx, value: Variable) -> type:
 
 def truth(tx, value: Variable) -> bool:
     if isinstance(value, (ConstantVariable, TensorVariable, ListVariable, TupleVariable,
-                          DictVariable, SetVariable)):
+                          DictVariable, SetVariable)) and not is_subclass_instance(value):
         return value.truth(tx)
     method = tx.lookup_dunder(value, "__bool__") or tx.lookup_dunder(value, "__len__")
     if method is not None:
@@ -102,8 +102,13 @@ def truth(tx, value: Variable) -> bool:
     return value.truth(tx)
 
 
-def length(tx, value: Variable) -> int:
+def length(tx, value: Variable, builtin: bool = False) -> int:
+    """`len(value)`; `builtin` skips a subclass's Python `__len__`."""
     if isinstance(value, (ListVariable, TupleVariable, DictVariable, SetVariable)):
+        method = None if builtin or not is_subclass_instance(value) else \
+            tx.lookup_dunder(value, "__len__")
+        if method is not None:
+            return tx.constant(method.call(tx, [], {}), "__len__ result")
         return len(value.items)
     if isinstance(value, TensorVariable):
         if value.example.dim() == 0:
@@ -179,14 +184,14 @@ def _hasattr(tx, value, name):
 
 @rule(setattr)
 def _setattr(tx, value, name, new):
-    from dynamo.variables.objects import store_attribute
+    from dynamo.variables.attributes import store_attribute
     store_attribute(tx, value, tx.constant(name, "setattr's name"), new)
     return ConstantVariable(None)
 
 
 @rule(delattr)
 def _delattr(tx, value, name):
-    from dynamo.variables.objects import delete_attribute
+    from dynamo.variables.attributes import delete_attribute
     delete_attribute(tx, value, tx.constant(name, "delattr's name"))
     return ConstantVariable(None)
 
@@ -393,3 +398,12 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
               "abs", "invert", "and_", "or_", "xor", "lshift", "rshift", "lt", "le", "eq", "ne",
               "gt", "ge", "getitem", "iadd", "isub", "imul", "itruediv"):
     BUILTIN_RULES[getattr(operator, _name)] = _operator_rule(getattr(operator, _name))
+
+
+def _register_new_functions() -> None:
+    from dynamo.variables.builtin_methods import NEW_FUNCTIONS, object_new
+    for function in NEW_FUNCTIONS:
+        BUILTIN_RULES[function] = object_new
+
+
+_register_new_functions()

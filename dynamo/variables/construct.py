@@ -2,18 +2,18 @@
 
 Namedtuples become tuples of their class; `torch.Size`, `torch.device` and other immutable
 types fold; instances of plain Python classes (including dataclasses) become
-`NewObjectVariable`s whose `__init__` is inlined. Classes whose instances framejit cannot model
-break the graph.
+`NewObjectVariable`s, instances of Python subclasses of dict, OrderedDict and list (such as
+HuggingFace's `ModelOutput` dataclasses) become dict and list variables of that class; their
+`__init__` is inlined. Classes whose instances framejit cannot model break the graph.
 """
 from __future__ import annotations
 
 import collections
-import types
 
 from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
 from dynamo.trace.side_effects import Box
 from dynamo.variables.base import NotConstant, Variable
-from dynamo.variables.containers import DictVariable, TupleVariable
+from dynamo.variables.containers import DictVariable, ListVariable, TupleVariable
 from dynamo.variables.objects import NewObjectVariable, class_lookup
 
 
@@ -33,10 +33,10 @@ def construct(tx, cls: type, args: list, kwargs: dict) -> Variable:
     if issubclass(cls, torch.nn.Module):
         raise Unsupported(UNSUPPORTED_CALL, f"creating a module ({cls.__name__}) inside a "
                           "compiled region")
-    if _plain_python_class(cls):
-        instance = NewObjectVariable(cls, Box("object", {}, python_type=cls))
+    if _allocatable(cls):
+        instance = allocate(tx, cls)
         init = class_lookup(cls, "__init__")
-        if isinstance(init, types.FunctionType):
+        if init is not object.__init__:  # a Python __init__, or dict.__init__ and the like
             tx.wrap(init, None).call(tx, [instance, *args], kwargs)
         elif args or kwargs:
             raise Unsupported(UNSUPPORTED_CALL, f"{cls.__name__}() takes no arguments")
@@ -44,15 +44,44 @@ def construct(tx, cls: type, args: list, kwargs: dict) -> Variable:
     raise Unsupported(UNSUPPORTED_CALL, f"creating a {cls.__name__} object")
 
 
-def _plain_python_class(cls: type) -> bool:
-    """Instances are plain `__dict__` objects: Python `__init__`, default `__new__`."""
-    return class_lookup(cls, "__new__") in (object.__new__, _missing()) or \
-        class_lookup(cls, "__new__") is object.__dict__["__new__"]
+_CONTAINER_BASES = (dict, collections.OrderedDict, list)
 
 
-def _missing():
-    from dynamo.variables.objects import _MISSING
-    return _MISSING
+def _allocatable(cls: type) -> bool:
+    """Instances framejit can create: plain `__dict__` objects and instances of Python
+    subclasses of dict, OrderedDict and list, when no Python class overrides `__new__`."""
+    base = _builtin_base(cls)
+    if base is not object and base not in _CONTAINER_BASES:
+        return False
+    return class_lookup(cls, "__new__") is class_lookup(base, "__new__")
+
+
+def _builtin_base(cls: type) -> type:
+    """The first class of the MRO implemented in C (object, dict, OrderedDict, list...)."""
+    for klass in cls.__mro__:
+        if not klass.__flags__ & _HEAPTYPE:
+            return klass
+    return object
+
+
+_HEAPTYPE = 1 << 9
+
+
+def allocate(tx, cls: type) -> Variable:
+    """A fresh instance of `cls` whose `__init__` has not run (`object.__new__(cls)`)."""
+    base = _builtin_base(cls)
+    attributes = Box("object", {}, python_type=cls)
+    if base in (dict, collections.OrderedDict):
+        if cls in (dict, collections.OrderedDict):
+            return DictVariable.new({}, python_class=cls)
+        return DictVariable(Box("dict", {}), cls, attributes=attributes)
+    if base is list:
+        if cls is list:
+            return ListVariable.new([])
+        return ListVariable(Box("list", []), cls, attributes=attributes)
+    if base is object and _allocatable(cls):
+        return NewObjectVariable(cls, attributes)
+    raise Unsupported(UNSUPPORTED_CALL, f"creating a {cls.__name__} object")
 
 
 def _namedtuple(tx, cls, args, kwargs) -> Variable:

@@ -14,8 +14,13 @@ NONE = ConstantVariable(None)
 
 
 def call_container_method(tx, owner: Variable, name: str, args: list, kwargs: dict) -> Variable:
-    if kwargs and name not in ("sort", "pop", "update", "get", "setdefault"):
+    """The builtin behaviour of `owner.name(*args, **kwargs)` (overrides of subclasses are not
+    consulted: callers inline those first)."""
+    if kwargs and name not in ("sort", "pop", "update", "get", "setdefault", "__init__"):
         raise Unsupported(UNSUPPORTED_CALL, f"{name}() with keyword arguments")
+    shared = _protocol_method(tx, owner, name, args, kwargs)
+    if shared is not None:
+        return shared
     if isinstance(owner, ListVariable):
         return _list_method(tx, owner, name, args, kwargs)
     if isinstance(owner, DictVariable):
@@ -175,4 +180,49 @@ def _set_method(tx, owner: SetVariable, name: str, args: list) -> Variable:
         items.clear()
     else:
         raise Unsupported(UNSUPPORTED_CALL, f"set.{name}")
+    return NONE
+
+
+def _protocol_method(tx, owner: Variable, name: str, args: list, kwargs: dict):
+    """Dunder methods of the builtin containers, as `super().__setitem__(...)` or
+    `dict.__init__(self, ...)` call them."""
+    from dynamo.trace import operators
+    from dynamo.variables.builtins import length
+    from dynamo.variables.iterators import SequenceIterator
+    if not isinstance(owner, (ListVariable, DictVariable, SetVariable, TupleVariable)):
+        return None
+    if name == "__len__":
+        return ConstantVariable(length(tx, owner, builtin=True))
+    if name == "__iter__":
+        return SequenceIterator.over(owner.iterate(tx) if not isinstance(owner, DictVariable)
+                                     else [ConstantVariable(key) for key in owner.items])
+    if name == "__contains__" and not isinstance(owner, DictVariable):
+        return ConstantVariable(operators.contains(tx, owner, args[0], builtin=True))
+    if name == "__getitem__" and not isinstance(owner, DictVariable):
+        return operators.subscript(tx, owner, args[0], builtin=True)
+    if name == "__setitem__":
+        operators.store_subscript(tx, owner, args[0], args[1], builtin=True)
+        return NONE
+    if name == "__delitem__":
+        operators.delete_subscript(tx, owner, args[0], builtin=True)
+        return NONE
+    if name == "__init__":
+        return _initialise(tx, owner, args, kwargs)
+    return None
+
+
+def _initialise(tx, owner: Variable, args: list, kwargs: dict) -> Variable:
+    """`dict.__init__(self, ...)`, `list.__init__(self, iterable)`: fills the new box."""
+    from dynamo.variables.builder import new_dict_from
+    owner.box.touch()
+    if isinstance(owner, DictVariable):
+        if args:
+            owner.items.update(new_dict_from(tx, args[0]).items)
+        owner.items.update(kwargs)
+    elif isinstance(owner, ListVariable):
+        owner.items[:] = tx.iterate(args[0]) if args else []
+    elif isinstance(owner, SetVariable):
+        owner.items.clear()
+        for item in (tx.iterate(args[0]) if args else []):
+            owner.items.setdefault(constant_key(item), item)
     return NONE

@@ -1,5 +1,11 @@
 """Containers: tuples (immutable), lists, dicts and sets (contents in a side-effect `Box`),
 slices. Methods that read are answered at trace time; methods that write update the box.
+
+Instances of user subclasses of dict, list and tuple (a HuggingFace `ModelOutput` is an
+`OrderedDict` subclass and a dataclass) are the same variables with `python_class` set to the
+subclass: Python-level overrides are inlined (`lookup_dunder` finds them for subscripts, `in`,
+`len` and iteration), builtin behaviour applies otherwise, and their instance attributes live
+in a second box (`attributes`; for pre-existing instances, made on the first write).
 """
 from __future__ import annotations
 
@@ -59,6 +65,9 @@ class TupleVariable(Variable):
             return BoundContainerMethod(self, name)
         if name == "_fields" and fields:
             return ConstantVariable(fields)
+        if self.python_class not in (tuple, torch_size()):
+            from dynamo.variables.attributes import MISSING, generic_getattr
+            return generic_getattr(tx, self, self.python_class, name, None, MISSING)
         raise Unsupported(UNSUPPORTED_OBJECT, f"attribute {name!r} of a tuple")
 
     def has_attribute(self, tx, name: str) -> bool:
@@ -68,6 +77,8 @@ class TupleVariable(Variable):
 @variable
 class ListVariable(Variable):
     box: Box
+    python_class: type = list
+    attributes: Optional[Box] = None  # instance attributes of a new subclass instance
 
     @staticmethod
     def new(items, source=None) -> "ListVariable":
@@ -78,7 +89,7 @@ class ListVariable(Variable):
         return self.box.contents
 
     def python_type(self) -> type:
-        return list
+        return self.python_class
 
     def as_constant(self) -> Any:
         raise NotConstant("a list is mutable")
@@ -90,12 +101,22 @@ class ListVariable(Variable):
         return bool(self.items)
 
     def getattr(self, tx, name: str) -> Variable:
+        if self.python_class is not list:
+            return subclass_getattr(tx, self, name)
         if name in _LIST_METHODS:
             return BoundContainerMethod(self, name)
         raise Unsupported(UNSUPPORTED_OBJECT, f"list attribute {name!r}")
 
     def has_attribute(self, tx, name: str) -> bool:
+        if self.python_class is not list:
+            return subclass_hasattr(tx, self, name)
         return hasattr(list, name)
+
+    def attribute_box(self, tx) -> Optional[Box]:
+        return subclass_attribute_box(tx, self)
+
+    def real_object(self) -> Any:
+        return self.box.real if self.box.real is not None else _missing()
 
 
 _LIST_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "index",
@@ -107,6 +128,7 @@ class DictVariable(Variable):
     box: Box
     python_class: type = dict
     default_factory: Optional[Variable] = None  # defaultdict
+    attributes: Optional[Box] = None  # instance attributes of a new subclass instance
 
     @staticmethod
     def new(items: dict, source=None, python_class=dict, default_factory=None) -> "DictVariable":
@@ -130,18 +152,74 @@ class DictVariable(Variable):
         return bool(self.items)
 
     def getattr(self, tx, name: str) -> Variable:
-        if name in _DICT_METHODS:
-            return BoundContainerMethod(self, name)
         if name == "default_factory" and self.default_factory is not None:
             return self.default_factory
+        if self.python_class not in ORDERED:
+            return subclass_getattr(tx, self, name)
+        if name in _DICT_METHODS:
+            return BoundContainerMethod(self, name)
         raise Unsupported(UNSUPPORTED_OBJECT, f"dict attribute {name!r}")
 
     def has_attribute(self, tx, name: str) -> bool:
+        if self.python_class not in ORDERED:
+            return subclass_hasattr(tx, self, name)
         return hasattr(self.python_class, name)
+
+    def attribute_box(self, tx) -> Optional[Box]:
+        return subclass_attribute_box(tx, self)
+
+    def real_object(self) -> Any:
+        return self.box.real if self.box.real is not None else _missing()
 
 
 _DICT_METHODS = {"get", "items", "keys", "values", "update", "pop", "setdefault", "clear", "copy",
                  "popitem", "__getitem__", "__contains__", "move_to_end"}
+_BUILTIN_CLASSES = (list, tuple, dict, collections.OrderedDict, collections.defaultdict, set,
+                    frozenset)
+
+
+def is_subclass_instance(value: Variable) -> bool:
+    """An instance of a user subclass of list, tuple or dict (not a namedtuple's own class,
+    whose methods are Python's too: those count)."""
+    kind = getattr(value, "python_class", None)
+    return kind is not None and kind not in _BUILTIN_CLASSES and \
+        isinstance(value, (ListVariable, DictVariable, TupleVariable)) and \
+        kind.__module__ not in ("torch", "builtins")
+
+
+def subclass_attribute_box(tx, value) -> Optional[Box]:
+    """Where a subclass instance's attribute writes go (None for builtin containers)."""
+    if value.attributes is not None:
+        return value.attributes
+    if value.box.real is None or value.python_class in _BUILTIN_CLASSES:
+        return None
+    from dynamo.variables.attributes import preexisting_box
+    return preexisting_box(tx, value.box.real, value.box.source or value.source, "attributes")
+
+
+def _pending_attributes(tx, value) -> Optional[Box]:
+    if value.attributes is not None or value.box.real is None:
+        return value.attributes
+    return tx.side_effects.box_for(value.box.real, "attributes")
+
+
+def subclass_getattr(tx, value, name: str) -> Variable:
+    """An attribute of a subclass instance: Python's protocol, builtin methods bound to the
+    container's builtin behaviour."""
+    from dynamo.variables.attributes import generic_getattr
+    return generic_getattr(tx, value, value.python_class, name, _pending_attributes(tx, value),
+                           value.real_object(), value.source)
+
+
+def subclass_hasattr(tx, value, name: str) -> bool:
+    from dynamo.variables.attributes import generic_hasattr
+    return generic_hasattr(value.python_class, name, _pending_attributes(tx, value),
+                           value.real_object())
+
+
+def _missing():
+    from dynamo.variables.attributes import MISSING
+    return MISSING
 
 
 @variable

@@ -167,14 +167,31 @@ class UserFunctionVariable(Variable):
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return ConstantVariable(getattr(self.value, name))
         source = None if self.source is None else AttrSource(self.source, name)
-        if name == "__wrapped__" and hasattr(self.value, name):
-            return tx.wrap(self.value.__wrapped__, source)
+        if name in _FUNCTION_ATTRIBUTES:  # read for real; guarded through the source
+            return tx.wrap(getattr(self.value, name), source)
+        box = tx.side_effects.box_for(self.value)
+        if box is not None and name in box.contents:
+            return box.contents[name]
         if name in self.value.__dict__:
             return tx.wrap(self.value.__dict__[name], source)
-        raise Unsupported(UNSUPPORTED_OBJECT, f"attribute {name!r} of {self.describe()}")
+        raise Unsupported(UNSUPPORTED_OBJECT, f"attribute {name!r} of {self.describe()} "
+                          "(AttributeError)")
 
     def has_attribute(self, tx, name: str) -> bool:
-        return hasattr(self.value, name)
+        box = tx.side_effects.box_for(self.value)
+        return (box is not None and name in box.contents) or hasattr(self.value, name)
+
+    def attribute_box(self, tx):
+        from dynamo.variables.attributes import preexisting_box
+        return preexisting_box(tx, self.value, self.source)
+
+    def real_object(self) -> Any:
+        return self.value
+
+
+_FUNCTION_ATTRIBUTES = {"__code__", "__defaults__", "__kwdefaults__", "__globals__",
+                        "__closure__", "__annotations__", "__dict__", "__wrapped__",
+                        "__signature__", "__type_params__"}
 
 
 def _kwdefault_source(source: Source, key: str) -> Source:

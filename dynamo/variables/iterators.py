@@ -13,7 +13,8 @@ from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
 from dynamo.trace.side_effects import Box
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
-from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable)
+from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
+                                         is_subclass_instance)
 from dynamo.variables.tensor import TensorVariable
 
 
@@ -145,6 +146,10 @@ def get_iterator(tx, value: Variable) -> IteratorVariable:
     """`iter(value)`."""
     if isinstance(value, IteratorVariable):
         return value
+    if is_subclass_instance(value):
+        method = tx.lookup_dunder(value, "__iter__")
+        if method is not None:
+            return get_iterator(tx, method.call(tx, [], {}))
     if isinstance(value, (TupleVariable, ListVariable, SetVariable)):
         return SequenceIterator.over(value.iterate(tx))
     if isinstance(value, (DictVariable, TensorVariable)):
@@ -166,7 +171,7 @@ def get_iterator(tx, value: Variable) -> IteratorVariable:
 
 def iterate_all(tx, value: Variable) -> list[Variable]:
     """Every item of a finite iterable."""
-    if isinstance(value, (TupleVariable, ListVariable)):
+    if isinstance(value, (TupleVariable, ListVariable)) and not is_subclass_instance(value):
         return list(value.items)
     return get_iterator(tx, value).iterate(tx)
 

@@ -64,7 +64,15 @@ class ModuleVariable(Variable):
         return tx.wrap(value, None if self.source is None else source_kind(self.source, name))
 
     def has_attribute(self, tx, name: str) -> bool:
-        return hasattr(self.value, name)
+        box = tx.side_effects.box_for(self.value)
+        return (box is not None and name in box.contents) or hasattr(self.value, name)
+
+    def attribute_box(self, tx):
+        from dynamo.variables.attributes import preexisting_box
+        return preexisting_box(tx, self.value, self.source)
+
+    def real_object(self) -> Any:
+        return self.value
 
     def check_plain_attribute(self, tx, name: str, value: Variable) -> None:
         """Module.__setattr__ registers parameters, buffers and modules; we model only plain

@@ -1,17 +1,22 @@
 """Python functions given a meaning of their own instead of being traced into.
 
 Some library functions answer questions about the tracer itself (`is_torchdynamo_compiling`:
-yes, as in torch.compile, so libraries take their compile-friendly paths) or only write
-output (logging calls at a disabled level do nothing, so they vanish).
+yes, as in torch.compile, so libraries take their compile-friendly paths), only write output
+(logging calls at a disabled level do nothing, so they vanish, guarded on the logger staying
+disabled), or only inspect real objects (`inspect.signature` of a known function folds).
 """
 from __future__ import annotations
 
+import inspect
 import logging
+import types
 from typing import Any, Optional
 
-from dynamo.breaks import PRINT, Unsupported
-from dynamo.variables.base import Variable
+from dynamo.breaks import PRINT, UNSUPPORTED_CALL, Unsupported
+from dynamo.variables.base import NotConstant, Variable
 from dynamo.variables.constant import ConstantVariable
+from guards import ConstantGuard
+from guards.sources import AttrSource, ConstantSource
 
 _COMPILING = {"is_torchdynamo_compiling", "is_torchdynamo_exporting", "is_compiling",
               "is_dynamo_compiling"}
@@ -28,7 +33,46 @@ def special_function(tx, function: Any, args, kwargs) -> Optional[Variable]:
         return ConstantVariable(name.endswith("compiling"))
     if module == "logging" or (name in _LOGGING_LEVELS and module.startswith("transformers")):
         return _logging_call(tx, function, name, args)
+    if function in _INSPECTIONS:
+        return _inspection(tx, function, args, kwargs)
     return None
+
+
+_INSPECTIONS = {inspect.signature, inspect.isclass, inspect.isfunction, inspect.ismethod,
+                inspect.isgeneratorfunction, inspect.iscoroutinefunction, inspect.getfullargspec,
+                inspect.unwrap}
+
+
+def _inspection(tx, function, args, kwargs) -> Optional[Variable]:
+    """`inspect.signature(f)` and friends on real functions, methods and classes fold."""
+    try:
+        values = [real_value_of(tx, arg) for arg in args]
+        keywords = {key: real_value_of(tx, arg) for key, arg in kwargs.items()}
+    except NotConstant:
+        return None  # trace into it
+    try:
+        result = function(*values, **keywords)
+    except Exception as error:
+        raise Unsupported(UNSUPPORTED_CALL, f"{function.__name__}() raised "
+                          f"{type(error).__name__}: {error}") from None
+    return tx.wrap(result, None)
+
+
+def real_value_of(tx, value: Variable) -> Any:
+    """The real Python object a variable stands for (functions, bound methods of real
+    objects, classes, constants); raises NotConstant otherwise."""
+    from dynamo.variables.functions import BoundMethodVariable
+    if isinstance(value, BoundMethodVariable):
+        return types.MethodType(real_value_of(tx, value.function), real_value_of(tx, value.owner))
+    real = tx.real_value(value)
+    if real is not _unknown():
+        return real
+    return value.as_constant()
+
+
+def _unknown():
+    from dynamo.trace.operators import _UNKNOWN
+    return _UNKNOWN
 
 
 def _logging_call(tx, function, name: str, args) -> Optional[Variable]:
@@ -37,5 +81,22 @@ def _logging_call(tx, function, name: str, args) -> Optional[Variable]:
         return None
     logger = tx.real_value(args[0]) if args else None
     if isinstance(logger, logging.Logger) and not logger.isEnabledFor(level):
+        probe = ConstantSource(f"logger_{logger.name}_{name}", _LoggerProbe(logger, level))
+        tx.guards.add(ConstantGuard(AttrSource(probe, "enabled"), False))
         return ConstantVariable(None)
     raise Unsupported(PRINT, f"logging.{name}()")
+
+
+class _LoggerProbe:
+    """Whether a logger is enabled for a level, read by a guard: a folded-away logging call
+    must compile again once the user turns that level on."""
+
+    __slots__ = ("logger", "level")
+
+    def __init__(self, logger: logging.Logger, level: int):
+        self.logger = logger
+        self.level = level
+
+    @property
+    def enabled(self) -> bool:
+        return self.logger.isEnabledFor(self.level)

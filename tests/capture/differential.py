@@ -31,9 +31,14 @@ def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
         for index, (a, b) in enumerate(zip(expected, actual)):
             assert_same(a, b, f"{path}[{index}]")
     elif isinstance(expected, dict):
-        assert list(actual) == list(expected), f"{path}: keys {list(actual)} != {list(expected)}"
-        for key in expected:
-            assert_same(expected[key], actual[key], f"{path}[{key!r}]")
+        keys = list(dict.keys(expected))
+        assert list(dict.keys(actual)) == keys, \
+            f"{path}: keys {list(dict.keys(actual))} != {keys}"
+        for key in keys:
+            assert_same(dict.__getitem__(expected, key), dict.__getitem__(actual, key),
+                        f"{path}[{key!r}]")
+        if hasattr(expected, "__dict__"):  # dict subclasses (ModelOutput) carry attributes
+            assert_same(vars(expected), vars(actual), f"{path}.__dict__")
     elif isinstance(expected, (set, frozenset)):
         assert expected == actual, f"{path}: {actual!r} != {expected!r}"
     elif isinstance(expected, torch.nn.Module):

@@ -66,6 +66,9 @@ def GET_ITER(tx, instruction):
 @handler()
 def FOR_ITER(tx, instruction):
     iterator = tx.peek()
+    if not hasattr(iterator, "next_item"):  # an iterator made before the frame ran
+        raise tx.unsupported(UNSUPPORTED_OBJECT, f"iterating over {iterator.describe()}, "
+                             "an iterator created outside the compiled region")
     item = iterator.next_item(tx)
     if item is None:
         if tx.decoded.instructions[instruction.target].opname == "END_FOR":

@@ -151,13 +151,13 @@ def LOAD_SUPER_ATTR(tx, instruction):
 def STORE_ATTR(tx, instruction):
     owner = tx.pop()
     value = tx.pop()
-    from dynamo.variables.objects import store_attribute
+    from dynamo.variables.attributes import store_attribute
     store_attribute(tx, owner, instruction.arg, value)
 
 
 @handler()
 def DELETE_ATTR(tx, instruction):
-    from dynamo.variables.objects import delete_attribute
+    from dynamo.variables.attributes import delete_attribute
     delete_attribute(tx, tx.pop(), instruction.arg)
 
 

@@ -1,0 +1,218 @@
+"""Python's attribute protocol on variables: reads, writes and deletes of `obj.name`.
+
+Input: an owner variable (a pre-existing object, an object created during the trace, an
+instance of a dict or list subclass), the attribute name and, for writes, the new value.
+Output: the attribute's variable, or a change recorded in the owner's attribute `Box`.
+
+Reads follow CPython's order: data descriptors of the class (properties are inlined; slots and
+C getsets of pre-existing objects are read for real), then the instance attributes (the box's
+pending writes first, then the real `__dict__`), then class attributes (functions and builtin
+methods bind), then a Python `__getattr__`. Writes and deletes honour a Python `__setattr__` /
+`__delattr__` of the class by inlining it; `object.__setattr__` and friends reach the raw
+store, which only records the change (replayed after the graph on pre-existing objects).
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Optional
+
+from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
+from dynamo.trace.side_effects import Box
+from dynamo.variables.base import Variable
+from dynamo.variables.constant import ConstantVariable
+from guards.sources import AttrSource, ConstantSource, Source
+
+MISSING = object()
+"""Marks an absent class attribute or an owner with no real object behind it."""
+
+_BUILTIN_METHOD_KINDS = ("method_descriptor", "wrapper_descriptor")
+
+
+def class_lookup(cls: type, name: str) -> Any:
+    """`name` in the MRO dicts of `cls` (no descriptors run), or `MISSING`."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return MISSING
+
+
+def is_data_descriptor(attribute: Any) -> bool:
+    kind = type(attribute)
+    return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+
+
+def python_override(cls: type, name: str) -> Optional[types.FunctionType]:
+    """The Python function `cls` (or a Python base) defines for `name`, if any."""
+    attribute = class_lookup(cls, name)
+    return attribute if isinstance(attribute, types.FunctionType) else None
+
+
+def bind_class_attribute(tx, attribute: Any, owner: Variable, cls: type,
+                         name: str) -> Optional[Variable]:
+    """A class attribute read through an instance (functions bind, properties run); None for
+    a plain value."""
+    from dynamo.variables.functions import BoundMethodVariable
+    from dynamo.variables.objects import ClassVariable
+    if isinstance(attribute, property):
+        if attribute.fget is None:
+            raise Unsupported(UNSUPPORTED_OBJECT, f"unreadable property {name!r}")
+        return tx.wrap(attribute.fget, None).call(tx, [owner], {})
+    if isinstance(attribute, staticmethod):
+        return tx.wrap(attribute.__func__, None)
+    if isinstance(attribute, classmethod):
+        return BoundMethodVariable(tx.wrap(attribute.__func__, None), ClassVariable(cls))
+    if isinstance(attribute, types.FunctionType):
+        return BoundMethodVariable(tx.wrap(attribute, None), owner)
+    kind = type(attribute).__name__
+    if kind in _BUILTIN_METHOD_KINDS:
+        from dynamo.variables.builtin_methods import SlotFunctionVariable
+        return BoundMethodVariable(SlotFunctionVariable(attribute), owner)
+    if kind == "classmethod_descriptor":
+        from dynamo.variables.builtin_methods import SlotFunctionVariable
+        return BoundMethodVariable(SlotFunctionVariable(attribute), ClassVariable(cls))
+    if hasattr(type(attribute), "__get__") and not isinstance(attribute, type):
+        if kind == "builtin_function_or_method":
+            return None  # builtins stored on a class do not bind
+        raise Unsupported(UNSUPPORTED_OBJECT, f"descriptor {name!r} of type {kind}")
+    return None
+
+
+def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optional[Box],
+                    real: Any = MISSING, source: Optional[Source] = None) -> Variable:
+    """`owner.name` by CPython's rules. `attributes` holds pending (or, for new objects, all)
+    instance attributes; `real` is the pre-existing object behind `owner`, if any."""
+    attribute = class_lookup(cls, name)
+    attribute_source = None if source is None else AttrSource(source, name)
+    if attribute is not MISSING and is_data_descriptor(attribute):
+        if isinstance(attribute, property):
+            return bind_class_attribute(tx, attribute, owner, cls, name)
+        if name == "__dict__" and attributes is not None:
+            if real is MISSING:
+                from dynamo.variables.containers import DictVariable
+                return DictVariable(attributes)  # a new object's attributes, as a dict
+            if attributes.contents or attributes.deleted:
+                raise Unsupported(UNSUPPORTED_OBJECT, "reading __dict__ after changing "
+                                  f"attributes of {owner.describe()}")
+        if real is not MISSING:
+            return tx.wrap(getattr(real, name), attribute_source)  # slots, C getsets
+        raise Unsupported(UNSUPPORTED_OBJECT, f"descriptor attribute {name!r} of "
+                          f"{owner.describe()}")
+    if attributes is not None and name in attributes.contents:
+        return attributes.contents[name]
+    deleted = attributes is not None and name in attributes.deleted
+    if real is not MISSING and not deleted:
+        instance_dict = getattr(real, "__dict__", None)
+        if isinstance(instance_dict, dict) and name in instance_dict:
+            return tx.wrap(instance_dict[name], attribute_source)
+    if attribute is not MISSING:
+        bound = bind_class_attribute(tx, attribute, owner, cls, name)
+        if bound is not None:
+            return bound
+        return tx.wrap(attribute, attribute_source)
+    hook = python_override(cls, "__getattr__")
+    if hook is not None:
+        return tx.wrap(hook, None).call(tx, [owner, ConstantVariable(name)], {})
+    raise Unsupported(UNSUPPORTED_OBJECT, f"{cls.__name__} object has no attribute {name!r} "
+                      "(AttributeError)")
+
+
+def generic_hasattr(cls: type, name: str, attributes: Optional[Box], real: Any) -> bool:
+    if attributes is not None and name in attributes.contents:
+        return True
+    if attributes is not None and name in attributes.deleted:
+        return class_lookup(cls, name) is not MISSING
+    if real is not MISSING:
+        return hasattr(real, name)
+    return class_lookup(cls, name) is not MISSING or \
+        python_override(cls, "__getattr__") is not None
+
+
+def preexisting_box(tx, real: Any, source: Optional[Source], facet: str = "") -> Box:
+    """The attribute box of a pre-existing object, made on first write. Objects reached
+    without a source (held by library modules) are bound into the glue as constants."""
+    box = tx.side_effects.box_for(real, facet)
+    if box is None:
+        if source is None:
+            source = ConstantSource(f"{type(real).__name__}_object", real)
+        box = tx.side_effects.track(Box("object", {}, source=source, real=real), facet)
+    return box
+
+
+def store_attribute(tx, owner: Variable, name: str, value: Variable) -> None:
+    """`owner.name = value`, through a Python `__setattr__` of the class when there is one."""
+    from dynamo.variables.modules import ModuleVariable
+    if not isinstance(owner, ModuleVariable):
+        hook = python_override(_class_of(owner), "__setattr__")
+        if hook is not None:
+            tx.wrap(hook, None).call(tx, [owner, ConstantVariable(name), value], {})
+            return
+    raw_store_attribute(tx, owner, name, value)
+
+
+def raw_store_attribute(tx, owner: Variable, name: str, value: Variable) -> None:
+    """`object.__setattr__(owner, name, value)`: descriptors, else the instance attributes."""
+    from dynamo.variables.modules import ModuleVariable
+    cls = _class_of(owner)
+    attribute = class_lookup(cls, name)
+    if isinstance(attribute, property):
+        if attribute.fset is None:
+            raise Unsupported(UNSUPPORTED_OBJECT, f"can't set property {name!r}")
+        tx.wrap(attribute.fset, None).call(tx, [owner, value], {})
+        return
+    if attribute is not MISSING and is_data_descriptor(attribute):
+        raise Unsupported(UNSUPPORTED_OBJECT, f"setting descriptor attribute {name!r}")
+    if isinstance(owner, ModuleVariable):
+        owner.check_plain_attribute(tx, name, value)
+    box = attribute_box(tx, owner)
+    if box is None:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"setting attribute {name!r} on "
+                          f"{owner.describe()}")
+    box.contents[name] = value
+    box.deleted.discard(name)
+    box.touch()
+
+
+def delete_attribute(tx, owner: Variable, name: str) -> None:
+    """`del owner.name`, through a Python `__delattr__` of the class when there is one."""
+    hook = python_override(_class_of(owner), "__delattr__")
+    if hook is not None:
+        tx.wrap(hook, None).call(tx, [owner, ConstantVariable(name)], {})
+        return
+    raw_delete_attribute(tx, owner, name)
+
+
+def raw_delete_attribute(tx, owner: Variable, name: str) -> None:
+    box = attribute_box(tx, owner)
+    real = real_object(owner)
+    present = name in box.contents if box is not None else False
+    if real is not MISSING and box is not None and name not in box.deleted:
+        present = present or name in getattr(real, "__dict__", {})
+    if box is None or not present:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"deleting attribute {name!r} of "
+                          f"{owner.describe()} (AttributeError)")
+    box.contents.pop(name, None)
+    if box.preexisting:
+        box.deleted.add(name)
+    box.touch()
+
+
+def attribute_box(tx, owner: Variable) -> Optional[Box]:
+    """The box holding `owner`'s instance attributes (made on demand for pre-existing
+    objects), or None when `owner` has no instance attributes."""
+    own = getattr(owner, "attribute_box", None)
+    if own is not None:
+        return own(tx)
+    return None
+
+
+def real_object(owner: Variable) -> Any:
+    """The pre-existing object behind `owner`, or MISSING."""
+    real = getattr(owner, "real_object", None)
+    return real() if real is not None else MISSING
+
+
+def _class_of(owner: Variable) -> type:
+    from dynamo.variables.objects import ClassVariable
+    if isinstance(owner, ClassVariable):
+        return type(owner.value)
+    return owner.python_type()

@@ -1,0 +1,127 @@
+"""Methods of Python's builtin types taken from the type: `dict.get`, `list.append`,
+`object.__setattr__`, `OrderedDict.__setitem__`, `str.join`, and `object.__new__`.
+
+Input: such a method descriptor and the arguments of a call (the instance first). Output: the
+builtin behaviour on the instance's variable, bypassing Python overrides of its class — which
+is what `super().__setitem__(key, value)` inside a dict subclass, or `object.__setattr__(self,
+name, value)` inside a `__setattr__` override, asks for.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
+from dynamo.variables.base import NotConstant, Variable, variable
+from dynamo.variables.constant import ConstantVariable
+
+_DESCRIPTOR_KINDS = ("method_descriptor", "wrapper_descriptor", "classmethod_descriptor")
+_IMMUTABLE = (str, bytes, int, float, complex, bool, tuple, frozenset, type(None))
+NONE = ConstantVariable(None)
+
+
+def is_method_descriptor(value: Any) -> bool:
+    """A method of a builtin type, unbound (`dict.get`, `object.__setattr__`)."""
+    return type(value).__name__ in _DESCRIPTOR_KINDS and \
+        isinstance(getattr(value, "__objclass__", None), type)
+
+
+@variable
+class SlotFunctionVariable(Variable):
+    """A method descriptor of a builtin type; calling it applies the builtin behaviour."""
+
+    value: Any
+    is_real: bool = True
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def as_constant(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        return f"{self.value.__objclass__.__name__}.{self.value.__name__}"
+
+    def call(self, tx, args, kwargs) -> Variable:
+        if not args:
+            raise Unsupported(UNSUPPORTED_CALL, f"{self.describe()}() without an instance "
+                              "(TypeError)")
+        owner, rest = args[0], list(args[1:])
+        objclass, name = self.value.__objclass__, self.value.__name__
+        if type(self.value).__name__ == "classmethod_descriptor":
+            return _class_method(tx, self, owner, name, rest, kwargs)
+        if objclass is object:
+            return _object_method(tx, owner, name, rest, kwargs)
+        from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable,
+                                                 TupleVariable)
+        if isinstance(owner, (DictVariable, ListVariable, SetVariable, TupleVariable)) and \
+                issubclass(owner.python_type(), objclass):
+            from dynamo.variables.container_methods import call_container_method
+            return call_container_method(tx, owner, name, rest, kwargs)
+        if objclass in _IMMUTABLE:
+            return _fold(tx, self, [owner, *rest], kwargs)
+        raise Unsupported(UNSUPPORTED_CALL, f"{self.describe()} on {owner.describe()}")
+
+
+def _object_method(tx, owner: Variable, name: str, args: list, kwargs: dict) -> Variable:
+    from dynamo.variables import attributes
+    if name == "__setattr__" and len(args) == 2 and not kwargs:
+        attribute = tx.constant(args[0], "the attribute name")
+        attributes.raw_store_attribute(tx, owner, attribute, args[1])
+        return NONE
+    if name == "__delattr__" and len(args) == 1 and not kwargs:
+        attributes.raw_delete_attribute(tx, owner, tx.constant(args[0], "the attribute name"))
+        return NONE
+    if name == "__getattribute__" and len(args) == 1 and not kwargs:
+        return owner.getattr(tx, tx.constant(args[0], "the attribute name"))
+    if name in ("__init__", "__init_subclass__") and not args and not kwargs:
+        return NONE
+    if name in ("__eq__", "__ne__") and len(args) == 1:
+        from dynamo.trace.operators import identity
+        same = identity(tx, owner, args[0])
+        if name == "__eq__":
+            return ConstantVariable(True if same else NotImplemented)
+        return ConstantVariable(False if same else NotImplemented)
+    raise Unsupported(UNSUPPORTED_CALL, f"object.{name} on {owner.describe()}")
+
+
+def _class_method(tx, function: SlotFunctionVariable, owner: Variable, name: str, args: list,
+                  kwargs: dict) -> Variable:
+    cls = tx.constant(owner, "the class of a class method")
+    if name == "fromkeys" and issubclass(cls, dict) and not kwargs:
+        from dynamo.variables.construct import allocate
+        from dynamo.variables.containers import constant_key
+        instance = allocate(tx, cls)
+        value = args[1] if len(args) > 1 else NONE
+        for key in tx.iterate(args[0]):
+            instance.items[constant_key(key)] = value
+        return instance
+    return _fold(tx, function, [owner, *args], kwargs)
+
+
+def _fold(tx, function: SlotFunctionVariable, args: list, kwargs: dict) -> Variable:
+    try:
+        values = [arg.as_constant() for arg in args]
+        keywords = {key: value.as_constant() for key, value in kwargs.items()}
+    except NotConstant:
+        raise Unsupported(UNSUPPORTED_CALL, f"{function.describe()} with non-constant "
+                          "arguments") from None
+    try:
+        if type(function.value).__name__ == "classmethod_descriptor":
+            result = function.value.__get__(None, values[0])(*values[1:], **keywords)
+        else:
+            result = function.value(*values, **keywords)
+    except Exception as error:
+        raise Unsupported(UNSUPPORTED_CALL, f"{function.describe()} raised "
+                          f"{type(error).__name__}: {error}") from None
+    return tx.wrap_result(result)
+
+
+def object_new(tx, cls_variable: Variable, *args, **kwargs) -> Variable:
+    """`object.__new__(cls)` (and `dict.__new__`, `list.__new__`): an instance whose
+    `__init__` has not run."""
+    from dynamo.variables.construct import allocate
+    return allocate(tx, tx.constant(cls_variable, "the class passed to __new__"))
+
+
+NEW_FUNCTIONS = (object.__new__, dict.__new__, list.__new__, collections.OrderedDict.__new__)

@@ -32,7 +32,7 @@ from inductor.autograd.runtime import (DoubleBackwardError, InferenceVariant, Tr
                                        invoke)
 from inductor.autograd.signature import UnsupportedGraph, analyze, lift_attributes
 
-__all__ = ["compile_training", "aot_eager", "run_graph", "DoubleBackwardError",
+__all__ = ["compile_training", "aot_eager", "run_graph", "CompiledTraining", "DoubleBackwardError",
            "UnsupportedGraph", "PartitionPolicy", "policy"]
 
 log = logging.getLogger("framejit.training")

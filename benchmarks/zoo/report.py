@@ -2,10 +2,10 @@
 
 Input: one or more results files written by the runner (`benchmarks/results/*.jsonl`).
 Output: markdown between the markers `ZOO_BEGIN` and `ZOO_END` in the target document (text
-outside the markers, e.g. other benchmarks' sections, is kept), and PNG plots written next to
-each results file. For every file: the machine and versions it ran on, a summary per compiler
-(outcomes, pass rate, geometric-mean speedup over passing models, median cold compile), one
-table per mode, the plots, and every non-passing job with its reason. The latest row per job
+outside them, e.g. other benchmarks' sections, is kept; with no markers yet the section is
+appended), and PNG plots written next to each results file. For every file: the machine and
+versions it ran on, a summary per compiler (outcomes, pass rate, geometric-mean speedup over
+passing models, median cold compile), one table per mode, the plots, and every non-passing job with its reason. The latest row per job
 wins, so re-runs and retries replace older rows.
 """
 from __future__ import annotations
@@ -25,9 +25,7 @@ ORDER = ("eager",) + COMPILED
 STATUS_MARK = {"eager_fallback": "no graph", "fail_accuracy": "inaccurate", "error": "error",
                "crash": "crash", "timeout": "timeout"}
 
-_HEADER = """# Benchmarks
-
-## Model zoo
+_HEADER = """## Model zoo
 
 Real models with random weights (`benchmarks/zoo`): 13 torchvision classifiers and 12
 transformers architectures in small configs (hidden 256, 4 layers, 128 tokens), plus
@@ -95,7 +93,9 @@ def _splice(document: str, block: str) -> str:
         before = document.split(ZOO_BEGIN, 1)[0]
         after = document.split(ZOO_END, 1)[1]
         return before + block + after
-    return block + "\n" + ("\n" + document if document.strip() else "")
+    if document.strip():
+        return document.rstrip("\n") + "\n\n" + block + "\n"
+    return "# Benchmarks\n\n" + block + "\n"
 
 
 def section(path: Path, rows: list[dict], document_folder: Path) -> str:

@@ -1,0 +1,62 @@
+"""The zoo builds real models; the runner writes valid rows, resumes, and records failures."""
+import json
+
+import pytest
+import torch
+
+from benchmarks.zoo import catalog, runner
+from benchmarks.zoo.worker import Job, row_key, run_job
+
+pytest.importorskip("torchvision")
+pytest.importorskip("transformers")
+
+
+@pytest.mark.parametrize("name", ["squeezenet1_1", "bert"])
+def test_zoo_builds_a_model_that_runs_and_trains(name):
+    workload = catalog.build_workload(name, batch=2, training=True)
+    assert workload.model.training
+    output = workload.model(*workload.args, **workload.kwargs)
+    loss = workload.loss(output, workload.targets)
+    assert loss.dim() == 0 and torch.isfinite(loss)
+    loss.backward()
+    assert any(p.grad is not None for p in workload.model.parameters())
+    evaluation = catalog.build_workload(name, batch=2, dtype=torch.bfloat16)
+    assert not evaluation.model.training
+    assert next(evaluation.model.parameters()).dtype == torch.bfloat16
+
+
+def test_every_suite_names_registered_models():
+    for suite in catalog.SUITES:
+        pairs = catalog.suite(suite)
+        assert pairs and all(catalog.spec(model) and mode in ("inference", "training")
+                             for model, mode in pairs)
+    assert len([m for m, mode in catalog.suite("cpu") if mode == "inference"]) == 25
+
+
+def test_runner_writes_a_valid_eager_row_in_a_subprocess(tmp_path):
+    output = tmp_path / "rows.jsonl"
+    job = Job("squeezenet1_1", trials=2, warmup=0, trial_seconds=0.01, threads=1)
+    outcome = runner.run_jobs([job], output, timeout=240, progress=lambda line: None)
+    assert outcome.written == 1 and outcome.left == 0
+    [row] = [json.loads(line) for line in output.read_text().splitlines()]
+    assert row["status"] == "pass", row.get("error")
+    assert row_key(row) == job.key()
+    assert row["accuracy"]["passed"] and row["accuracy"]["cosine"] > 0.999
+    assert row["eager_ms"] > 0 and row["speedup"] == 1.0 and len(row["eager_trials_ms"]) == 2
+    assert row["env"]["torch"] == torch.__version__
+    assert row["wall_seconds"] > 0
+    # Resuming: the same job is skipped; a retried status runs again.
+    assert runner.run_jobs([job], output, timeout=240, progress=lambda line: None).skipped == 1
+    assert runner.pending([job], output, retry=["pass"])[0] == [job]
+
+
+def test_a_timeout_is_a_row_not_a_crash(tmp_path):
+    row = runner.run_one(Job("resnet50", trials=1, warmup=0), timeout=0.5)
+    assert row["status"] == "timeout" and row["error"].startswith("no result within")
+    assert row["model"] == "resnet50"
+
+
+def test_a_failing_model_is_an_error_row():
+    row = run_job(Job("no-such-model", trials=1))
+    assert row["status"] == "error" and "no-such-model" in row["error"]
+    assert row["step"] == "build" and row["env"]["python"]

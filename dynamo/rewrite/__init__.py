@@ -85,13 +85,31 @@ class NopRewriteDriver:
 
     def __call__(self, view):
         from dynamo import hook, logs, skips
+        from dynamo.settings import config
 
         code = view.f_code
         hook.note_seen(code)
         if skips.is_own(code):
             return hook.SKIP
-        replacement = nop_rewrite(code)
+        try:
+            replacement = nop_rewrite(code)
+        except Exception as error:
+            # The rewriter is Python code too: a program that has, say, deleted a builtin
+            # (CPython's test_iter does) can break it. Run this call as is and retry next time.
+            if not config.suppress_errors:
+                raise
+            _report_failure(logs.get("hook"), code, error)
+            return None
         hook.add_entry(code, None, replacement)
         logs.get("hook").debug("nop-rewrite %s (%s:%d)", code.co_qualname, code.co_filename,
                                code.co_firstlineno)
         return replacement
+
+
+def _report_failure(log, code: CodeType, error: Exception) -> None:
+    try:
+        log.warning("nop-rewrite failed for %s (%s:%d), running it as is: %s: %s",
+                    code.co_qualname, code.co_filename, code.co_firstlineno,
+                    type(error).__name__, error)
+    except Exception:  # noqa: BLE001 - the program may have broken logging as well
+        pass

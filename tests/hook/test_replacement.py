@@ -1,6 +1,8 @@
 """Replacement code run by the hook: arguments, cells, exceptions, cache walk, lifetimes."""
 import contextlib
 import gc
+import os
+import subprocess
 import sys
 import traceback
 import weakref
@@ -256,3 +258,34 @@ def test_no_leak_when_the_callback_fails(install):
             pass
     install(None)
     assert sys.getrefcount(payload) == before
+
+
+OTHER_USER_OF_CODE_EXTRA = r"""
+import ctypes, gc, weakref
+from dynamo import _C  # registers our co_extra slot first, so its index is the lower one
+api = ctypes.pythonapi
+request = getattr(api, "PyUnstable_Eval_RequestCodeExtraIndex", None) \
+    or api._PyEval_RequestCodeExtraIndex
+set_extra = getattr(api, "PyUnstable_Code_SetExtra", None) or api._PyCode_SetExtra
+request.restype, request.argtypes = ctypes.c_ssize_t, [ctypes.c_void_p]
+set_extra.restype = ctypes.c_int
+set_extra.argtypes = [ctypes.py_object, ctypes.c_ssize_t, ctypes.c_void_p]
+index = request(None)
+namespace = {}
+exec("def other(x):\n    return x\n", namespace)
+code = namespace["other"].__code__
+assert set_extra(code, index, 1) == 0
+watch = weakref.ref(code)
+del namespace, code
+gc.collect()
+print("freed" if watch() is None else "alive")
+"""
+
+
+def test_code_object_with_only_another_users_extra_data_is_freed(tmp_path):
+    # torch.compile, debuggers and profilers keep data on co_extra too. CPython then calls our
+    # free function with NULL for code objects we never touched; it must not crash.
+    env = {"PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run([sys.executable, "-c", OTHER_USER_OF_CODE_EXTRA], cwd=tmp_path,
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert (result.returncode, result.stdout.strip()) == (0, "freed"), result.stderr

@@ -5,8 +5,8 @@ Output: markdown between the markers `ZOO_BEGIN` and `ZOO_END` in the target doc
 outside them, e.g. other benchmarks' sections, is kept; with no markers yet the section is
 appended), and PNG plots written next to each results file. For every file: the machine and
 versions it ran on, a summary per compiler (outcomes, pass rate, geometric-mean speedup over
-passing models, median cold compile), one table per mode, the plots, and every non-passing job with its reason. The latest row per job
-wins, so re-runs and retries replace older rows.
+passing models, median cold compile), one table per mode, the plots, and every non-passing
+job with its reason. The latest row per job wins, so re-runs and retries replace older rows.
 """
 from __future__ import annotations
 

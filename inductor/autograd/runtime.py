@@ -16,6 +16,7 @@ outputs as views of their bases, so aliasing and in-place semantics match eager.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -47,7 +48,8 @@ def _rebuild_view(base: torch.Tensor, meta: TensorMeta, base_offset: int) -> tor
     if (offset == base.storage_offset() and meta.stride == tuple(base.stride())
             and meta.size == tuple(base.size())):
         return base.view(meta.size)
-    if offset == base.storage_offset() and base.is_contiguous() and _is_contiguous(meta):
+    if (offset == base.storage_offset() and base.is_contiguous() and _is_contiguous(meta)
+            and math.prod(meta.size) == base.numel()):
         return base.view(meta.size)
     return base.as_strided(meta.size, meta.stride, offset)
 

@@ -9,6 +9,7 @@ model list (`list`), or `docs/benchmarks.md` with PNG plots (`report`).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ RESULTS = REPOSITORY / "benchmarks" / "results"
 
 # Per suite: what a plain `run --suite NAME` measures; every flag overrides its entry.
 SUITE_DEFAULTS = {
-    "cpu": dict(device="cpu", dtype="float32", amp=None, batch=1, trials=5, timeout=900,
+    "cpu": dict(device="cpu", dtype="float32", amp=None, batch=1, trials=7, timeout=900,
                 compilers=list(compilers.COMPILERS), output=RESULTS / "cpu.jsonl"),
     "gpu": dict(device="cuda", dtype="bfloat16", amp="bfloat16", batch=16, trials=10,
                 timeout=420, compilers=["framejit", "framejit-eager", "torch.compile"],
@@ -70,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--compile-mode", help="passed to both compilers (e.g. reduce-overhead)")
     run.add_argument("--trials", type=int, help="interleaved timing trials per compiler")
     run.add_argument("--warmup", type=int, default=2)
-    run.add_argument("--trial-seconds", type=float, default=0.2,
+    run.add_argument("--trial-seconds", type=float, default=0.3,
                      help="approximate length of one timing trial")
     run.add_argument("--threads", type=int, help="torch/OpenMP threads per job")
     run.add_argument("--timeout", type=float, help="seconds per job")
@@ -111,6 +112,7 @@ def main(argv: list[str]) -> int:
         report.write(files, options.output)
         print(f"wrote {options.output}")
         return 0
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     _apply_defaults(options)
     unknown = [name for name in options.compilers if name not in compilers.COMPILERS]
     if unknown:

@@ -12,8 +12,9 @@ Peak memory of one step, by device:
   allocated before the step (tensor memory held by the caching allocator).
 - CPU (Linux): the resident-set high-water mark (`VmHWM`) reached during the step minus the
   resident size just before it. Before the step, glibc's mmap threshold is pinned to 128 KiB
-  (`mallopt`) so that tensors larger than that are returned to the system when freed, the heap
-  is trimmed (`malloc_trim`) and the high-water mark is reset (`/proc/self/clear_refs`). This
+  (`mallopt`) so that tensors larger than that are returned to the system when freed, one
+  unmeasured step runs, the heap is trimmed (`malloc_trim`) and the high-water mark is reset
+  (`/proc/self/clear_refs`). This
   counts every byte the step adds (tensors, library workspaces, kernel scratch), which is what
   a user's machine must hold; small allocations below the threshold are included as they are.
 """
@@ -88,6 +89,7 @@ def _cpu_peak(step: Step) -> tuple[Optional[int], str]:
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(_MMAP_THRESHOLD_OPTION, _CPU_MMAP_THRESHOLD)
+        step()  # one unmeasured step under the pinned threshold: lazily made state settles
         libc.malloc_trim(0)
         with open("/proc/self/clear_refs", "w") as control:
             control.write("5")

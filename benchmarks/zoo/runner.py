@@ -107,6 +107,9 @@ def run_one(job: Job, timeout: float) -> dict:
         _kill_group(process)
         stdout, stderr = process.communicate()
         row = _failure_row(job, "timeout", f"no result within {timeout:.0f} s", stderr)
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): take the worker down too
+        _kill_group(process)
+        raise
     else:
         row = _parse_row(stdout) or _failure_row(
             job, "crash", f"worker exited with code {process.returncode} and no row", stderr)

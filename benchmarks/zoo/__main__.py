@@ -19,7 +19,9 @@ from benchmarks.zoo.worker import Job
 
 RESULTS = REPOSITORY / "benchmarks" / "results"
 
-# Per suite: what a plain `run --suite NAME` measures; every flag overrides its entry.
+# Per suite: what a plain `run --suite NAME` measures; every flag overrides its entry. The GPU
+# suite leaves out eager (timed inside every job anyway) and torch.compile-eager to fit the
+# device time.
 SUITE_DEFAULTS = {
     "cpu": dict(device="cpu", dtype="float32", amp=None, batch=1, trials=7, timeout=900,
                 compilers=list(compilers.COMPILERS), output=RESULTS / "cpu.jsonl"),

@@ -9,7 +9,9 @@ Compilers:
 - `framejit`: `dynamo.jit(model)`: our frame capture and our inductor;
 - `framejit-eager`: `dynamo.jit(model, backend=dynamo.CountingBackend())`: our capture, graphs
   run as FX Python, so its time over eager is the capture's own cost;
-- `torch.compile`: PyTorch's compiler with its default inductor backend (the anchor).
+- `torch.compile`: PyTorch's compiler with its default inductor backend (the anchor);
+- `torch.compile-eager`: `torch.compile(model, backend="eager")`, the anchor's capture alone,
+  to set next to `framejit-eager`.
 
 Counting: torch.compile from `torch._dynamo.utils.counters` (unique graphs, graph-break
 reasons). framejit from the compile records of its frame driver when the product exposes them
@@ -23,7 +25,7 @@ from typing import Callable, Optional
 
 import torch
 
-COMPILERS = ("eager", "framejit", "framejit-eager", "torch.compile")
+COMPILERS = ("eager", "framejit", "framejit-eager", "torch.compile", "torch.compile-eager")
 _REASONS_KEPT = 5
 
 
@@ -40,19 +42,22 @@ def compile_model(compiler: str, model: torch.nn.Module, mode: Optional[str] = N
     """Wrap `model` with `compiler` (one of `COMPILERS`); `mode` is passed to the compiler."""
     if compiler == "eager":
         return Compiled(compiler, model, lambda: {"graphs": 0, "stats_source": "none"})
-    if compiler == "torch.compile":
-        return _torch_compile(model, mode)
+    if compiler in ("torch.compile", "torch.compile-eager"):
+        return _torch_compile(compiler, model, mode)
     if compiler in ("framejit", "framejit-eager"):
         return _framejit(compiler, model, mode)
     raise ValueError(f"unknown compiler {compiler!r}; known: {', '.join(COMPILERS)}")
 
 
-def _torch_compile(model: torch.nn.Module, mode: Optional[str]) -> Compiled:
+def _torch_compile(compiler: str, model: torch.nn.Module, mode: Optional[str]) -> Compiled:
     import torch._dynamo
     from torch._dynamo.utils import counters
     torch._dynamo.reset()
     counters.clear()
-    function = torch.compile(model, mode=mode)
+    if compiler == "torch.compile-eager":
+        function = torch.compile(model, backend="eager")
+    else:
+        function = torch.compile(model, mode=mode)
 
     def stats() -> dict:
         breaks = counters["graph_break"]
@@ -62,7 +67,7 @@ def _torch_compile(model: torch.nn.Module, mode: Optional[str]) -> Compiled:
             "break_reasons": [_first_line(reason) for reason in list(breaks)[:_REASONS_KEPT]],
             "stats_source": "torch._dynamo counters",
         }
-    return Compiled("torch.compile", function, stats)
+    return Compiled(compiler, function, stats)
 
 
 def _framejit(compiler: str, model: torch.nn.Module, mode: Optional[str]) -> Compiled:

@@ -49,8 +49,8 @@ def test_report_renders_tables_plots_and_failures(results, tmp_path):
     text = report.write([results], document)
     assert text.startswith("# Kernels\n\nkept above\n")
     assert "Test CPU" in text and "torch 2.14.1" in text and "shared machine" in text
-    assert "| resnet18 | 10.0 | 1.01x no graph | - | 2.00x |" in text
-    assert "| bert | 10.0 | error | - | 1.25x |" in text
+    assert "| resnet18 | 10.0 | 1.01x no graph | 2.00x | - / - | 2.00 / 30.0 |" in text
+    assert "| bert | 10.0 | error | 1.25x | - / - |" in text
     assert "- bert / framejit: error - compile: RuntimeError: boom" in text
     assert "timeout" not in text.split("#### Training")[0].split("Jobs that did not pass")[1]
     assert "| torch.compile | 2 | 2 | 0 | 0 | 0 | 100% | 1.58x (2) | 16.0 |" in text

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.zoo import catalog, compilers
-from benchmarks.zoo.runner import REPOSITORY, run_jobs
+from benchmarks.zoo.runner import REPOSITORY, pending, run_jobs
 from benchmarks.zoo.worker import Job
 
 RESULTS = REPOSITORY / "benchmarks" / "results"
@@ -81,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--retry", default="", help="statuses to run again (e.g. timeout,crash)")
     run.add_argument("--note", default="", help="free text shown in the report")
     run.add_argument("--output", type=Path)
+    run.add_argument("--dry-run", action="store_true", help="list the jobs left, run nothing")
     report = commands.add_parser("report", help="render docs/benchmarks.md and PNG plots")
     report.add_argument("results", nargs="*", type=Path,
                         help="JSON-lines files (default: benchmarks/results/*.jsonl)")
@@ -121,6 +122,13 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"unknown compilers {unknown}; known: {', '.join(compilers.COMPILERS)}")
     jobs = build_jobs(options)
     retry = [status for status in options.retry.split(",") if status]
+    if options.dry_run:
+        todo, skipped = pending(jobs, options.output, retry)
+        for job in todo:
+            print(f"{job.model} {job.mode} {job.compiler} ({job.device}, {job.dtype}"
+                  f"{', amp ' + job.amp if job.amp else ''}, batch {job.batch})")
+        print(f"{len(todo)} jobs left, {skipped} already in {options.output}")
+        return 0
     outcome = run_jobs(jobs, options.output, options.timeout, options.budget, retry=retry,
                        progress=lambda line: print(line, flush=True))
     return 0 if outcome.left == 0 else 3

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import statistics
+import time
 from pathlib import Path
 
 from benchmarks.zoo import plots
@@ -76,7 +77,9 @@ def latest(rows: list[dict]) -> list[dict]:
 
 def write(files: list[Path], output: Path) -> str:
     """Render the zoo section for `files` into `output` (creating it if needed)."""
-    parts = [ZOO_BEGIN, _HEADER]
+    names = ", ".join(f"`{path.name}`" for path in files)
+    rendered = f"_Rendered {time.strftime('%Y-%m-%d')} from {names}._\n"
+    parts = [ZOO_BEGIN, _HEADER, rendered]
     for path in files:
         from benchmarks.zoo.runner import load_rows
         rows = latest(load_rows(path))

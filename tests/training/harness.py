@@ -118,7 +118,8 @@ def _compare_step(eager_model, jit_model, eager_result, jit_result, eager_inputs
 def check_training(module: torch.nn.Module, *inputs, capture: str = "dynamo", steps: int = 2,
                    loss: Callable[[Any], Optional[torch.Tensor]] = default_loss,
                    tolerance: Optional[dict] = None, keywords: Optional[dict] = None,
-                   zero_grad: bool = True, expect_training: bool = True) -> RecordingBackend:
+                   zero_grad: bool = True, expect_training: bool = True,
+                   graphs: Optional[int] = None) -> RecordingBackend:
     """Compare `steps` eager and compiled training steps of `module` (see module doc)."""
     tolerance = tolerance or TOLERANCE
     keywords = keywords or {}
@@ -144,4 +145,7 @@ def check_training(module: torch.nn.Module, *inputs, capture: str = "dynamo", st
     if expect_training:
         assert backend.compiled, "capture produced no graph (the frame ran eagerly)"
         assert backend.training_variants, "no compiled training graph ran (eager fallback?)"
+    if graphs is not None:
+        assert len(backend.compiled) == graphs, \
+            f"expected {graphs} captured graphs, got {len(backend.compiled)}"
     return backend

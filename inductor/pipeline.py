@@ -24,6 +24,7 @@ from inductor.decompose import AtenGraph, UnsupportedGraph, trace_aten
 from inductor.runtime.compiled_graph import CompiledGraph, GraphReport
 
 log = logging.getLogger("framejit.inductor")
+output_code = logging.getLogger("framejit.output_code")
 
 
 def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence) -> CompiledGraph:
@@ -62,10 +63,80 @@ def compile_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
     list of outputs in the order of the graph's output node.
     """
     started = time.perf_counter()
-    report = GraphReport()
+    reason = _eager_only_reason(example_inputs)
+    if reason is None:
+        try:
+            compiled = _generate(gm, example_inputs, output_strides)
+            compiled.report.compile_seconds = time.perf_counter() - started
+            return compiled
+        except Exception as error:  # noqa: BLE001  (any compiler bug: fall back, or raise)
+            if not config.fallback_on_error:
+                raise
+            log.warning("inductor could not compile a graph (%s: %s); running it through "
+                        "eager kernels", type(error).__name__, error)
+            reason = f"compilation failed: {type(error).__name__}: {error}"
+    report = GraphReport(reason=reason)
     run = _fallback_runner(gm, output_strides, report)
     report.compile_seconds = time.perf_counter() - started
     return CompiledGraph(run, report)
+
+
+def _eager_only_reason(example_inputs: Sequence) -> Optional[str]:
+    """Why a graph runs through eager kernels without code generation, or None."""
+    if config.fallback_only:
+        return "inductor.config.fallback_only is set"
+    devices = {value.device.type for value in example_inputs if isinstance(value, torch.Tensor)}
+    if devices - {"cpu"}:
+        return f"no code generator for {', '.join(sorted(devices - {'cpu'}))} tensors yet"
+    if config.cpu_backend != "cpp":
+        return f"cpu_backend {config.cpu_backend!r} is not available yet"
+    return None
+
+
+def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
+              output_strides: Optional[Sequence]) -> CompiledGraph:
+    """lower -> schedule -> codegen -> build (the stages of `compile_aten`)."""
+    from inductor import lower as lowering
+    from inductor.codegen import wrapper
+    from inductor.codegen.cpp import source as cpp_source
+    from inductor.ir.verifier import verify_graph, verify_plan
+    from inductor.runtime import build
+    from inductor.schedule.scheduler import schedule
+
+    loop_graph = lowering.lower(gm, _fakes_for(gm, example_inputs), output_strides)
+    if config.verify_ir:
+        verify_graph(loop_graph)
+    plan = schedule(loop_graph)
+    if config.verify_ir:
+        verify_plan(plan)
+    dtype_of = _dtype_lookup(plan)
+    segments = cpp_source.segments(plan, dtype_of, config.resolved_threads(),
+                                   config.parallel_threshold, config.vectorize)
+    entries = build.build([segment.source for segment in segments],
+                          [len(segment.arguments) for segment in segments])
+    text, run = wrapper.generate(plan, segments, entries)
+    source = "\n".join([text] + [segment.body for segment in segments])
+    output_code.debug("generated code for a graph:\n%s", source)
+    report = GraphReport(kernel_count=len(plan.kernels()),
+                         fallback_ops=dict(loop_graph.fallback_ops),
+                         library_calls=dict(loop_graph.library_calls), source=source)
+    return CompiledGraph(run, report)
+
+
+def _dtype_lookup(plan):
+    def dtype_of(name: str) -> torch.dtype:
+        return plan.buffers[name].get_dtype()
+    return dtype_of
+
+
+def _fakes_for(gm: torch.fx.GraphModule, example_inputs: Sequence) -> list:
+    """Example values per placeholder: the graph's recorded fakes, else the given inputs."""
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    values = []
+    for node, example in zip(placeholders, example_inputs):
+        recorded = node.meta.get("val")
+        values.append(recorded if isinstance(recorded, torch.Tensor) else example)
+    return values
 
 
 def _needs_autograd(gm: torch.fx.GraphModule, example_inputs: Sequence) -> bool:

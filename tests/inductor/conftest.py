@@ -13,6 +13,7 @@ def _inductor_settings(tmp_path_factory):
     saved = inductor.config.snapshot()
     inductor.config.cache_dir = str(tmp_path_factory.mktemp("kernel-cache"))
     inductor.config.verify_ir = True
+    inductor.config.fallback_on_error = False
     yield
     inductor.config.update(**saved)
 

@@ -1,0 +1,1 @@
+"""C++/OpenMP code generation for CPU kernels."""

@@ -1,0 +1,512 @@
+"""The C++ kernel printer: one `KernelPlan` becomes one static C++ function.
+
+Input: a kernel plan and the dtypes of the buffers it touches. Output: C++ source with
+
+- loops over the outer iteration space, split over OpenMP threads at the first loop level
+  whose extent reaches the thread count (collapsing levels above it), when the work is above
+  `config.parallel_threshold`;
+- per outer point, the stages in order: "outer" members as straight-line code, "inner"
+  members in a `#pragma omp simd` loop, "reduction" members accumulating in lanes
+  (`reductions.py`) along the innermost inner loop;
+- reductions over a non-contiguous inner loop whose innermost outer loop is contiguous
+  vectorised across outer points instead ("outer lanes");
+- a reduction with few outer points and a long inner loop split over threads, each thread
+  folding a chunk into a partial, combined in thread order (deterministic).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import sympy
+import torch
+
+from inductor.codegen.cpp.expressions import index_text, storage_type
+from inductor.codegen.cpp.ops import CppOpsHandler, CppValue
+from inductor.codegen.cpp.reductions import LANES, Accumulator, combine
+from inductor.ir.ops import use_handler
+from inductor.ir.symbols import linear_coefficient, simplify_index, substitute
+from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
+
+
+class Lines:
+    """Indented C++ lines."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.depth = 1
+
+    def add(self, *texts: str) -> None:
+        for text in texts:
+            self.lines.append("  " * self.depth + text)
+
+    def open(self, text: str) -> None:
+        self.add(text + " {")
+        self.depth += 1
+
+    def close(self) -> None:
+        self.depth -= 1
+        self.add("}")
+
+
+class CppKernel:
+    """Prints one kernel plan (see the module docstring)."""
+
+    def __init__(self, plan: KernelPlan, dtype_of, threads: int, threshold: int,
+                 vectorize: bool = True):
+        self.plan = plan
+        self.dtype_of = dtype_of
+        self.threads = threads
+        self.threshold = threshold
+        self.vectorize = vectorize
+        self.ranges = plan.variable_ranges()
+        self.available: dict = {}
+        self.counter = 0
+        self.lines = Lines()
+        self.pointers = {name: f"p{position}" for position, name in enumerate(self.arguments())}
+        self.local_names = {member.name: f"m{position}"
+                            for position, member in enumerate(plan.members())}
+
+    # -- interface -------------------------------------------------------------------------
+    def arguments(self) -> list[str]:
+        """Buffer names in parameter order (loads, then stores)."""
+        names = list(self.plan.loads)
+        names += [name for name in self.plan.stores if name not in names]
+        return names
+
+    def source(self, function_name: Optional[str] = None) -> str:
+        """The C++ function (named `function_name`, default the plan's name)."""
+        stored = set(self.plan.stores)
+        parameters = []
+        for name in self.arguments():
+            qualifier = "" if name in stored else "const "
+            parameters.append(f"{qualifier}{storage_type(self.dtype_of(name))}* "
+                              f"__restrict__ {self.pointers[name]}")
+        body = self._body()
+        head = f"static void {function_name or self.plan.name}({', '.join(parameters)}) {{"
+        return "\n".join([head] + body + ["}"])
+
+    # -- shape of the nest -----------------------------------------------------------------
+    def _work(self) -> int:
+        work = 1
+        for size in self.plan.outer_sizes + self.plan.inner_sizes:
+            work *= size
+        return work
+
+    def _parallel_level(self, sizes: list) -> Optional[int]:
+        """The loop level to split over threads (levels above it are collapsed)."""
+        if self.threads <= 1 or self._work() < self.threshold or not sizes:
+            return None
+        running = 1
+        for level, size in enumerate(sizes):
+            running *= size
+            if running >= self.threads:
+                return level
+        return None
+
+    def _mode(self) -> str:
+        plan = self.plan
+        if not plan.inner_sizes:
+            return "pointwise"
+        outer = 1
+        for size in plan.outer_sizes:
+            outer *= size
+        kinds = [stage.kind for stage in plan.stages]
+        if self._outer_lanes_fit(kinds):
+            return "outer_lanes"
+        if outer < self.threads and len(plan.inner_sizes) == 1 and \
+                self._work() >= self.threshold and self.threads > 1:
+            return "split"
+        return "rows"
+
+    def _outer_lanes_fit(self, kinds: list) -> bool:
+        plan = self.plan
+        if not self.vectorize or not plan.outer_sizes or plan.outer_sizes[-1] < LANES:
+            return False
+        if "inner" in kinds or kinds.count("reduction") != 1 or kinds[0] != "reduction":
+            return False
+        inner_var = plan.inner_vars()[-1]
+        outer_var = plan.outer_vars()[-1]
+        contiguous_outer = strided_inner = False
+        for member in plan.members():
+            if member.kind != "reduction":
+                continue
+            for access in member.node.reads:
+                if access.index is None:
+                    return False
+                index = sympy.expand(substitute(access.index, member.replacements))
+                inner = linear_coefficient(index, inner_var)
+                outer = linear_coefficient(index, outer_var)
+                if inner is None or outer is None:
+                    return False
+                strided_inner |= inner not in (0, 1)
+                contiguous_outer |= outer == 1
+        return strided_inner and contiguous_outer
+
+    # -- body ------------------------------------------------------------------------------
+    def _body(self) -> list[str]:
+        mode = self._mode()
+        if mode == "pointwise":
+            self._pointwise()
+        elif mode == "outer_lanes":
+            self._outer_lanes()
+        else:
+            self._rows(split=mode == "split")
+        return self.lines.lines
+
+    def _open_outer_loops(self, sizes: list, simd_innermost: bool,
+                          skip_last: bool = False) -> int:
+        """Open the outer loops (all, or all but the last); return how many were opened."""
+        variables = self.plan.outer_vars()
+        count = len(sizes) - (1 if skip_last else 0)
+        level = self._parallel_level(sizes[:count])
+        for position in range(count):
+            pragma = None
+            if level is not None and position == 0:
+                collapse = f" collapse({level + 1})" if level > 0 else ""
+                simd = " simd" if simd_innermost and level == count - 1 else ""
+                pragma = f"#pragma omp parallel for{simd}{collapse} num_threads(" \
+                         f"{self.threads}) schedule(static)"
+            elif simd_innermost and position == count - 1 and self.vectorize and \
+                    (level is None or level < count - 1):
+                pragma = "#pragma omp simd"
+            if pragma:
+                self.lines.add(pragma)
+            name = variables[position].name
+            self.lines.open(f"for (int64_t {name} = 0; {name} < {sizes[position]}; ++{name})")
+        return count
+
+    def _pointwise(self) -> None:
+        sizes = self.plan.outer_sizes
+        opened = self._open_outer_loops(sizes, simd_innermost=True)
+        handler = self._handler()
+        for stage in self.plan.stages:
+            for member in stage.members:
+                self._compute_and_store(member, handler)
+        for _ in range(opened):
+            self.lines.close()
+
+    def _rows(self, split: bool) -> None:
+        sizes = self.plan.outer_sizes
+        opened = self._open_outer_loops(sizes, simd_innermost=False) if not split else \
+            self._open_sequential(sizes)
+        for stage in self.plan.stages:
+            if stage.kind == "outer":
+                handler = self._handler()
+                for member in stage.members:
+                    self._compute_and_store(member, handler)
+            elif stage.kind == "inner":
+                self._inner_stage(stage.members, parallel=split)
+            else:
+                self._reduction_stage(stage.members, parallel=split)
+        for _ in range(opened):
+            self.lines.close()
+
+    def _open_sequential(self, sizes: list) -> int:
+        for position, size in enumerate(sizes):
+            name = self.plan.outer_vars()[position].name
+            self.lines.open(f"for (int64_t {name} = 0; {name} < {size}; ++{name})")
+        return len(sizes)
+
+    # -- members ---------------------------------------------------------------------------
+    def _handler(self) -> CppOpsHandler:
+        self.counter += 1
+        return CppOpsHandler(_LineSink(self.lines), self.dtype_of, self._forwarded,
+                             self._index, prefix=f"t{self.counter}_",
+                             pointer=self.pointers.__getitem__)
+
+    def _index(self, expr) -> str:
+        return index_text(simplify_index(sympy.expand(sympy.sympify(expr)), self.ranges))
+
+    def _forwarded(self, name: str, index) -> Optional[CppValue]:
+        known = self.available.get(name)
+        if known is None:
+            return None
+        known_index, value = known
+        if sympy.expand(sympy.sympify(index) - known_index) == 0:
+            return value
+        return None
+
+    def _evaluate(self, member: Member, handler: CppOpsHandler) -> CppValue:
+        node = member.node
+        data = node.buffer.data
+        outer = [sympy.expand(substitute(expr, member.replacements)) for expr in node.outer_index]
+        with use_handler(handler):
+            if member.kind == "reduction":
+                inner = [sympy.expand(substitute(expr, member.replacements))
+                         for expr in node.inner_index]
+                return data.inner_fn(outer, inner)
+            return data.inner_fn(outer)
+
+    def _write_index(self, member: Member):
+        return sympy.expand(substitute(member.node.write.index, member.replacements))
+
+    def _compute_and_store(self, member: Member, handler: CppOpsHandler) -> None:
+        value = self._evaluate(member, handler)
+        index = self._write_index(member)
+        if not isinstance(value, CppValue):
+            raise NotImplementedError(f"body of {member.name} produced no value")
+        self.available[member.name] = (index, value)
+        if member.store:
+            self.lines.add(handler.store_text(member.node.written_name(), index, value))
+
+    # -- inner stages ----------------------------------------------------------------------
+    def _open_inner_loops(self, simd: bool, parallel: bool = False) -> int:
+        sizes, variables = self.plan.inner_sizes, self.plan.inner_vars()
+        for position, size in enumerate(sizes):
+            last = position == len(sizes) - 1
+            if last and parallel:
+                self.lines.add(f"#pragma omp parallel for simd num_threads({self.threads}) "
+                               f"schedule(static)")
+            elif last and simd and self.vectorize:
+                self.lines.add("#pragma omp simd")
+            name = variables[position].name
+            self.lines.open(f"for (int64_t {name} = 0; {name} < {size}; ++{name})")
+        return len(sizes)
+
+    def _inner_stage(self, members: list, parallel: bool) -> None:
+        saved = dict(self.available)
+        opened = self._open_inner_loops(simd=True, parallel=parallel)
+        handler = self._handler()
+        for member in members:
+            self._compute_and_store(member, handler)
+        for _ in range(opened):
+            self.lines.close()
+        self.available = saved
+
+    # -- reductions ------------------------------------------------------------------------
+    def _accumulators(self, members: list, lanes: int, suffix: str = "") -> list:
+        accumulators = []
+        for member in members:
+            data = member.node.buffer.data
+            name = f"{self.local_names[member.name]}_acc{suffix}"
+            accumulators.append(Accumulator(name, data.reduction_type,
+                                            _compute(data.src_dtype), lanes))
+        return accumulators
+
+    def _reduction_index(self, member: Member) -> str:
+        linear = substitute(reduction_linear_index(member.node), member.replacements)
+        return self._index(linear)
+
+    def _fold(self, members: list, accumulators: list, lane: Optional[str]) -> None:
+        """Evaluate the members' bodies and fold them into the accumulators."""
+        saved = dict(self.available)
+        handler = self._handler()
+        for member, accumulator in zip(members, accumulators):
+            value = self._evaluate(member, handler)
+            index = self._reduction_index(member)
+            lines = accumulator.update_lane(value.name, lane, index) if lane is not None \
+                else accumulator.update_scalar(value.name, index)
+            self.lines.add(*lines)
+        self.available = saved
+
+    def _reduction_stage(self, members: list, parallel: bool) -> None:
+        if parallel:
+            self._split_reduction(members)
+            return
+        sizes, variables = self.plan.inner_sizes, self.plan.inner_vars()
+        innermost = sizes[-1]
+        lanes = LANES if self.vectorize and innermost >= LANES else 0
+        accumulators = self._accumulators(members, lanes)
+        for accumulator in accumulators:
+            self.lines.add(*accumulator.declare())
+        for position, size in enumerate(sizes[:-1]):
+            name = variables[position].name
+            self.lines.open(f"for (int64_t {name} = 0; {name} < {size}; ++{name})")
+        self._innermost_reduction_loop(members, accumulators, variables[-1].name, 0,
+                                       innermost, lanes)
+        for _ in sizes[:-1]:
+            self.lines.close()
+        self._finish_reductions(members, accumulators)
+
+    def _innermost_reduction_loop(self, members, accumulators, name: str, start, end,
+                                  lanes: int) -> None:
+        """Lanes over [start, end) in blocks, then a scalar tail (bounds are C++ text)."""
+        tail_start = start
+        if lanes:
+            block = f"{name}_block"
+            self.lines.open(f"for (int64_t {block} = {start}; {block} + {lanes} <= {end}; "
+                            f"{block} += {lanes})")
+            for accumulator in accumulators:
+                self.lines.add(*accumulator.before_block())
+            self.lines.add("#pragma omp simd")
+            self.lines.open(f"for (int64_t {name} = {block}; {name} < {block} + {lanes}; "
+                            f"++{name})")
+            self._fold(members, accumulators, f"{name} - {block}")
+            self.lines.close()
+            for accumulator in accumulators:
+                self.lines.add(*accumulator.after_block())
+            self.lines.close()
+            tail_start = f"{start} + (({end}) - ({start})) / {lanes} * {lanes}"
+        self.lines.open(f"for (int64_t {name} = {tail_start}; {name} < {end}; ++{name})")
+        self._fold(members, accumulators, None)
+        self.lines.close()
+
+    def _finish_reductions(self, members: list, accumulators: list) -> None:
+        for member, accumulator in zip(members, accumulators):
+            lines, result = accumulator.finish()
+            self.lines.add(*lines)
+            dtype = accumulator.result_dtype()
+            name = f"{self.local_names[member.name]}_value"
+            self.lines.add(f"const {storage_type(dtype)} {name} = {result};")
+            value = CppValue(name, dtype)
+            index = self._write_index(member)
+            self.available[member.name] = (index, value)
+            if member.store:
+                handler = self._handler()
+                self.lines.add(handler.store_text(member.node.written_name(), index, value))
+
+    def _split_reduction(self, members: list) -> None:
+        """Each thread folds a chunk of the single inner loop; partials combine in order."""
+        size = self.plan.inner_sizes[0]
+        name = self.plan.inner_vars()[0].name
+        lanes = LANES if self.vectorize else 0
+        threads = self.threads
+        partials = self._accumulators(members, 0)
+        for accumulator in partials:
+            self.lines.add(*accumulator.declare())
+            self.lines.add(*_partial_arrays(accumulator, threads))
+        self.lines.add(f"#pragma omp parallel num_threads({threads})")
+        self.lines.open("")
+        self.lines.add("const int thread = omp_get_thread_num();",
+                       "const int team = omp_get_num_threads();",
+                       f"const int64_t chunk = (({size} + team - 1) / team + {LANES - 1}) / "
+                       f"{LANES} * {LANES};",
+                       "const int64_t begin = thread * chunk;",
+                       f"const int64_t end = begin + chunk < {size} ? begin + chunk : {size};")
+        local = self._accumulators(members, lanes, suffix="_local")
+        for accumulator in local:
+            self.lines.add(*accumulator.declare())
+        self._innermost_reduction_loop(members, local, name, "begin", "end", lanes)
+        for accumulator, partial in zip(local, partials):
+            lines, _result = accumulator.finish()
+            self.lines.add(*lines)
+            self.lines.add(*_store_partial(accumulator, partial.name))
+        self.lines.close()
+        for partial in partials:
+            self.lines.add(*_combine_partials(partial, threads))
+        self._finish_reductions(members, partials)
+
+    # -- reductions vectorised across outer points -----------------------------------------
+    def _outer_lanes(self) -> None:
+        plan = self.plan
+        sizes = plan.outer_sizes
+        last = plan.outer_vars()[-1].name
+        extent = sizes[-1]
+        reductions = plan.stages[0].members
+        epilogue = [member for stage in plan.stages[1:] for member in stage.members]
+        opened = self._open_outer_loops(sizes, simd_innermost=False, skip_last=True)
+        block = f"{last}_block"
+        if opened == 0 and self._parallel_level([extent // LANES]) is not None:
+            self.lines.add(f"#pragma omp parallel for num_threads({self.threads}) "
+                           f"schedule(static)")
+        self.lines.open(f"for (int64_t {block} = 0; {block} < {extent - extent % LANES}; "
+                        f"{block} += {LANES})")
+        accumulators = self._accumulators(reductions, LANES)
+        for accumulator in accumulators:
+            self.lines.add(*accumulator.declare())
+        inner_opened = self._open_inner_loops(simd=False)
+        for accumulator in accumulators:
+            self.lines.add(*accumulator.before_block())
+        self.lines.add("#pragma omp simd")
+        self.lines.open(f"for (int64_t {last} = {block}; {last} < {block} + {LANES}; ++{last})")
+        self._fold(reductions, accumulators, f"{last} - {block}")
+        self.lines.close()
+        for accumulator in accumulators:
+            self.lines.add(*accumulator.after_block())
+        for _ in range(inner_opened):
+            self.lines.close()
+        self.lines.add("#pragma omp simd")
+        self.lines.open(f"for (int64_t {last} = {block}; {last} < {block} + {LANES}; ++{last})")
+        self._lane_results(reductions, accumulators, f"{last} - {block}")
+        handler = self._handler()
+        for member in epilogue:
+            self._compute_and_store(member, handler)
+        self.lines.close()
+        self.lines.close()
+        if extent % LANES:
+            self.lines.open(f"for (int64_t {last} = {extent - extent % LANES}; {last} < "
+                            f"{extent}; ++{last})")
+            self._rows_tail(reductions, epilogue)
+            self.lines.close()
+        for _ in range(opened):
+            self.lines.close()
+
+    def _lane_results(self, members: list, accumulators: list, lane: str) -> None:
+        for member, accumulator in zip(members, accumulators):
+            dtype = accumulator.result_dtype()
+            name = f"{self.local_names[member.name]}_value"
+            self.lines.add(f"const {storage_type(dtype)} {name} = "
+                           f"{_lane_result(accumulator, lane)};")
+            value = CppValue(name, dtype)
+            index = self._write_index(member)
+            self.available[member.name] = (index, value)
+            if member.store:
+                self.lines.add(self._handler().store_text(member.node.written_name(), index,
+                                                          value))
+
+    def _rows_tail(self, reductions: list, epilogue: list) -> None:
+        accumulators = self._accumulators(reductions, 0)
+        for accumulator in accumulators:
+            self.lines.add(*accumulator.declare())
+        opened = self._open_inner_loops(simd=False)
+        self._fold(reductions, accumulators, None)
+        for _ in range(opened):
+            self.lines.close()
+        self._finish_reductions(reductions, accumulators)
+        handler = self._handler()
+        for member in epilogue:
+            self._compute_and_store(member, handler)
+
+
+class _LineSink(list):
+    """A list-like the ops handler appends to; forwards to the kernel's indented lines."""
+
+    def __init__(self, lines: Lines):
+        super().__init__()
+        self.target = lines
+
+    def append(self, text: str) -> None:
+        self.target.add(text)
+
+
+def _compute(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _lane_result(accumulator: Accumulator, lane: str) -> str:
+    name = accumulator.name
+    if accumulator.type == "var_m2":
+        return f"{name}_m2[{lane}]"
+    if accumulator.type in ("argmax", "argmin"):
+        return f"{name}_lane_index[{lane}]"
+    return f"{name}_lanes[{lane}]"
+
+
+def _partial_arrays(accumulator: Accumulator, threads: int) -> list[str]:
+    name, c_type = accumulator.name, accumulator.c_type
+    if accumulator.type == "var_m2":
+        return [f"Welford<{c_type}> {name}_partial[{threads}] = {{}};"]
+    lines = [f"{c_type} {name}_partial[{threads}];",
+             f"for (int part = 0; part < {threads}; ++part) {name}_partial[part] = {name};"]
+    if accumulator.type in ("argmax", "argmin"):
+        lines.append(f"int64_t {name}_partial_index[{threads}] = {{}};")
+    return lines
+
+
+def _store_partial(local: Accumulator, target: str) -> list[str]:
+    if local.type in ("argmax", "argmin"):
+        return [f"{target}_partial[thread] = {local.name};",
+                f"{target}_partial_index[thread] = {local.name}_index;"]
+    return [f"{target}_partial[thread] = {local.name};"]
+
+
+def _combine_partials(partial: Accumulator, threads: int) -> list[str]:
+    name = partial.name
+    loop = f"for (int part = 0; part < {threads}; ++part)"
+    if partial.type == "var_m2":
+        return [f"{loop} {name} = welford_merge({name}, {name}_partial[part]);"]
+    if partial.type in ("argmax", "argmin"):
+        return [f"{loop} if ({partial.type}_takes({name}_partial[part], "
+                f"{name}_partial_index[part], {name}, {name}_index)) {{ {name} = "
+                f"{name}_partial[part]; {name}_index = {name}_partial_index[part]; }}"]
+    return [f"{loop} {name} = {combine(partial.type, name, f'{name}_partial[part]')};"]

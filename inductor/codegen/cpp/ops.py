@@ -1,0 +1,287 @@
+"""The C++ `ops` handler: loop-body operations become C++ statements.
+
+Input: `ops.*` calls made by loop bodies (through `inner_fn`), inside a scope the kernel
+printer opens. Output: lines `const float tmp3 = expf(tmp2);` appended to that scope, with
+common subexpressions shared. Values carry their compute dtype: float16 and bfloat16 are
+loaded as float and rounded only where the graph casts to them or stores them.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import torch
+
+from inductor.codegen.cpp.expressions import (compute_dtype, index_text, literal,
+                                              storage_type)
+from inductor.ir.ops import OpsHandler
+from inductor.ir.symbols import signed_symbol
+
+FLOAT_FUNCTIONS = {
+    "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2",
+    "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos", "tan": "tan",
+    "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "erf": "erf",
+    "erfc": "erfc", "lgamma": "lgamma", "floor": "__builtin_floor", "ceil": "__builtin_ceil",
+    "trunc": "__builtin_trunc", "round": "__builtin_nearbyint", "sqrt": "__builtin_sqrt",
+}
+SMALL_INTEGERS = (torch.int8, torch.uint8, torch.int16)
+COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+class CppValue:
+    """A named C++ value and its compute dtype."""
+
+    __slots__ = ("name", "dtype")
+
+    def __init__(self, name: str, dtype: torch.dtype):
+        self.name = name
+        self.dtype = dtype
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _function(name: str, dtype: torch.dtype) -> str:
+    base = FLOAT_FUNCTIONS[name]
+    return base + "f" if dtype == torch.float32 else base
+
+
+class CppOpsHandler(OpsHandler):
+    """Emits C++ for one scope of a kernel.
+
+    `pointer(name)` gives the C++ pointer variable of a buffer, `dtype_of(name)` its element
+    dtype; `forwarded(name, index)` returns a value already computed in registers for that
+    element, or None; `index_hook(expr)` prints (and may rewrite) an index expression.
+    """
+
+    def __init__(self, lines: list, dtype_of: Callable, forwarded: Callable,
+                 index_hook: Callable, prefix: str = "tmp", pointer: Callable = str):
+        self.lines = lines
+        self.pointer = pointer
+        self.dtype_of = dtype_of
+        self.forwarded = forwarded
+        self.index_hook = index_hook
+        self.prefix = prefix
+        self.cse: dict = {}
+        self.count = 0
+        self.predicate: Optional[str] = None
+        self.indirect_count = 0
+
+    # -- emission --------------------------------------------------------------------------
+    def emit(self, text: str, dtype: torch.dtype) -> CppValue:
+        key = (text, dtype)
+        if key in self.cse:
+            return self.cse[key]
+        name = f"{self.prefix}{self.count}"
+        self.count += 1
+        self.lines.append(f"const {storage_type(dtype)} {name} = {text};")
+        value = CppValue(name, dtype)
+        self.cse[key] = value
+        return value
+
+    def _narrow(self, text: str, dtype: torch.dtype) -> str:
+        if dtype in SMALL_INTEGERS or dtype == torch.bool:
+            return f"static_cast<{storage_type(dtype)}>({text})"
+        return text
+
+    # -- memory ----------------------------------------------------------------------------
+    def load(self, name, index):
+        known = self.forwarded(name, index)
+        if known is not None:
+            return known
+        dtype = self.dtype_of(name)
+        element = f"{self.pointer(name)}[{self.index_hook(index)}]"
+        if dtype == torch.bfloat16:
+            element = f"bf16_to_float({element})"
+        elif dtype == torch.float16:
+            element = f"static_cast<float>({element})"
+        if self.predicate is not None:
+            zero = literal(0, dtype)
+            element = f"({self.predicate} ? {element} : {zero})"
+        return self.emit(element, compute_dtype(dtype))
+
+    def store_text(self, name: str, index, value: CppValue) -> str:
+        """The statement writing `value` into buffer `name` at `index`."""
+        dtype = self.dtype_of(name)
+        text = value.name
+        if dtype == torch.bfloat16:
+            text = f"float_to_bf16({text})"
+        elif dtype != value.dtype:
+            text = f"static_cast<{storage_type(dtype)}>({text})"
+        return f"{self.pointer(name)}[{self.index_hook(index)}] = {text};"
+
+    def indirect_indexing(self, value, size, check=True):
+        symbol = signed_symbol(f"{self.prefix}_index{self.indirect_count}")
+        self.indirect_count += 1
+        self.lines.append(f"const int64_t {symbol.name} = jit_wrap_index({value.name}, "
+                          f"{index_text(size)});")
+        return symbol
+
+    def masked(self, mask, body, other):
+        saved = self.predicate
+        self.predicate = mask.name if saved is None else \
+            self.emit(f"{saved} && {mask.name}", torch.bool).name
+        saved_cse = dict(self.cse)
+        result = body()
+        self.cse = saved_cse
+        self.predicate = saved
+        other_text = literal(other, result.dtype) if not isinstance(other, CppValue) \
+            else other.name
+        return self.emit(f"{mask.name} ? {result.name} : {other_text}", result.dtype)
+
+    # -- values ----------------------------------------------------------------------------
+    def constant(self, value, dtype):
+        return self.emit(literal(value, dtype), compute_dtype(dtype))
+
+    def index_expr(self, expr, dtype):
+        dtype = compute_dtype(dtype)
+        return self.emit(f"static_cast<{storage_type(dtype)}>({self.index_hook(expr)})", dtype)
+
+    def to_dtype(self, value, dtype, src_dtype=None):
+        target = compute_dtype(dtype)
+        if dtype == torch.bfloat16:
+            source = value if value.dtype == torch.float32 else self.to_dtype(value, torch.float32)
+            return self.emit(f"bf16_round({source.name})", torch.float32)
+        if dtype == torch.float16:
+            source = value if value.dtype == torch.float32 else self.to_dtype(value, torch.float32)
+            return self.emit(f"half_round({source.name})", torch.float32)
+        if value.dtype == target:
+            return value
+        if target == torch.bool:
+            return self.emit(f"({value.name} != 0)", torch.bool)
+        return self.emit(f"static_cast<{storage_type(target)}>({value.name})", target)
+
+    def where(self, condition, a, b):
+        return self.emit(f"{condition.name} ? {a.name} : {b.name}", a.dtype)
+
+    # -- arithmetic ------------------------------------------------------------------------
+    def _binary(self, operator: str, a, b):
+        return self.emit(self._narrow(f"{a.name} {operator} {b.name}", a.dtype), a.dtype)
+
+    def add(self, a, b):
+        return self._binary("+", a, b)
+
+    def sub(self, a, b):
+        return self._binary("-", a, b)
+
+    def mul(self, a, b):
+        return self._binary("*", a, b)
+
+    def truediv(self, a, b):
+        return self.emit(f"{a.name} / {b.name}", a.dtype)
+
+    def floordiv(self, a, b):
+        name = "jit_floordiv_float" if a.dtype.is_floating_point else "jit_floordiv_int"
+        return self.emit(f"{name}({a.name}, {b.name})", a.dtype)
+
+    def truncdiv(self, a, b):
+        return self.emit(f"jit_truncdiv({a.name}, {b.name})", a.dtype)
+
+    def remainder(self, a, b):
+        name = "jit_remainder_float" if a.dtype.is_floating_point else "jit_remainder_int"
+        return self.emit(f"{name}({a.name}, {b.name})", a.dtype)
+
+    def fmod(self, a, b):
+        if a.dtype.is_floating_point:
+            return self.emit(f"std::fmod({a.name}, {b.name})", a.dtype)
+        return self.emit(f"jit_fmod_int({a.name}, {b.name})", a.dtype)
+
+    def pow(self, a, b):
+        if a.dtype.is_floating_point:
+            name = "powf" if a.dtype == torch.float32 else "pow"
+            return self.emit(f"{name}({a.name}, {b.name})", a.dtype)
+        return self.emit(f"jit_ipow({a.name}, {b.name})", a.dtype)
+
+    def maximum(self, a, b):
+        if a.dtype == torch.bool:
+            return self.emit(f"{a.name} || {b.name}", a.dtype)
+        return self.emit(f"jit_max({a.name}, {b.name})", a.dtype)
+
+    def minimum(self, a, b):
+        if a.dtype == torch.bool:
+            return self.emit(f"{a.name} && {b.name}", a.dtype)
+        return self.emit(f"jit_min({a.name}, {b.name})", a.dtype)
+
+    def fmax(self, a, b):
+        return self.emit(f"std::fmax({a.name}, {b.name})", a.dtype)
+
+    def fmin(self, a, b):
+        return self.emit(f"std::fmin({a.name}, {b.name})", a.dtype)
+
+    def atan2(self, a, b):
+        return self.emit(f"{'atan2f' if a.dtype == torch.float32 else 'atan2'}({a.name}, "
+                         f"{b.name})", a.dtype)
+
+    def hypot(self, a, b):
+        return self.emit(f"{'hypotf' if a.dtype == torch.float32 else 'hypot'}({a.name}, "
+                         f"{b.name})", a.dtype)
+
+    def copysign(self, a, b):
+        return self.emit(f"std::copysign({a.name}, {b.name})", a.dtype)
+
+    def nextafter(self, a, b):
+        return self.emit(f"std::nextafter({a.name}, {b.name})", a.dtype)
+
+    def logical_and(self, a, b):
+        return self.emit(f"{a.name} && {b.name}", torch.bool)
+
+    def logical_or(self, a, b):
+        return self.emit(f"{a.name} || {b.name}", torch.bool)
+
+    def logical_xor(self, a, b):
+        return self.emit(f"{a.name} != {b.name}", torch.bool)
+
+    def bitwise_and(self, a, b):
+        return self._binary("&", a, b)
+
+    def bitwise_or(self, a, b):
+        return self._binary("|", a, b)
+
+    def bitwise_xor(self, a, b):
+        return self._binary("^", a, b)
+
+    def left_shift(self, a, b):
+        return self.emit(f"jit_shift_left({a.name}, {b.name})", a.dtype)
+
+    def right_shift(self, a, b):
+        return self.emit(f"jit_shift_right({a.name}, {b.name})", a.dtype)
+
+    def default(self, name, *args, **kwargs):
+        if name in COMPARISONS and len(args) == 2:
+            return self.emit(f"{args[0].name} {COMPARISONS[name]} {args[1].name}", torch.bool)
+        if name in FLOAT_FUNCTIONS and len(args) == 1:
+            value = args[0]
+            return self.emit(f"{_function(name, value.dtype)}({value.name})", value.dtype)
+        unary = UNARY_TEXT.get(name)
+        if unary is not None and len(args) == 1:
+            value = args[0]
+            text, dtype = unary(value)
+            return self.emit(self._narrow(text, dtype), dtype)
+        raise NotImplementedError(f"C++ code generation has no operation {name!r}")
+
+
+def _float_one(value) -> str:
+    return "1.0f" if value.dtype == torch.float32 else "1.0"
+
+
+UNARY_TEXT = {
+    "neg": lambda v: (f"-{v.name}", v.dtype),
+    "abs": lambda v: (f"std::abs({v.name})" if v.dtype.is_floating_point
+                      else f"({v.name} < 0 ? -{v.name} : {v.name})", v.dtype),
+    "rsqrt": lambda v: (f"{_float_one(v)} / __builtin_sqrt{'f' if v.dtype == torch.float32 else ''}"
+                        f"({v.name})", v.dtype),
+    "reciprocal": lambda v: (f"{_float_one(v)} / {v.name}", v.dtype),
+    "sigmoid": lambda v: (f"{_float_one(v)} / ({_float_one(v)} + "
+                          f"{'expf' if v.dtype == torch.float32 else 'exp'}(-{v.name}))",
+                          v.dtype),
+    "sign": lambda v: (f"jit_sign({v.name})", v.dtype),
+    "signbit": lambda v: (f"std::signbit({v.name})", torch.bool),
+    "isnan": lambda v: (f"{v.name} != {v.name}", torch.bool),
+    "isinf": lambda v: (f"std::abs({v.name}) == std::numeric_limits<{storage_type(v.dtype)}>"
+                        f"::infinity()", torch.bool),
+    "isfinite": lambda v: (f"std::isfinite({v.name})", torch.bool),
+    "logical_not": lambda v: (f"!{v.name}", torch.bool),
+    "bitwise_not": lambda v: (f"~{v.name}", v.dtype),
+    "square": lambda v: (f"{v.name} * {v.name}", v.dtype),
+}
+

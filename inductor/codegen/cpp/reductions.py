@@ -1,0 +1,150 @@
+"""C++ accumulators for reductions: per-lane partials the compiler vectorises, a scalar
+accumulator for tails, and the final combine.
+
+Input: a reduction type, the compute dtype of the values and the C++ name to use. Output:
+the declaration, per-element update (lane or scalar), per-block hooks and final combine
+lines. Lanes are arrays indexed by the vectorised loop variable, so any combine function
+(NaN-propagating max, argmax with index tie-break, Welford) vectorises the same way.
+"""
+from __future__ import annotations
+
+import torch
+
+from inductor.codegen.cpp.expressions import literal, storage_type
+
+LANES = 16
+
+
+def identity(reduction_type: str, dtype: torch.dtype) -> str:
+    """The neutral element of a reduction, as C++."""
+    c_type = storage_type(dtype)
+    if reduction_type in ("sum", "var_m2"):
+        return literal(0, dtype)
+    if reduction_type == "prod":
+        return literal(1, dtype)
+    if reduction_type == "any":
+        return "false"
+    if reduction_type == "all":
+        return "true"
+    if reduction_type in ("max", "argmax"):
+        return f"-std::numeric_limits<{c_type}>::infinity()" if dtype.is_floating_point \
+            else f"std::numeric_limits<{c_type}>::lowest()"
+    if reduction_type in ("min", "argmin"):
+        return f"std::numeric_limits<{c_type}>::infinity()" if dtype.is_floating_point \
+            else f"std::numeric_limits<{c_type}>::max()"
+    raise NotImplementedError(reduction_type)
+
+
+def combine(reduction_type: str, accumulator: str, value: str) -> str:
+    """The new accumulator value after folding in `value`."""
+    return {
+        "sum": f"{accumulator} + {value}",
+        "prod": f"{accumulator} * {value}",
+        "max": f"jit_max({value}, {accumulator})",
+        "min": f"jit_min({value}, {accumulator})",
+        "any": f"{accumulator} || {value}",
+        "all": f"{accumulator} && {value}",
+    }[reduction_type]
+
+
+class Accumulator:
+    """The C++ state of one reduction inside one loop nest.
+
+    `lanes`: 0 for a scalar accumulator only, else the lane count of the vector part.
+    `value_dtype`: the compute dtype of the reduced values (the accumulator for argmax
+    holds a value and an int64 index).
+    """
+
+    def __init__(self, name: str, reduction_type: str, value_dtype: torch.dtype, lanes: int):
+        self.name = name
+        self.type = reduction_type
+        self.dtype = value_dtype
+        self.c_type = storage_type(value_dtype)
+        self.lanes = lanes
+
+    # -- declarations ----------------------------------------------------------------------
+    def declare(self) -> list[str]:
+        init = identity(self.type, self.dtype) if self.type != "var_m2" else None
+        name, c_type, lanes = self.name, self.c_type, self.lanes
+        lines = []
+        if self.type == "var_m2":
+            lines.append(f"Welford<{c_type}> {name} = {{0, 0, 0}};")
+            if lanes:
+                lines += [f"{c_type} {name}_mean[{lanes}] = {{}};",
+                          f"{c_type} {name}_m2[{lanes}] = {{}};",
+                          f"{c_type} {name}_count = 0;"]
+            return lines
+        lines.append(f"{c_type} {name} = {init};")
+        if self.type in ("argmax", "argmin"):
+            lines.append(f"int64_t {name}_index = 0;")
+        if lanes:
+            lines.append(f"{c_type} {name}_lanes[{lanes}];")
+            lines.append(f"for (int lane = 0; lane < {lanes}; ++lane) "
+                         f"{name}_lanes[lane] = {init};")
+            if self.type in ("argmax", "argmin"):
+                lines.append(f"int64_t {name}_lane_index[{lanes}] = {{}};")
+        return lines
+
+    # -- per element -----------------------------------------------------------------------
+    def before_block(self) -> list[str]:
+        """Lines before one vector block (all lanes advance together)."""
+        if self.type == "var_m2" and self.lanes:
+            return [f"const {self.c_type} {self.name}_step = 1 / ({self.name}_count + 1);"]
+        return []
+
+    def after_block(self) -> list[str]:
+        if self.type == "var_m2" and self.lanes:
+            return [f"{self.name}_count += 1;"]
+        return []
+
+    def update_lane(self, value: str, lane: str, index: str) -> list[str]:
+        """Fold `value` (at reduction position `index`) into lane `lane`."""
+        name = self.name
+        if self.type == "var_m2":
+            return [f"{{ const {self.c_type} delta = {value} - {name}_mean[{lane}];",
+                    f"  {name}_mean[{lane}] += delta * {name}_step;",
+                    f"  {name}_m2[{lane}] += delta * ({value} - {name}_mean[{lane}]); }}"]
+        if self.type in ("argmax", "argmin"):
+            takes = f"{self.type}_takes({value}, {index}, {name}_lanes[{lane}], " \
+                    f"{name}_lane_index[{lane}])"
+            return [f"{{ const bool take = {takes};",
+                    f"  {name}_lanes[{lane}] = take ? {value} : {name}_lanes[{lane}];",
+                    f"  {name}_lane_index[{lane}] = take ? {index} : "
+                    f"{name}_lane_index[{lane}]; }}"]
+        slot = f"{name}_lanes[{lane}]"
+        return [f"{slot} = {combine(self.type, slot, value)};"]
+
+    def update_scalar(self, value: str, index: str) -> list[str]:
+        name = self.name
+        if self.type == "var_m2":
+            return [f"{name} = welford_merge({name}, Welford<{self.c_type}>{{{value}, 0, 1}});"]
+        if self.type in ("argmax", "argmin"):
+            return [f"if ({self.type}_takes({value}, {index}, {name}, {name}_index)) "
+                    f"{{ {name} = {value}; {name}_index = {index}; }}"]
+        return [f"{name} = {combine(self.type, name, value)};"]
+
+    # -- result ----------------------------------------------------------------------------
+    def finish(self) -> tuple[list[str], str]:
+        """Lines folding the lanes into the scalar, and the C++ expression of the result."""
+        name, lanes = self.name, self.lanes
+        lines = []
+        if self.type == "var_m2":
+            if lanes:
+                lines.append(f"for (int lane = 0; lane < {lanes}; ++lane) {name} = "
+                             f"welford_merge({name}, Welford<{self.c_type}>{{{name}_mean[lane], "
+                             f"{name}_m2[lane], {name}_count}});")
+            return lines, f"{name}.m2"
+        if self.type in ("argmax", "argmin"):
+            if lanes:
+                lines.append(f"for (int lane = 0; lane < {lanes}; ++lane) if ({self.type}_takes("
+                             f"{name}_lanes[lane], {name}_lane_index[lane], {name}, "
+                             f"{name}_index)) {{ {name} = {name}_lanes[lane]; "
+                             f"{name}_index = {name}_lane_index[lane]; }}")
+            return lines, f"{name}_index"
+        if lanes:
+            lines.append(f"for (int lane = 0; lane < {lanes}; ++lane) {name} = "
+                         f"{combine(self.type, name, f'{name}_lanes[lane]')};")
+        return lines, name
+
+    def result_dtype(self) -> torch.dtype:
+        return torch.int64 if self.type in ("argmax", "argmin") else self.dtype

@@ -1,0 +1,1 @@
+"""The loop IR: index symbols, layouts, nodes, the `ops` handler, printer and verifier."""

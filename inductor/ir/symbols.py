@@ -1,0 +1,229 @@
+"""Index expressions of the loop IR: sympy symbols for loop variables, integer division and
+modulo functions with C semantics on non-negative values, and their simplification.
+
+Input: sizes and strides (ints or sympy expressions). Output: sympy expressions in loop
+variables (`i0, i1, ...` for outer loops, `r0, ...` for reduction loops, `t0, ...` for values
+loaded from memory and used as indices) that every later stage reads, compares and prints.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Iterable, Mapping, Sequence
+
+import sympy
+
+Expr = sympy.Expr
+
+
+@functools.lru_cache(maxsize=None)
+def index_symbol(prefix: str, number: int) -> sympy.Symbol:
+    """The loop variable `prefix<number>`: a non-negative integer symbol."""
+    return sympy.Symbol(f"{prefix}{number}", integer=True, nonnegative=True)
+
+
+@functools.lru_cache(maxsize=None)
+def signed_symbol(name: str) -> sympy.Symbol:
+    """An integer symbol that may be negative (indices read from memory before wrapping)."""
+    return sympy.Symbol(name, integer=True)
+
+
+def to_expr(value) -> Expr:
+    """An int, SymInt-free size or expression as a sympy expression."""
+    if isinstance(value, sympy.Basic):
+        return value
+    return sympy.Integer(int(value))
+
+
+def product(values: Iterable) -> Expr:
+    """The product of sizes (1 for none)."""
+    result = sympy.Integer(1)
+    for value in values:
+        result = result * to_expr(value)
+    return result
+
+
+class FloorDiv(sympy.Function):
+    """`base // divisor` for a non-negative base and a positive divisor."""
+
+    is_integer = True
+    nargs = 2
+
+    @classmethod
+    def eval(cls, base, divisor):
+        if divisor == 1:
+            return base
+        if base == 0:
+            return sympy.Integer(0)
+        if base.is_Integer and divisor.is_Integer:
+            return sympy.Integer(int(base) // int(divisor))
+        if isinstance(base, FloorDiv):
+            return FloorDiv(base.args[0], base.args[1] * divisor)
+        if isinstance(base, sympy.Add):
+            whole, rest = _split_multiples(base, divisor)
+            if whole != 0 and is_nonnegative(rest):
+                return whole + FloorDiv(rest, divisor)
+        if isinstance(base, sympy.Mul) and divisor.is_Integer:
+            coefficient, remainder = base.as_coeff_Mul()
+            if coefficient.is_Integer and int(coefficient) % int(divisor) == 0:
+                return (coefficient // divisor) * remainder
+        return None
+
+
+class ModularIndexing(sympy.Function):
+    """`(base // divisor) % modulus` for a non-negative base."""
+
+    is_integer = True
+    nargs = 3
+
+    @classmethod
+    def eval(cls, base, divisor, modulus):
+        if modulus == 1 or base == 0:
+            return sympy.Integer(0)
+        if base.is_Integer and divisor.is_Integer and modulus.is_Integer:
+            return sympy.Integer((int(base) // int(divisor)) % int(modulus))
+        if isinstance(base, sympy.Add) and divisor == 1:
+            multiple = modulus
+            whole, rest = _split_multiples(base, multiple)
+            if whole != 0 and is_nonnegative(rest):
+                return ModularIndexing(rest, divisor, modulus)
+        return None
+
+
+def is_nonnegative(expr: Expr) -> bool:
+    """Whether `expr` is non-negative by construction (non-negative terms only)."""
+    if expr.is_Integer:
+        return int(expr) >= 0
+    if isinstance(expr, sympy.Symbol):
+        return bool(expr.is_nonnegative)
+    if isinstance(expr, sympy.Add):
+        return all(is_nonnegative(term) for term in expr.args)
+    if isinstance(expr, sympy.Mul):
+        return all(is_nonnegative(factor) for factor in expr.args)
+    return isinstance(expr, (FloorDiv, ModularIndexing)) and is_nonnegative(expr.args[0])
+
+
+def _split_multiples(total: sympy.Add, divisor) -> tuple:
+    """Split a sum into (sum of terms / divisor for terms divisible by it, the other terms)."""
+    whole, rest = sympy.Integer(0), sympy.Integer(0)
+    for term in total.args:
+        coefficient, remainder = term.as_coeff_Mul()
+        if divisor.is_Integer and coefficient.is_Integer and \
+                int(coefficient) % int(divisor) == 0:
+            whole += (coefficient // divisor) * remainder
+        elif term.is_Integer and divisor.is_Integer and int(term) % int(divisor) == 0:
+            whole += term // divisor
+        else:
+            rest += term
+    return whole, rest
+
+
+def upper_bound(expr: Expr, ranges: Mapping[sympy.Symbol, Expr]):
+    """An integer upper bound (exclusive) of a non-negative `expr`, or None if unknown."""
+    if expr.is_Integer:
+        return int(expr) + 1
+    if isinstance(expr, sympy.Symbol):
+        size = ranges.get(expr)
+        return int(size) if size is not None and size.is_Integer else None
+    if isinstance(expr, sympy.Add):
+        total = 0
+        for term in expr.args:
+            bound = upper_bound(term, ranges)
+            if bound is None:
+                return None
+            total += bound - 1
+        return total + 1
+    if isinstance(expr, sympy.Mul):
+        coefficient, rest = expr.as_coeff_Mul()
+        bound = upper_bound(rest, ranges)
+        if bound is None or not coefficient.is_Integer or coefficient < 0:
+            return None
+        return int(coefficient) * (bound - 1) + 1
+    if isinstance(expr, FloorDiv) and expr.args[1].is_Integer:
+        bound = upper_bound(expr.args[0], ranges)
+        return None if bound is None else (bound - 1) // int(expr.args[1]) + 1
+    if isinstance(expr, ModularIndexing) and expr.args[2].is_Integer:
+        return int(expr.args[2])
+    return None
+
+
+def simplify_index(expr: Expr, ranges: Mapping[sympy.Symbol, Expr]) -> Expr:
+    """Simplify `expr` using the loop ranges: drop divisions and modulos the ranges make
+    trivial, and fold `d*(x // d) + x % d` back into `x`."""
+    if not expr.has(FloorDiv, ModularIndexing):
+        return expr
+    previous = None
+    while previous != expr:
+        previous = expr
+        expr = expr.replace(lambda node: isinstance(node, (FloorDiv, ModularIndexing)),
+                            lambda node: _simplify_division(node, ranges))
+        expr = _fold_div_mod(sympy.expand(expr))
+    return expr
+
+
+def _simplify_division(node, ranges):
+    base = node.args[0]
+    bound = upper_bound(base, ranges)
+    if isinstance(node, FloorDiv):
+        divisor = node.args[1]
+        if bound is not None and divisor.is_Integer and bound <= int(divisor):
+            return sympy.Integer(0)
+        return node
+    divisor, modulus = node.args[1], node.args[2]
+    if bound is not None and divisor.is_Integer and modulus.is_Integer:
+        if bound <= int(divisor):
+            return sympy.Integer(0)
+        if bound <= int(divisor) * int(modulus):
+            return FloorDiv(base, divisor)
+    return node
+
+
+def _fold_div_mod(expr: Expr) -> Expr:
+    """`c*d*(x//d) + c*(x%d) -> c*x` and `c*d*((x//d)%m) + c*(x%d) -> c*((x)%(d*m))`."""
+    if not isinstance(expr, sympy.Add):
+        return expr
+    terms = [term.as_coeff_Mul() for term in expr.args]
+    for position, (coefficient, atom) in enumerate(terms):
+        if not (isinstance(atom, ModularIndexing) and atom.args[1] == 1):
+            continue
+        base, modulus = atom.args[0], atom.args[2]
+        for other, (other_coefficient, other_atom) in enumerate(terms):
+            if other == position or other_coefficient != coefficient * modulus:
+                continue
+            replacement = None
+            if isinstance(other_atom, FloorDiv) and other_atom.args == (base, modulus):
+                replacement = coefficient * base
+            elif isinstance(other_atom, ModularIndexing) and other_atom.args[:2] == (base,
+                                                                                    modulus):
+                replacement = coefficient * ModularIndexing(base, 1,
+                                                            modulus * other_atom.args[2])
+            if replacement is not None:
+                kept = [c * a for k, (c, a) in enumerate(terms) if k not in (position, other)]
+                return _fold_div_mod(sympy.Add(*kept, replacement))
+    return expr
+
+
+def substitute(expr: Expr, replacements: Mapping) -> Expr:
+    """`expr` with symbols replaced (no evaluation beyond sympy's own canonicalisation)."""
+    if not replacements:
+        return expr
+    return to_expr(expr).xreplace(replacements)
+
+
+def linear_coefficient(expr: Expr, symbol: sympy.Symbol):
+    """The coefficient of `symbol` if it appears only linearly in `expr`, else None."""
+    expr = to_expr(expr)
+    if not expr.has(symbol):
+        return sympy.Integer(0)
+    for node in sympy.preorder_traversal(expr):
+        if isinstance(node, (FloorDiv, ModularIndexing)) and node.has(symbol):
+            return None
+    coefficient = sympy.expand(expr).coeff(symbol)
+    if coefficient.has(symbol) or not coefficient.free_symbols.isdisjoint({symbol}):
+        return None
+    return coefficient
+
+
+def free_loop_symbols(expr: Expr, prefixes: Sequence[str] = ("i", "r")) -> set:
+    """The loop variables (by prefix) an expression depends on."""
+    return {symbol for symbol in to_expr(expr).free_symbols
+            if symbol.name.rstrip("0123456789") in prefixes}

@@ -1,0 +1,170 @@
+"""Building blocks of lowerings: type promotion, broadcasting and pointwise loop bodies.
+
+Input: lowered operands (`TensorBox`es and Python scalars). Output: `Pointwise` loop bodies
+in `TensorBox`es, with torch's type promotion (categories, zero-dim tensors and Python
+scalars rank below dimensioned tensors) and computation in the op-math type (float32 for
+float16 and bfloat16 operands, as eager's CPU kernels do).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Optional, Sequence
+
+import sympy
+import torch
+
+from inductor.ir.nodes import Pointwise, TensorBox
+from inductor.ir.ops import ops
+from inductor.ir.symbols import to_expr
+
+HALF_TYPES = (torch.float16, torch.bfloat16)
+
+
+def is_tensor(value) -> bool:
+    return isinstance(value, TensorBox)
+
+
+def opmath_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype arithmetic on `dtype` values is carried out in."""
+    return torch.float32 if dtype in HALF_TYPES else dtype
+
+
+@functools.lru_cache(maxsize=4096)
+def _result_type_of(keys: tuple) -> torch.dtype:
+    dummies = []
+    for kind, value in keys:
+        if kind == "tensor":
+            dummies.append(torch.empty((1,), dtype=value, device="meta"))
+        elif kind == "zero_dim":
+            dummies.append(torch.empty((), dtype=value, device="meta"))
+        else:
+            dummies.append(value)
+    result = dummies[0]
+    for other in dummies[1:]:
+        dtype = torch.result_type(result, other)
+        dims = max(getattr(result, "dim", lambda: -1)(), getattr(other, "dim", lambda: -1)())
+        shape = (1,) if dims > 0 else ()
+        result = torch.empty(shape, dtype=dtype, device="meta") if dims >= 0 else \
+            _scalar_of(dtype)
+    return result.dtype if isinstance(result, torch.Tensor) else _dtype_of_scalar(result)
+
+
+def _scalar_of(dtype: torch.dtype):
+    if dtype == torch.bool:
+        return True
+    if dtype.is_complex:
+        return 1j
+    return 1.0 if dtype.is_floating_point else 1
+
+
+def _dtype_of_scalar(value) -> torch.dtype:
+    if isinstance(value, bool):
+        return torch.bool
+    if isinstance(value, int):
+        return torch.int64
+    if isinstance(value, complex):
+        return torch.complex64
+    return torch.get_default_dtype()
+
+
+def _key(value) -> tuple:
+    if is_tensor(value):
+        kind = "zero_dim" if len(value.get_size()) == 0 else "tensor"
+        return (kind, value.get_dtype())
+    if isinstance(value, bool):
+        return ("scalar", True)
+    if isinstance(value, int):
+        return ("scalar", 1)
+    if isinstance(value, float):
+        return ("scalar", 1.0)
+    if isinstance(value, complex):
+        return ("scalar", 1j)
+    raise TypeError(f"cannot promote a {type(value).__name__}")
+
+
+def result_type(*values) -> torch.dtype:
+    """torch's promoted dtype of tensors and Python scalars (None values are skipped)."""
+    keys = tuple(_key(value) for value in values if value is not None)
+    return _result_type_of(keys)
+
+
+def broadcast_shapes(*sizes: Sequence) -> list:
+    """The broadcast of several sizes (sympy expressions), right-aligned."""
+    rank = max((len(size) for size in sizes), default=0)
+    result = [sympy.Integer(1)] * rank
+    for size in sizes:
+        for position, extent in enumerate(size, start=rank - len(size)):
+            extent = to_expr(extent)
+            if extent != 1:
+                result[position] = extent
+    return result
+
+
+def broadcast_loader(loader: Callable, size: Sequence, target: Sequence) -> Callable:
+    """A loader over `target` reading `loader` (over `size`) with broadcasting."""
+    size = [to_expr(extent) for extent in size]
+    offset = len(target) - len(size)
+    if offset == 0 and all(a == to_expr(b) for a, b in zip(size, target)):
+        return loader
+
+    def load(index):
+        picked = [sympy.Integer(0) if extent == 1 else index[offset + position]
+                  for position, extent in enumerate(size)]
+        return loader(picked)
+    return load
+
+
+def value_loader(value, size: Sequence, dtype: torch.dtype) -> Callable:
+    """A loader over `size` yielding `value` (tensor or scalar) converted to `dtype`."""
+    if is_tensor(value):
+        inner = broadcast_loader(value.make_loader(), value.get_size(), size)
+        source = value.get_dtype()
+        if opmath_dtype(source) == dtype or source == dtype:
+            return inner
+        return lambda index: ops.to_dtype(inner(index), dtype)
+    constant = value
+    return lambda index: ops.constant(constant, dtype)
+
+
+def make_pointwise(function: Callable, *operands, dtype: Optional[torch.dtype] = None,
+                   compute_dtype: Optional[torch.dtype] = None,
+                   result_dtype: Optional[torch.dtype] = None) -> TensorBox:
+    """A pointwise op over broadcast operands.
+
+    Operands are loaded and converted to `compute_dtype` (default: the op-math type of the
+    promoted dtype); `function(*values)` yields a value of `result_dtype` (default: the
+    compute dtype), converted to `dtype` (default: the promoted dtype) when they differ.
+    """
+    promoted = result_type(*operands)
+    dtype = dtype or promoted
+    compute_dtype = compute_dtype or opmath_dtype(promoted)
+    result_dtype = result_dtype or compute_dtype
+    tensors = [operand for operand in operands if is_tensor(operand)]
+    size = broadcast_shapes(*(tensor.get_size() for tensor in tensors))
+    device = tensors[0].get_device() if tensors else torch.device("cpu")
+    loaders = [value_loader(operand, size, compute_dtype) for operand in operands]
+    needs_cast = opmath_dtype(result_dtype) != opmath_dtype(dtype) or \
+        (dtype in HALF_TYPES and result_dtype != dtype)
+
+    def inner_fn(index):
+        result = function(*(loader(index) for loader in loaders))
+        return ops.to_dtype(result, dtype) if needs_cast else result
+    return TensorBox.create(Pointwise(device, dtype, inner_fn, size))
+
+
+def constant_box(value, dtype: torch.dtype, size: Sequence, device: torch.device) -> TensorBox:
+    """A tensor of `size` filled with `value`."""
+    return TensorBox.create(Pointwise(device, dtype, lambda index: ops.constant(value, dtype),
+                                      size))
+
+
+def cast(value: TensorBox, dtype: torch.dtype) -> TensorBox:
+    """`value` converted to `dtype` (the same box when it already has that dtype)."""
+    if value.get_dtype() == dtype:
+        return value
+    loader = value.make_loader()
+    source = value.get_dtype()
+
+    def inner_fn(index):
+        return ops.to_dtype(loader(index), dtype, source)
+    return TensorBox.create(Pointwise(value.get_device(), dtype, inner_fn, value.get_size()))

@@ -1,0 +1,153 @@
+"""Library calls and eager fallbacks: ATen ops the loop IR calls rather than generates.
+
+Input: an ATen op, its lowered arguments and the FX node's example value. Output: an
+`ExternKernel` buffer (with `MultiOutput`s for tuple results) whose inputs are realized
+buffers or strided views of them. Matmul, convolution and attention are "library" calls by
+design; every op without a lowering is a "fallback", counted and reported per graph.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import sympy
+import torch
+import torch.utils._pytree as pytree
+
+from inductor.ir.layout import Layout
+from inductor.ir.nodes import (Buffer, ExternKernel, MultiOutput, Pointwise, ReinterpretView,
+                               TensorArgument, TensorBox, current_graph)
+from inductor.ir.ops import OpsHandler, use_handler
+from inductor.ir.symbols import index_symbol, linear_coefficient
+
+aten = torch.ops.aten
+
+LIBRARY_OPS = {
+    aten.mm, aten.bmm, aten.addmm, aten.baddbmm, aten.addmv, aten.mv, aten.dot,
+    aten.convolution, aten._convolution, aten.scaled_dot_product_attention,
+    aten._scaled_dot_product_flash_attention_for_cpu,
+    aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_efficient_attention,
+    aten._scaled_dot_product_cudnn_attention, aten._scaled_dot_product_attention_math,
+}
+
+
+class _LoadCapture(OpsHandler):
+    """Records the loads a loader makes; anything else marks the value as computed."""
+
+    def __init__(self):
+        self.loads = []
+        self.computes = False
+
+    def load(self, name, index):
+        self.loads.append((name, index))
+        return ("load", name, index)
+
+    def default(self, name, *args, **kwargs):
+        self.computes = True
+        return (name,)
+
+
+def strided_view(x: TensorBox) -> Optional[ReinterpretView]:
+    """`x` as a strided view of a realized buffer, if its loader is one linear load."""
+    storage = x.storage()
+    if storage is None or not storage.is_realized():
+        return None
+    buffer = storage.data
+    buffer.layout.freeze()
+    size = x.get_size()
+    index = [index_symbol("i", position) for position in range(len(size))]
+    capture = _LoadCapture()
+    with use_handler(capture):
+        x.make_loader()(index)
+    if capture.computes or len(capture.loads) != 1 or capture.loads[0][0] != buffer.get_name():
+        return None
+    expression = capture.loads[0][1]
+    strides = []
+    for position, symbol in enumerate(index):
+        coefficient = linear_coefficient(expression, symbol)
+        if coefficient is None or not coefficient.is_Integer:
+            if size[position] == 1:
+                coefficient = sympy.Integer(0)
+            else:
+                return None
+        strides.append(coefficient)
+    offset = expression.xreplace({symbol: 0 for symbol in index})
+    if not offset.is_Integer:
+        return None
+    layout = Layout(x.get_device(), x.get_dtype(), size, strides, offset)
+    return ReinterpretView(buffer, layout)
+
+
+def realize_input(x) -> Buffer | ReinterpretView:
+    """A realized buffer (or strided view of one) holding the value of `x`."""
+    if isinstance(x, (Buffer, ReinterpretView)):
+        return x
+    if isinstance(x.data, ReinterpretView):
+        return x.data
+    storage = x.storage()
+    if storage is not None and x.data is storage:
+        buffer = storage.realize()
+        buffer.layout.freeze()
+        return buffer
+    if storage is not None:
+        storage.realize()
+    view = strided_view(x)
+    if view is not None:
+        return view
+    copy = TensorBox.create(Pointwise(x.get_device(), x.get_dtype(), x.make_loader(),
+                                      x.get_size()))
+    buffer = copy.realize()
+    buffer.layout.freeze()
+    return buffer
+
+
+def layout_of(value: torch.Tensor) -> Layout:
+    """The fixed layout of an example tensor, relative to its first element."""
+    return Layout(value.device, value.dtype, value.shape, value.stride(), 0)
+
+
+def make_extern(kernel, args, kwargs, example, kind: str):
+    """An `ExternKernel` calling `kernel(*args, **kwargs)`; returns boxes shaped like
+    `example` (a tensor, or a tuple/list of tensors and Nones)."""
+    inputs = []
+
+    def replace(value):
+        if isinstance(value, (TensorBox, Buffer, ReinterpretView)):
+            inputs.append(realize_input(value))
+            return TensorArgument(len(inputs) - 1)
+        return value
+    arguments = pytree.tree_map(replace, (list(args), dict(kwargs)),
+                                is_leaf=lambda value: isinstance(value, (TensorBox, Buffer,
+                                                                         ReinterpretView)))
+    device = _device_of(example, inputs)
+    graph = current_graph()
+    if isinstance(example, torch.Tensor):
+        node = ExternKernel(None, layout_of(example), kernel, inputs, arguments, kind, device)
+        graph.register_buffer(node)
+        return TensorBox.create(node)
+    node = ExternKernel(None, None, kernel, inputs, arguments, kind, device)
+    graph.register_buffer(node)
+    return _multi_outputs(node, example, ())
+
+
+def _multi_outputs(node: ExternKernel, example, path: tuple):
+    if isinstance(example, torch.Tensor):
+        output = MultiOutput(None, layout_of(example), node, path)
+        current_graph().register_buffer(output)
+        return TensorBox.create(output)
+    if isinstance(example, (list, tuple)):
+        return type(example)(_multi_outputs(node, item, path + (position,))
+                             for position, item in enumerate(example))
+    return example
+
+
+def _device_of(example, inputs) -> torch.device:
+    for value in pytree.tree_leaves(example):
+        if isinstance(value, torch.Tensor):
+            return value.device
+    return inputs[0].get_device() if inputs else torch.device("cpu")
+
+
+def is_library_op(target) -> bool:
+    """Whether `target` is kept as a library call by design."""
+    packet = getattr(target, "overloadpacket", target)
+    return packet in LIBRARY_OPS

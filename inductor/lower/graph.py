@@ -1,0 +1,263 @@
+"""Stage "lower": a functional ATen FX graph becomes a `LoopGraph` of loop-IR buffers.
+
+Input: the graph, one example (fake or real) tensor per placeholder, and the strides eager
+gives each output. Output: a `LoopGraph`: input buffers, the buffers in creation order
+(computed loops, library calls, fallbacks), the outputs, and the in-place writes into inputs.
+
+Each ATen node goes through its lowering (`lower/registry.py`) or, without one, becomes an
+eager fallback. Values stay unrealized (inlined into readers) unless reused by several
+readers with a costly body, read by a library call, or returned.
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Any, Optional, Sequence
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+
+from inductor.config import config
+from inductor.ir.layout import Layout
+from inductor.ir.nodes import (Buffer, ComputedBuffer, InputBuffer, Pointwise, ReinterpretView,
+                               StorageBox, TensorBox, building)
+from inductor.ir.ops import OpsHandler, ops, use_handler
+from inductor.ir.symbols import index_symbol
+from inductor.lower import extern
+from inductor.lower.elementwise import opmath_dtype, value_loader
+from inductor.lower.registry import lowering_for
+
+aten = torch.ops.aten
+
+# Bodies reused by several readers are realized when they load more than this many values
+# or perform more than this many operations (cheaper ones are recomputed in each reader).
+REUSE_LOADS_THRESHOLD = 4
+REUSE_OPS_THRESHOLD = 30
+
+
+@dataclasses.dataclass
+class LoopGraph:
+    """The loop IR of one graph."""
+
+    inputs: list                      # InputBuffer per placeholder
+    buffers: list                     # ComputedBuffer / ExternKernel / MultiOutput, in order
+    outputs: list                     # per output: Buffer, ReinterpretView, Python value or None
+    fallback_ops: dict                # ATen op name -> nodes run through eager kernels
+    library_calls: dict               # ATen op name -> nodes kept as library calls
+
+    def buffer(self, name: str) -> Buffer:
+        for buffer in self.inputs + self.buffers:
+            if buffer.get_name() == name:
+                return buffer
+        raise KeyError(name)
+
+
+class _CostCounter(OpsHandler):
+    def __init__(self):
+        self.loads = 0
+        self.operations = 0
+
+    def load(self, name, index):
+        self.loads += 1
+        return "value"
+
+    def indirect_indexing(self, value, size, check=True):
+        self.operations += 1
+        return index_symbol("t", 0)
+
+    def masked(self, mask, body, other):
+        self.operations += 1
+        return body()
+
+    def default(self, name, *args, **kwargs):
+        self.operations += 1
+        return "value"
+
+
+def body_cost(loops: Pointwise) -> tuple[int, int]:
+    """(loads, operations) of one evaluation of a pointwise body."""
+    counter = _CostCounter()
+    index = [index_symbol("i", position) for position in range(len(loops.ranges))]
+    with use_handler(counter):
+        loops.inner_fn(index)
+    return counter.loads, counter.operations
+
+
+class GraphLowering(torch.fx.Interpreter):
+    """Runs the ATen graph with lowerings in place of kernels."""
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence,
+                 output_strides: Optional[Sequence] = None):
+        super().__init__(gm, garbage_collect_values=False)
+        self.example_inputs = list(example_inputs)
+        self.output_strides = list(output_strides or [])
+        self.inputs: list = []
+        self.buffers: list = []
+        self.fallback_ops: dict = {}
+        self.library_calls: dict = {}
+        self.current: Optional[torch.fx.Node] = None
+        self.forced_fallbacks = {name.strip() for name in config.fallback_ops.split(",")
+                                 if name.strip()}
+
+    def register_buffer(self, buffer: Buffer) -> str:
+        """Name `buffer` and append it to the graph's buffers."""
+        buffer.name = f"buf{len(self.buffers)}"
+        if buffer.origin is None and self.current is not None:
+            buffer.origin = self.current.name
+        self.buffers.append(buffer)
+        return buffer.name
+
+    def lower(self) -> LoopGraph:
+        """Run the lowering over the whole graph."""
+        with building(self):
+            outputs = self.run(*self.example_inputs)
+            for buffer in self.buffers:
+                buffer.layout.freeze() if buffer.layout is not None else None
+        return LoopGraph(self.inputs, self.buffers, outputs, self.fallback_ops,
+                         self.library_calls)
+
+    def run_node(self, node: torch.fx.Node) -> Any:
+        self.current = node
+        result = super().run_node(node)
+        if node.op == "call_function" and len(node.users) > 1:
+            for box in pytree.tree_leaves(result):
+                if isinstance(box, TensorBox):
+                    _realize_if_costly(box)
+        return result
+
+    def placeholder(self, target, args, kwargs):
+        position = len(self.inputs)
+        example = self.example_inputs[position]
+        layout = Layout(example.device, example.dtype, example.shape, example.stride(), 0)
+        buffer = InputBuffer(f"arg{position}", layout)
+        buffer.origin = self.current.name
+        self.inputs.append(buffer)
+        return TensorBox.create(buffer)
+
+    def get_attr(self, target, args, kwargs):
+        raise NotImplementedError("get_attr nodes must be lifted to placeholders first")
+
+    def call_function(self, target, args, kwargs):
+        if target is operator.getitem:
+            return args[0][args[1]]
+        if target is aten.copy_.default:
+            return self._mutate_input(*args)
+        lowering = None if str(getattr(target, "overloadpacket", "")) in \
+            self.forced_fallbacks else lowering_for(target)
+        if lowering is not None and not _has_unsupported_arguments(args, kwargs):
+            try:
+                result = lowering(*args, **kwargs)
+            except NotImplementedError:
+                result = None
+            if result is not None:
+                return self._annotate(result)
+        return self._extern(target, args, kwargs)
+
+    def call_method(self, target, args, kwargs):
+        raise NotImplementedError(f"call_method {target} in an ATen graph")
+
+    def call_module(self, target, args, kwargs):
+        raise NotImplementedError(f"call_module {target} in an ATen graph")
+
+    def _annotate(self, result):
+        """Give fresh loop bodies the FX node's name and eager's strides."""
+        example = self.current.meta.get("val")
+        leaves = pytree.tree_leaves(result)
+        examples = pytree.tree_leaves(example) if example is not None else []
+        for position, box in enumerate(leaves):
+            if not isinstance(box, TensorBox) or not isinstance(box.data, StorageBox):
+                continue
+            storage = box.data
+            if not storage.is_realized():
+                storage.data.origin = self.current.name
+                if position < len(examples) and isinstance(examples[position], torch.Tensor) \
+                        and len(leaves) == len(examples):
+                    storage.preferred_stride = list(examples[position].stride())
+            elif storage.data.layout is not None and not storage.data.layout.fixed \
+                    and position < len(examples) and len(leaves) == len(examples):
+                storage.data.layout.decide(examples[position].stride())
+        return result
+
+    def _extern(self, target, args, kwargs):
+        example = self.current.meta.get("val")
+        kind = "library" if extern.is_library_op(target) else "fallback"
+        counts = self.library_calls if kind == "library" else self.fallback_ops
+        name = str(getattr(target, "overloadpacket", getattr(target, "__name__", target)))
+        counts[name] = counts.get(name, 0) + 1
+        return extern.make_extern(target, args, kwargs, example, kind)
+
+    def _mutate_input(self, destination: TensorBox, source, *_ignored):
+        """`copy_` into a graph input: a loop writing the new value into its memory."""
+        target = destination.data.data if isinstance(destination.data, StorageBox) else None
+        if not isinstance(target, InputBuffer):
+            raise NotImplementedError("copy_ into something other than a graph input")
+        dtype = target.get_dtype()
+        loader = value_loader(source, target.get_size(), opmath_dtype(dtype))
+
+        def inner_fn(index):
+            return ops.to_dtype(loader(index), dtype)
+        body = Pointwise(target.get_device(), dtype, inner_fn, target.get_size())
+        buffer = ComputedBuffer(None, target.layout, body, mutated_input=target.get_name())
+        self.register_buffer(buffer)
+        return destination
+
+    def output(self, target, args, kwargs):
+        values = list(args[0]) if isinstance(args[0], (list, tuple)) else [args[0]]
+        return [self._finish_output(value, position) for position, value in enumerate(values)]
+
+    def _finish_output(self, value, position: int):
+        if not isinstance(value, TensorBox):
+            return value
+        stride = self.output_strides[position] if position < len(self.output_strides) \
+            else None
+        storage = value.data if isinstance(value.data, StorageBox) else None
+        if storage is not None and not storage.is_realized():
+            storage.preferred_stride = list(stride) if stride is not None else \
+                storage.preferred_stride
+            buffer = storage.realize()
+            return buffer
+        if storage is not None:
+            buffer = storage.data
+            if buffer.layout is not None and not buffer.layout.fixed and stride is not None:
+                buffer.layout.decide(stride)
+            if stride is None or _strides_match(buffer.layout, stride):
+                return buffer
+        view = value.data if isinstance(value.data, ReinterpretView) else None
+        if view is not None and (stride is None or _strides_match(view.layout, stride)):
+            return view
+        copy = TensorBox.create(Pointwise(value.get_device(), value.get_dtype(),
+                                          value.make_loader(), value.get_size()),
+                                preferred_stride=list(stride) if stride is not None else None)
+        return copy.realize()
+
+
+def _strides_match(layout: Layout, stride: Sequence) -> bool:
+    return all(extent == 1 or int(actual) == int(wanted)
+               for extent, actual, wanted in zip(layout.size, layout.stride, stride))
+
+
+def _realize_if_costly(box: TensorBox) -> None:
+    storage = box.data if isinstance(box.data, StorageBox) else None
+    if storage is None or not isinstance(storage.data, Pointwise):
+        return
+    loads, operations = body_cost(storage.data)
+    if loads > REUSE_LOADS_THRESHOLD or operations > REUSE_OPS_THRESHOLD:
+        storage.realize()
+
+
+def _has_unsupported_arguments(args, kwargs) -> bool:
+    """Arguments the lowerings do not model (symbolic sizes, non-CPU tensors for codegen)."""
+    for value in pytree.tree_leaves((args, kwargs)):
+        if isinstance(value, torch.SymInt):
+            return True
+        if isinstance(value, TensorBox) and value.get_device().type != "cpu":
+            return True
+    return False
+
+
+def lower(gm: torch.fx.GraphModule, example_inputs: Sequence,
+          output_strides: Optional[Sequence] = None) -> LoopGraph:
+    """Lower an ATen graph into loop IR (see the module docstring)."""
+    return GraphLowering(gm, example_inputs, output_strides).lower()
+

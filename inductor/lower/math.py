@@ -1,0 +1,381 @@
+"""Lowerings of pointwise math: arithmetic, comparisons, logic, transcendental functions,
+casts, `where`, `clamp` and constant fills.
+
+Input: ATen pointwise ops with lowered operands. Output: `Pointwise` bodies (through
+`make_pointwise`) with eager's type promotion; integer division and modulo follow torch's
+floor/trunc rules and NaN propagates through `maximum`, `minimum` and `clamp`.
+"""
+from __future__ import annotations
+
+import torch
+
+from inductor.ir.nodes import Pointwise, TensorBox
+from inductor.ir.ops import ops
+from inductor.lower.elementwise import (broadcast_shapes, cast, constant_box, is_tensor,
+                                        make_pointwise, opmath_dtype, result_type,
+                                        value_loader)
+from inductor.lower.registry import register_lowering
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+
+def _float_type(*operands) -> torch.dtype:
+    """Promoted dtype, with integers and bool going to the default float (sqrt, exp...)."""
+    dtype = result_type(*operands)
+    return dtype if dtype.is_floating_point or dtype.is_complex else torch.get_default_dtype()
+
+
+def _unary_float(name: str):
+    def lower(x):
+        dtype = _float_type(x)
+        return make_pointwise(getattr(ops, name), x, dtype=dtype,
+                              compute_dtype=opmath_dtype(dtype))
+    return lower
+
+
+for _name in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
+              "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+              "atanh", "erf", "erfc", "sigmoid", "reciprocal", "lgamma"):
+    register_lowering(getattr(aten, _name))(_unary_float(_name))
+
+
+def _bool_test(name: str):
+    def lower(x):
+        return make_pointwise(getattr(ops, name), x, dtype=torch.bool,
+                              result_dtype=torch.bool)
+    return lower
+
+
+for _name in ("isnan", "isinf", "signbit"):
+    register_lowering(getattr(aten, _name))(_bool_test(_name))
+
+
+def _keep_dtype(name: str):
+    def lower(x):
+        if x.get_dtype() == torch.bool and name in ("abs", "sign"):
+            return x if name == "abs" else cast(x, torch.bool)
+        return make_pointwise(getattr(ops, name), x)
+    return lower
+
+
+for _name in ("neg", "abs", "sign", "square"):
+    register_lowering(getattr(aten, _name))(_keep_dtype(_name))
+
+
+def _rounding(name: str):
+    def lower(x):
+        if not x.get_dtype().is_floating_point:
+            return x
+        return make_pointwise(getattr(ops, name), x)
+    return lower
+
+
+for _name in ("floor", "ceil", "trunc", "round"):
+    register_lowering(getattr(aten, _name), overloads_only=False)(_rounding(_name))
+
+
+@register_lowering(aten.frac)
+def frac(x):
+    return make_pointwise(lambda value: ops.sub(value, ops.trunc(value)), x)
+
+
+@register_lowering(aten.relu)
+def relu(x):
+    if x.get_dtype() == torch.bool:
+        return x
+    dtype = x.get_dtype()
+    compute = opmath_dtype(dtype)
+
+    def body(value):
+        zero = ops.constant(0, compute)
+        return ops.where(ops.lt(value, zero), zero, value)
+    return make_pointwise(body, x)
+
+
+@register_lowering(aten.bitwise_not)
+def bitwise_not(x):
+    if x.get_dtype() == torch.bool:
+        return make_pointwise(ops.logical_not, x, result_dtype=torch.bool)
+    return make_pointwise(ops.bitwise_not, x)
+
+
+@register_lowering(aten.logical_not)
+def logical_not(x):
+    return make_pointwise(ops.logical_not, x, dtype=torch.bool, result_dtype=torch.bool)
+
+
+def _binary(name: str):
+    def lower(a, b):
+        return make_pointwise(getattr(ops, name), a, b)
+    return lower
+
+
+for _name in ("maximum", "minimum", "fmax", "fmin"):
+    register_lowering(getattr(aten, _name))(_binary(_name))
+
+
+def _float_binary(name: str):
+    def lower(a, b):
+        dtype = _float_type(a, b)
+        return make_pointwise(getattr(ops, name), a, b, dtype=dtype,
+                              compute_dtype=opmath_dtype(dtype))
+    return lower
+
+
+for _name in ("copysign", "hypot", "atan2", "nextafter"):
+    register_lowering(getattr(aten, _name))(_float_binary(_name))
+
+
+def _comparison(name: str):
+    def lower(a, b):
+        compute = opmath_dtype(result_type(a, b))
+        return make_pointwise(getattr(ops, name), a, b, dtype=torch.bool,
+                              compute_dtype=compute, result_dtype=torch.bool)
+    return lower
+
+
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    register_lowering(getattr(aten, _name))(_comparison(_name))
+
+
+def _logical(name: str):
+    def lower(a, b):
+        return make_pointwise(getattr(ops, name), a, b, dtype=torch.bool,
+                              compute_dtype=torch.bool, result_dtype=torch.bool)
+    return lower
+
+
+for _name in ("logical_and", "logical_or", "logical_xor"):
+    register_lowering(getattr(aten, _name))(_logical(_name))
+
+
+def _bitwise(name: str):
+    def lower(a, b):
+        dtype = result_type(a, b)
+        if dtype == torch.bool:
+            logical = {"bitwise_and": ops.logical_and, "bitwise_or": ops.logical_or,
+                       "bitwise_xor": ops.logical_xor}[name]
+            return make_pointwise(logical, a, b, result_dtype=torch.bool)
+        return make_pointwise(getattr(ops, name), a, b)
+    return lower
+
+
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    register_lowering(getattr(aten, _name))(_bitwise(_name))
+
+
+@register_lowering(aten.bitwise_left_shift, aten.__lshift__)
+def left_shift(a, b):
+    return make_pointwise(ops.left_shift, a, b)
+
+
+@register_lowering(aten.bitwise_right_shift, aten.__rshift__)
+def right_shift(a, b):
+    return make_pointwise(ops.right_shift, a, b)
+
+
+def _scaled(b, alpha):
+    if alpha is None or alpha == 1:
+        return b
+    if is_tensor(b):
+        return make_pointwise(ops.mul, b, alpha)
+    return b * alpha
+
+
+@register_lowering(aten.add)
+def add(a, b, alpha=None):
+    if alpha is not None and alpha != 1 and is_tensor(b):
+        dtype = result_type(a, b)
+        compute = opmath_dtype(dtype)
+        return make_pointwise(lambda x, y: ops.add(x, ops.mul(y, ops.constant(alpha, compute))),
+                              a, b)
+    return make_pointwise(ops.add, a, _scaled(b, alpha))
+
+
+@register_lowering(aten.sub)
+def sub(a, b, alpha=None):
+    if alpha is not None and alpha != 1 and is_tensor(b):
+        dtype = result_type(a, b)
+        compute = opmath_dtype(dtype)
+        return make_pointwise(lambda x, y: ops.sub(x, ops.mul(y, ops.constant(alpha, compute))),
+                              a, b)
+    if result_type(a, b) == torch.bool:
+        raise NotImplementedError("subtraction of bool tensors")
+    return make_pointwise(ops.sub, a, _scaled(b, alpha))
+
+
+@register_lowering(aten.rsub)
+def rsub(a, b, alpha=None):
+    return sub(b, a, alpha)
+
+
+@register_lowering(aten.mul)
+def mul(a, b):
+    if result_type(a, b) == torch.bool:
+        return make_pointwise(ops.logical_and, a, b, result_dtype=torch.bool)
+    return make_pointwise(ops.mul, a, b)
+
+
+@register_lowering(aten.div, aten.true_divide)
+def div(a, b, rounding_mode=None):
+    promoted = result_type(a, b)
+    if rounding_mode is None:
+        dtype = _float_type(a, b)
+        return make_pointwise(ops.truediv, a, b, dtype=dtype, compute_dtype=opmath_dtype(dtype))
+    if promoted.is_floating_point:
+        if rounding_mode == "trunc":
+            return make_pointwise(lambda x, y: ops.trunc(ops.truediv(x, y)), a, b)
+        return make_pointwise(ops.floordiv, a, b)
+    operation = ops.truncdiv if rounding_mode == "trunc" else ops.floordiv
+    return make_pointwise(operation, a, b)
+
+
+@register_lowering(aten.floor_divide)
+def floor_divide(a, b):
+    return div(a, b, "floor")
+
+
+@register_lowering(aten.remainder)
+def remainder(a, b):
+    return make_pointwise(ops.remainder, a, b)
+
+
+@register_lowering(aten.fmod)
+def fmod(a, b):
+    return make_pointwise(ops.fmod, a, b)
+
+
+@register_lowering(aten.pow)
+def power(base, exponent):
+    dtype = result_type(base, exponent)
+    compute = opmath_dtype(dtype)
+    if not is_tensor(exponent) and dtype.is_floating_point:
+        if exponent == 2:
+            return make_pointwise(lambda x: ops.mul(x, x), base)
+        if exponent == 1:
+            return cast(base, dtype)
+        if exponent == 0.5:
+            return make_pointwise(ops.sqrt, base)
+        if exponent == -1:
+            return make_pointwise(ops.reciprocal, base)
+    if not is_tensor(exponent) and not dtype.is_floating_point and exponent == 2:
+        return make_pointwise(lambda x: ops.mul(x, x), base)
+    return make_pointwise(ops.pow, base, exponent, dtype=dtype, compute_dtype=compute)
+
+
+@register_lowering(aten.where)
+def where(condition, a, b):
+    dtype = result_type(a, b)
+    compute = opmath_dtype(dtype)
+    tensors = [value for value in (condition, a, b) if is_tensor(value)]
+    size = broadcast_shapes(*(value.get_size() for value in tensors))
+    condition_load = value_loader(condition, size, torch.bool)
+    a_load, b_load = value_loader(a, size, compute), value_loader(b, size, compute)
+    cast_back = compute != dtype
+
+    def inner_fn(index):
+        result = ops.where(condition_load(index), a_load(index), b_load(index))
+        return ops.to_dtype(result, dtype) if cast_back else result
+    return TensorBox.create(Pointwise(tensors[0].get_device(), dtype, inner_fn, size))
+
+
+@register_lowering(aten.clamp, aten.clip)
+def clamp(x, min=None, max=None):
+    dtype = result_type(x, min, max)
+    compute = opmath_dtype(dtype)
+
+    def body(value, *bounds):
+        bounds = list(bounds)
+        if min is not None:
+            low = bounds.pop(0)
+            value = ops.where(ops.lt(value, low), low, value)
+        if max is not None:
+            high = bounds.pop(0)
+            value = ops.where(ops.gt(value, high), high, value)
+        return value
+    operands = [bound for bound in (min, max) if bound is not None]
+    return make_pointwise(body, x, *operands, dtype=dtype, compute_dtype=compute)
+
+
+@register_lowering(aten.clamp_min)
+def clamp_min(x, min):
+    return clamp(x, min=min)
+
+
+@register_lowering(aten.clamp_max)
+def clamp_max(x, max):
+    return clamp(x, max=max)
+
+
+@register_lowering(aten._to_copy, aten.clone, aten.lift_fresh_copy, prims.convert_element_type)
+def to_copy(x, dtype=None, **_ignored):
+    if isinstance(dtype, torch.dtype) and dtype != x.get_dtype():
+        return cast(x, dtype)
+    return make_pointwise(lambda value: value, x, dtype=x.get_dtype(),
+                          compute_dtype=opmath_dtype(x.get_dtype()))
+
+
+@register_lowering(aten.copy)
+def copy(destination, source, non_blocking=False):
+    size = destination.get_size()
+    dtype = destination.get_dtype()
+    loader = value_loader(source, size, opmath_dtype(dtype))
+
+    def inner_fn(index):
+        return ops.to_dtype(loader(index), dtype)
+    return TensorBox.create(Pointwise(destination.get_device(), dtype, inner_fn, size))
+
+
+@register_lowering(aten.alias, aten.detach, aten.lift_fresh)
+def identity(x):
+    return x
+
+
+@register_lowering(aten.full)
+def full(size, fill_value, *, dtype=None, device=None, **_ignored):
+    dtype = dtype or result_type(fill_value)
+    return constant_box(fill_value, dtype, size, device or torch.device("cpu"))
+
+
+@register_lowering(aten.scalar_tensor)
+def scalar_tensor(value, *, dtype=None, device=None, **_ignored):
+    return full([], value, dtype=dtype or torch.get_default_dtype(), device=device)
+
+
+@register_lowering(aten.full_like)
+def full_like(x, fill_value, *, dtype=None, device=None, **_ignored):
+    return full(x.get_size(), fill_value, dtype=dtype or x.get_dtype(),
+                device=device or x.get_device())
+
+
+def _like(x, dtype, device):
+    return dtype or x.get_dtype(), device or x.get_device()
+
+
+@register_lowering(aten.empty, aten.zeros)
+def empty(size, *, dtype=None, device=None, **_ignored):
+    """Uninitialised memory in eager; zeros here (no reader may depend on the contents)."""
+    return full(size, 0, dtype=dtype or torch.get_default_dtype(), device=device)
+
+
+@register_lowering(aten.empty_strided)
+def empty_strided(size, stride, *, dtype=None, device=None, **_ignored):
+    return empty(size, dtype=dtype, device=device)
+
+
+@register_lowering(aten.empty_like, aten.zeros_like)
+def empty_like(x, *, dtype=None, device=None, **_ignored):
+    dtype, device = _like(x, dtype, device)
+    return full(x.get_size(), 0, dtype=dtype, device=device)
+
+
+@register_lowering(aten.new_empty, aten.new_zeros)
+def new_empty(x, size, *, dtype=None, device=None, **_ignored):
+    dtype, device = _like(x, dtype, device)
+    return full(size, 0, dtype=dtype, device=device)
+
+
+@register_lowering(aten.new_empty_strided)
+def new_empty_strided(x, size, stride, *, dtype=None, device=None, **_ignored):
+    return new_empty(x, size, dtype=dtype, device=device)

@@ -1,0 +1,182 @@
+"""Lowerings of reductions: sum, mean, prod, amax/amin, argmax/argmin, any/all, var/std
+(one Welford pass) and var_mean.
+
+Input: ATen reduction ops with lowered operands, dims and keepdim. Output: realized
+`Reduction` buffers (accumulating in float32 for half types and in int64 for integer sums)
+followed by pointwise epilogues (division by the count, casts) the scheduler fuses into the
+reduction's kernel.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import sympy
+import torch
+
+from inductor.ir.nodes import Reduction, TensorBox
+from inductor.ir.ops import ops
+from inductor.ir.symbols import product
+from inductor.lower.elementwise import cast, make_pointwise, opmath_dtype
+from inductor.lower.registry import register_lowering
+
+aten = torch.ops.aten
+
+
+def _reduced_dims(x: TensorBox, dims) -> list:
+    rank = len(x.get_size())
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return list(range(rank))
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted({dim + rank if dim < 0 else dim for dim in dims})
+
+
+def make_reduction(x: TensorBox, dims, keepdim: bool, reduction_type: str,
+                   dtype: torch.dtype, src_dtype: Optional[torch.dtype] = None) -> TensorBox:
+    """Realize `reduction_type` of `x` over `dims`; the body yields `src_dtype` values."""
+    size = x.get_size()
+    dims = _reduced_dims(x, dims)
+    kept = [dim for dim in range(len(size)) if dim not in dims]
+    out_size = [sympy.Integer(1) if dim in dims else size[dim] for dim in range(len(size))] \
+        if keepdim else [size[dim] for dim in kept]
+    src_dtype = src_dtype or x.get_dtype()
+    loader = x.make_loader()
+    source = x.get_dtype()
+    convert = opmath_dtype(source) != src_dtype and source != src_dtype
+
+    def inner_fn(index, rindex):
+        full = [None] * len(size)
+        outer = [index[dim] for dim in kept] if keepdim else list(index)
+        for dim, value in zip(kept, outer):
+            full[dim] = value
+        for dim, value in zip(dims, rindex):
+            full[dim] = value
+        value = loader(full)
+        return ops.to_dtype(value, src_dtype) if convert else value
+    reduction = Reduction(x.get_device(), dtype, inner_fn, out_size,
+                          [size[dim] for dim in dims], reduction_type, src_dtype)
+    box = TensorBox.create(reduction)
+    box.realize()
+    return box
+
+
+def _accumulator(dtype: torch.dtype) -> torch.dtype:
+    if dtype == torch.bool or not (dtype.is_floating_point or dtype.is_complex):
+        return torch.int64
+    return opmath_dtype(dtype)
+
+
+@register_lowering(aten.sum)
+def sum_(x, dims=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        x = cast(x, dtype)
+    accumulate = _accumulator(x.get_dtype())
+    out_dtype = dtype or (torch.int64 if accumulate == torch.int64 else x.get_dtype())
+    result = make_reduction(x, dims, keepdim, "sum", accumulate, accumulate)
+    return cast(result, out_dtype)
+
+
+@register_lowering(aten.prod)
+def prod(x, dims=None, keepdim=False, *, dtype=None):
+    if isinstance(dims, int):
+        dims = [dims]
+    return _typed_reduction(x, dims, keepdim, "prod", dtype)
+
+
+def _typed_reduction(x, dims, keepdim, reduction_type, dtype):
+    if dtype is not None:
+        x = cast(x, dtype)
+    accumulate = _accumulator(x.get_dtype())
+    out_dtype = dtype or (torch.int64 if accumulate == torch.int64 else x.get_dtype())
+    result = make_reduction(x, dims, keepdim, reduction_type, accumulate, accumulate)
+    return cast(result, out_dtype)
+
+
+@register_lowering(aten.mean)
+def mean(x, dims=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        x = cast(x, dtype)
+    out_dtype = x.get_dtype()
+    accumulate = opmath_dtype(out_dtype)
+    count = product(x.get_size()[dim] for dim in _reduced_dims(x, dims))
+    total = make_reduction(x, dims, keepdim, "sum", accumulate, accumulate)
+    return make_pointwise(ops.truediv, total, float(count) if count.is_Integer else count,
+                          dtype=out_dtype, compute_dtype=accumulate)
+
+
+def _extremum(reduction_type: str):
+    def lower(x, dims=None, keepdim=False):
+        dtype = x.get_dtype()
+        result = make_reduction(x, dims, keepdim, reduction_type, opmath_dtype(dtype),
+                                opmath_dtype(dtype))
+        return cast(result, dtype)
+    return lower
+
+
+register_lowering(aten.amax)(_extremum("max"))
+register_lowering(aten.amin)(_extremum("min"))
+
+
+def _arg_extremum(reduction_type: str):
+    def lower(x, dim=None, keepdim=False):
+        if dim is None:
+            flat = _flatten(x)
+            result = make_reduction(flat, [0], False, reduction_type, torch.int64,
+                                    opmath_dtype(x.get_dtype()))
+            if keepdim:
+                from inductor.lower.views import view
+                return view(result, [1] * len(x.get_size()))
+            return result
+        return make_reduction(x, [dim], keepdim, reduction_type, torch.int64,
+                              opmath_dtype(x.get_dtype()))
+    return lower
+
+
+def _flatten(x: TensorBox) -> TensorBox:
+    from inductor.lower.views import view
+    return view(x, [-1])
+
+
+register_lowering(aten.argmax)(_arg_extremum("argmax"))
+register_lowering(aten.argmin)(_arg_extremum("argmin"))
+
+
+def _logical_reduction(reduction_type: str):
+    def lower(x, dims=None, keepdim=False):
+        truth = make_pointwise(lambda value: ops.ne(value, ops.constant(0, opmath_dtype(
+            x.get_dtype()))), x, dtype=torch.bool, result_dtype=torch.bool) \
+            if x.get_dtype() != torch.bool else x
+        result = make_reduction(truth, dims, keepdim, reduction_type, torch.bool, torch.bool)
+        return result if x.get_dtype() != torch.uint8 else cast(result, torch.uint8)
+    return lower
+
+
+register_lowering(aten.any)(_logical_reduction("any"))
+register_lowering(aten.all)(_logical_reduction("all"))
+
+
+def _variance_parts(x: TensorBox, dims, correction, keepdim):
+    dtype = x.get_dtype()
+    accumulate = opmath_dtype(dtype)
+    dims = _reduced_dims(x, dims)
+    count = product(x.get_size()[dim] for dim in dims)
+    correction = 1 if correction is None else correction
+    m2 = make_reduction(x, dims, keepdim, "var_m2", accumulate, accumulate)
+    divisor = float(count - correction) if count.is_Integer else count - correction
+    divisor = max(divisor, 0.0)
+    variance = make_pointwise(ops.truediv, m2, divisor, dtype=dtype, compute_dtype=accumulate)
+    return variance, count, dims, accumulate
+
+
+@register_lowering(aten.var)
+def var(x, dims=None, *, correction=None, keepdim=False):
+    return _variance_parts(x, dims, correction, keepdim)[0]
+
+
+@register_lowering(aten.var_mean)
+def var_mean(x, dims=None, *, correction=None, keepdim=False):
+    variance, count, dims, accumulate = _variance_parts(x, dims, correction, keepdim)
+    total = make_reduction(x, dims, keepdim, "sum", accumulate, accumulate)
+    average = make_pointwise(ops.truediv, total, float(count), dtype=x.get_dtype(),
+                             compute_dtype=accumulate)
+    return variance, average

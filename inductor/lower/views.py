@@ -1,0 +1,252 @@
+"""Lowerings of view ops: each is an index remap (`View`), so views cost nothing until read.
+
+Input: view, reshape, permute, expand, squeeze/unsqueeze, slice, select, transpose,
+as_strided, split and unbind (and their functional `_copy` forms). Output: `TensorBox`es
+whose loaders translate an index of the view into an index of the viewed value; `as_strided`
+reads the realized storage through a new layout.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import sympy
+import torch
+
+from inductor.ir.layout import Layout
+from inductor.ir.nodes import ReinterpretView, TensorBox, View
+from inductor.ir.symbols import FloorDiv, ModularIndexing, product, to_expr
+from inductor.lower.registry import register_lowering
+
+aten = torch.ops.aten
+
+
+def _wrap_dim(dim: int, rank: int) -> int:
+    return dim + rank if dim < 0 else dim
+
+
+def make_view(x: TensorBox, size: Sequence, reindex) -> TensorBox:
+    """A view of `x` with `size`; element `index` reads `x[reindex(index)]`."""
+    return TensorBox(View(x.data, size, reindex))
+
+
+@register_lowering(aten.permute, aten.permute_copy)
+def permute(x, dims):
+    rank = len(x.get_size())
+    dims = [_wrap_dim(dim, rank) for dim in dims]
+    if dims == list(range(rank)):
+        return x
+    size = [x.get_size()[dim] for dim in dims]
+
+    def reindex(index):
+        source = [None] * rank
+        for position, dim in enumerate(dims):
+            source[dim] = index[position]
+        return source
+    return make_view(x, size, reindex)
+
+
+@register_lowering(aten.transpose, aten.transpose_copy)
+def transpose(x, first, second):
+    rank = len(x.get_size())
+    dims = list(range(rank))
+    if rank == 0:
+        return x
+    first, second = _wrap_dim(first, rank), _wrap_dim(second, rank)
+    dims[first], dims[second] = dims[second], dims[first]
+    return permute(x, dims)
+
+
+@register_lowering(aten.t, aten.t_copy)
+def t(x):
+    return transpose(x, 0, 1) if len(x.get_size()) == 2 else x
+
+
+@register_lowering(aten.expand, aten.expand_copy)
+def expand(x, size, *, implicit=False):
+    old = x.get_size()
+    new = [to_expr(extent) for extent in size]
+    offset = len(new) - len(old)
+    new = [old[position - offset] if extent == -1 else extent
+           for position, extent in enumerate(new)]
+    if offset == 0 and new == old:
+        return x
+
+    def reindex(index):
+        return [sympy.Integer(0) if old[position] == 1 and new[position + offset] != 1
+                else index[position + offset] for position in range(len(old))]
+    return make_view(x, new, reindex)
+
+
+@register_lowering(aten.unsqueeze, aten.unsqueeze_copy)
+def unsqueeze(x, dim):
+    rank = len(x.get_size())
+    dim = _wrap_dim(dim, rank + 1)
+    size = list(x.get_size())
+    size.insert(dim, sympy.Integer(1))
+    return make_view(x, size, lambda index: index[:dim] + index[dim + 1:])
+
+
+@register_lowering(aten.squeeze, aten.squeeze_copy)
+def squeeze(x, dim=None):
+    size = x.get_size()
+    rank = len(size)
+    if dim is None:
+        dims = [position for position, extent in enumerate(size) if extent == 1]
+    else:
+        dims = [_wrap_dim(value, rank) for value in (dim if isinstance(dim, (list, tuple))
+                                                     else [dim])]
+        dims = [value for value in dims if rank and size[value] == 1]
+    if not dims:
+        return x
+    kept = [position for position in range(rank) if position not in dims]
+
+    def reindex(index):
+        source = [sympy.Integer(0)] * rank
+        for position, dim_kept in enumerate(kept):
+            source[dim_kept] = index[position]
+        return source
+    return make_view(x, [size[position] for position in kept], reindex)
+
+
+def _clamp_slice(start, end, extent: int):
+    start = 0 if start is None else start
+    end = extent if end is None else end
+    start = start + extent if start < 0 else start
+    end = end + extent if end < 0 else end
+    return max(0, min(start, extent)), max(0, min(end, extent))
+
+
+@register_lowering(aten.slice, aten.slice_copy)
+def slice_(x, dim=0, start=None, end=None, step=1):
+    size = list(x.get_size())
+    dim = _wrap_dim(dim, len(size))
+    extent = int(size[dim])
+    start, end = _clamp_slice(start, end, extent)
+    length = max(0, (end - start + step - 1) // step)
+    if start == 0 and length == extent and step == 1:
+        return x
+    size[dim] = sympy.Integer(length)
+
+    def reindex(index):
+        source = list(index)
+        source[dim] = start + index[dim] * step
+        return source
+    return make_view(x, size, reindex)
+
+
+@register_lowering(aten.select, aten.select_copy)
+def select(x, dim, index):
+    size = list(x.get_size())
+    dim = _wrap_dim(dim, len(size))
+    position = index + int(size[dim]) if index < 0 else index
+    del size[dim]
+    return make_view(x, size, lambda idx: idx[:dim] + [sympy.Integer(position)] + idx[dim:])
+
+
+@register_lowering(aten.split_with_sizes, aten.split_with_sizes_copy)
+def split_with_sizes(x, sizes, dim=0):
+    results, start = [], 0
+    for length in sizes:
+        results.append(slice_(x, dim, start, start + length))
+        start += length
+    return results
+
+
+@register_lowering(aten.split, aten.split_copy)
+def split(x, split_size, dim=0):
+    extent = int(x.get_size()[_wrap_dim(dim, len(x.get_size()))])
+    if isinstance(split_size, (list, tuple)):
+        return split_with_sizes(x, split_size, dim)
+    sizes = [min(split_size, extent - start) for start in range(0, extent, split_size)]
+    return split_with_sizes(x, sizes or [0], dim)
+
+
+@register_lowering(aten.unbind, aten.unbind_copy)
+def unbind(x, dim=0):
+    extent = int(x.get_size()[_wrap_dim(dim, len(x.get_size()))])
+    return [select(x, dim, position) for position in range(extent)]
+
+
+def _infer_size(size: Sequence, numel) -> list:
+    size = [to_expr(extent) for extent in size]
+    if any(extent == -1 for extent in size):
+        known = product(extent for extent in size if extent != -1)
+        size = [FloorDiv(numel, known) if extent == -1 else extent for extent in size]
+    return size
+
+
+def _reshape_blocks(old: list, new: list) -> list:
+    """Pair runs of `old` and `new` dimensions with equal products (size-1 dims alone)."""
+    blocks, old_position, new_position = [], 0, 0
+    while old_position < len(old) or new_position < len(new):
+        if old_position < len(old) and old[old_position] == 1:
+            blocks.append(([old_position], []))
+            old_position += 1
+            continue
+        if new_position < len(new) and new[new_position] == 1:
+            blocks.append(([], [new_position]))
+            new_position += 1
+            continue
+        old_block, new_block = [old_position], [new_position]
+        old_product, new_product = int(old[old_position]), int(new[new_position])
+        old_position, new_position = old_position + 1, new_position + 1
+        while old_product != new_product:
+            if old_product < new_product:
+                old_block.append(old_position)
+                old_product *= int(old[old_position])
+                old_position += 1
+            else:
+                new_block.append(new_position)
+                new_product *= int(new[new_position])
+                new_position += 1
+        blocks.append((old_block, new_block))
+    return blocks
+
+
+def reshape_indexer(old: Sequence, new: Sequence):
+    """Map an index of `new` to an index of `old` (same element count, row-major order),
+    matching blocks of dimensions with equal products so that division and modulo appear
+    only where dimensions are really split or merged."""
+    old, new = [to_expr(value) for value in old], [to_expr(value) for value in new]
+    if any(extent == 0 for extent in old):
+        return lambda index: [sympy.Integer(0)] * len(old)
+    blocks = _reshape_blocks(old, new)
+
+    def reindex(index):
+        source = [sympy.Integer(0)] * len(old)
+        for old_block, new_block in blocks:
+            linear, stride = sympy.Integer(0), sympy.Integer(1)
+            for position in reversed(new_block):
+                linear = linear + index[position] * stride
+                stride = stride * new[position]
+            stride = sympy.Integer(1)
+            for position in reversed(old_block):
+                source[position] = FloorDiv(linear, stride) if position == old_block[0] \
+                    else ModularIndexing(linear, stride, old[position])
+                stride = stride * old[position]
+        return source
+    return reindex
+
+
+@register_lowering(aten.view, aten.reshape, aten._unsafe_view, aten.view_copy,
+                   aten._reshape_alias, aten.alias_copy)
+def view(x, size=None, *_ignored):
+    if size is None:
+        return x
+    old = x.get_size()
+    new = _infer_size(size, product(old))
+    if len(old) == len(new) and all(a == b for a, b in zip(old, new)):
+        return x
+    return make_view(x, new, reshape_indexer(old, new))
+
+
+@register_lowering(aten.as_strided, aten.as_strided_copy)
+def as_strided(x, size, stride, storage_offset=None):
+    """A new layout over the realized storage of `x` (offset defaults to x's own)."""
+    x.realize()
+    storage = x.storage()
+    buffer = storage.realize()
+    buffer.layout.freeze()
+    offset = buffer.layout.offset if storage_offset is None else storage_offset
+    layout = Layout(buffer.get_device(), buffer.get_dtype(), size, stride, offset)
+    return TensorBox(ReinterpretView(buffer, layout))

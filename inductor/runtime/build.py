@@ -1,0 +1,154 @@
+"""Stage "build": C++ sources become loaded entry points, through an on-disk cache.
+
+Input: C++ translation units (each exporting `jit_entry`). Output: ctypes functions taking
+data pointers and returning an int status. A built library lives at
+`<cache_dir>/cpp/<key[:2]>/<key>.so`, where the key hashes the source, the compiler and its
+version, the flags and the host CPU's instruction-set flags; a hit skips the compiler. Missing
+libraries build in parallel (one compiler process per source, up to `compile_workers` at a
+time), are written under a temporary name and renamed into place, so concurrent processes
+never load a half-written file. Loading goes through ctypes: no Python-version-specific glue.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from typing import Sequence
+
+from inductor.config import config
+
+log = logging.getLogger("framejit.inductor")
+
+_loaded: dict = {}
+
+
+class BuildError(RuntimeError):
+    """The C++ compiler rejected a generated source. This is a bug in inductor's code
+    generator; the message holds the compiler's output and the path of the source. Set
+    `inductor.config.fallback_only = True` (JIT_FALLBACK_ONLY=1) to run graphs eagerly."""
+
+
+@functools.lru_cache(maxsize=8)
+def compiler_version(cxx: str) -> str:
+    """`cxx --version`, first line (part of every cache key)."""
+    try:
+        output = subprocess.run([cxx, "--version"], capture_output=True, text=True,
+                                check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise BuildError(f"cannot run the C++ compiler {cxx!r}: {error}") from None
+    return output.splitlines()[0] if output else cxx
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> str:
+    """The host CPU's feature flags (kernels are built with -march=native)."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def has_vector_math() -> bool:
+    """Whether glibc's vector math library (libmvec) can be linked."""
+    for directory in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
+                      "/usr/lib64", "/usr/lib"):
+        if os.path.exists(os.path.join(directory, "libmvec.so")):
+            return True
+    return False
+
+
+def compile_flags() -> list[str]:
+    """Every flag passed to the compiler (part of the cache key)."""
+    flags = ["-shared", "-fPIC", "-std=c++17", "-fopenmp", "-fwrapv", "-w"]
+    flags += config.cxx_flags.split()
+    if "avx512f" in cpu_flags().split():
+        flags.append("-mprefer-vector-width=512")
+    if has_vector_math():
+        flags.append("-DJIT_VECTOR_MATH")
+    return flags
+
+
+def link_flags() -> list[str]:
+    return ["-lmvec", "-lm"] if has_vector_math() else ["-lm"]
+
+
+def cache_key(source: str) -> str:
+    """The hash naming the library built from `source` with the current settings."""
+    digest = hashlib.sha256()
+    for part in (source, config.cxx, compiler_version(config.cxx), " ".join(compile_flags()),
+                 " ".join(link_flags()), cpu_flags()):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def library_path(key: str) -> str:
+    return os.path.join(config.cache_dir, "cpp", key[:2], f"{key}.so")
+
+
+def _start_build(source: str, path: str) -> tuple:
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="build-", dir=directory)
+    source_path = os.path.join(work, "kernel.cpp")
+    with open(source_path, "w") as handle:
+        handle.write(source)
+    output = os.path.join(work, "kernel.so")
+    command = [config.cxx, *compile_flags(), source_path, "-o", output, *link_flags()]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    return process, work, output, source_path
+
+
+def _finish_build(process, work: str, output: str, source_path: str, path: str) -> None:
+    messages, _ = process.communicate()
+    if process.returncode != 0:
+        kept = path.replace(".so", ".failed.cpp")
+        shutil.copyfile(source_path, kept)
+        shutil.rmtree(work, ignore_errors=True)
+        raise BuildError(f"C++ compilation failed (source kept at {kept}):\n{messages[-4000:]}")
+    os.replace(output, path)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def build(sources: Sequence[str], argument_counts: Sequence[int]) -> list:
+    """Entry points (ctypes functions taking that many data pointers) for `sources`,
+    building what the cache lacks."""
+    keys = [cache_key(source) for source in sources]
+    missing = {}
+    for key, source in zip(keys, sources):
+        if key not in _loaded and key not in missing and not os.path.exists(library_path(key)):
+            missing[key] = source
+    workers = config.compile_workers or os.cpu_count() or 1
+    pending = list(missing.items())
+    running: list = []
+    while pending or running:
+        while pending and len(running) < workers:
+            key, source = pending.pop(0)
+            running.append((key, _start_build(source, library_path(key))))
+        key, started = running.pop(0)
+        _finish_build(*started, library_path(key))
+    if missing:
+        log.info("built %d kernel librar%s", len(missing), "y" if len(missing) == 1 else "ies")
+    return [_load(key, count) for key, count in zip(keys, argument_counts)]
+
+
+def _load(key: str, argument_count: int):
+    function = _loaded.get(key)
+    if function is None:
+        library = ctypes.CDLL(library_path(key))
+        function = library.jit_entry
+        function.restype = ctypes.c_int
+        function.argtypes = [ctypes.c_void_p] * argument_count
+        _loaded[key] = function
+    return function

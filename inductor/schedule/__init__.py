@@ -1,0 +1,1 @@
+"""Stage "schedule": loop IR -> kernel plans (dependencies, fusion, buffer lifetimes)."""

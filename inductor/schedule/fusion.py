@@ -1,0 +1,267 @@
+"""Fusion: which scheduler nodes share one kernel, decided on symbolic indices.
+
+Input: scheduler nodes in topological order. Output: `FusedGroup`s (and extern nodes) in
+execution order. A group has one iteration space: `numel` outer points, each running
+`rnumel` inner points (1 for a purely pointwise kernel). Within one outer point, nodes run
+in stages: "outer" nodes once, "inner" pointwise nodes over the inner loop, "reduction"
+nodes combining over it.
+
+Rules (greedy, in topological order):
+- A node joins the latest group it benefits (reads what the group writes: vertical; or reads
+  what the group reads: horizontal), if every producer outside the group runs before it.
+- Shapes must fit: same `numel`; pointwise over `numel * rnumel` becomes an inner stage;
+  the loops of all members must have a common refinement (no div/mod introduced).
+- Every read of a buffer written inside the group must hit, in the group's loop variables,
+  exactly the element the producer writes in the same outer point (no indirect reads).
+- In-place updates of graph inputs never share a group with other readers of that input.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import sympy
+
+from inductor.config import config
+from inductor.ir.symbols import index_symbol, simplify_index, substitute
+from inductor.schedule.nodes import SchedulerNode
+
+
+def prefix_products(dims: list[int]) -> list[int]:
+    """Products of the leading dimensions: [a, b, c] -> [a, a*b, a*b*c]."""
+    products, running = [], 1
+    for size in dims:
+        running *= size
+        products.append(running)
+    return products
+
+
+def refine(first: list[int], second: list[int]) -> Optional[list[int]]:
+    """The coarsest dims that split both row-major factorizations of one total, or None."""
+    total_first = prefix_products(first)[-1] if first else 1
+    total_second = prefix_products(second)[-1] if second else 1
+    if total_first != total_second:
+        return None
+    boundaries = sorted(set(prefix_products(first)) | set(prefix_products(second)))
+    dims, previous = [], 1
+    for boundary in boundaries:
+        if boundary % previous:
+            return None
+        if boundary != previous:
+            dims.append(boundary // previous)
+        previous = boundary
+    return dims
+
+
+def express(node_dims: list[int], kernel_dims: list[int], kernel_vars: list) -> list:
+    """Each node loop variable as a linear combination of kernel loop variables."""
+    result, position = [], 0
+    for size in node_dims:
+        members, covered = [], 1
+        while covered < size:
+            members.append(position)
+            covered *= kernel_dims[position]
+            position += 1
+        expression, stride = sympy.Integer(0), 1
+        for member in reversed(members):
+            expression = expression + kernel_vars[member] * stride
+            stride *= kernel_dims[member]
+        result.append(expression)
+    return result
+
+
+OUTER_VARS = [index_symbol("x", n) for n in range(32)]
+INNER_VARS = [index_symbol("y", n) for n in range(32)]
+
+
+class Placement:
+    """How a node sits in a group: its stage kind and its loops split outer/inner."""
+
+    def __init__(self, kind: str, outer: list[int], inner: list[int]):
+        self.kind = kind      # "outer", "inner" or "reduction"
+        self.outer = outer    # node dims covering the outer iteration space
+        self.inner = inner    # node dims covering the inner iteration space
+
+    def mapping(self, node: SchedulerNode, outer_dims: list[int], inner_dims: list[int]):
+        """Node loop variable -> expression in kernel variables (x: outer, y: inner)."""
+        if self.kind == "reduction":
+            outer = express(node.outer_sizes, outer_dims, OUTER_VARS)
+            inner = express(node.inner_sizes, inner_dims, INNER_VARS)
+            replacements = {index_symbol("i", n): value for n, value in enumerate(outer)}
+            replacements.update({index_symbol("r", n): value for n, value in enumerate(inner)})
+            return replacements
+        dims = outer_dims + inner_dims
+        variables = OUTER_VARS[:len(outer_dims)] + INNER_VARS[:len(inner_dims)]
+        values = express(node.outer_sizes, dims, variables)
+        return {index_symbol("i", n): value for n, value in enumerate(values)}
+
+
+class FusedGroup:
+    """Nodes sharing one kernel, with their common loops."""
+
+    def __init__(self, node: SchedulerNode):
+        self.nodes: list[SchedulerNode] = []
+        self.placements: dict = {}
+        self.numel = node.numel()
+        self.rnumel = node.rnumel() if node.is_reduction() else 1
+        self.outer_dims: list[int] = []
+        self.inner_dims: list[int] = []
+        self.position = 0
+        self.written: dict = {}   # buffer name -> writing node
+        self.read: set = set()
+        placement, outer, inner, _ = self._fit(node)
+        self._add(node, placement, outer, inner)
+
+    # -- shapes --------------------------------------------------------------------------
+    def _fit(self, node: SchedulerNode):
+        """(placement, new outer dims, new inner dims, re-placed members) or None."""
+        numel, rnumel = self.numel, self.rnumel
+        replaced = {}
+        if not self.nodes:
+            numel, rnumel = node.numel(), node.rnumel() if node.is_reduction() else 1
+        if node.is_reduction():
+            if rnumel == 1 and self.nodes and node.numel() * node.rnumel() == numel \
+                    and node.rnumel() > 1:
+                numel, rnumel = node.numel(), node.rnumel()
+                for member in self.nodes:
+                    split = _split(member, numel, rnumel)
+                    if split is None:
+                        return None
+                    replaced[member] = split
+            elif rnumel == 1 and node.numel() == numel:
+                rnumel = node.rnumel()
+            if node.numel() != numel or node.rnumel() != rnumel:
+                return None
+            placement = Placement("reduction", node.outer_sizes, node.inner_sizes)
+        elif node.numel() == numel:
+            placement = Placement("outer", node.outer_sizes, [])
+        elif rnumel > 1 and node.numel() == numel * rnumel:
+            placement = _split(node, numel, rnumel)
+            if placement is None:
+                return None
+        else:
+            return None
+        placements = {**self.placements, **replaced, node: placement}
+        outer, inner = [], []
+        for member_placement in placements.values():
+            outer = refine(outer, member_placement.outer) if outer else member_placement.outer
+            inner = refine(inner, member_placement.inner) if inner else member_placement.inner
+            if outer is None or inner is None:
+                return None
+        return placements, outer, inner, (numel, rnumel)
+
+    def _add(self, node, placements, outer, inner, shape=None) -> None:
+        if isinstance(placements, Placement):
+            placements = {node: placements}
+        self.placements = placements
+        self.outer_dims, self.inner_dims = outer, inner
+        if shape is not None:
+            self.numel, self.rnumel = shape
+        self.nodes.append(node)
+        self.written[node.written_name()] = node
+        self.read |= node.read_names()
+
+    # -- legality ------------------------------------------------------------------------
+    def try_add(self, node: SchedulerNode) -> bool:
+        """Add `node` if it fits and every dependency inside the group is same-element."""
+        if len(self.nodes) >= config.max_fusion_nodes:
+            return False
+        fit = self._fit(node)
+        if fit is None:
+            return False
+        placements, outer, inner, shape = fit
+        if not self._legal(node, placements, outer, inner):
+            return False
+        self._add(node, placements, outer, inner, shape)
+        return True
+
+    def _legal(self, node, placements, outer, inner) -> bool:
+        mutated = getattr(node.buffer, "mutated_input", None)
+        if mutated and mutated in self.read:
+            return False
+        if any(getattr(member.buffer, "mutated_input", None) in node.read_names()
+               for member in self.nodes):
+            return False
+        node_map = placements[node].mapping(node, outer, inner)
+        for access in node.reads:
+            producer = self.written.get(access.name)
+            if producer is None:
+                continue
+            if access.index is None or producer.write.index is None:
+                return False
+            producer_map = placements[producer].mapping(producer, outer, inner)
+            if not self._same_element(producer.write.index, producer_map, access.index,
+                                      node_map, outer, inner):
+                return False
+            if placements[producer].kind == "inner" and placements[node].kind == "outer":
+                return False
+        return True
+
+    @staticmethod
+    def _same_element(write, write_map, read, read_map, outer, inner) -> bool:
+        ranges = {OUTER_VARS[n]: sympy.Integer(size) for n, size in enumerate(outer)}
+        ranges.update({INNER_VARS[n]: sympy.Integer(size) for n, size in enumerate(inner)})
+        first = simplify_index(sympy.expand(substitute(write, write_map)), ranges)
+        second = simplify_index(sympy.expand(substitute(read, read_map)), ranges)
+        return sympy.expand(first - second) == 0
+
+    def benefit(self, node: SchedulerNode) -> int:
+        """Shared memory traffic: reads of group outputs count twice, common reads once."""
+        names = node.read_names()
+        return 2 * len(names & set(self.written)) + len(names & self.read)
+
+    def kind_of(self, node: SchedulerNode) -> str:
+        return self.placements[node].kind
+
+    def __repr__(self) -> str:
+        members = ", ".join(f"{node.name}:{self.kind_of(node)}" for node in self.nodes)
+        return f"FusedGroup([{members}], outer={self.outer_dims}, inner={self.inner_dims})"
+
+
+def _split(node: SchedulerNode, numel: int, rnumel: int) -> Optional[Placement]:
+    """Place a pointwise node over numel*rnumel as an inner stage, if its loops split."""
+    dims = refine(node.outer_sizes, [numel, rnumel] if numel > 1 else [rnumel])
+    if dims is None:
+        return None
+    outer, running = [], 1
+    for position, size in enumerate(dims):
+        if running == numel:
+            return Placement("inner", outer, dims[position:])
+        outer.append(size)
+        running *= size
+    return Placement("inner", outer, []) if running == numel else None
+
+
+def fuse(nodes: list[SchedulerNode], dependencies: dict) -> list:
+    """Greedy fusion in topological order; returns groups and extern nodes in order.
+
+    `dependencies[node]` lists the nodes that must run before `node` (producers, and for
+    in-place updates of inputs every other reader of that input).
+    """
+    steps: list = []
+    step_of: dict = {}
+    for node in nodes:
+        if node.is_extern() or node.numel() == 0:
+            step_of[node] = len(steps)
+            steps.append(node)
+            continue
+        earliest = max((step_of[dependency] for dependency in dependencies.get(node, ())),
+                       default=-1)
+        best, best_score = None, 0
+        for position in range(len(steps) - 1, max(earliest, 0) - 1, -1):
+            candidate = steps[position]
+            if not isinstance(candidate, FusedGroup):
+                continue
+            score = candidate.benefit(node)
+            if score > best_score and _fits(candidate, node):
+                best, best_score = candidate, score
+        if best is not None and best.try_add(node):
+            step_of[node] = steps.index(best)
+            continue
+        group = FusedGroup(node)
+        step_of[node] = len(steps)
+        steps.append(group)
+    return steps
+
+
+def _fits(group: FusedGroup, node: SchedulerNode) -> bool:
+    return group._fit(node) is not None

@@ -1,0 +1,108 @@
+"""Stage "schedule": a `LoopGraph` becomes a `GraphPlan`.
+
+Input: the loop IR of one graph. Output: the kernels and library calls to run, in order, with
+the buffers to allocate and where each one dies. Steps: one scheduler node per buffer,
+dependencies (producers, and for in-place updates of inputs every earlier reader), removal of
+buffers nobody reads, fusion, kernel plans, lifetimes.
+"""
+from __future__ import annotations
+
+from inductor.ir.nodes import MultiOutput, ReinterpretView
+from inductor.schedule.fusion import FusedGroup, fuse
+from inductor.schedule.nodes import SchedulerNode
+from inductor.schedule.plans import ExternStep, GraphPlan, KernelPlan, build_kernel
+
+
+def _output_names(outputs) -> set:
+    names = set()
+    for value in outputs:
+        if isinstance(value, ReinterpretView):
+            names.add(value.data.get_name())
+        elif hasattr(value, "get_name"):
+            names.add(value.get_name())
+    return names
+
+
+def _live_nodes(graph, outputs: set) -> list[SchedulerNode]:
+    """Scheduler nodes for every buffer something needs (dead computed buffers dropped)."""
+    nodes = [SchedulerNode(buffer) for buffer in graph.buffers]
+    needed = set(outputs)
+    live = []
+    for node in reversed(nodes):
+        keep = node.name in needed or node.is_extern() or \
+            getattr(node.buffer, "mutated_input", None)
+        if isinstance(node.buffer, MultiOutput) and node.name not in needed:
+            keep = False
+        if keep:
+            live.append(node)
+            needed |= node.read_names()
+    live.reverse()
+    for order, node in enumerate(live):
+        node.order = order
+    return live
+
+
+def _dependencies(nodes: list[SchedulerNode]) -> tuple[dict, dict]:
+    """(node -> nodes that must run first, buffer name -> reading nodes)."""
+    writer = {}
+    readers: dict = {}
+    dependencies: dict = {}
+    for node in nodes:
+        before = []
+        for name in node.read_names():
+            if name in writer:
+                before.append(writer[name])
+        mutated = getattr(node.buffer, "mutated_input", None)
+        if mutated:
+            before += [reader for reader in readers.get(mutated, []) if reader is not node]
+        dependencies[node] = before
+        for name in node.read_names():
+            readers.setdefault(name, []).append(node)
+        writer[node.name] = node
+    return dependencies, readers
+
+
+def schedule(graph) -> GraphPlan:
+    """Fuse the loop IR of `graph` into kernel plans (see the module docstring)."""
+    outputs = _output_names(graph.outputs)
+    nodes = _live_nodes(graph, outputs)
+    dependencies, readers = _dependencies(nodes)
+    steps = []
+    for step in fuse(nodes, dependencies):
+        if isinstance(step, FusedGroup):
+            steps.append(build_kernel(step, f"kernel{len(steps)}", readers, outputs))
+        else:
+            steps.append(ExternStep(step))
+    buffers = {buffer.get_name(): buffer for buffer in graph.inputs + graph.buffers}
+    allocated, frees = _lifetimes(steps, graph, outputs)
+    return GraphPlan(steps, graph.inputs, graph.outputs, buffers, allocated, frees)
+
+
+def _step_reads(step) -> set:
+    if isinstance(step, ExternStep):
+        return step.node.read_names()
+    return set(step.loads)
+
+
+def _step_writes(step) -> list:
+    if isinstance(step, ExternStep):
+        return [step.name]
+    return step.stores
+
+
+def _lifetimes(steps, graph, outputs: set):
+    """Buffers the wrapper allocates (kernel stores) and the step after which each dies."""
+    inputs = {buffer.get_name() for buffer in graph.inputs}
+    allocated, last_use = [], {}
+    for position, step in enumerate(steps):
+        for name in _step_writes(step):
+            if isinstance(step, KernelPlan) and name not in inputs and name not in allocated:
+                allocated.append(name)
+            last_use.setdefault(name, position)
+        for name in _step_reads(step):
+            last_use[name] = position
+    frees: dict = {}
+    for name, position in last_use.items():
+        if name not in inputs and name not in outputs:
+            frees.setdefault(position, []).append(name)
+    return allocated, frees

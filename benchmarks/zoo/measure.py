@@ -5,7 +5,8 @@ per iteration (medians of interleaved trials) and peak bytes of one step.
 
 Timing: the steps alternate within every trial, in ABBA order (eager first on even trials,
 compiled first on odd ones), so that drift of a shared machine hits both alike; each trial
-times `repeat` back-to-back iterations, CUDA synchronised at both ends.
+times `repeat` back-to-back iterations, CUDA synchronised at both ends. The speedup is the
+median over trials of the ratio within a trial (`paired_speedup`).
 
 Peak memory of one step, by device:
 - CUDA: `torch.cuda.max_memory_allocated()` after `reset_peak_memory_stats()`, minus the bytes
@@ -70,6 +71,12 @@ def interleaved(eager: Step, compiled: Optional[Step], trials: int, repeat: int,
                 times[name].append(time_steps(step, repeat, device))
     return {name: {"median": statistics.median(values), "all": values}
             for name, values in times.items() if values}
+
+
+def paired_speedup(eager: list[float], compiled: list[float]) -> float:
+    """Median over trials of eager time / compiled time within the same trial: robust to a
+    shared machine whose speed drifts between trials (both steps of a trial see the same)."""
+    return statistics.median(e / c for e, c in zip(eager, compiled))
 
 
 def peak_memory(step: Step, device: str) -> tuple[Optional[int], str]:

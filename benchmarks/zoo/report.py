@@ -41,8 +41,9 @@ graphs run as FX Python (the capture's own cost); `torch.compile` (the anchor, d
   1e-2, fp16 1e-3) or its RMSE against float64 is at most 2x eager's plus a tenth of the
   tolerance. Training compares the loss and every parameter's gradient after one backward.
   Dropout and stochastic depth are off in training so that a step is deterministic.
-- **Speed**: median time per iteration over interleaved eager/compiled trials (ABBA order);
-  speedup = eager median / compiled median from the same process. Training = forward, loss,
+- **Speed**: time per iteration over interleaved eager/compiled trials (ABBA order) in one
+  process; speedup = median over trials of eager time / compiled time within the trial, which
+  holds up on a machine whose speed drifts between trials (`eager ms` is the eager median). Training = forward, loss,
   backward and an SGD step. **Compile** = wall time of the first call (cold caches; includes
   one execution).
 - **Counts**: graphs compiled, graph breaks (torch.compile: its counters; framejit: distinct
@@ -65,13 +66,17 @@ The GPU suite runs through the device tool in chunks: see `benchmarks/zoo/gpu.sh
 
 
 def latest(rows: list[dict]) -> list[dict]:
-    """The last row per job key, in the order jobs first appeared."""
+    """The last row per job key, in the order jobs first appeared, with the speedup taken
+    from its stored trials as the median of per-trial ratios (`measure.paired_speedup`)."""
+    from benchmarks.zoo.measure import paired_speedup
     from benchmarks.zoo.worker import row_key
     chosen: dict[tuple, dict] = {}
     for row in rows:
         key = row_key(row)
         chosen.pop(key, None)
         chosen[key] = row
+        if row.get("eager_trials_ms") and row.get("compiled_trials_ms"):
+            row["speedup"] = paired_speedup(row["eager_trials_ms"], row["compiled_trials_ms"])
     return list(chosen.values())
 
 

@@ -197,7 +197,8 @@ def _time(run: _Run, workload: catalog.Workload, compiled: compilers.Compiled) -
     if compiled_step is not None:
         row["compiled_ms"] = round(times["compiled"]["median"] * 1e3, 4)
         row["compiled_trials_ms"] = [round(value * 1e3, 4) for value in times["compiled"]["all"]]
-        row["speedup"] = round(times["eager"]["median"] / times["compiled"]["median"], 4)
+        row["speedup"] = round(measure.paired_speedup(times["eager"]["all"],
+                                                       times["compiled"]["all"]), 4)
     else:
         row["compiled_ms"], row["speedup"] = row["eager_ms"], 1.0
     row["step"] = "memory"

@@ -43,9 +43,9 @@ graphs run as FX Python (the capture's own cost); `torch.compile` (the anchor, d
   Dropout and stochastic depth are off in training so that a step is deterministic.
 - **Speed**: time per iteration over interleaved eager/compiled trials (ABBA order) in one
   process; speedup = median over trials of eager time / compiled time within the trial, which
-  holds up on a machine whose speed drifts between trials (`eager ms` is the eager median). Training = forward, loss,
-  backward and an SGD step. **Compile** = wall time of the first call (cold caches; includes
-  one execution).
+  holds up on a machine whose speed drifts between trials (`eager ms` is the eager median).
+  Training = forward, loss, backward and an SGD step. **Compile** = wall time of the first
+  call (cold caches; includes one execution).
 - **Counts**: graphs compiled, graph breaks (torch.compile: its counters; framejit: distinct
   frames whose capture stopped and ran eagerly), recompiles (graphs added after the first call).
 - **Peak memory** of one step above what was resident before it. CUDA:

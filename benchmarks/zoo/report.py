@@ -140,8 +140,13 @@ def _environment(rows: list[dict]) -> list[str]:
     when = dates[0] if dates and dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
     notes = sorted({row["note"] for row in rows if row.get("note")})
     threads = sorted({str(row.get("threads") or env.get("torch_threads")) for row in rows})
+    commits = list(dict.fromkeys(row["env"].get("framejit_commit") for row in rows
+                                 if row.get("env")))
+    commit = (f"framejit commit `{commits[0]}`" if len(commits) <= 1 else
+              f"framejit commits `{commits[0]}` to `{commits[-1]}` (the tree moved during "
+              f"the run: each row names its own)")
     lines = [
-        f"- Measured: {when}; framejit commit `{env.get('framejit_commit')}`.",
+        f"- Measured: {when}; {commit}.",
         f"- Machine: {env.get('cpu')}, {env.get('cpu_cores')} cores, "
         f"{env.get('memory_gib')} GiB" + (f"; GPU {env['gpu']} (CUDA {env.get('cuda')})"
                                           if env.get("gpu") else "")

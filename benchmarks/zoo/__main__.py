@@ -23,10 +23,12 @@ RESULTS = REPOSITORY / "benchmarks" / "results"
 # suite leaves out eager (timed inside every job anyway) and torch.compile-eager to fit the
 # device time.
 SUITE_DEFAULTS = {
-    "cpu": dict(device="cpu", dtype="float32", amp=None, batch=1, trials=7, timeout=900,
-                compilers=list(compilers.COMPILERS), output=RESULTS / "cpu.jsonl"),
+    "cpu": dict(device="cpu", dtype="float32", amp=None, batch=1, trials=7, trial_seconds=0.3,
+                timeout=900, compilers=list(compilers.COMPILERS),
+                output=RESULTS / "cpu.jsonl"),
     "gpu": dict(device="cuda", dtype="bfloat16", amp="bfloat16", batch=16, trials=10,
-                timeout=420, compilers=["framejit", "framejit-eager", "torch.compile"],
+                trial_seconds=0.1, timeout=420,
+                compilers=["framejit", "framejit-eager", "torch.compile"],
                 output=RESULTS / "gpu.jsonl"),
 }
 
@@ -73,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--compile-mode", help="passed to both compilers (e.g. reduce-overhead)")
     run.add_argument("--trials", type=int, help="interleaved timing trials per compiler")
     run.add_argument("--warmup", type=int, default=2)
-    run.add_argument("--trial-seconds", type=float, default=0.3,
+    run.add_argument("--trial-seconds", type=float,
                      help="approximate length of one timing trial")
     run.add_argument("--threads", type=int, help="torch/OpenMP threads per job")
     run.add_argument("--timeout", type=float, help="seconds per job")

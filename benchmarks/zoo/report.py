@@ -85,11 +85,17 @@ def write(files: list[Path], output: Path) -> str:
     names = ", ".join(f"`{path.name}`" for path in files)
     rendered = f"_Rendered {time.strftime('%Y-%m-%d')} from {names}._\n"
     parts = [ZOO_BEGIN, _HEADER, rendered]
+    from benchmarks.zoo.runner import load_rows
+    devices = set()
     for path in files:
-        from benchmarks.zoo.runner import load_rows
         rows = latest(load_rows(path))
+        devices |= {row.get("device", "cpu").split(":")[0] for row in rows}
         if rows:
             parts.append(section(path, rows, output.parent))
+    for device, how in (("cpu", "`python -m benchmarks.zoo run --suite cpu --threads 1`"),
+                        ("cuda", "`benchmarks/zoo/gpu.sh` through the device tool")):
+        if device not in devices:
+            parts.append(f"### {device.upper()}\n\nNo results yet: run {how}.\n")
     parts.append(ZOO_END)
     text = _splice(output.read_text() if output.exists() else "", "\n".join(parts))
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -57,6 +57,7 @@ def test_report_renders_tables_plots_and_failures(results, tmp_path):
     assert "timeout" not in text.split("#### Training")[0].split("Jobs that did not pass")[1]
     assert "| torch.compile | 2 | 2 | 0 | 0 | 0 | 100% | 1.58x (2) | 16.0 |" in text
     assert "#### Training" in text
+    assert "### CUDA\n\nNo results yet" in text and "### CPU\n\nNo results" not in text
     for name in ("inference-speedup", "inference-compile", "inference-outcomes",
                  "training-speedup"):
         image = results.parent / f"cpu-{name}.png"

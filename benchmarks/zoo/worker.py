@@ -147,7 +147,10 @@ def _measure(run: _Run) -> None:
     result = run.forward(compiled.function, workload)
     measure.synchronize(job.device)
     first_call = time.perf_counter() - started
+    row["compile_seconds"] = None if job.compiler == "eager" else round(first_call, 3)
+    row["first_call_seconds"] = round(first_call, 4)
     first_stats = compiled.stats()
+    row.update(first_stats)
     row["step"] = "accuracy"
     tolerance_dtype = getattr(torch, job.amp) if job.amp else run.dtype
     verdict = accuracy.compare(result, eager_result, reference, tolerance_dtype)
@@ -156,8 +159,6 @@ def _measure(run: _Run) -> None:
     _release(job.device)
     row["step"] = "timing"
     _time(run, workload, compiled)
-    row["compile_seconds"] = None if job.compiler == "eager" else round(first_call, 3)
-    row["first_call_seconds"] = round(first_call, 4)
     stats = compiled.stats()
     row.update(stats)
     if stats.get("graphs") is not None and first_stats.get("graphs") is not None:

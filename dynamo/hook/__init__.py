@@ -111,5 +111,6 @@ def clear_all() -> None:
 
 
 def counters() -> dict:
-    """Cache hits and misses seen by the C walk, and how many threads have a callback."""
+    """Cache hits and misses seen by the C walk, how many threads have a callback, and whether
+    the eval-frame function is installed (`installed`)."""
     return _C.counters()

@@ -104,9 +104,25 @@ static unsigned long long counter_hits = 0, counter_misses = 0;
 
 static PyObject *eval_frame(PyThreadState *, Frame *, int);
 
+/* Another PEP 523 user (torch.compile, a debugger) may have its function installed when the
+ * first callback arrives: remember it and put it back when the last callback leaves. */
+static _PyFrameEvalFunction previous_eval_frame = NULL;
+
 static void install_eval_frame(int on) {
     PyInterpreterState *interp = PyInterpreterState_Get();
-    _PyInterpreterState_SetEvalFrameFunc(interp, on ? eval_frame : _PyEval_EvalFrameDefault);
+    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (on && current != eval_frame) {
+        previous_eval_frame = current;
+        _PyInterpreterState_SetEvalFrameFunc(interp, eval_frame);
+    } else if (!on && current == eval_frame) {  /* if replaced since, leave the new one */
+        _PyInterpreterState_SetEvalFrameFunc(
+            interp, previous_eval_frame ? previous_eval_frame : _PyEval_EvalFrameDefault);
+        previous_eval_frame = NULL;
+    }
+}
+
+static int eval_frame_installed(void) {
+    return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) == eval_frame;
 }
 
 static int tracing_active(PyThreadState *tstate) {
@@ -513,10 +529,12 @@ static PyObject *get_skip(PyObject *module, PyObject *arg) {
 
 static PyObject *counters(PyObject *module, PyObject *unused) {
 #if JIT_HOOK_SUPPORTED
-    return Py_BuildValue("{sKsKsi}", "hits", counter_hits, "misses", counter_misses,
-                         "active_threads", active_threads);
+    return Py_BuildValue("{sKsKsisO}", "hits", counter_hits, "misses", counter_misses,
+                         "active_threads", active_threads,
+                         "installed", eval_frame_installed() ? Py_True : Py_False);
 #else
-    return Py_BuildValue("{sisisi}", "hits", 0, "misses", 0, "active_threads", 0);
+    return Py_BuildValue("{sisisisO}", "hits", 0, "misses", 0, "active_threads", 0,
+                         "installed", Py_False);
 #endif
 }
 
@@ -529,7 +547,8 @@ static PyMethodDef methods[] = {
     {"set_skip", (PyCFunction)(void (*)(void))set_skip, METH_FASTCALL,
      "Mark or unmark a code object as never intercepted."},
     {"get_skip", get_skip, METH_O, "Whether a code object is marked skip."},
-    {"counters", counters, METH_NOARGS, "Cache hits and misses, active threads."},
+    {"counters", counters, METH_NOARGS,
+     "Cache hits and misses, threads with a callback, whether the eval function is set."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -192,11 +192,34 @@ def test_two_threads_with_different_callbacks_do_not_interfere():
 
 
 def test_eval_function_is_installed_only_while_a_thread_has_a_callback(install):
-    assert hook.counters()["active_threads"] == 0
+    assert hook.counters()["active_threads"] == 0 and not hook.counters()["installed"]
     install(Recorder())
+    assert hook.counters()["active_threads"] == 1 and hook.counters()["installed"]
+    install(Recorder())  # replacing a callback keeps one active thread
     assert hook.counters()["active_threads"] == 1
     install(None)
-    assert hook.counters()["active_threads"] == 0
+    assert hook.counters()["active_threads"] == 0 and not hook.counters()["installed"]
+
+
+def test_eval_function_stays_installed_until_the_last_thread_leaves():
+    entered, leave = threading.Event(), threading.Event()
+
+    def worker():
+        previous = hook.set_callback(Recorder())
+        entered.set()
+        leave.wait(10)
+        hook.set_callback(previous)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    entered.wait(10)
+    previous = hook.set_callback(Recorder())
+    assert hook.counters()["active_threads"] == 2
+    hook.set_callback(previous)
+    assert hook.counters()["active_threads"] == 1 and hook.counters()["installed"]
+    leave.set()
+    thread.join()
+    assert hook.counters()["active_threads"] == 0 and not hook.counters()["installed"]
 
 
 def test_scoped_call_installs_and_restores(install):
@@ -207,3 +230,53 @@ def test_scoped_call_installs_and_restores(install):
     assert hook.get_callback() is None
     nested = _C.ScopedCall(lambda: (hook.get_callback(), scoped(1)), None)
     assert nested() == (None, 2)
+
+
+def test_threads_sharing_one_cache_while_it_changes():
+    """Hits reorder the list, another thread removes and re-adds entries, checks switch threads
+    mid-walk: every call still runs correct code and nothing crashes."""
+    from dynamo.rewrite import nop_rewrite
+
+    def target(x):
+        return x + 1
+
+    code = target.__code__
+    replacement = nop_rewrite(code)
+    entries = [hook.add_entry(code, (lambda k: lambda L, G: L["x"] % 4 == k)(k), replacement)
+               for k in range(4)]
+    stop, failures = threading.Event(), []
+
+    def caller(offset):
+        previous = hook.set_callback(Recorder())
+        try:
+            for i in range(3000):
+                if target(i + offset) != i + offset + 1:
+                    failures.append(i)
+        finally:
+            hook.set_callback(previous)
+
+    def mutator():
+        while not stop.is_set():
+            for entry in entries:
+                hook.remove_entry(code, entry)
+                hook.entries(code).append(entry)
+
+    hits_before = hook.counters()["hits"]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=caller, args=(offset,)) for offset in range(3)]
+        side = threading.Thread(target=mutator)
+        side.start()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        stop.set()
+        side.join()
+    finally:
+        sys.setswitchinterval(interval)
+        hook.clear_all()
+    assert failures == []
+    assert hook.counters()["hits"] - hits_before > 4000  # the shared cache really served calls
+    assert hook.counters()["active_threads"] == 0

@@ -37,6 +37,9 @@ def rebuild(plan, value) -> str:
         return f"slice({', '.join(rebuild(plan, part) for part in value.parts)})"
     if isinstance(value, NewObjectVariable):
         return _new_object(plan, value)
+    custom = getattr(value, "rebuild", None)  # variables that know how to rebuild themselves
+    if custom is not None:
+        return custom(plan)
     if getattr(value, "is_real", False):
         if value.source is not None:
             return plan.source(value.source)

@@ -12,6 +12,7 @@ from typing import Any
 from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import NotConstant, Variable
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.exceptions import python_error
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable,
                                          TupleVariable, constant_key, is_subclass_instance)
 from dynamo.variables.tensor import TensorVariable
@@ -55,9 +56,14 @@ def apply(tx, function, *operands: Variable) -> Variable:
         return _apply_structured(tx, function, operands)
     try:
         return tx.wrap_result(function(*values))
+    except _PYTHON_ERRORS as error:  # 1 / 0, "a" + 1, (1, 2)[5]: raised in the traced code
+        raise python_error(type(error), *map(str, error.args[:1])) from None
     except Exception as error:
         raise Unsupported(UNSUPPORTED_OBJECT, f"{function.__name__} raised "
                           f"{type(error).__name__}: {error}") from None
+
+
+_PYTHON_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError)
 
 
 def binary(tx, symbol: str, left: Variable, right: Variable) -> Variable:
@@ -164,6 +170,11 @@ def subscript(tx, container: Variable, index: Variable, builtin: bool = False) -
     if isinstance(container, DictVariable):
         from dynamo.variables.container_methods import call_container_method
         return call_container_method(tx, container, "__getitem__", [index], {})
+    from dynamo.variables.modules import ModuleSliceVariable, ModuleVariable
+    if isinstance(container, ModuleVariable) and container.is_container():
+        return container.item(tx, index)
+    if isinstance(container, ModuleSliceVariable):
+        return container.item(tx, index)
     if container.is_constant() and index.is_constant():
         return apply(tx, operator.getitem, container, index)
     return _apply_structured(tx, operator.getitem, (container, index))
@@ -183,7 +194,9 @@ def _sequence_item(container, index: Variable) -> Variable:
                 return ListVariable.new(picked)
             return TupleVariable(tuple(picked))
         return items[key.__index__()]
-    except (IndexError, TypeError, AttributeError) as error:
+    except IndexError as error:
+        raise python_error(IndexError, str(error)) from None
+    except (TypeError, AttributeError) as error:
         raise Unsupported(UNSUPPORTED_OBJECT, f"indexing raised {type(error).__name__}") from None
 
 

@@ -78,9 +78,15 @@ def bind_class_attribute(tx, attribute: Any, owner: Variable, cls: type,
 
 
 def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optional[Box],
-                    real: Any = MISSING, source: Optional[Source] = None) -> Variable:
+                    real: Any = MISSING, source: Optional[Source] = None,
+                    raw: bool = False) -> Variable:
     """`owner.name` by CPython's rules. `attributes` holds pending (or, for new objects, all)
-    instance attributes; `real` is the pre-existing object behind `owner`, if any."""
+    instance attributes; `real` is the pre-existing object behind `owner`, if any. A Python
+    `__getattribute__` of the class is inlined unless `raw` (`object.__getattribute__`)."""
+    if not raw:
+        hook = python_override(cls, "__getattribute__")
+        if hook is not None:
+            return _through_getattribute(tx, hook, owner, cls, name)
     attribute = class_lookup(cls, name)
     attribute_source = None if source is None else AttrSource(source, name)
     if attribute is not MISSING and is_data_descriptor(attribute):
@@ -112,8 +118,29 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
     hook = python_override(cls, "__getattr__")
     if hook is not None:
         return tx.wrap(hook, None).call(tx, [owner, ConstantVariable(name)], {})
-    raise Unsupported(UNSUPPORTED_OBJECT, f"{cls.__name__} object has no attribute {name!r} "
-                      "(AttributeError)")
+    from dynamo.variables.exceptions import python_error
+    raise python_error(AttributeError, f"'{cls.__name__}' object has no attribute '{name}'")
+
+
+def _through_getattribute(tx, hook, owner: Variable, cls: type, name: str) -> Variable:
+    from dynamo.variables.exceptions import RaisedInTrace
+    try:
+        return tx.wrap(hook, None).call(tx, [owner, ConstantVariable(name)], {})
+    except RaisedInTrace as raised:
+        fallback = python_override(cls, "__getattr__")
+        if fallback is None or not issubclass(raised.exception.python_type(), AttributeError):
+            raise
+        return tx.wrap(fallback, None).call(tx, [owner, ConstantVariable(name)], {})
+
+
+def raw_getattr(tx, owner: Variable, name: str) -> Variable:
+    """`object.__getattribute__(owner, name)`: the protocol without the class's
+    `__getattribute__` override (and without `__getattr__`)."""
+    pending = getattr(owner, "pending_attributes", None)
+    if pending is None:
+        return owner.getattr(tx, name)
+    return generic_getattr(tx, owner, _class_of(owner), name, pending(tx), real_object(owner),
+                           owner.source, raw=True)
 
 
 def generic_hasattr(cls: type, name: str, attributes: Optional[Box], real: Any) -> bool:

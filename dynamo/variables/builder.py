@@ -29,9 +29,11 @@ from dynamo.variables.containers import DictVariable, ListVariable, TupleVariabl
 from dynamo.variables.functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
 from dynamo.variables.modules import ModuleVariable, PythonModuleVariable
 from dynamo.variables.objects import ClassVariable, UserObjectVariable
+from dynamo.variables import resume_state
 from dynamo.variables.torch_calls import TorchFunctionVariable, is_torch_function
 from guards import (ConstantGuard, DictKeysGuard, IdentityGuard, LengthGuard, NoneGuard,
                     TensorMatchGuard, TypeGuard)
+from guards import is_constant as guards_is_constant
 from guards.sources import AttrSource, ConstantSource, DictItemSource, ItemSource, Source
 
 _BUILTIN_MODULES = {"builtins", "math", "operator", "_operator", "functools", "_functools",
@@ -58,7 +60,8 @@ def wrap(tx, value: Any, source: Optional[Source]) -> Variable:
     if isinstance(value, types.CodeType):
         _guard(tx, source, lambda: IdentityGuard(source, value))
         return ConstantVariable(value, source=source)
-    if is_constant_value(value) and type(value) not in (tuple, torch.Size, range, slice):
+    if is_constant_value(value) and type(value) not in (tuple, torch.Size, range, slice) and \
+            (source is None or guards_is_constant(value)):
         _guard(tx, source, lambda: ConstantGuard(source, value))
         return ConstantVariable(value, source=source)
     kind = type(value)
@@ -149,6 +152,10 @@ def _wrap_mapping(tx, value: dict, source: Optional[Source]) -> Variable:
 
 
 def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
+    if type(value) is types.BuiltinFunctionType and value in resume_state.HELPERS:
+        return resume_state.FrameStateHelper(resume_state.HELPERS[value])
+    if isinstance(value, resume_state.RestoreGradMode) or value is resume_state.exit_nothing:
+        return resume_state.wrap_exit(tx, value, source)
     if isinstance(value, _C.ScopedCall):
         if value.callback is None:
             return DisabledFunctionVariable(value)

@@ -52,6 +52,10 @@ class SlotFunctionVariable(Variable):
             return _class_method(tx, self, owner, name, rest, kwargs)
         if objclass is object:
             return _object_method(tx, owner, name, rest, kwargs)
+        if objclass is BaseException and name == "__init__" and not kwargs and \
+                hasattr(owner, "set_args"):
+            owner.set_args(tuple(rest))
+            return NONE
         from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable,
                                                  TupleVariable)
         if isinstance(owner, (DictVariable, ListVariable, SetVariable, TupleVariable)) and \
@@ -73,7 +77,7 @@ def _object_method(tx, owner: Variable, name: str, args: list, kwargs: dict) -> 
         attributes.raw_delete_attribute(tx, owner, tx.constant(args[0], "the attribute name"))
         return NONE
     if name == "__getattribute__" and len(args) == 1 and not kwargs:
-        return owner.getattr(tx, tx.constant(args[0], "the attribute name"))
+        return attributes.raw_getattr(tx, owner, tx.constant(args[0], "the attribute name"))
     if name in ("__init__", "__init_subclass__") and not args and not kwargs:
         return NONE
     if name in ("__eq__", "__ne__") and len(args) == 1:

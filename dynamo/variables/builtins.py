@@ -66,6 +66,9 @@ class BuiltinVariable(Variable):
                 return folded
         if self.value is print:
             raise Unsupported(PRINT, "print()")
+        if isinstance(self.value, type) and issubclass(self.value, BaseException):
+            from dynamo.variables.construct import construct
+            return construct(tx, self.value, list(args), dict(kwargs))
         raise Unsupported(UNSUPPORTED_CALL, f"{self.describe()}() with "
                           + (", ".join(arg.describe() for arg in args) or "no arguments"))
 
@@ -118,6 +121,11 @@ def length(tx, value: Variable, builtin: bool = False) -> int:
         return len(value.as_constant())
     except NotConstant:
         pass
+    from dynamo.variables.modules import ModuleSliceVariable, ModuleVariable
+    if isinstance(value, ModuleVariable) and value.is_container():
+        return value.length()
+    if isinstance(value, ModuleSliceVariable):
+        return len(value.modules)
     method = tx.lookup_dunder(value, "__len__")
     if method is None:
         raise Unsupported(UNSUPPORTED_OBJECT, f"len() of {value.describe()}")
@@ -224,7 +232,9 @@ def _extreme(symbol: str):
         if not items:
             if default is not _MISSING:
                 return default
-            raise Unsupported(UNSUPPORTED_CALL, "min()/max() of an empty sequence (ValueError)")
+            from dynamo.variables.exceptions import python_error
+            raise python_error(ValueError, f"{'min' if symbol == '<' else 'max'}() arg is an "
+                               "empty sequence")
         keys = items if key is None or _is_none(key) else \
             [key.call(tx, [item], {}) for item in items]
         best = 0
@@ -338,7 +348,8 @@ def _next(tx, iterator, *default):
     if item is None:
         if default:
             return default[0]
-        raise Unsupported(UNSUPPORTED_CALL, "next() of an exhausted iterator (StopIteration)")
+        from dynamo.variables.exceptions import python_error
+        raise python_error(StopIteration)
     return item
 
 

@@ -14,6 +14,7 @@ from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
 from dynamo.trace.side_effects import Box
 from dynamo.variables.base import NotConstant, Variable
 from dynamo.variables.containers import DictVariable, ListVariable, TupleVariable
+from dynamo.variables.exceptions import ExceptionVariable, is_exception_class
 from dynamo.variables.objects import NewObjectVariable, class_lookup
 
 
@@ -26,6 +27,8 @@ def construct(tx, cls: type, args: list, kwargs: dict) -> Variable:
         return _namedtuple(tx, cls, args, kwargs)
     if cls in (collections.OrderedDict, collections.defaultdict):
         return _mapping(tx, cls, args, kwargs)
+    if is_exception_class(cls):
+        return _exception(tx, cls, args, kwargs)
     folded = _fold(tx, cls, args, kwargs)
     if folded is not None:
         return folded
@@ -82,6 +85,19 @@ def allocate(tx, cls: type) -> Variable:
     if base is object and _allocatable(cls):
         return NewObjectVariable(cls, attributes)
     raise Unsupported(UNSUPPORTED_CALL, f"creating a {cls.__name__} object")
+
+
+def _exception(tx, cls: type, args: list, kwargs: dict) -> Variable:
+    if class_lookup(cls, "__new__") is not class_lookup(_builtin_base(cls), "__new__"):
+        raise Unsupported(UNSUPPORTED_CALL, f"creating a {cls.__name__} (custom __new__)")
+    instance = ExceptionVariable.new(cls, tuple(args))
+    init = class_lookup(cls, "__init__")
+    if init is not BaseException.__init__ and init is not class_lookup(_builtin_base(cls),
+                                                                       "__init__"):
+        tx.wrap(init, None).call(tx, [instance, *args], kwargs)
+    elif kwargs:
+        raise Unsupported(UNSUPPORTED_CALL, f"{cls.__name__}() takes no keyword arguments")
+    return instance
 
 
 def _namedtuple(tx, cls, args, kwargs) -> Variable:

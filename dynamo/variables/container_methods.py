@@ -7,10 +7,15 @@ from __future__ import annotations
 from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
 from dynamo.variables.base import NotConstant, Variable
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.exceptions import ExceptionVariable, RaisedInTrace, python_error
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
                                          constant_key)
 
 NONE = ConstantVariable(None)
+
+
+def _key_error(key):
+    return RaisedInTrace(ExceptionVariable.new(KeyError, (ConstantVariable(key),)))
 
 
 def call_container_method(tx, owner: Variable, name: str, args: list, kwargs: dict) -> Variable:
@@ -37,7 +42,7 @@ def _index_of(tx, items, value: Variable) -> int:
     for index, item in enumerate(items):
         if compare(tx, "==", item, value).truth(tx):
             return index
-    raise Unsupported(UNSUPPORTED_CALL, "list.index/remove of a missing value raises ValueError")
+    raise python_error(ValueError, "list.index(x): x not in list")
 
 
 def _sequence_query(tx, items, name: str, args: list) -> Variable:
@@ -123,7 +128,7 @@ def _dict_method(tx, owner: DictVariable, name: str, args: list, kwargs: dict) -
             return items.pop(key)
         if len(args) > 1:
             return args[1]
-        raise Unsupported(UNSUPPORTED_CALL, "dict.pop of a missing key raises KeyError")
+        raise _key_error(key)
     elif name == "setdefault":
         key = constant_key(args[0])
         return items.setdefault(key, args[1] if len(args) > 1 else NONE)
@@ -142,7 +147,7 @@ def _dict_method(tx, owner: DictVariable, name: str, args: list, kwargs: dict) -
 
 def _missing(tx, owner: DictVariable, key) -> Variable:
     if owner.default_factory is None:
-        raise Unsupported(UNSUPPORTED_CALL, f"dict lookup of missing key {key!r} raises KeyError")
+        raise _key_error(key)
     value = owner.default_factory.call(tx, [], {})
     owner.box.touch()
     owner.items[key] = value
@@ -171,7 +176,7 @@ def _set_method(tx, owner: SetVariable, name: str, args: list) -> Variable:
         elif key in items:
             del items[key]
         elif name == "remove":
-            raise Unsupported(UNSUPPORTED_CALL, "set.remove of a missing item raises KeyError")
+            raise _key_error(key)
     elif name == "update":
         for arg in args:
             for item in tx.iterate(arg):

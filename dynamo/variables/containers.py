@@ -115,6 +115,9 @@ class ListVariable(Variable):
     def attribute_box(self, tx) -> Optional[Box]:
         return subclass_attribute_box(tx, self)
 
+    def pending_attributes(self, tx) -> Optional[Box]:
+        return _pending_attributes(tx, self)
+
     def real_object(self) -> Any:
         return self.box.real if self.box.real is not None else _missing()
 
@@ -167,6 +170,9 @@ class DictVariable(Variable):
 
     def attribute_box(self, tx) -> Optional[Box]:
         return subclass_attribute_box(tx, self)
+
+    def pending_attributes(self, tx) -> Optional[Box]:
+        return _pending_attributes(tx, self)
 
     def real_object(self) -> Any:
         return self.box.real if self.box.real is not None else _missing()

@@ -30,7 +30,7 @@ class GradModeContext(Variable):
     def enter(self, tx) -> tuple[Variable, Variable]:
         previous = torch.is_grad_enabled()
         _set_grad(tx, self.enabled)
-        return ContextExit(lambda: _set_grad(tx, previous)), ConstantVariable(None)
+        return grad_mode_exit(tx, previous), ConstantVariable(None)
 
     def call(self, tx, args, kwargs) -> Variable:
         """Used as a decorator: `@torch.no_grad()`."""
@@ -77,7 +77,9 @@ class NullContext(Variable):
         return contextlib.nullcontext
 
     def enter(self, tx) -> tuple[Variable, Variable]:
-        return ContextExit(lambda: None), self.entered or ConstantVariable(None)
+        from dynamo.resume.contexts import exit_nothing
+        return ContextExit(lambda: None, real_exit=(exit_nothing,)), \
+            self.entered or ConstantVariable(None)
 
 
 @variable
@@ -85,12 +87,31 @@ class ContextExit(Variable):
     """The `__exit__` CPython keeps on the stack during a `with` block."""
 
     leave: Any
+    real_exit: Any = None  # (callable, *arguments) building a real exit, for graph breaks
 
     def call(self, tx, args, kwargs) -> Variable:
-        if any(not (arg.is_constant() and arg.as_constant() is None) for arg in args):
-            raise Unsupported(UNSUPPORTED_OBJECT, "leaving a `with` block by an exception")
+        """`__exit__(type, value, traceback)`: restores the mode; never swallows an
+        exception (returns a false value)."""
         self.leave()
         return ConstantVariable(None)
+
+    def rebuild(self, plan) -> str:
+        """A real exit callable, for a `with` block a graph break cuts in two."""
+        if self.real_exit is None:
+            raise Unsupported(UNSUPPORTED_OBJECT, "a graph break inside this kind of `with` "
+                              "block (only grad-mode, nullcontext and user context managers "
+                              "can be resumed)")
+        function, *arguments = self.real_exit
+        if not arguments:
+            return plan.bind(function, function.__name__)
+        return f"{plan.bind(function, function.__name__)}" \
+               f"({', '.join(plan.constant(argument) for argument in arguments)})"
+
+
+def grad_mode_exit(tx, previous: bool) -> ContextExit:
+    """The exit of a grad-mode block: records the mode change back to `previous`."""
+    from dynamo.resume.contexts import RestoreGradMode
+    return ContextExit(lambda: _set_grad(tx, previous), real_exit=(RestoreGradMode, previous))
 
 
 @variable
@@ -162,7 +183,7 @@ class AppliedGradMode(Variable):
     previous: bool
 
     def enter(self, tx) -> tuple[Variable, Variable]:
-        return ContextExit(lambda: _set_grad(tx, self.previous)), ConstantVariable(None)
+        return grad_mode_exit(tx, self.previous), ConstantVariable(None)
 
 
 def set_grad_enabled(tx, enabled: bool) -> Variable:

@@ -268,6 +268,10 @@ class BoundMethodVariable(Variable):
             return self.function
         return self.function.getattr(tx, name)
 
+    def rebuild(self, plan) -> str:
+        method = plan.bind(types.MethodType, "MethodType")
+        return f"{method}({plan.reconstruct(self.function)}, {plan.reconstruct(self.owner)})"
+
 
 @variable
 class PartialVariable(Variable):

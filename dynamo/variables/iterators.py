@@ -57,6 +57,11 @@ class SequenceIterator(IteratorVariable):
         self.box.contents[1] = position + 1
         return items[position]
 
+    def rebuild(self, plan) -> str:
+        """An iterator over the items not yet consumed (a graph break keeps it on the stack)."""
+        items, position = self.box.contents
+        return f"iter(({''.join(plan.reconstruct(item) + ', ' for item in items[position:])}))"
+
 
 @variable
 class MapIterator(IteratorVariable):
@@ -96,6 +101,10 @@ class ZipIterator(IteratorVariable):
             raise Unsupported(UNSUPPORTED_OBJECT, "zip(strict=True) of unequal lengths")
         return None
 
+    def rebuild(self, plan) -> str:
+        parts = [plan.reconstruct(iterator) for iterator in self.iterators]
+        return f"zip({', '.join(parts)}{', strict=True' if self.strict else ''})"
+
 
 @variable
 class EnumerateIterator(IteratorVariable):
@@ -108,6 +117,9 @@ class EnumerateIterator(IteratorVariable):
         index = self.box.contents
         self.box.contents = index + 1
         return TupleVariable((ConstantVariable(index), item))
+
+    def rebuild(self, plan) -> str:
+        return f"enumerate({plan.reconstruct(self.source_iterator)}, {self.box.contents!r})"
 
 
 @variable
@@ -136,7 +148,12 @@ class GeneratorVariable(IteratorVariable):
         tracer = self.box.contents
         if tracer is None:
             return None
-        value = tracer.resume()
+        from dynamo.variables.exceptions import RaisedInTrace
+        try:
+            value = tracer.resume()
+        except RaisedInTrace:
+            self.box.contents = None  # a generator that raised is finished
+            raise
         if value is None:
             self.box.contents = None
         return value

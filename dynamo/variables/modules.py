@@ -140,11 +140,18 @@ class ModuleVariable(Variable):
         try:
             return self.getattr(tx, names[key])
         except IndexError:
-            raise Unsupported(UNSUPPORTED_OBJECT, "module index out of range (IndexError)") \
+            from dynamo.variables.exceptions import python_error
+            raise python_error(IndexError, f"index {key} is out of range") \
                 from None
 
     def is_container(self) -> bool:
-        return isinstance(self.value, _CONTAINERS)
+        """A torch container whose indexing, length and iteration a subclass leaves as is."""
+        from dynamo.variables.attributes import class_lookup
+        kind = type(self.value)
+        base = next((container for container in _CONTAINERS if issubclass(kind, container)),
+                    None)
+        return base is not None and all(class_lookup(kind, name) is class_lookup(base, name)
+                                        for name in ("__getitem__", "__len__", "__iter__"))
 
 
 @variable
@@ -159,6 +166,16 @@ class ModuleSliceVariable(Variable):
 
     def iterate(self, tx) -> list[Variable]:
         return list(self.modules)
+
+    def item(self, tx, index: Variable) -> Variable:
+        key = tx.constant(index, "a module container index")
+        if isinstance(key, slice):
+            return ModuleSliceVariable(self.modules[key], self.container_type)
+        try:
+            return self.modules[key]
+        except IndexError:
+            from dynamo.variables.exceptions import python_error
+            raise python_error(IndexError, f"index {key} is out of range") from None
 
     def call(self, tx, args, kwargs) -> Variable:
         if self.container_type is not torch.nn.Sequential:

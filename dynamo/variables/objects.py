@@ -48,6 +48,9 @@ class UserObjectVariable(Variable):
     def attribute_box(self, tx) -> Box:
         return preexisting_box(tx, self.value, self.source)
 
+    def pending_attributes(self, tx) -> Optional[Box]:
+        return tx.side_effects.box_for(self.value)
+
     def real_object(self) -> Any:
         return self.value
 
@@ -89,6 +92,9 @@ class NewObjectVariable(Variable):
         return generic_hasattr(self.cls, name, self.box, MISSING)
 
     def attribute_box(self, tx) -> Box:
+        return self.box
+
+    def pending_attributes(self, tx) -> Box:
         return self.box
 
     def real_object(self) -> Any:

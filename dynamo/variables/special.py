@@ -35,6 +35,9 @@ def special_function(tx, function: Any, args, kwargs) -> Optional[Variable]:
         return _logging_call(tx, function, name, args)
     if function in _INSPECTIONS:
         return _inspection(tx, function, args, kwargs)
+    from dynamo.variables.copying import COPY_FUNCTIONS, copy_call
+    if function in COPY_FUNCTIONS:
+        return copy_call(tx, function, args, kwargs)
     return None
 
 

@@ -95,6 +95,9 @@ class TensorMethodVariable(Variable):
     def describe(self) -> str:
         return f"{self.owner.describe()}.{self.name}"
 
+    def rebuild(self, plan) -> str:
+        return f"{plan.reconstruct(self.owner)}.{self.name}"
+
 
 def call_tensor_method(tx, tensor: TensorVariable, name: str, args, kwargs) -> Variable:
     if name in _METADATA_METHODS:

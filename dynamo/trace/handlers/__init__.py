@@ -22,5 +22,5 @@ def handler(since: Optional[tuple] = None, until: Optional[tuple] = None, name: 
     return register
 
 
-from dynamo.trace.handlers import (builders, calls, control, loads,  # noqa: E402,F401
-                                   operations, stack)
+from dynamo.trace.handlers import (builders, calls, control, exceptions,  # noqa: E402,F401
+                                   loads, operations, stack)

@@ -41,32 +41,40 @@ def BUILD_CONST_KEY_MAP(tx, instruction):
 def LIST_APPEND(tx, instruction):
     value = tx.pop()
     target = tx.peek(instruction.arg)
+    target.box.touch()  # a list carried across a graph break existed before this frame
     target.items.append(value)
 
 
 @handler()
 def SET_ADD(tx, instruction):
     value = tx.pop()
-    tx.peek(instruction.arg).items.setdefault(constant_key(value), value)
+    target = tx.peek(instruction.arg)
+    target.box.touch()
+    target.items.setdefault(constant_key(value), value)
 
 
 @handler()
 def MAP_ADD(tx, instruction):
     value = tx.pop()
     key = tx.pop()
-    tx.peek(instruction.arg).items[constant_key(key)] = value
+    target = tx.peek(instruction.arg)
+    target.box.touch()
+    target.items[constant_key(key)] = value
 
 
 @handler()
 def LIST_EXTEND(tx, instruction):
     values = tx.iterate(tx.pop())
-    tx.peek(instruction.arg).items.extend(values)
+    target = tx.peek(instruction.arg)
+    target.box.touch()  # (see LIST_APPEND)
+    target.items.extend(values)
 
 
 @handler()
 def SET_UPDATE(tx, instruction):
     values = tx.iterate(tx.pop())
     target = tx.peek(instruction.arg)
+    target.box.touch()
     for value in values:
         target.items.setdefault(constant_key(value), value)
 
@@ -75,7 +83,9 @@ def SET_UPDATE(tx, instruction):
 def DICT_UPDATE(tx, instruction):
     from dynamo.variables.builder import new_dict_from
     other = new_dict_from(tx, tx.pop())
-    tx.peek(instruction.arg).items.update(other.items)
+    target = tx.peek(instruction.arg)
+    target.box.touch()
+    target.items.update(other.items)
 
 
 @handler()
@@ -87,6 +97,7 @@ def DICT_MERGE(tx, instruction):
     if duplicate:
         raise tx.unsupported(UNSUPPORTED_OBJECT, f"keyword argument {duplicate.pop()!r} given "
                              "twice (TypeError)")
+    target.box.touch()
     target.items.update(other.items)
 
 
@@ -104,6 +115,14 @@ def CALL_INTRINSIC_1(tx, instruction):
     elif name == "INTRINSIC_UNARY_POSITIVE":
         from dynamo.trace import operators
         tx.push(operators.unary(tx, "+", value))
+    elif name == "INTRINSIC_STOPITERATION_ERROR":  # a generator's exception on its way out
+        from dynamo.variables.exceptions import ExceptionVariable
+        if isinstance(value, ExceptionVariable) and issubclass(value.python_type(),
+                                                               StopIteration):
+            from dynamo.variables.constant import ConstantVariable
+            value = ExceptionVariable.new(RuntimeError, (ConstantVariable(
+                "generator raised StopIteration"),))
+        tx.push(value)
     else:
         raise tx.unsupported(UNSUPPORTED_BYTECODE, f"CALL_INTRINSIC_1 {name}")
 
@@ -112,8 +131,12 @@ def CALL_INTRINSIC_1(tx, instruction):
 def UNPACK_SEQUENCE(tx, instruction):
     items = tx.iterate(tx.pop())
     if len(items) != instruction.arg:
-        raise tx.unsupported(UNSUPPORTED_OBJECT, f"unpacking {len(items)} values into "
-                             f"{instruction.arg} names (ValueError)")
+        from dynamo.variables.exceptions import python_error
+        if len(items) > instruction.arg:
+            raise python_error(ValueError, f"too many values to unpack (expected "
+                               f"{instruction.arg})")
+        raise python_error(ValueError, f"not enough values to unpack (expected "
+                           f"{instruction.arg}, got {len(items)})")
     for item in reversed(items):
         tx.push(item)
 
@@ -123,7 +146,9 @@ def UNPACK_EX(tx, instruction):
     items = tx.iterate(tx.pop())
     before, after = instruction.arg & 0xFF, instruction.arg >> 8
     if len(items) < before + after:
-        raise tx.unsupported(UNSUPPORTED_OBJECT, "not enough values to unpack (ValueError)")
+        from dynamo.variables.exceptions import python_error
+        raise python_error(ValueError, f"not enough values to unpack (expected at least "
+                           f"{before + after}, got {len(items)})")
     middle = ListVariable.new(items[before:len(items) - after])
     for item in reversed(items[len(items) - after:]):
         tx.push(item)

@@ -1,7 +1,7 @@
 """Handlers of jumps, loops, `with`, `match`, `raise` and `assert`."""
 from __future__ import annotations
 
-from dynamo.breaks import RAISE, UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT
+from dynamo.breaks import UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT
 from dynamo.trace.handlers import handler
 from dynamo.variables.base import NULL
 from dynamo.variables.constant import ConstantVariable
@@ -85,21 +85,6 @@ def FOR_ITER(tx, instruction):
 def END_FOR(tx, instruction):
     tx.pop()
     tx.pop()
-
-
-@handler()
-def RAISE_VARARGS(tx, instruction):
-    raise tx.unsupported(RAISE, "an exception is raised here")
-
-
-@handler()
-def RERAISE(tx, instruction):
-    raise tx.unsupported(RAISE, "an exception is re-raised here")
-
-
-@handler()
-def PUSH_EXC_INFO(tx, instruction):
-    raise tx.unsupported(UNSUPPORTED_BYTECODE, "an exception handler is entered")
 
 
 @handler()

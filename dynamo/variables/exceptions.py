@@ -1,0 +1,103 @@
+"""Exceptions raised and caught inside the traced region.
+
+Input: a `raise` in traced code (or a builtin operation that raises: a missing key, an index
+out of range, an exhausted iterator, a missing attribute). Output: an `ExceptionVariable`
+carried by `RaisedInTrace`, which the interpreter delivers to the innermost `try` of the traced
+frames (`dynamo.trace.handlers.exceptions.unwind`). An exception no traced frame catches stops
+the trace (the frame runs eagerly, where it raises for real).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from dynamo.trace.side_effects import Box
+from dynamo.variables.base import NotConstant, Variable, variable
+from dynamo.variables.constant import ConstantVariable
+
+_SPECIAL_ATTRIBUTES = ("args", "__cause__", "__context__", "__suppress_context__",
+                       "__traceback__", "__notes__")
+
+
+@variable
+class ExceptionVariable(Variable):
+    """An exception object created during the trace. `state.contents` holds `args`, the
+    chaining attributes and any instance attributes."""
+
+    python_class: type
+    state: Box
+
+    @staticmethod
+    def new(cls: type, args: tuple) -> "ExceptionVariable":
+        from dynamo.variables.containers import TupleVariable
+        contents = {"args": TupleVariable(tuple(args)), "__cause__": ConstantVariable(None),
+                    "__context__": ConstantVariable(None),
+                    "__suppress_context__": ConstantVariable(False),
+                    "__traceback__": ConstantVariable(None)}
+        return ExceptionVariable(cls, Box("object", contents, python_type=cls))
+
+    def python_type(self) -> type:
+        return self.python_class
+
+    def describe(self) -> str:
+        try:
+            return f"{self.python_class.__name__}{self.as_constant().args!r}"
+        except NotConstant:
+            return f"a {self.python_class.__name__}"
+
+    def as_constant(self) -> Any:
+        """The real exception, for builtin exception classes with constant arguments."""
+        if self.python_class.__module__ != "builtins":
+            raise NotConstant(self.python_class.__name__)
+        args = self.state.contents["args"].as_constant()
+        return self.python_class(*args)
+
+    def getattr(self, tx, name: str) -> Variable:
+        if name in self.state.contents:
+            return self.state.contents[name]
+        from dynamo.variables.attributes import generic_getattr
+        return generic_getattr(tx, self, self.python_class, name, self.state)
+
+    def has_attribute(self, tx, name: str) -> bool:
+        return name in self.state.contents or hasattr(self.python_class, name)
+
+    def attribute_box(self, tx) -> Box:
+        return self.state
+
+    def pending_attributes(self, tx) -> Box:
+        return self.state
+
+    def real_object(self) -> Any:
+        from dynamo.variables.attributes import MISSING
+        return MISSING
+
+    def set_args(self, args: tuple) -> None:
+        from dynamo.variables.containers import TupleVariable
+        self.state.contents["args"] = TupleVariable(tuple(args))
+
+    def message(self) -> str:
+        try:
+            return f"{self.python_class.__name__}: {self.as_constant()}"
+        except NotConstant:
+            return self.python_class.__name__
+
+
+class RaisedInTrace(Exception):
+    """Control flow of the tracer: `exception` (a variable) is being raised in traced code."""
+
+    def __init__(self, exception: ExceptionVariable):
+        super().__init__(exception.message())
+        self.exception = exception
+
+
+def python_error(cls: type, *message: str) -> RaisedInTrace:
+    """The exception a builtin operation raises, ready to `raise`."""
+    return RaisedInTrace(ExceptionVariable.new(cls, tuple(ConstantVariable(text)
+                                                          for text in message)))
+
+
+def is_exception_class(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
+def special_attribute(name: str) -> bool:
+    return name in _SPECIAL_ATTRIBUTES

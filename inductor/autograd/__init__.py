@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
+from inductor.autograd.boxed import run_graph
 from inductor.autograd.decompositions import decomposition_table
 from inductor.autograd.global_state import GlobalState
 from inductor.autograd.joint import trace_inference, trace_joint
@@ -93,11 +94,6 @@ def compile_training(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     compile both graphs with `compile_inner` (the backward on first use). The result takes the
     same flat positional inputs as `gm` and returns what `gm` returns."""
     return CompiledTraining(gm, example_inputs, compile_inner, decomposition_table())
-
-
-def run_graph(aten_graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-    """A `compile_inner` that runs the ATen graph as it is, op by op (no code generation)."""
-    return aten_graph
 
 
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:

@@ -69,8 +69,10 @@ def strided_view(x: TensorBox) -> Optional[ReinterpretView]:
                 coefficient = sympy.Integer(0)
             else:
                 return None
+        if coefficient < 0:
+            return None
         strides.append(coefficient)
-    offset = expression.xreplace({symbol: 0 for symbol in index})
+    offset = sympy.sympify(expression).xreplace({symbol: sympy.Integer(0) for symbol in index})
     if not offset.is_Integer:
         return None
     layout = Layout(x.get_device(), x.get_dtype(), size, strides, offset)

@@ -240,6 +240,18 @@ def view(x, size=None, *_ignored):
     return make_view(x, new, reshape_indexer(old, new))
 
 
+@register_lowering(aten.flip)
+def flip(x, dims):
+    """Not a view in ATen (it copies), but an index remap all the same."""
+    size = x.get_size()
+    dims = {_wrap_dim(dim, len(size)) for dim in dims}
+
+    def reindex(index):
+        return [size[dim] - 1 - index[dim] if dim in dims else index[dim]
+                for dim in range(len(size))]
+    return make_view(x, size, reindex)
+
+
 @register_lowering(aten.as_strided, aten.as_strided_copy)
 def as_strided(x, size, stride, storage_offset=None):
     """A new layout over the realized storage of `x` (offset defaults to x's own)."""

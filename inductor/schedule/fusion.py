@@ -143,8 +143,12 @@ class FusedGroup:
         placements = {**self.placements, **replaced, node: placement}
         outer, inner = [], []
         for member_placement in placements.values():
-            outer = refine(outer, member_placement.outer) if outer else member_placement.outer
-            inner = refine(inner, member_placement.inner) if inner else member_placement.inner
+            if member_placement.outer:
+                outer = refine(outer, member_placement.outer) if outer \
+                    else member_placement.outer
+            if member_placement.inner:
+                inner = refine(inner, member_placement.inner) if inner \
+                    else member_placement.inner
             if outer is None or inner is None:
                 return None
         return placements, outer, inner, (numel, rnumel)

@@ -118,8 +118,10 @@ def build_kernel(group: FusedGroup, name: str, users: dict, outputs: set) -> Ker
                                for symbol, value in member.replacements.items()}
     stages = _stages(members)
     _decide_stores(stages, users, outputs)
+    written = {member.node.written_name() for member in members} | \
+        {member.name for member in members}
     loads = sorted({access.name for member in members for access in member.node.reads}
-                   - {member.name for member in members if not member.store})
+                   - written)
     stores = [member.node.written_name() for member in members if member.store]
     return KernelPlan(name, outer_sizes, inner_sizes, stages, loads, stores)
 

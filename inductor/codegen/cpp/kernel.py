@@ -222,7 +222,9 @@ class CppKernel:
         if known is None:
             return None
         known_index, value = known
-        if sympy.expand(sympy.sympify(index) - known_index) == 0:
+        index = simplify_index(sympy.expand(sympy.sympify(index)), self.ranges)
+        known_index = simplify_index(sympy.expand(sympy.sympify(known_index)), self.ranges)
+        if sympy.expand(index - known_index) == 0:
             return value
         return None
 

@@ -183,7 +183,7 @@ class CppOpsHandler(OpsHandler):
 
     def fmod(self, a, b):
         if a.dtype.is_floating_point:
-            return self.emit(f"std::fmod({a.name}, {b.name})", a.dtype)
+            return self.emit(f"jit_fmod({a.name}, {b.name})", a.dtype)
         return self.emit(f"jit_fmod_int({a.name}, {b.name})", a.dtype)
 
     def pow(self, a, b):
@@ -203,10 +203,10 @@ class CppOpsHandler(OpsHandler):
         return self.emit(f"jit_min({a.name}, {b.name})", a.dtype)
 
     def fmax(self, a, b):
-        return self.emit(f"std::fmax({a.name}, {b.name})", a.dtype)
+        return self.emit(f"__builtin_fmax{_suffix(a)}({a.name}, {b.name})", a.dtype)
 
     def fmin(self, a, b):
-        return self.emit(f"std::fmin({a.name}, {b.name})", a.dtype)
+        return self.emit(f"__builtin_fmin{_suffix(a)}({a.name}, {b.name})", a.dtype)
 
     def atan2(self, a, b):
         return self.emit(f"{'atan2f' if a.dtype == torch.float32 else 'atan2'}({a.name}, "
@@ -217,10 +217,10 @@ class CppOpsHandler(OpsHandler):
                          f"{b.name})", a.dtype)
 
     def copysign(self, a, b):
-        return self.emit(f"std::copysign({a.name}, {b.name})", a.dtype)
+        return self.emit(f"jit_copysign({a.name}, {b.name})", a.dtype)
 
     def nextafter(self, a, b):
-        return self.emit(f"std::nextafter({a.name}, {b.name})", a.dtype)
+        return self.emit(f"nextafter{_suffix(a)}({a.name}, {b.name})", a.dtype)
 
     def logical_and(self, a, b):
         return self.emit(f"{a.name} && {b.name}", torch.bool)
@@ -260,13 +260,17 @@ class CppOpsHandler(OpsHandler):
         raise NotImplementedError(f"C++ code generation has no operation {name!r}")
 
 
+def _suffix(value) -> str:
+    return "f" if value.dtype == torch.float32 else ""
+
+
 def _float_one(value) -> str:
     return "1.0f" if value.dtype == torch.float32 else "1.0"
 
 
 UNARY_TEXT = {
     "neg": lambda v: (f"-{v.name}", v.dtype),
-    "abs": lambda v: (f"std::abs({v.name})" if v.dtype.is_floating_point
+    "abs": lambda v: (f"jit_abs({v.name})" if v.dtype.is_floating_point
                       else f"({v.name} < 0 ? -{v.name} : {v.name})", v.dtype),
     "rsqrt": lambda v: (f"{_float_one(v)} / __builtin_sqrt{'f' if v.dtype == torch.float32 else ''}"
                         f"({v.name})", v.dtype),
@@ -275,11 +279,10 @@ UNARY_TEXT = {
                           f"{'expf' if v.dtype == torch.float32 else 'exp'}(-{v.name}))",
                           v.dtype),
     "sign": lambda v: (f"jit_sign({v.name})", v.dtype),
-    "signbit": lambda v: (f"std::signbit({v.name})", torch.bool),
+    "signbit": lambda v: (f"__builtin_signbit({v.name})", torch.bool),
     "isnan": lambda v: (f"{v.name} != {v.name}", torch.bool),
-    "isinf": lambda v: (f"std::abs({v.name}) == std::numeric_limits<{storage_type(v.dtype)}>"
-                        f"::infinity()", torch.bool),
-    "isfinite": lambda v: (f"std::isfinite({v.name})", torch.bool),
+    "isinf": lambda v: (f"jit_abs({v.name}) == jit_inf({v.name})", torch.bool),
+    "isfinite": lambda v: (f"__builtin_isfinite({v.name})", torch.bool),
     "logical_not": lambda v: (f"!{v.name}", torch.bool),
     "bitwise_not": lambda v: (f"~{v.name}", v.dtype),
     "square": lambda v: (f"{v.name} * {v.name}", v.dtype),

@@ -1,45 +1,50 @@
 // framejit kernel prelude: pasted at the top of every generated C++ source (its text is part
 // of the cache key). Element helpers with torch's semantics for integer division, modulo,
 // shifts, NaN-propagating max/min, and bfloat16 rounding; vector math through glibc's libmvec.
-#include <cmath>
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <limits>
-#include <type_traits>
+// Only <stdint.h> and <omp.h>: the C++ standard headers would triple the compile time of
+// every source, so the few libm functions used are declared here.
+#include <stdint.h>
 #include <omp.h>
 
 #ifdef JIT_VECTOR_MATH
 // Declaring these `simd` lets the compiler call libmvec's vector variants inside
 // `#pragma omp simd` loops (glibc only does so itself under -ffast-math).
 #define JIT_SIMD __attribute__((simd("notinbranch")))
-extern "C" {
-JIT_SIMD float expf(float) noexcept;       JIT_SIMD double exp(double) noexcept;
-JIT_SIMD float exp2f(float) noexcept;      JIT_SIMD double exp2(double) noexcept;
-JIT_SIMD float expm1f(float) noexcept;     JIT_SIMD double expm1(double) noexcept;
-JIT_SIMD float logf(float) noexcept;       JIT_SIMD double log(double) noexcept;
-JIT_SIMD float log2f(float) noexcept;      JIT_SIMD double log2(double) noexcept;
-JIT_SIMD float log10f(float) noexcept;     JIT_SIMD double log10(double) noexcept;
-JIT_SIMD float log1pf(float) noexcept;     JIT_SIMD double log1p(double) noexcept;
-JIT_SIMD float sinf(float) noexcept;       JIT_SIMD double sin(double) noexcept;
-JIT_SIMD float cosf(float) noexcept;       JIT_SIMD double cos(double) noexcept;
-JIT_SIMD float tanf(float) noexcept;       JIT_SIMD double tan(double) noexcept;
-JIT_SIMD float asinf(float) noexcept;      JIT_SIMD double asin(double) noexcept;
-JIT_SIMD float acosf(float) noexcept;      JIT_SIMD double acos(double) noexcept;
-JIT_SIMD float atanf(float) noexcept;      JIT_SIMD double atan(double) noexcept;
-JIT_SIMD float sinhf(float) noexcept;      JIT_SIMD double sinh(double) noexcept;
-JIT_SIMD float coshf(float) noexcept;      JIT_SIMD double cosh(double) noexcept;
-JIT_SIMD float tanhf(float) noexcept;      JIT_SIMD double tanh(double) noexcept;
-JIT_SIMD float asinhf(float) noexcept;     JIT_SIMD double asinh(double) noexcept;
-JIT_SIMD float acoshf(float) noexcept;     JIT_SIMD double acosh(double) noexcept;
-JIT_SIMD float atanhf(float) noexcept;     JIT_SIMD double atanh(double) noexcept;
-JIT_SIMD float erff(float) noexcept;       JIT_SIMD double erf(double) noexcept;
-JIT_SIMD float erfcf(float) noexcept;      JIT_SIMD double erfc(double) noexcept;
-JIT_SIMD float powf(float, float) noexcept;  JIT_SIMD double pow(double, double) noexcept;
-JIT_SIMD float atan2f(float, float) noexcept; JIT_SIMD double atan2(double, double) noexcept;
-JIT_SIMD float hypotf(float, float) noexcept; JIT_SIMD double hypot(double, double) noexcept;
-}
+#else
+#define JIT_SIMD
 #endif
+#define JIT_MATH_UNARY(name) JIT_SIMD float name##f(float) noexcept; JIT_SIMD double name(double) noexcept;
+#define JIT_MATH_BINARY(name) JIT_SIMD float name##f(float, float) noexcept; JIT_SIMD double name(double, double) noexcept;
+extern "C" {
+JIT_MATH_UNARY(exp) JIT_MATH_UNARY(exp2) JIT_MATH_UNARY(expm1) JIT_MATH_UNARY(log)
+JIT_MATH_UNARY(log2) JIT_MATH_UNARY(log10) JIT_MATH_UNARY(log1p) JIT_MATH_UNARY(sin)
+JIT_MATH_UNARY(cos) JIT_MATH_UNARY(tan) JIT_MATH_UNARY(asin) JIT_MATH_UNARY(acos)
+JIT_MATH_UNARY(atan) JIT_MATH_UNARY(sinh) JIT_MATH_UNARY(cosh) JIT_MATH_UNARY(tanh)
+JIT_MATH_UNARY(asinh) JIT_MATH_UNARY(acosh) JIT_MATH_UNARY(atanh) JIT_MATH_UNARY(erf)
+JIT_MATH_UNARY(erfc)
+JIT_MATH_BINARY(pow) JIT_MATH_BINARY(atan2) JIT_MATH_BINARY(hypot)
+float lgammaf(float) noexcept; double lgamma(double) noexcept;
+float fmodf(float, float) noexcept; double fmod(double, double) noexcept;
+float nextafterf(float, float) noexcept; double nextafter(double, double) noexcept;
+}
+
+// Overloads the generated code calls without caring whether the value is float or double.
+static inline float jit_fmod(float a, float b) { return fmodf(a, b); }
+static inline double jit_fmod(double a, double b) { return fmod(a, b); }
+static inline float jit_floor(float a) { return __builtin_floorf(a); }
+static inline double jit_floor(double a) { return __builtin_floor(a); }
+static inline float jit_copysign(float a, float b) { return __builtin_copysignf(a, b); }
+static inline double jit_copysign(double a, double b) { return __builtin_copysign(a, b); }
+static inline float jit_abs(float a) { return __builtin_fabsf(a); }
+static inline double jit_abs(double a) { return __builtin_fabs(a); }
+static inline float jit_inf(float) { return __builtin_inff(); }
+static inline double jit_inf(double) { return __builtin_inf(); }
+template <typename T> struct jit_unsigned;
+template <> struct jit_unsigned<int8_t> { typedef uint8_t type; };
+template <> struct jit_unsigned<uint8_t> { typedef uint8_t type; };
+template <> struct jit_unsigned<int16_t> { typedef uint16_t type; };
+template <> struct jit_unsigned<int32_t> { typedef uint32_t type; };
+template <> struct jit_unsigned<int64_t> { typedef uint64_t type; };
 
 // Set by a kernel that meets an error eager would raise (reset and returned by each entry).
 static int jit_error = 0;
@@ -51,12 +56,12 @@ static inline void jit_fail(int code) { __atomic_store_n(&jit_error, code, __ATO
 static inline float bf16_to_float(uint16_t bits) {
   uint32_t word = static_cast<uint32_t>(bits) << 16;
   float value;
-  std::memcpy(&value, &word, sizeof(value));
+  __builtin_memcpy(&value, &word, sizeof(value));
   return value;
 }
 static inline uint16_t float_to_bf16(float value) {
   uint32_t word;
-  std::memcpy(&word, &value, sizeof(word));
+  __builtin_memcpy(&word, &value, sizeof(word));
   uint32_t rounded = (word + 0x7FFFu + ((word >> 16) & 1u)) >> 16;
   return (value != value) ? static_cast<uint16_t>(0x7FC0u) : static_cast<uint16_t>(rounded);
 }
@@ -94,25 +99,25 @@ template <typename T> static inline T jit_fmod_int(T a, T b) {
 // Floating floor division and modulo as torch computes them (fmod first, then correct).
 template <typename T> static inline T jit_floordiv_float(T a, T b) {
   if (b == 0) return a / b;
-  T mod = std::fmod(a, b);
+  T mod = jit_fmod(a, b);
   T div = (a - mod) / b;
   if (mod != 0 && ((b < 0) != (mod < 0))) div -= T(1);
   T floor_div;
   if (div != 0) {
-    floor_div = std::floor(div);
+    floor_div = jit_floor(div);
     if (div - floor_div > T(0.5)) floor_div += T(1);
   } else {
-    floor_div = std::copysign(T(0), a / b);
+    floor_div = jit_copysign(T(0), a / b);
   }
   return floor_div;
 }
 template <typename T> static inline T jit_remainder_float(T a, T b) {
-  T mod = std::fmod(a, b);
+  T mod = jit_fmod(a, b);
   return (mod != 0 && ((b < 0) != (mod < 0))) ? mod + b : mod;
 }
 // Shifts past the width give 0 (or -1 for negative values shifted right), as in torch.
 template <typename T> static inline T jit_shift_left(T a, T b) {
-  using U = typename std::make_unsigned<T>::type;
+  typedef typename jit_unsigned<T>::type U;
   return (b < 0 || b >= static_cast<T>(sizeof(T) * 8)) ? T(0)
                                                         : static_cast<T>(static_cast<U>(a) << b);
 }

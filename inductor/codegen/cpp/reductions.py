@@ -27,12 +27,19 @@ def identity(reduction_type: str, dtype: torch.dtype) -> str:
     if reduction_type == "all":
         return "true"
     if reduction_type in ("max", "argmax"):
-        return f"-std::numeric_limits<{c_type}>::infinity()" if dtype.is_floating_point \
-            else f"std::numeric_limits<{c_type}>::lowest()"
+        return literal(float("-inf"), dtype) if dtype.is_floating_point \
+            else literal(_integer_bounds(dtype)[0], dtype)
     if reduction_type in ("min", "argmin"):
-        return f"std::numeric_limits<{c_type}>::infinity()" if dtype.is_floating_point \
-            else f"std::numeric_limits<{c_type}>::max()"
+        return literal(float("inf"), dtype) if dtype.is_floating_point \
+            else literal(_integer_bounds(dtype)[1], dtype)
     raise NotImplementedError(reduction_type)
+
+
+def _integer_bounds(dtype: torch.dtype) -> tuple:
+    if dtype == torch.bool:
+        return (0, 1)
+    information = torch.iinfo(dtype)
+    return (information.min, information.max)
 
 
 def combine(reduction_type: str, accumulator: str, value: str) -> str:

@@ -1,0 +1,1 @@
+"""Benchmarks of the inductor code generator against eager and torch.compile (never tests)."""

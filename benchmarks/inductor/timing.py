@@ -1,0 +1,75 @@
+"""Timing for the inductor benchmarks: interleaved trials, medians, cold compile times.
+
+Input: named callables. Output: per name the median seconds per call over interleaved
+trials (each trial runs every variant once, in rotating order, so load changes on a shared
+machine hit all variants alike), and the spread (interquartile range / median) as a noise
+figure.
+
+torch.compile's cold compile time is measured with a fresh `TORCHINDUCTOR_CACHE_DIR` and its
+FX graph cache off; ours with a fresh `JIT_CACHE_DIR`. Set both before importing torch: run
+each measurement in a fresh process (`fresh_caches()` does it for the current one).
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from typing import Callable
+
+
+def fresh_caches() -> str:
+    """Point both compilers at empty cache directories (call before importing torch)."""
+    root = tempfile.mkdtemp(prefix="framejit-bench-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "torchinductor")
+    os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+    os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
+    os.environ["JIT_CACHE_DIR"] = os.path.join(root, "framejit")
+    return root
+
+
+def calls_per_trial(function: Callable, budget: float = 0.05) -> int:
+    """How many calls fill about `budget` seconds (at least one)."""
+    started = time.perf_counter()
+    function()
+    elapsed = max(time.perf_counter() - started, 1e-7)
+    return max(1, min(1000, int(budget / elapsed)))
+
+
+def interleaved(variants: dict, trials: int = 21, warmup: int = 3) -> dict:
+    """{name: (median seconds per call, relative spread)} over interleaved trials."""
+    for function in variants.values():
+        for _ in range(warmup):
+            function()
+    counts = {name: calls_per_trial(function) for name, function in variants.items()}
+    samples: dict = {name: [] for name in variants}
+    names = list(variants)
+    for trial in range(trials):
+        order = names[trial % len(names):] + names[:trial % len(names)]
+        for name in order:
+            function, count = variants[name], counts[name]
+            started = time.perf_counter()
+            for _ in range(count):
+                function()
+            samples[name].append((time.perf_counter() - started) / count)
+    results = {}
+    for name, values in samples.items():
+        median = statistics.median(values)
+        quartiles = statistics.quantiles(values, n=4)
+        results[name] = (median, (quartiles[2] - quartiles[0]) / median if median else 0.0)
+    return results
+
+
+def timed(function: Callable):
+    """(result, seconds) of one call."""
+    started = time.perf_counter()
+    result = function()
+    return result, time.perf_counter() - started
+
+
+def load_average() -> str:
+    """The 1-minute load average (how shared the machine was)."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "n/a"

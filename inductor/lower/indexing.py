@@ -1,0 +1,177 @@
+"""Lowerings that move data by index: `cat`, `constant_pad_nd`, `arange`, and the indirect
+reads `index` (advanced indexing, `embedding` after decomposition), `gather`.
+
+Input: ATen ops with lowered operands. Output: `Pointwise` bodies. Positions outside an
+operand become masked loads (`ops.masked`); indices read from memory become index symbols
+(`ops.indirect_indexing`, negative values wrapped, out-of-range values reported as errors).
+"""
+from __future__ import annotations
+
+import sympy
+import torch
+
+from inductor.ir.nodes import Pointwise, TensorBox
+from inductor.ir.ops import ops
+from inductor.lower.elementwise import (broadcast_loader, broadcast_shapes, opmath_dtype,
+                                        result_type)
+from inductor.lower.registry import register_lowering
+
+aten = torch.ops.aten
+
+
+def _wrap(dim: int, rank: int) -> int:
+    return dim + rank if dim < 0 else dim
+
+
+def _converted(loader, source: torch.dtype, target: torch.dtype):
+    if opmath_dtype(source) == opmath_dtype(target) and source == target:
+        return loader
+    return lambda index: ops.to_dtype(loader(index), target)
+
+
+@register_lowering(aten.cat, aten.concat)
+def cat(tensors, dim=0):
+    tensors = [tensor for tensor in tensors if not (len(tensor.get_size()) == 1 and
+                                                    tensor.get_size()[0] == 0)]
+    if len(tensors) == 1:
+        from inductor.lower.math import to_copy
+        return to_copy(tensors[0])
+    rank = len(tensors[0].get_size())
+    dim = _wrap(dim, rank)
+    dtype = result_type(*tensors)
+    size = list(tensors[0].get_size())
+    starts, position = [], sympy.Integer(0)
+    for tensor in tensors:
+        starts.append(position)
+        position = position + tensor.get_size()[dim]
+    size[dim] = position
+    loaders = [_converted(tensor.make_loader(), tensor.get_dtype(), dtype) for tensor in tensors]
+    ends = starts[1:] + [position]
+
+    def inner_fn(index):
+        where_along = index[dim]
+        result = None
+        for loader, start, end in reversed(list(zip(loaders, starts, ends))):
+            shifted = list(index)
+            shifted[dim] = where_along - start
+            inside = _in_range(where_along, start, end)
+            value = ops.masked(inside, lambda loader=loader, shifted=shifted: loader(shifted),
+                               0)
+            result = value if result is None else ops.where(inside, value, result)
+        return result
+    return TensorBox.create(Pointwise(tensors[0].get_device(), dtype, inner_fn, size))
+
+
+def _in_range(position, start, end):
+    """A bool value: start <= position < end (checks that are always true are skipped)."""
+    index = ops.index_expr(position, torch.int64)
+    checks = []
+    if start != 0:
+        checks.append(ops.ge(index, ops.constant(int(start), torch.int64)))
+    checks.append(ops.lt(index, ops.constant(int(end), torch.int64)))
+    result = checks[0]
+    for check in checks[1:]:
+        result = ops.logical_and(result, check)
+    return result
+
+
+@register_lowering(aten.constant_pad_nd)
+def constant_pad_nd(x, pad, value=0):
+    size = list(x.get_size())
+    rank = len(size)
+    pairs = [(pad[2 * k], pad[2 * k + 1]) for k in range(len(pad) // 2)]
+    new_size = list(size)
+    shifts = {}
+    for k, (before, after) in enumerate(pairs):
+        dim = rank - 1 - k
+        new_size[dim] = size[dim] + before + after
+        shifts[dim] = before
+    loader = x.make_loader()
+    dtype = x.get_dtype()
+
+    def inner_fn(index):
+        source = list(index)
+        mask = None
+        for dim, before in shifts.items():
+            source[dim] = index[dim] - before
+            check = _in_range(index[dim], before, before + size[dim]) if before > 0 or \
+                before + size[dim] < new_size[dim] else None
+            if check is not None:
+                mask = check if mask is None else ops.logical_and(mask, check)
+        if mask is None:
+            return loader(source)
+        loaded = ops.masked(mask, lambda: loader(source), value)
+        return ops.where(mask, loaded, ops.constant(value, dtype))
+    return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, new_size))
+
+
+@register_lowering(aten.arange)
+def arange(start, end=None, step=1, *, dtype=None, device=None, **_ignored):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = torch.int64 if all(isinstance(value, int) for value in (start, end, step)) \
+            else torch.get_default_dtype()
+    length = max(0, int(-(-(end - start) // step)))
+    device = device or torch.device("cpu")
+
+    def inner_fn(index):
+        if dtype.is_floating_point:
+            position = ops.index_expr(index[0], torch.float64)
+            value = ops.add(ops.constant(float(start), torch.float64),
+                            ops.mul(position, ops.constant(float(step), torch.float64)))
+            return ops.to_dtype(value, dtype)
+        return ops.index_expr(start + index[0] * step, dtype)
+    return TensorBox.create(Pointwise(device, dtype, inner_fn, [length]))
+
+
+@register_lowering(aten.index, aten._unsafe_index)
+def index(x, indices):
+    if any(value is not None and value.get_dtype() in (torch.bool, torch.uint8)
+           for value in indices):
+        raise NotImplementedError("boolean mask indexing has a data-dependent shape")
+    size = x.get_size()
+    indexed = [dim for dim, value in enumerate(indices) if value is not None]
+    tensors = [indices[dim] for dim in indexed]
+    broadcast = broadcast_shapes(*(tensor.get_size() for tensor in tensors))
+    adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
+    kept = [dim for dim in range(len(size)) if dim not in indexed]
+    if adjacent:
+        before = [dim for dim in kept if dim < indexed[0]]
+        after = [dim for dim in kept if dim > indexed[-1]]
+    else:
+        before, after = [], kept
+    out_size = [size[dim] for dim in before] + broadcast + [size[dim] for dim in after]
+    loaders = [broadcast_loader(tensor.make_loader(), tensor.get_size(), broadcast)
+               for tensor in tensors]
+    source_loader = x.make_loader()
+
+    def inner_fn(position):
+        head = position[:len(before)]
+        middle = position[len(before):len(before) + len(broadcast)]
+        tail = position[len(before) + len(broadcast):]
+        source = [None] * len(size)
+        for dim, value in zip(before, head):
+            source[dim] = value
+        for dim, value in zip(after, tail):
+            source[dim] = value
+        for dim, loader in zip(indexed, loaders):
+            source[dim] = ops.indirect_indexing(loader(middle), size[dim])
+        return source_loader(source)
+    return TensorBox.create(Pointwise(x.get_device(), x.get_dtype(), inner_fn, out_size))
+
+
+@register_lowering(aten.gather)
+def gather(x, dim, index_tensor, sparse_grad=False):
+    size = x.get_size()
+    dim = _wrap(dim, max(len(size), 1))
+    index_loader = index_tensor.make_loader()
+    source_loader = x.make_loader()
+
+    def inner_fn(position):
+        source = list(position)
+        if size:
+            source[dim] = ops.indirect_indexing(index_loader(position), size[dim])
+        return source_loader(source)
+    return TensorBox.create(Pointwise(x.get_device(), x.get_dtype(), inner_fn,
+                                      index_tensor.get_size()))

@@ -73,10 +73,34 @@ class Unsupported(Exception):
         self.kind = kind
         self.detail = detail or kind.message
         self.location = location  # "file:line", filled in by the interpreter
+        self.user_frames: list[str] = []  # file:line of the frames inlined, innermost first
+        self.root_index: Optional[int] = None  # instruction of the compiled frame it stops at
+        self.root_layout: Optional[tuple] = None  # that frame's stack layout there
 
     def __str__(self) -> str:
         where = f" at {self.location}" if self.location else ""
         return f"{self.kind.id} {self.kind.title}{where}: {self.detail}"
+
+
+class GraphBreakError(RuntimeError):
+    """`dynamo.jit(..., fullgraph=True)` met a construct that needs a graph break.
+
+    Cause: the named construct (at the named `file:line` of your program) cannot be captured
+    into a graph. Fix: rewrite it as the hint says, or drop `fullgraph=True` to let framejit
+    split the program at that point (see docs/graph-breaks.md for every kind).
+    """
+
+    def __init__(self, message: str, failure: Optional[Unsupported] = None):
+        super().__init__(message)
+        self.failure = failure
+
+    @classmethod
+    def from_failure(cls, failure: Unsupported) -> "GraphBreakError":
+        kind = failure.kind
+        where = failure.location or "an unknown location"
+        chain = "".join(f"\n  called from {frame}" for frame in failure.user_frames[1:])
+        return cls(f"fullgraph=True, but {kind.title} ({kind.id}) at {where}: "
+                   f"{failure.detail}{chain}\nhint: {kind.hint} (see {kind.anchor})", failure)
 
 
 def catalogue_markdown() -> str:

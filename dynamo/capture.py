@@ -3,36 +3,72 @@
 Input: a `FrameView` and the `FrameDriver` asking. Output: a `CompileRecord` whose
 `replacement` is installed in the hook's cache (with its guard check), or whose `failure` says
 why the frame runs eagerly, or with neither when the frame does no tensor work.
+
+Graph breaks: when tracing cannot go on at some instruction, the frame gets *stops*
+(`dynamo.resume`): the instruction itself when it is outside loops, else the headers of the
+loops around it. The frame is traced again up to the first stop; its replacement is a
+skeleton that runs the stops eagerly and everything between them as compiled regions.
+Stops found for a code object are remembered, so later recompiles trace once.
 """
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from types import CodeType
+from typing import Optional
 
 import torch
 
 from dynamo import _C, hook
-from dynamo.breaks import Unsupported
+from dynamo.breaks import GraphBreakError, Unsupported
 from dynamo.driver import CompileRecord, log_capture, now
+from dynamo.instructions import decode
+from dynamo.resume import analysis
+from dynamo.resume.regions import STATE, region_for, region_info, state_names, tag_of
+from dynamo.resume.skeleton import build_skeleton
 from dynamo.rewrite.glue import GluePlan
 from dynamo.rewrite.rebuild import replay
-from dynamo.rewrite.replacement import replacement_calling
+from dynamo.rewrite.replacement import glue_call, replacement_calling
 from dynamo.trace.graph import GraphBuilder
 from dynamo.trace.interpreter import TraceState, Tracer
 from dynamo.trace.side_effects import SideEffects
+from dynamo.variables.base import NULL
 from dynamo.variables.functions import CellVariable
 from guards import GlobalStateGuard, GuardSet
 from guards.sources import LocalSource
 
+_MAX_ATTEMPTS = 8
+_known_stops: "weakref.WeakKeyDictionary[CodeType, dict]" = weakref.WeakKeyDictionary()
 
-def root_tracer(state: TraceState, view) -> Tracer:
+
+@dataclasses.dataclass
+class BreakRecord:
+    """One graph break as the user sees it (read by `explain()`)."""
+
+    kind_id: str
+    title: str
+    detail: str
+    location: Optional[str]  # user file:line of the construct
+    frames: list  # file:line of the inlined calls leading to it, innermost first
+    hint: str
+    resumed: bool  # False: the frame ran eagerly instead
+
+
+def root_tracer(state: TraceState, view, stops: dict) -> Tracer:
     """A tracer for the intercepted frame: arguments and free variables read lazily."""
     code = view.f_code
     tracer = Tracer(state, code, view.f_globals, {}, {})
+    tracer.stops = frozenset(stops)
     frame_locals = view.f_locals
+    is_region = region_info(code) is not None
     for name in code.co_varnames[:_argument_count(code)]:
         if name in frame_locals:
-            tracer.lazy_locals[name] = _reader(tracer, frame_locals[name], LocalSource(name))
+            source = LocalSource(name)
+            if is_region and name == STATE:
+                tracer.lazy_locals[name] = _region_state(frame_locals[name], source)
+            else:
+                tracer.lazy_locals[name] = _reader(tracer, frame_locals[name], source)
+            tracer.lazy_sources[name] = source
     closure = view.f_func.__closure__ or ()
     for name, cell in zip(code.co_freevars, closure):
         source = LocalSource(name)
@@ -51,6 +87,11 @@ def _reader(tracer: Tracer, value, source):
     return lambda: tracer.wrap(value, source)
 
 
+def _region_state(value, source):
+    from dynamo.variables.resume_state import RegionStateVariable
+    return lambda: RegionStateVariable(value, source=source)
+
+
 def _argument_count(code: CodeType) -> int:
     from dynamo.rewrite import arg_slot_count
     return arg_slot_count(code)
@@ -60,52 +101,137 @@ def capture_frame(view, driver, reason) -> CompileRecord:
     code = view.f_code
     record = CompileRecord(code, None, [], None, reason=reason)
     started = now()
-    state = TraceState(GraphBuilder(), GuardSet(), SideEffects(), view.f_globals,
-                       driver.option("inline_depth"))
-    state.guards.add(GlobalStateGuard())
-    try:
-        returned = _trace(state, view)
-        plan = GluePlan(view.f_globals)
-        returned_expression = plan.reconstruct(returned)
-        replay(plan, state.side_effects.pending())
-    except Unsupported as failure:
-        record.failure = failure
-        state.side_effects.release()
+    stops = dict(_known_stops.get(code, {}))
+    for _ in range(_MAX_ATTEMPTS):
+        state = TraceState(GraphBuilder(), GuardSet(), SideEffects(), view.f_globals,
+                           driver.option("inline_depth"))
+        state.guards.add(GlobalStateGuard())
+        try:
+            tracer, returned, grad_at_stop = _trace(state, view, stops)
+            plan = GluePlan(view.f_globals)
+            if tracer.stopped is None:
+                returned_expression = plan.reconstruct(returned)
+            else:
+                returned_expression = _stop_state(plan, tracer, stops[tracer.stopped],
+                                                  grad_at_stop)
+            replay(plan, state.side_effects.pending())
+        except Unsupported as failure:
+            state.side_effects.release()
+            if _add_stops(code, failure, stops, driver, record):
+                continue
+            record.failure = failure
+            return record
+        break
+    else:
+        record.failure = Unsupported(record.breaks[-1].kind, "too many graph breaks")
         return record
     record.seconds["trace"] = now() - started
-    if state.graph.op_count() == 0:
+    if state.graph.op_count() == 0 and tracer.stopped is None:
         state.side_effects.release()
         return record  # no tensor work
-    _finish(state, plan, returned_expression, driver, record, view)
+    _finish(state, plan, returned_expression, driver, record, view,
+            stops if tracer.stopped is not None else None)
     state.side_effects.release()
     log_capture(record)
     return record
 
 
-def _trace(state: TraceState, view):
-    tracer = root_tracer(state, view)
+def _trace(state: TraceState, view, stops: dict):
+    tracer = root_tracer(state, view, stops)
     try:
-        return tracer.run()
+        returned = tracer.run()
+        return tracer, returned, torch.is_grad_enabled()
     finally:
         for undo in reversed(state.undo_log):
             undo()
         state.undo_log.clear()
 
 
-def _finish(state, plan, returned_expression, driver, record, view) -> None:
+def _add_stops(code: CodeType, failure: Unsupported, stops: dict, driver,
+               record: CompileRecord) -> bool:
+    """Record the break; add the stops that resume around it. False: run the frame eagerly."""
+    new = _stops_for(code, failure)
+    resumable = bool(new) and not all(index in stops for index in new)
+    kind = failure.kind
+    record.breaks.append(BreakRecord(kind.id, kind.title, failure.detail, failure.location,
+                                     list(failure.user_frames), kind.hint, resumable))
+    if driver.settings.fullgraph:
+        raise GraphBreakError.from_failure(failure)
+    if not resumable:
+        return False
+    stops.update(new)
+    _known_stops[code] = dict(stops)
+    return True
+
+
+def _stops_for(code: CodeType, failure: Unsupported) -> Optional[dict]:
+    index = failure.root_index
+    if index is None or failure.root_layout is None:
+        return None
+    decoded = decode(code)
+    enclosing = analysis.enclosing_loops(decoded, index)
+    if not enclosing:
+        stop = analysis.stop_at(decoded, index, failure.root_layout)
+        return None if stop is None else {index: stop}
+    static = analysis.layouts(decoded)
+    found = {}
+    for loop in enclosing:
+        layout = static.get(loop.header)
+        stop = None if layout is None else \
+            analysis.stop_at(decoded, loop.header, layout, loop_header=True)
+        if stop is None:
+            return None
+        found[loop.header] = stop
+    return found
+
+
+def _stop_state(plan: GluePlan, tracer: Tracer, stop: analysis.Stop,
+                grad_enabled: bool) -> str:
+    """The entry glue's result at a stop: (tag, stack items, locals)."""
+    from dynamo import _frame_state
+    if tracer.layout() != stop.layout:
+        raise Unsupported(stop_kind(), "the stack at a graph break changed between traces")
+    items = [plan.reconstruct(value) for value in tracer.stack if value is not NULL]
+    values = []
+    for name in state_names(tracer.code):
+        if name in tracer.locals:
+            values.append(plan.reconstruct(tracer.locals[name]))
+        elif name in tracer.lazy_sources:
+            values.append(plan.source(tracer.lazy_sources[name]))
+        else:
+            values.append(plan.constant(_frame_state.UNBOUND))
+    if grad_enabled != torch.is_grad_enabled():  # tracing has restored the entry state
+        plan.statements.append(f"{plan.bind(torch._C._set_grad_enabled, 'set_grad')}"
+                               f"({grad_enabled})")
+    tag = tag_of(tracer.code, tracer.stopped)
+    return f"({tag}, ({''.join(item + ', ' for item in items)}), " \
+           f"({''.join(value + ', ' for value in values)}))"
+
+
+def stop_kind():
+    from dynamo.breaks import UNSUPPORTED_BYTECODE
+    return UNSUPPORTED_BYTECODE
+
+
+def _finish(state, plan, returned_expression, driver, record, view, stops) -> None:
     code = view.f_code
     graph = state.graph
-    module = graph.output(plan.outputs)
-    record.graph = module
-    started = now()
-    compiled = driver.settings.backend(module, list(graph.example_inputs))
-    record.seconds["backend"] = now() - started
-    compiled = _C.ScopedCall(compiled, None)  # nothing inside a compiled graph is captured
+    compiled = None
+    if graph.op_count() or plan.outputs:
+        module = graph.output(plan.outputs)
+        record.graph = module
+        started = now()
+        compiled = driver.settings.backend(module, list(graph.example_inputs))
+        record.seconds["backend"] = now() - started
+        compiled = _C.ScopedCall(compiled, None)  # nothing inside a compiled graph is captured
     glue, text = plan.build(compiled, graph.input_sources, returned_expression,
                             name=f"{code.co_name}_glue" if code.co_name.isidentifier()
                             else "glue")
     hook.mark_skip(glue.__code__)
-    replacement = replacement_calling(code, glue, plan.parameters, plan.cell_parameters)
+    if stops is None:
+        replacement = replacement_calling(code, glue, plan.parameters, plan.cell_parameters)
+    else:
+        replacement = _skeleton(code, glue, plan, stops)
     check = state.guards.compile()
     entry = hook.add_entry(code, check, replacement)
     code_ref = weakref.ref(code)
@@ -119,8 +245,15 @@ def _finish(state, plan, returned_expression, driver, record, view) -> None:
     record.glue_source = text
     record.guards = state.guards.describe()
     record.compiled = check
+    record.stops = sorted(stops) if stops else []
     record.seconds["total"] = sum(record.seconds.values())
 
 
-def example_inputs_of(record: CompileRecord) -> list[torch.Tensor]:
-    return []
+def _skeleton(code: CodeType, glue, plan: GluePlan, stops: dict) -> CodeType:
+    exits = {index: (tag_of(code, index), stop.layout) for index, stop in stops.items()
+             if stop.loop_header}
+
+    def region(edge: analysis.Edge) -> CodeType:
+        return region_for(code, edge.target, edge.layout, exits)
+    entry = glue_call(code, glue, plan.parameters, plan.cell_parameters)
+    return build_skeleton(code, entry, stops, region)

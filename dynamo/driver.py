@@ -21,7 +21,8 @@ from typing import Any, Optional
 import torch
 
 from dynamo import hook, logs, rewrite, skips
-from dynamo.breaks import Unsupported
+from dynamo.breaks import GraphBreakError, Unsupported
+from dynamo.resume import regions
 from dynamo.settings import config
 
 _NOP = rewrite.NopRewriteDriver()
@@ -45,6 +46,8 @@ class CompileRecord:
     failure: Optional[Unsupported] = None  # why the frame runs eagerly
     seconds: dict = dataclasses.field(default_factory=dict)
     compiled: Any = None
+    breaks: list = dataclasses.field(default_factory=list)  # capture.BreakRecord, in order
+    stops: list = dataclasses.field(default_factory=list)  # instructions that run eagerly
 
 
 class _CodeState:
@@ -80,10 +83,13 @@ class FrameDriver:
         hook.note_seen(code)
         if self.option("nop_rewrite"):
             return _NOP(view)
-        if skips.is_own(code) or (skips.is_library(code) and code not in self._allowed):
+        origin = regions.origin_of(code)
+        if skips.is_own(code) or (skips.is_library(origin) and origin not in self._allowed):
             return hook.SKIP
         try:
             return self._compile(view)
+        except GraphBreakError:
+            raise
         except Exception as error:  # an internal compiler error never breaks the program
             if not self.option("suppress_errors"):
                 raise

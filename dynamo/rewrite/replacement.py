@@ -50,15 +50,20 @@ def call_instructions(function_loader: list, arguments: list, lineno: int) -> li
             Instr("CALL", count, lineno=lineno)]
 
 
+def glue_call(code: CodeType, glue: Callable, parameters: list[str],
+              cell_parameters: list[str]) -> list:
+    """Instructions pushing `glue(*parameters, *cells)` (after the prologue has run)."""
+    lineno = code.co_firstlineno
+    arguments = [load_local(code, name, lineno) for name in parameters]
+    arguments += [load_local(code, name, lineno, as_cell=True) for name in cell_parameters]
+    return call_instructions([Instr("LOAD_CONST", glue, lineno=lineno)], arguments, lineno)
+
+
 def replacement_calling(code: CodeType, glue: Callable, parameters: list[str],
                         cell_parameters: list[str]) -> CodeType:
     """A replacement for `code` that returns `glue(*parameters, *cells)`."""
     original = decode(code)
-    lineno = code.co_firstlineno
-    arguments = [load_local(code, name, lineno) for name in parameters]
-    arguments += [load_local(code, name, lineno, as_cell=True) for name in cell_parameters]
-    body = Bytecode(prologue_of(original) + call_instructions(
-        [Instr("LOAD_CONST", glue, lineno=lineno)], arguments, lineno)
-        + [Instr("RETURN_VALUE", lineno=lineno)])
+    body = Bytecode(prologue_of(original) + glue_call(code, glue, parameters, cell_parameters)
+                    + [Instr("RETURN_VALUE", lineno=code.co_firstlineno)])
     body._copy_attr_from(original)
     return assemble(body, code)

@@ -19,8 +19,10 @@ from typing import Any, Optional
 from dynamo.breaks import INLINE_DEPTH, UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.instructions import DecodedCode, Instruction, decode
 from dynamo.trace.graph import GraphBuilder
+from dynamo.trace.handlers.exceptions import unwind
 from dynamo.trace.side_effects import SideEffects
 from dynamo.variables.base import NULL, NotConstant, Variable
+from dynamo.variables.exceptions import RaisedInTrace
 from guards import GuardSet
 from guards.sources import Source
 
@@ -35,6 +37,7 @@ class TraceState:
     root_globals: dict
     inline_depth_limit: int = 32
     undo_log: list = dataclasses.field(default_factory=list)  # real state changes to undo
+    handled_exception: Optional[Variable] = None  # what `sys.exc_info()` holds in traced code
 
 
 class Tracer:
@@ -49,7 +52,10 @@ class Tracer:
         self.f_globals = f_globals
         self.globals_source = globals_source  # None: the root frame's own globals (`G`)
         self.locals = locals_
-        self.lazy_locals: dict[str, Any] = {}  # name -> thunk wrapping an entry argument
+        self.lazy_locals: dict[str, Any] = {}  # name -> thunk wrapping an entry value
+        self.lazy_sources: dict[str, Source] = {}  # name -> where a lazy local comes from
+        self.stops: frozenset = frozenset()  # root frame: instruction indices to stop before
+        self.stopped: Optional[int] = None  # the stop reached
         self.cells = cells
         self.parent = parent
         self.depth = 0 if parent is None else parent.depth + 1
@@ -104,21 +110,42 @@ class Tracer:
         instructions = self.decoded.instructions
         self.yielded = None
         while self.returned is None and self.yielded is None:
+            if self.ip in self.stops:
+                self.stopped = self.ip
+                return None
             instruction = instructions[self.ip]
             self.current = instruction
             self.ip += 1
             self.graph.location = self.location()
             handler = HANDLERS.get(instruction.opname)
-            if handler is None:
-                raise self.unsupported(UNSUPPORTED_BYTECODE,
-                                       f"the {instruction.opname} instruction")
+            layout = self.layout() if self.parent is None else None
             try:
+                if handler is None:
+                    raise self.unsupported(UNSUPPORTED_BYTECODE,
+                                           f"the {instruction.opname} instruction")
                 handler(self, instruction)
+            except RaisedInTrace as raised:  # to this frame's `except`, or to the caller
+                unwind(self, raised)
             except Unsupported as error:
                 if error.location is None:
                     error.location = self.location()
+                    error.user_frames = self.user_frames()
+                if self.parent is None and error.root_index is None:
+                    error.root_index, error.root_layout = instruction.index, layout
                 raise
         return self.returned
+
+    def layout(self) -> tuple:
+        """The stack layout: True where the slot holds NULL."""
+        return tuple(value is NULL for value in self.stack)
+
+    def user_frames(self) -> list[str]:
+        """`file:line` of this frame and every inlining caller, innermost first."""
+        frames, tracer = [], self
+        while tracer is not None:
+            frames.append(tracer.location())
+            tracer = tracer.parent
+        return frames
 
     def jump(self, target: int) -> None:
         self.ip = target
@@ -132,10 +159,13 @@ class Tracer:
 
     # -- locals --------------------------------------------------------------------------
     def read_local(self, name: str) -> Optional[Variable]:
-        """The local's variable (realising an entry argument on first read), or None."""
+        """The local's variable (realising an entry value on first read), or None."""
         value = self.locals.get(name)
         if value is None and name in self.lazy_locals:
-            value = self.locals[name] = self.lazy_locals.pop(name)()
+            self.lazy_sources.pop(name, None)
+            value = self.lazy_locals.pop(name)()
+            if value is not None:  # None: the entry value is "unbound"
+                self.locals[name] = value
         return value
 
     def take_local(self, name: str) -> Optional[Variable]:
@@ -145,10 +175,12 @@ class Tracer:
 
     def set_local(self, name: str, value: Variable) -> None:
         self.lazy_locals.pop(name, None)
+        self.lazy_sources.pop(name, None)
         self.locals[name] = value
 
     def delete_local(self, name: str) -> None:
         self.lazy_locals.pop(name, None)
+        self.lazy_sources.pop(name, None)
         self.locals.pop(name, None)
 
     # -- helpers handlers share ------------------------------------------------------------

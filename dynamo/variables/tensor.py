@@ -57,6 +57,8 @@ class TensorVariable(Variable):
             return tx.graph.call("call_function", getattr, (self, name), {})
         if name in ("grad", "data", "grad_fn", "_base", "_version"):
             raise Unsupported(UNSUPPORTED_OBJECT, f"reading tensor.{name}")
+        if not hasattr(torch.Tensor, name):  # raises AttributeError where eager code does
+            raise Unsupported(UNSUPPORTED_OBJECT, f"tensor attribute {name!r} (AttributeError)")
         return TensorMethodVariable(self, name)
 
     def has_attribute(self, tx, name: str) -> bool:

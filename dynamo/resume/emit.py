@@ -1,0 +1,135 @@
+"""Stage "resume", part 2: small instruction sequences shared by skeletons and regions.
+
+Input: what to emit (a call of a helper on values already on the stack, a stack layout to
+rebuild from a tuple, a jump). Output: lists of `bytecode.Instr`. Jumps are emitted as
+`Jump` placeholders and resolved once the final order of instructions is known, because
+CPython 3.11 spells forward and backward jumps differently and 3.12 has no backward
+conditional jump.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any, Optional
+
+from bytecode import Compare, Instr, Label
+
+PY311 = sys.version_info[:2] == (3, 11)
+
+
+@dataclasses.dataclass(eq=False)
+class Jump:
+    """A jump whose direction is decided at layout time (`condition`: None, True, False)."""
+
+    target: Label
+    condition: Optional[bool] = None
+    lineno: Optional[int] = None
+
+
+def resolve_jumps(items: list) -> list:
+    """Replace `Jump` placeholders with real jump instructions for the running CPython."""
+    positions = {id(item): index for index, item in enumerate(items) if isinstance(item, Label)}
+    resolved = []
+    for index, item in enumerate(items):
+        if not isinstance(item, Jump):
+            resolved.append(item)
+            continue
+        forward = positions[id(item.target)] > index
+        resolved.append(_jump_instruction(item, forward))
+    return resolved
+
+
+def _jump_instruction(jump: Jump, forward: bool) -> Instr:
+    direction = "FORWARD" if forward else "BACKWARD"
+    if jump.condition is None:
+        return Instr(f"JUMP_{direction}", jump.target, lineno=jump.lineno)
+    truth = "TRUE" if jump.condition else "FALSE"
+    if PY311:
+        return Instr(f"POP_JUMP_{direction}_IF_{truth}", jump.target, lineno=jump.lineno)
+    if not forward:
+        raise AssertionError("CPython 3.12 has no backward conditional jump")
+    return Instr(f"POP_JUMP_IF_{truth}", jump.target, lineno=jump.lineno)
+
+
+def call(count: int, lineno: int) -> list:
+    """Call with `count` arguments: [NULL, callable, args...] -> [result]."""
+    precall = [Instr("PRECALL", count, lineno=lineno)] if PY311 else []
+    return [*precall, Instr("CALL", count, lineno=lineno)]
+
+
+def call_helper_on_top(helper: Any, extra_constants: tuple, lineno: int) -> list:
+    """[..., value] -> [..., helper(value, *extra_constants)]."""
+    return [Instr("PUSH_NULL", lineno=lineno), Instr("SWAP", 2, lineno=lineno),
+            Instr("LOAD_CONST", helper, lineno=lineno), Instr("SWAP", 2, lineno=lineno),
+            *[Instr("LOAD_CONST", value, lineno=lineno) for value in extra_constants],
+            *call(1 + len(extra_constants), lineno)]
+
+
+def call_helper(helper: Any, arguments: list, lineno: int) -> list:
+    """[...] -> [..., helper(*arguments)] where `arguments` are instruction lists."""
+    loaded = [instr for argument in arguments for instr in argument]
+    return [Instr("PUSH_NULL", lineno=lineno), Instr("LOAD_CONST", helper, lineno=lineno),
+            *loaded, *call(len(arguments), lineno)]
+
+
+def push_layout(holder: str, layout: tuple, lineno: int) -> list:
+    """Push a stack from the tuple in local `holder`: its items in order, NULL where the layout
+    says so (the tuple holds only the non-NULL items)."""
+    code, position = [], 0
+    for is_null in layout:
+        if is_null:
+            code.append(Instr("PUSH_NULL", lineno=lineno))
+            continue
+        code += [Instr("LOAD_FAST", holder, lineno=lineno),
+                 Instr("LOAD_CONST", position, lineno=lineno),
+                 Instr("BINARY_SUBSCR", lineno=lineno)]
+        position += 1
+    return code
+
+
+def pop_null(lineno: int) -> list:
+    """[..., NULL] -> [...]: a NULL can only leave the stack as the callable slot of a call."""
+    return [Instr("LOAD_CONST", _nothing, lineno=lineno), *call(0, lineno),
+            Instr("POP_TOP", lineno=lineno)]
+
+
+def _nothing():
+    return None
+
+
+def pack_layout(layout: tuple, lineno: int) -> list:
+    """[..., the stack of `layout`] -> [..., (items without NULLs,)].
+
+    NULLs cannot go into a tuple: each run of items above a NULL is packed, the NULL swapped
+    on top and called away, and the nested tuples are flattened at the end.
+    """
+    code, runs, run = [], [], 0
+    for is_null in layout:
+        if is_null:
+            runs.append(run)
+            run = 0
+        else:
+            run += 1
+    if not runs:
+        return [Instr("BUILD_TUPLE", len(layout), lineno=lineno)]
+    code.append(Instr("BUILD_TUPLE", run, lineno=lineno))  # the top run
+    for below in reversed(runs):
+        code += [Instr("SWAP", 2, lineno=lineno), *pop_null(lineno)]
+        code.append(Instr("BUILD_TUPLE", below + 1, lineno=lineno))  # (*run, nested)
+    return code + call_helper_on_top(flatten, (len(runs) + 1,), lineno)
+
+
+def flatten(nested: tuple, levels: int) -> tuple:
+    """(a, (b, c, (d,))) with 3 levels -> (a, b, c, d): undo `pack_layout`'s nesting."""
+    items: list = []
+    for _ in range(levels - 1):
+        items.extend(nested[:-1])
+        nested = nested[-1]
+    items.extend(nested)
+    return tuple(items)
+
+
+def tag_test(tag: int, handler: Label, lineno: int) -> list:
+    """[..., tag] -> [..., tag], jumping to `handler` when it equals `tag`."""
+    return [Instr("COPY", 1, lineno=lineno), Instr("LOAD_CONST", tag, lineno=lineno),
+            Instr("COMPARE_OP", Compare.EQ, lineno=lineno), Jump(handler, True, lineno)]

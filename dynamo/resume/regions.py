@@ -1,0 +1,221 @@
+"""Stage "resume", part 3: regions -- the compiled continuations of a frame with graph breaks.
+
+Input: a code object (the user's function, or itself a region), the instruction where the
+continuation starts, the stack layout there, and the stops it must hand control back at.
+Output: a region code object, cached per (code, start, layout, exits).
+
+A region is a copy of the code with a new prologue and new ways out:
+
+    prologue   COPY_FREE_VARS; RESUME
+               __state = enter(__state, SLOTS)   # writes the locals, returns the stack
+               push __state[0], __state[1], ... (PUSH_NULL where the layout has a NULL)
+               del __state; jump to the start
+    exits      at each loop-header stop:  return leave((stack items...), tag, SLOTS)
+               each `return value`:        return leave((value,), RETURN, SLOTS)
+
+`enter`/`leave` (dynamo._frame_state) move locals in and out by slot; a state is
+`(stack items, locals)` and a region returns `(tag, stack items, locals)`. The locals are
+the original function's plain local variables, in a fixed order (`state_names`), UNBOUND where
+unset. Cells are not copied: the original's cell variables become free variables of the region,
+and the frame that calls it passes its own cells as the closure.
+
+The frame hook sees a region as an ordinary function and compiles it like one: the tracer
+starts at the prologue (it models `enter`/`leave`), so a region is one graph unless it has a
+graph break of its own, in which case it gets a skeleton of its own (`skeleton.py`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from types import CodeType
+from typing import Optional
+
+from bytecode import Bytecode, CellVar, CompilerFlags, FreeVar, Instr, Label
+
+from dynamo import _frame_state
+from dynamo.instructions import DecodedCode, decode
+from dynamo.resume import emit
+from dynamo.resume.analysis import Layout
+from dynamo.rewrite import decode as decode_body
+from dynamo.rewrite.replacement import prologue_of
+
+RETURN_TAG = 0
+STATE = "__state"
+STACK = "__framejit_stack"
+
+
+class Placeholder:
+    """A constant patched once the final code object (and so its slot numbering) is known."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+@dataclasses.dataclass(frozen=True)
+class RegionInfo:
+    """What a region code object is a continuation of."""
+
+    base: CodeType  # the code it is a copy of
+    origin: CodeType  # the user's function it ultimately comes from
+    start: int  # instruction index in `base` where it starts
+    layout: Layout
+    state_names: tuple  # the locals a state carries, in order
+
+
+_regions: "weakref.WeakKeyDictionary[CodeType, RegionInfo]" = weakref.WeakKeyDictionary()
+_cache: "weakref.WeakKeyDictionary[CodeType, dict]" = weakref.WeakKeyDictionary()
+_tags: "weakref.WeakKeyDictionary[CodeType, dict]" = weakref.WeakKeyDictionary()
+_next_tag = [RETURN_TAG + 1]
+
+
+def region_info(code: CodeType) -> Optional[RegionInfo]:
+    return _regions.get(code)
+
+
+def origin_of(code: CodeType) -> CodeType:
+    info = _regions.get(code)
+    return code if info is None else info.origin
+
+
+def tag_of(code: CodeType, index: int) -> int:
+    """The tag a region returns when it reaches stop `index` of `code` (unique per process)."""
+    tags = _tags.setdefault(code, {})
+    if index not in tags:
+        tags[index] = _next_tag[0]
+        _next_tag[0] += 1
+    return tags[index]
+
+
+def state_names(code: CodeType) -> tuple:
+    """The plain local variables a state of `code` carries (cells travel as closures)."""
+    info = _regions.get(code)
+    if info is not None:
+        return info.state_names
+    return tuple(name for name in code.co_varnames if name not in code.co_cellvars)
+
+
+def closure_names(code: CodeType) -> tuple:
+    """The free variables of every region of `code`: its free variables, then its cells."""
+    info = _regions.get(code)
+    return code.co_freevars if info is not None else code.co_freevars + code.co_cellvars
+
+
+def slot_index(code: CodeType, name: str) -> int:
+    """The index of `name` among the frame's local slots (CPython's localsplus order)."""
+    if name in code.co_varnames:
+        return code.co_varnames.index(name)
+    cells = [cell for cell in code.co_cellvars if cell not in code.co_varnames]
+    if name in cells:
+        return len(code.co_varnames) + cells.index(name)
+    if name in code.co_freevars:
+        return len(code.co_varnames) + len(cells) + code.co_freevars.index(name)
+    return -1
+
+
+def slots_of(code: CodeType, names: tuple) -> tuple:
+    return tuple(slot_index(code, name) for name in names)
+
+
+def entry_position(decoded: DecodedCode, index: int) -> int:
+    """The position in the decoded body where instruction `index` begins (a 3.11 call begins
+    at its KW_NAMES/PRECALL)."""
+    return min(origin for origin, owner in decoded.by_origin.items() if owner == index)
+
+
+def region_for(base: CodeType, start: int, layout: Layout, exits: dict) -> CodeType:
+    """The region of `base` starting at instruction `start` (cached). `exits` maps the index
+    of each loop-header stop to its (tag, layout)."""
+    key = (start, layout, tuple(sorted(exits.items())))
+    per_code = _cache.setdefault(base, {})
+    code = per_code.get(key)
+    if code is None:
+        code = per_code[key] = _build(base, start, layout, exits)
+        _regions[code] = RegionInfo(base, origin_of(base), start, layout, state_names(base))
+    return code
+
+
+def _build(base: CodeType, start: int, layout: Layout, exits: dict) -> CodeType:
+    decoded = decode(base)
+    body = decode_body(base)
+    is_region = base in _regions
+    slots = Placeholder("slots")
+    lineno = base.co_firstlineno
+    entry = Label()
+    exit_at = {entry_position(decoded, index): tag_layout for index, tag_layout in
+               exits.items()}
+    start_at = entry_position(decoded, start)
+    skip = {id(item) for item in prologue_of(body)}
+    items: list = []
+    for position, item in enumerate(body):
+        if id(item) in skip:
+            continue
+        if position in exit_at:
+            tag, exit_layout = exit_at[position]
+            items += _exit(tag, len(exit_layout), slots, _line(item, lineno))
+        if position == start_at:
+            items.append(entry)
+        if isinstance(item, Instr) and not is_region and item.name in ("RETURN_VALUE",
+                                                                        "RETURN_CONST"):
+            items += _return_exit(item, slots)
+        elif isinstance(item, Instr) and not is_region:
+            items.append(_free_instead_of_cell(item))
+        else:
+            items.append(item)
+    freevars = closure_names(base)
+    prologue = ([Instr("COPY_FREE_VARS", len(freevars), lineno=lineno)] if freevars else []) + \
+        [Instr("RESUME", 0, lineno=lineno)] + _enter(layout, slots, lineno) + \
+        [emit.Jump(entry, lineno=lineno)]
+    region = Bytecode(emit.resolve_jumps(prologue + items))
+    region._copy_attr_from(body)
+    region.argnames = [STATE]
+    region.argcount, region.posonlyargcount, region.kwonlyargcount = 1, 0, 0
+    region.flags = CompilerFlags(body.flags & ~(CompilerFlags.VARARGS |
+                                                CompilerFlags.VARKEYWORDS | CompilerFlags.NOFREE))
+    region.cellvars = []
+    region.freevars = list(freevars)
+    code = region.to_code(compute_exception_stack_depths=False)
+    code = code.replace(co_name=base.co_name, co_qualname=base.co_qualname,
+                        co_filename=base.co_filename, co_firstlineno=base.co_firstlineno)
+    return patch_constants(code, {slots: slots_of(code, state_names(base))})
+
+
+def patch_constants(code: CodeType, values: dict) -> CodeType:
+    """Replace placeholder constants by their final values."""
+    consts = tuple(values.get(const, const) if isinstance(const, Placeholder) else const
+                   for const in code.co_consts)
+    return code.replace(co_consts=consts)
+
+
+def _line(item, default: int) -> int:
+    return getattr(item, "lineno", None) or default
+
+
+def _enter(layout: Layout, slots: Placeholder, lineno: int) -> list:
+    return [*emit.call_helper(_frame_state.enter, [[Instr("LOAD_FAST", STATE, lineno=lineno)],
+                                                   [Instr("LOAD_CONST", slots, lineno=lineno)]],
+                              lineno),
+            Instr("STORE_FAST", STATE, lineno=lineno),
+            *emit.push_layout(STATE, layout, lineno),
+            Instr("DELETE_FAST", STATE, lineno=lineno)]
+
+
+def _exit(tag: int, depth: int, slots: Placeholder, lineno: int) -> list:
+    """[..., the stop's stack] -> return (tag, stack items, locals)."""
+    return [Instr("BUILD_TUPLE", depth, lineno=lineno),
+            *emit.call_helper_on_top(_frame_state.leave, (tag, slots), lineno),
+            Instr("RETURN_VALUE", lineno=lineno)]
+
+
+def _return_exit(item: Instr, slots: Placeholder) -> list:
+    lineno = item.lineno
+    value = [Instr("LOAD_CONST", item.arg, lineno=lineno)] if item.name == "RETURN_CONST" else []
+    return value + _exit(RETURN_TAG, 1, slots, lineno)
+
+
+def _free_instead_of_cell(item: Instr) -> Instr:
+    if isinstance(item.arg, CellVar):
+        return Instr(item.name, FreeVar(item.arg.name), location=item.location)
+    return item

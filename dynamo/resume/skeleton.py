@@ -1,0 +1,159 @@
+"""Stage "resume", part 4: the skeleton -- the replacement code of a frame with graph breaks.
+
+Input: the code object, its stops (`analysis.Stop`), and the instructions that call the
+entry glue (the graph of everything before the first stop). Output: a replacement code object:
+
+    prologue               MAKE_CELL / COPY_FREE_VARS / RESUME, as in the original
+    entry                  result = glue(args...); jump to DISPATCH
+    the original code      unchanged and in place, so exception tables, `with` cleanups and
+                           line numbers stay right around the instructions that run here;
+                           at each stop: a label before it, and after it a jump to the
+                           trampoline of each way out (its jump target is redirected too)
+    TRAMPOLINE (one per way out of a stop, outside every `try`)
+                           state = pack((stack items...), SLOTS)
+                           result = function(region code, CELLS)(state); jump to DISPATCH
+    DISPATCH               tag = result[0]; one test per stop of this skeleton;
+                           RETURN: return result[1][0] (a region skeleton passes every
+                           result it does not own straight back to its own caller)
+    HANDLER (one per stop) stack = unpack(result, SLOTS)  # writes the locals back
+                           push the stack (NULLs where the layout says); jump to the stop
+
+Only the stops run in this frame; everything else runs in graphs: the entry glue's, and the
+regions', each compiled when the frame hook first sees it called. A region that raises
+propagates out of the trampoline, outside every `try` of this frame, because the region's
+own copy of the code already ran the handlers that apply.
+"""
+from __future__ import annotations
+
+from types import CodeType
+from typing import Callable
+
+from bytecode import Bytecode, Instr, Label
+
+from dynamo import _frame_state
+from dynamo.instructions import decode
+from dynamo.resume import emit
+from dynamo.resume.analysis import Edge, Stop
+from dynamo.resume.regions import (RETURN_TAG, STACK, Placeholder, closure_names, entry_position,
+                                   patch_constants, region_info, slots_of, state_names, tag_of)
+from dynamo.rewrite import assemble
+from dynamo.rewrite import decode as decode_body
+from dynamo.rewrite.replacement import prologue_of
+
+PY312 = emit.PY311 is False
+
+
+def build_skeleton(base: CodeType, entry_call: list, stops: dict[int, Stop],
+                   region_for: Callable[[Edge], CodeType]) -> CodeType:
+    """The replacement of `base` for one compiled entry (see the module docstring).
+
+    `entry_call` pushes the entry glue's result; `region_for(edge)` gives the region code
+    object that continues along `edge`.
+    """
+    decoded = decode(base)
+    body = decode_body(base)
+    lineno = base.co_firstlineno
+    slots, cells = Placeholder("slots"), Placeholder("cells")
+    dispatch = Label()
+    stop_labels = {index: Label() for index, stop in stops.items() if stop.executes}
+    trampolines: dict[tuple, Label] = {}
+    tail: list = []
+
+    def trampoline(edge: Edge) -> Label:
+        key = (edge.target, edge.layout)
+        if key not in trampolines:
+            label = trampolines[key] = Label()
+            tail.extend([label, *_call_region(region_for(edge), edge.layout, slots, cells,
+                                              lineno), emit.Jump(dispatch, lineno=lineno)])
+        return trampolines[key]
+
+    prologue = prologue_of(body)
+    items = [*prologue, *entry_call, emit.Jump(dispatch, lineno=lineno)]
+    items += _original_code(decoded, body, stops, stop_labels, trampoline, tail,
+                            {id(item) for item in prologue})
+    items += [dispatch, *_dispatch(base, stops, stop_labels, trampoline, slots, lineno)]
+    items += tail
+    skeleton = Bytecode(emit.resolve_jumps(items))
+    skeleton._copy_attr_from(body)
+    code = assemble(skeleton, base)
+    values = {slots: slots_of(code, state_names(base)), cells: _cell_slots(code, base)}
+    return patch_constants(code, values)
+
+
+def _cell_slots(code: CodeType, base: CodeType) -> tuple:
+    from dynamo.resume.regions import slot_index
+    return tuple(slot_index(code, name) for name in closure_names(base))
+
+
+def _original_code(decoded, body, stops, stop_labels, trampoline, tail, skip) -> list:
+    """The original instructions with labels before the stops and exits after them."""
+    before = {entry_position(decoded, index): index for index in stop_labels}
+    after: dict[int, list] = {}
+    redirect: dict[int, Label] = {}
+    for index, stop in stops.items():
+        if not stop.executes:
+            continue
+        last = decoded.instructions[stop.last]
+        for edge in stop.edges:
+            if edge.jumps:
+                redirect[last.origin] = _jump_target(edge, trampoline, tail, last)
+            else:
+                after.setdefault(last.origin, []).append(emit.Jump(trampoline(edge),
+                                                                   lineno=last.lineno))
+    items: list = []
+    for position, item in enumerate(body):
+        if id(item) in skip:
+            continue
+        if position in before:
+            items.append(stop_labels[before[position]])
+        if position in redirect:
+            item = Instr(item.name, redirect[position], location=item.location)
+        items.append(item)
+        items += after.get(position, [])
+    return items
+
+
+def _jump_target(edge: Edge, trampoline, tail: list, last) -> Label:
+    """A label in the tail for the stop's jump: FOR_ITER in 3.12 lands after an END_FOR."""
+    label = Label()
+    end_for = [Instr("END_FOR", lineno=last.lineno)] if PY312 and last.opname == "FOR_ITER" \
+        else []
+    tail.extend([label, *end_for, emit.Jump(trampoline(edge), lineno=last.lineno)])
+    return label
+
+
+def _call_region(region: CodeType, layout: tuple, slots, cells, lineno: int) -> list:
+    """[..., stack of `layout`] -> [..., region(pack(stack, SLOTS))]."""
+    return [*emit.pack_layout(layout, lineno),
+            *emit.call_helper_on_top(_frame_state.pack, (slots,), lineno),
+            Instr("PUSH_NULL", lineno=lineno), Instr("SWAP", 2, lineno=lineno),
+            *emit.call_helper(_frame_state.function,
+                              [[Instr("LOAD_CONST", region, lineno=lineno)],
+                               [Instr("LOAD_CONST", cells, lineno=lineno)]], lineno),
+            Instr("SWAP", 2, lineno=lineno), *emit.call(1, lineno)]
+
+
+def _dispatch(base, stops, stop_labels, trampoline, slots, lineno: int) -> list:
+    """[result] -> the handler of its tag (see the module docstring)."""
+    handlers: list = []
+    code = [Instr("COPY", 1, lineno=lineno), Instr("LOAD_CONST", 0, lineno=lineno),
+            Instr("BINARY_SUBSCR", lineno=lineno)]
+    for index, stop in stops.items():
+        label = Label()
+        code += emit.tag_test(tag_of(base, index), label, lineno)
+        target = stop_labels.get(index) or trampoline(stop.edges[0])
+        handlers += [label, Instr("POP_TOP", lineno=lineno),
+                     *emit.call_helper_on_top(_frame_state.unpack, (slots,), lineno),
+                     Instr("STORE_FAST", STACK, lineno=lineno),
+                     *emit.push_layout(STACK, stop.layout, lineno),
+                     Instr("DELETE_FAST", STACK, lineno=lineno),
+                     emit.Jump(target, lineno=lineno)]
+    if region_info(base) is None:
+        returned = Label()
+        code += emit.tag_test(RETURN_TAG, returned, lineno)
+        handlers += [returned, Instr("POP_TOP", lineno=lineno),
+                     Instr("LOAD_CONST", 1, lineno=lineno), Instr("BINARY_SUBSCR", lineno=lineno),
+                     Instr("LOAD_CONST", 0, lineno=lineno), Instr("BINARY_SUBSCR", lineno=lineno),
+                     Instr("RETURN_VALUE", lineno=lineno)]
+    code += [Instr("POP_TOP", lineno=lineno), Instr("RETURN_VALUE", lineno=lineno)]
+    return code + handlers

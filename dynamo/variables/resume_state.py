@@ -1,0 +1,106 @@
+"""The state a region of a frame with graph breaks starts from and hands back, as variables.
+
+Input: a region's `__state` argument (stack items, locals) and the calls of its prologue
+(`dynamo._frame_state.enter`) and exits (`leave`). Output: the tracer's locals and stack.
+
+Locals are realised lazily, like the arguments of an ordinary frame: a local the region never
+reads installs no guard and is handed back through its source; one that was unbound at entry
+is guarded to stay unbound when it is read.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from dynamo import _frame_state
+from dynamo.resume.contexts import RestoreGradMode, exit_nothing
+from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
+from dynamo.variables.base import Variable, variable
+from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.containers import TupleVariable
+from guards import IdentityGuard
+from guards.sources import AttrSource, ItemSource, Source
+
+HELPERS = {_frame_state.enter: "enter", _frame_state.leave: "leave"} \
+    if _frame_state.SUPPORTED else {}
+EXITS = (RestoreGradMode, type(exit_nothing))
+
+
+def wrap_exit(tx, value, source: Optional[Source]) -> Variable:
+    """The exit of a `with` block cut by a graph break, on a region's stack."""
+    from dynamo.variables.contexts import ContextExit, grad_mode_exit
+    from guards import ConstantGuard, IdentityGuard, TypeGuard
+    if isinstance(value, RestoreGradMode):
+        if source is not None:
+            tx.guards.add(TypeGuard(source, RestoreGradMode))
+            tx.guards.add(ConstantGuard(AttrSource(source, "previous"), value.previous))
+        return grad_mode_exit(tx, value.previous)
+    if value is not exit_nothing:
+        raise Unsupported(UNSUPPORTED_CALL, "an unknown builtin function on a `with` block")
+    if source is not None:
+        tx.guards.add(IdentityGuard(source, value))
+    return ContextExit(lambda: None, real_exit=(exit_nothing,))
+
+
+@variable
+class RegionStateVariable(Variable):
+    """A region's `__state` argument, before `enter` unpacks it."""
+
+    value: Any  # (stack items, locals)
+
+
+@variable
+class PassThroughVariable(Variable):
+    """A value handed on unread: rebuilt from its source, specialised on nothing."""
+
+    value: Any
+    is_real: bool = True
+
+
+@variable
+class FrameStateHelper(Variable):
+    """`enter` or `leave` of `dynamo._frame_state`, called by region code."""
+
+    name: str
+
+    def call(self, tx, args, kwargs) -> Variable:
+        if tx.parent is not None:
+            raise Unsupported(UNSUPPORTED_CALL, "a resumed frame called from traced code")
+        if self.name == "enter":
+            return _enter(tx, args[0])
+        return _leave(tx, args[0], args[1])
+
+
+def _enter(tx, state: Variable) -> Variable:
+    if not isinstance(state, RegionStateVariable):
+        raise Unsupported(UNSUPPORTED_CALL, "a region state that is not the region's argument")
+    from dynamo.resume.regions import state_names
+    stack, values = state.value
+    stack_source, locals_source = ItemSource(state.source, 0), ItemSource(state.source, 1)
+    for index, (name, value) in enumerate(zip(state_names(tx.code), values)):
+        source = ItemSource(locals_source, index)
+        tx.lazy_locals[name] = _reader(tx, value, source)
+        tx.lazy_sources[name] = source
+    return TupleVariable(tuple(tx.wrap(item, ItemSource(stack_source, index))
+                               for index, item in enumerate(stack)))
+
+
+def _reader(tx, value, source: Source):
+    def read():
+        if value is _frame_state.UNBOUND:
+            tx.guards.add(IdentityGuard(source, value))
+            return None
+        return tx.wrap(value, source)
+    return read
+
+
+def _leave(tx, stack: Variable, tag: Variable) -> Variable:
+    from dynamo.resume.regions import state_names
+    values = []
+    for name in state_names(tx.code):
+        if name in tx.locals:
+            values.append(tx.locals[name])
+        elif name in tx.lazy_sources:
+            values.append(PassThroughVariable(None, source=tx.lazy_sources[name]))
+        else:
+            values.append(ConstantVariable(_frame_state.UNBOUND))
+    return TupleVariable((tag, stack, TupleVariable(tuple(values))))

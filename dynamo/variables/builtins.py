@@ -16,7 +16,7 @@ from dynamo.breaks import PRINT, UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupport
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
-                                         is_subclass_instance, new_container)
+                                         constant_copy, is_subclass_instance, new_container)
 from dynamo.variables.tensor import TensorVariable
 
 # Builtins with no effects: folded when every argument is a constant.
@@ -78,12 +78,15 @@ class BuiltinVariable(Variable):
 
 def _fold(tx, function, args, kwargs):
     try:
-        values = [arg.as_constant() for arg in args]
-        keywords = {key: value.as_constant() for key, value in kwargs.items()}
+        values = [constant_copy(arg) for arg in args]
+        keywords = {key: constant_copy(value) for key, value in kwargs.items()}
     except NotConstant:
         return None
     try:
         return tx.wrap_result(function(*values, **keywords))
+    except (ArithmeticError, LookupError, TypeError, ValueError) as error:
+        from dynamo.variables.exceptions import python_error
+        raise python_error(type(error), *map(str, error.args[:1])) from None
     except Exception as error:
         raise Unsupported(UNSUPPORTED_CALL, f"{getattr(function, '__name__', function)}() raised "
                           f"{type(error).__name__}: {error}") from None
@@ -274,6 +277,19 @@ def _dict(tx, *args, **kwargs):
     result = DictVariable.new(result.items)
     result.items.update(kwargs)
     return result
+
+
+def _text_rule(converter):
+    def text(tx, *args, **kwargs):
+        from dynamo.variables.exceptions import ExceptionVariable
+        if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
+            return args[0].text(tx, converter)
+        return NotImplemented
+    return text
+
+
+BUILTIN_RULES[str] = _text_rule(str)
+BUILTIN_RULES[repr] = _text_rule(repr)
 
 
 @rule(bool)

@@ -65,6 +65,16 @@ class ConstantVariable(Variable):
         return bool(self.value)
 
 
+def _argument(tx, value: Variable) -> Any:
+    """A constant argument: constants, containers of constants, or an iterator over
+    constants (consumed, as the real method would consume it)."""
+    from dynamo.variables.containers import constant_copy
+    from dynamo.variables.iterators import IteratorVariable
+    if isinstance(value, IteratorVariable):
+        return [item.as_constant() for item in tx.iterate(value)]
+    return constant_copy(value)
+
+
 @variable
 class ConstantMethodVariable(Variable):
     """A method of a constant (`"a,b".split`, `dtype.to_complex`): folded when called."""
@@ -74,12 +84,17 @@ class ConstantMethodVariable(Variable):
 
     def call(self, tx, args, kwargs) -> Variable:
         try:
-            values = [arg.as_constant() for arg in args]
-            keywords = {key: arg.as_constant() for key, arg in kwargs.items()}
+            values = [_argument(tx, arg) for arg in args]
+            keywords = {key: _argument(tx, arg) for key, arg in kwargs.items()}
         except NotConstant as error:
             raise Unsupported(UNSUPPORTED_CALL, f"{type(self.owner.value).__name__}.{self.name} "
                               f"with a non-constant argument ({error})") from None
-        return ConstantVariable(getattr(self.owner.value, self.name)(*values, **keywords))
+        try:
+            result = getattr(self.owner.value, self.name)(*values, **keywords)
+        except (ArithmeticError, LookupError, TypeError, ValueError) as error:
+            from dynamo.variables.exceptions import python_error
+            raise python_error(type(error), *map(str, error.args[:1])) from None
+        return tx.wrap_result(result)
 
     def describe(self) -> str:
         return f"{self.owner.describe()}.{self.name}"

@@ -18,6 +18,19 @@ from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
 
 
+def constant_copy(value: Variable) -> Any:
+    """A real Python value equal to `value` when everything in it is known: constants, and
+    lists, dicts and sets of constants (fresh copies, for pure functions to read)."""
+    if isinstance(value, (ListVariable, TupleVariable)) and not is_subclass_instance(value):
+        items = [constant_copy(item) for item in value.items]
+        return items if isinstance(value, ListVariable) else value.as_constant()
+    if isinstance(value, DictVariable) and value.python_class is dict:
+        return {key: constant_copy(item) for key, item in value.items.items()}
+    if isinstance(value, SetVariable):
+        return value.python_class(constant_copy(item) for item in value.items.values())
+    return value.as_constant()
+
+
 def constant_key(key: Variable) -> Any:
     """A dict/set key: must be a hashable constant at trace time."""
     try:

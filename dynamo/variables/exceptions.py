@@ -74,6 +74,38 @@ class ExceptionVariable(Variable):
         from dynamo.variables.containers import TupleVariable
         self.state.contents["args"] = TupleVariable(tuple(args))
 
+    def text(self, tx, converter) -> Variable:
+        """`str(exception)` / `repr(exception)`, when the class keeps the builtin ones."""
+        from dynamo.variables.attributes import class_lookup
+        from dynamo.variables.construct import _builtin_base
+        base = _builtin_base(self.python_class)
+        name = "__str__" if converter is str else "__repr__"
+        if class_lookup(self.python_class, name) is not class_lookup(base, name):
+            from dynamo.variables.attributes import python_override
+            function = python_override(self.python_class, name)
+            if function is None:
+                raise NotConstant(f"{self.python_class.__name__}.{name}")
+            return tx.wrap(function, None).call(tx, [self], {})
+        proxy = base(*self.state.contents["args"].as_constant())
+        text = converter(proxy)
+        if converter is repr:
+            text = self.python_class.__name__ + text[len(base.__name__):]
+        return ConstantVariable(text)
+
+    def rebuild(self, plan) -> str:
+        """A fresh exception of the same class with the same arguments and attributes."""
+        kind = plan.bind(self.python_class, self.python_class.__name__)
+        args = plan.reconstruct(self.state.contents["args"])
+        name = plan.remember(id(self.state), f"{kind}.__new__({kind}, *{args})")
+        plan.statements.append(f"{name}.args = {args}")
+        for attribute, value in self.state.contents.items():
+            if attribute in ("args", "__traceback__", "__suppress_context__") or \
+                    (attribute in ("__cause__", "__context__") and value.is_constant()):
+                continue
+            plan.statements.append(f"object.__setattr__({name}, {attribute!r}, "
+                                   f"{plan.reconstruct(value)})")
+        return name
+
     def message(self) -> str:
         try:
             return f"{self.python_class.__name__}: {self.as_constant()}"

@@ -137,6 +137,29 @@ class ChainIterator(IteratorVariable):
 
 
 @variable
+class SubscriptIterator(IteratorVariable):
+    """`iter(obj)` for an object with a Python `__getitem__` and no `__iter__`: items 0, 1,
+    ... until `__getitem__` raises IndexError (or StopIteration)."""
+
+    getitem: Variable = None
+
+    def next_item(self, tx) -> Optional[Variable]:
+        from dynamo.variables.exceptions import RaisedInTrace
+        index = self.box.contents
+        if index is None:
+            return None
+        try:
+            item = self.getitem.call(tx, [ConstantVariable(index)], {})
+        except RaisedInTrace as raised:
+            if not issubclass(raised.exception.python_type(), (IndexError, StopIteration)):
+                raise
+            self.box.contents = None
+            return None
+        self.box.contents = index + 1
+        return item
+
+
+@variable
 class GeneratorVariable(IteratorVariable):
     """A generator created during the trace: its frame is a paused child tracer."""
 
@@ -156,7 +179,12 @@ class GeneratorVariable(IteratorVariable):
             raise
         if value is None:
             self.box.contents = None
+            self.box.returned = tracer.returned
         return value
+
+    def returned_value(self) -> Optional[Variable]:
+        """What the generator returned (`x = yield from generator`), once it is finished."""
+        return getattr(self.box, "returned", None)
 
 
 def get_iterator(tx, value: Variable) -> IteratorVariable:
@@ -183,6 +211,9 @@ def get_iterator(tx, value: Variable) -> IteratorVariable:
     method = tx.lookup_dunder(value, "__iter__")
     if method is not None:
         return get_iterator(tx, method.call(tx, [], {}))
+    getitem = tx.lookup_dunder(value, "__getitem__")
+    if getitem is not None:
+        return SubscriptIterator(Box("iterator", 0), getitem)
     return SequenceIterator.over(value.iterate(tx))
 
 

@@ -1,8 +1,10 @@
 """The differential check: a function run eagerly and through `dynamo.jit` must agree.
 
 `check(fn, *args, graphs=N)` runs `fn` eagerly and jitted (twice: compile, then cache hit) on
-deep copies of the arguments and compares results, mutated arguments, printed output, raised
-exceptions and the number of graphs compiled.
+deep copies of the arguments and compares results, mutated arguments, the globals `fn` refers
+to (reset to the same starting values before each run), printed output, raised exceptions and
+the number of graphs compiled. An `nn.Module` passed as `fn` is deep-copied too: the eager
+and the jitted copy must end in the same state (parameters, buffers, plain attributes).
 """
 from __future__ import annotations
 
@@ -43,12 +45,17 @@ def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
         assert expected == actual, f"{path}: {actual!r} != {expected!r}"
     elif isinstance(expected, torch.nn.Module):
         assert_same(dict(expected.state_dict()), dict(actual.state_dict()), f"{path}.state_dict")
+        assert_same(_plain_attributes(expected), _plain_attributes(actual), f"{path}.__dict__")
     elif hasattr(expected, "__dict__") and not isinstance(expected, type) and \
             not callable(expected):
         assert_same(vars(expected), vars(actual), f"{path}.__dict__")
     else:
         assert expected == actual or (expected != expected and actual != actual), \
             f"{path}: {actual!r} != {expected!r}"
+
+
+def _plain_attributes(module: torch.nn.Module) -> dict:
+    return {name: value for name, value in vars(module).items() if not name.startswith("_")}
 
 
 def _run(fn: Callable, args, kwargs):
@@ -65,14 +72,26 @@ def check(fn: Callable, *args, graphs: Optional[int] = 1, calls: int = 2,
           backend=None, **kwargs):
     """Compare eager and jitted runs of `fn(*args, **kwargs)`; returns the counting backend."""
     counting = dynamo.CountingBackend(backend or dynamo.backends.lookup_backend("eager"))
-    jitted = dynamo.jit(fn, backend=counting)
-    for call in range(calls):
-        eager_args, jit_args = copy.deepcopy((args, kwargs)), copy.deepcopy((args, kwargs))
-        torch.manual_seed(call)
-        expected = _run(fn, *eager_args)
-        torch.manual_seed(call)
-        actual = _run(jitted, *jit_args)
-        _compare(expected, actual, eager_args, jit_args, call)
+    eager_fn, jit_fn = fn, fn
+    if isinstance(fn, torch.nn.Module):
+        eager_fn, jit_fn = copy.deepcopy(fn), copy.deepcopy(fn)
+    jitted = dynamo.jit(jit_fn, backend=counting)
+    shared = _Globals(fn)
+    try:
+        for call in range(calls):
+            eager_args, jit_args = copy.deepcopy((args, kwargs)), copy.deepcopy((args, kwargs))
+            shared.reset()
+            torch.manual_seed(call)
+            expected = _run(eager_fn, *eager_args)
+            eager_globals = shared.take()
+            torch.manual_seed(call)
+            actual = _run(jitted, *jit_args)
+            _compare(expected, actual, eager_args, jit_args, call)
+            assert_same(eager_globals, shared.take(), f"call {call} globals")
+            if eager_fn is not fn:
+                assert_same(eager_fn, jit_fn, f"call {call} module")
+    finally:
+        shared.restore()
     if graphs is not None:
         assert counting.frame_count == graphs, \
             f"expected {graphs} graphs, compiled {counting.frame_count}"
@@ -89,3 +108,42 @@ def _compare(expected, actual, eager_args, jit_args, call: int) -> None:
         assert_same(result, jit_result, f"{where} result")
     assert_same(eager_args, jit_args, f"{where} arguments after the call")
     assert printed == jit_printed, f"{where}: printed {jit_printed!r}, eager {printed!r}"
+
+
+class _Globals:
+    """The data globals `fn` names (not modules, functions or classes): every run starts from
+    copies of their values at the start of the check, and their end values are compared."""
+
+    def __init__(self, fn: Callable):
+        function = getattr(fn, "forward", fn)
+        function = getattr(function, "__func__", function)
+        self.namespace = getattr(function, "__globals__", {})
+        code = getattr(function, "__code__", None)
+        names = _names_used(code) if code is not None else set()
+        self.initial = {name: self.namespace[name] for name in sorted(names)
+                        if name in self.namespace and _is_data(self.namespace[name])}
+
+    def reset(self) -> None:
+        for name, value in self.initial.items():
+            self.namespace[name] = copy.deepcopy(value)
+
+    def take(self) -> dict:
+        return {name: self.namespace.get(name, "<deleted>") for name in self.initial}
+
+    def restore(self) -> None:
+        self.namespace.update(self.initial)
+
+
+def _names_used(code) -> set:
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if hasattr(constant, "co_names"):
+            names |= _names_used(constant)
+    return names
+
+
+def _is_data(value: Any) -> bool:
+    import types
+    return not isinstance(value, (types.ModuleType, types.FunctionType, type,
+                                  types.BuiltinFunctionType, torch.nn.Module)) and \
+        not callable(value)

@@ -151,6 +151,43 @@ def YIELD_VALUE(tx, instruction):
 
 
 @handler()
+def GET_YIELD_FROM_ITER(tx, instruction):
+    from dynamo.variables.iterators import IteratorVariable, get_iterator
+    if not isinstance(tx.peek(), IteratorVariable):
+        tx.push(get_iterator(tx, tx.pop()))
+
+
+@handler()
+def SEND(tx, instruction):
+    """`yield from` / `await`: the receiver's next value, or its return value at the end."""
+    from dynamo.variables.iterators import GeneratorVariable
+    sent = tx.peek()
+    receiver = tx.peek(2)
+    if not (sent.is_constant() and sent.as_constant() is None):
+        raise tx.unsupported(UNSUPPORTED_BYTECODE, "sending a value into a generator")
+    item = receiver.next_item(tx)
+    if item is not None:
+        tx.stack[-1] = item
+        return
+    returned = receiver.returned_value() if isinstance(receiver, GeneratorVariable) else None
+    tx.pop()
+    if _SEND_POPS_RECEIVER:
+        tx.pop()
+    tx.push(returned if returned is not None else ConstantVariable(None))
+    tx.jump(instruction.target)
+
+
+_SEND_POPS_RECEIVER = __import__("sys").version_info < (3, 12)
+
+
+@handler(since=(3, 12))
+def END_SEND(tx, instruction):
+    value = tx.pop()
+    tx.pop()
+    tx.push(value)
+
+
+@handler()
 def RETURN_GENERATOR(tx, instruction):
     if not tx.is_generator:
         raise tx.unsupported(UNSUPPORTED_BYTECODE, "a generator")

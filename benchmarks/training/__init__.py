@@ -1,0 +1,1 @@
+"""Training benchmarks: step speed and peak memory against eager and torch.compile."""

@@ -22,6 +22,9 @@ _PUBLIC = {
     "list_backends": "dynamo.backends",
     "register_backend": "dynamo.backends",
     "CountingBackend": "dynamo.backends",
+    "explain": "dynamo.explanation",
+    "ExplainReport": "dynamo.explanation",
+    "GraphBreakError": "dynamo.breaks",
 }
 
 __all__ = sorted([*_PUBLIC, "config"])

@@ -21,7 +21,7 @@ import torch
 
 from dynamo import _C, hook
 from dynamo.breaks import GraphBreakError, Unsupported
-from dynamo.driver import CompileRecord, log_capture, now
+from dynamo.driver import CompileRecord, JitScopeGuard, log_capture, now
 from dynamo.instructions import decode
 from dynamo.resume import analysis
 from dynamo.resume.regions import STATE, region_for, region_info, state_names, tag_of
@@ -34,6 +34,7 @@ from dynamo.trace.interpreter import TraceState, Tracer
 from dynamo.trace.side_effects import SideEffects
 from dynamo.variables.base import NULL
 from dynamo.variables.functions import CellVariable
+from dynamo.variables.lazy import LazyVariable
 from guards import GlobalStateGuard, GuardSet
 from guards.sources import LocalSource
 
@@ -54,6 +55,11 @@ class BreakRecord:
     resumed: bool  # False: the frame ran eagerly instead
 
 
+def forget_stops() -> None:
+    """`dynamo.reset()`: forget where every code object broke."""
+    _known_stops.clear()
+
+
 def root_tracer(state: TraceState, view, stops: dict) -> Tracer:
     """A tracer for the intercepted frame: arguments and free variables read lazily."""
     code = view.f_code
@@ -63,12 +69,9 @@ def root_tracer(state: TraceState, view, stops: dict) -> Tracer:
     is_region = region_info(code) is not None
     for name in code.co_varnames[:_argument_count(code)]:
         if name in frame_locals:
-            source = LocalSource(name)
-            if is_region and name == STATE:
-                tracer.lazy_locals[name] = _region_state(frame_locals[name], source)
-            else:
-                tracer.lazy_locals[name] = _reader(tracer, frame_locals[name], source)
-            tracer.lazy_sources[name] = source
+            value, source = frame_locals[name], LocalSource(name)
+            factory = _region_state(value, source) if is_region and name == STATE else None
+            tracer.locals[name] = LazyVariable.of(value, source, factory)
     closure = view.f_func.__closure__ or ()
     for name, cell in zip(code.co_freevars, closure):
         source = LocalSource(name)
@@ -88,6 +91,7 @@ def _reader(tracer: Tracer, value, source):
 
 
 def _region_state(value, source):
+    """`__state` realises as the special variable the region prologue's `enter` unpacks."""
     from dynamo.variables.resume_state import RegionStateVariable
     return lambda: RegionStateVariable(value, source=source)
 
@@ -101,11 +105,12 @@ def capture_frame(view, driver, reason) -> CompileRecord:
     code = view.f_code
     record = CompileRecord(code, None, [], None, reason=reason)
     started = now()
-    stops = dict(_known_stops.get(code, {}))
+    stops = {} if driver.settings.fullgraph else dict(_known_stops.get(code, {}))
     for _ in range(_MAX_ATTEMPTS):
         state = TraceState(GraphBuilder(), GuardSet(), SideEffects(), view.f_globals,
                            driver.option("inline_depth"))
         state.guards.add(GlobalStateGuard())
+        state.guards.add(JitScopeGuard(driver))
         try:
             tracer, returned, grad_at_stop = _trace(state, view, stops)
             plan = GluePlan(view.f_globals)
@@ -196,8 +201,6 @@ def _stop_state(plan: GluePlan, tracer: Tracer, stop: analysis.Stop,
     for name in state_names(tracer.code):
         if name in tracer.locals:
             values.append(plan.reconstruct(tracer.locals[name]))
-        elif name in tracer.lazy_sources:
-            values.append(plan.source(tracer.lazy_sources[name]))
         else:
             values.append(plan.constant(_frame_state.UNBOUND))
     if grad_enabled != torch.is_grad_enabled():  # tracing has restored the entry state

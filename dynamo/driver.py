@@ -20,10 +20,12 @@ from typing import Any, Optional
 
 import torch
 
-from dynamo import hook, logs, rewrite, skips
+from dynamo import _C, hook, logs, rewrite, skips
 from dynamo.breaks import GraphBreakError, Unsupported
 from dynamo.resume import regions
 from dynamo.settings import config
+from guards.kinds.base import RANK_TYPE, Guard
+from guards.sources import GlobalStateSource
 
 _NOP = rewrite.NopRewriteDriver()
 _log_recompiles = logs.get("recompiles")
@@ -115,6 +117,43 @@ class FrameDriver:
         return record.replacement
 
 
+class JitScopeGuard(Guard):
+    """The frame runs under the `jit(...)` call that compiled the entry.
+
+    Cache entries live on code objects, which every `jit` wrapper of a function shares; this
+    guard keeps an entry compiled for one backend or `fullgraph` setting from answering calls
+    made through another. It holds the driver weakly: when the wrapper dies, so do its entries.
+    """
+
+    rank = RANK_TYPE
+
+    def __init__(self, driver: "FrameDriver"):
+        self.source = GlobalStateSource()
+        self.driver = weakref.ref(driver)
+
+    def key(self):
+        return id(self.driver)
+
+    def emit(self, writer) -> None:
+        current = writer.bind(_C.get_callback, "current_jit")
+        writer.require([f"{writer.bind(self.driver, 'compiled_by')}() is {current}()"])
+
+    def reason(self, value) -> Optional[str]:
+        if self.driver() is _C.get_callback():
+            return None
+        return "called through a different dynamo.jit wrapper (another backend or options)"
+
+    def describe(self) -> str:
+        return "the frame runs under the dynamo.jit call that compiled it"
+
+    def watch(self, callback) -> None:
+        driver = self.driver()
+        if driver is None:
+            callback(self)
+        else:
+            weakref.finalize(driver, callback, self)
+
+
 def _recompile_reason(state: _CodeState, view) -> Optional[str]:
     live = [guard_set for guard_set in state.guard_sets if guard_set.alive]
     if not live:
@@ -155,8 +194,10 @@ def _warn_fallback(code: CodeType, error: Exception) -> None:
 
 
 def reset_driver_state() -> None:
-    """Forget per-code compile state (recompile counts and the like)."""
+    """Forget per-code compile state (recompile counts, graph-break stops)."""
     _states.clear()
+    from dynamo.capture import forget_stops
+    forget_stops()
 
 
 def log_capture(record: CompileRecord) -> None:

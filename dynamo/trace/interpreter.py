@@ -22,6 +22,7 @@ from dynamo.trace.graph import GraphBuilder
 from dynamo.trace.handlers.exceptions import unwind
 from dynamo.trace.side_effects import SideEffects
 from dynamo.variables.base import NULL, NotConstant, Variable
+from dynamo.variables.lazy import LazyVariable, realize
 from dynamo.variables.exceptions import RaisedInTrace
 from guards import GuardSet
 from guards.sources import Source
@@ -52,9 +53,8 @@ class Tracer:
         self.f_globals = f_globals
         self.globals_source = globals_source  # None: the root frame's own globals (`G`)
         self.locals = locals_
-        self.lazy_locals: dict[str, Any] = {}  # name -> thunk wrapping an entry value
-        self.lazy_sources: dict[str, Source] = {}  # name -> where a lazy local comes from
         self.stops: frozenset = frozenset()  # root frame: instruction indices to stop before
+        self.unbound_marker: Any = None  # a resumed region: the value its unbound locals hold
         self.stopped: Optional[int] = None  # the stop reached
         self.cells = cells
         self.parent = parent
@@ -90,16 +90,27 @@ class Tracer:
         self.stack.append(value)
 
     def pop(self) -> Variable:
-        return self.stack.pop()
+        """The top of the stack, realised (see `dynamo.variables.lazy`)."""
+        return realize(self, self.stack.pop())
 
     def popn(self, count: int) -> list[Variable]:
         if count == 0:
             return []
-        values = self.stack[-count:]
+        values = [realize(self, value) for value in self.stack[-count:]]
         del self.stack[-count:]
         return values
 
     def peek(self, depth: int = 1) -> Variable:
+        value = self.stack[-depth]
+        if type(value) is LazyVariable:
+            value = self.stack[-depth] = value.realize(self)
+        return value
+
+    def pop_raw(self) -> Variable:
+        """The top of the stack as it is: for instructions that only move values."""
+        return self.stack.pop()
+
+    def peek_raw(self, depth: int = 1) -> Variable:
         return self.stack[-depth]
 
     # -- the loop --------------------------------------------------------------------------
@@ -159,28 +170,16 @@ class Tracer:
 
     # -- locals --------------------------------------------------------------------------
     def read_local(self, name: str) -> Optional[Variable]:
-        """The local's variable (realising an entry value on first read), or None."""
-        value = self.locals.get(name)
-        if value is None and name in self.lazy_locals:
-            self.lazy_sources.pop(name, None)
-            value = self.lazy_locals.pop(name)()
-            if value is not None:  # None: the entry value is "unbound"
-                self.locals[name] = value
-        return value
+        """The local's variable as stored (possibly lazy), or None when unbound."""
+        return self.locals.get(name)
 
     def take_local(self, name: str) -> Optional[Variable]:
-        value = self.read_local(name)
-        self.locals.pop(name, None)
-        return value
+        return self.locals.pop(name, None)
 
     def set_local(self, name: str, value: Variable) -> None:
-        self.lazy_locals.pop(name, None)
-        self.lazy_sources.pop(name, None)
         self.locals[name] = value
 
     def delete_local(self, name: str) -> None:
-        self.lazy_locals.pop(name, None)
-        self.lazy_sources.pop(name, None)
         self.locals.pop(name, None)
 
     # -- helpers handlers share ------------------------------------------------------------

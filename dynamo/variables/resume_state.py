@@ -3,9 +3,9 @@
 Input: a region's `__state` argument (stack items, locals) and the calls of its prologue
 (`dynamo._frame_state.enter`) and exits (`leave`). Output: the tracer's locals and stack.
 
-Locals are realised lazily, like the arguments of an ordinary frame: a local the region never
-reads installs no guard and is handed back through its source; one that was unbound at entry
-is guarded to stay unbound when it is read.
+Locals and stack items are `LazyVariable`s, like the arguments of an ordinary frame: a value
+the region only moves installs no guard and is handed back through its source; reading a
+local guards that it is bound (`check_bound`).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
 from dynamo.variables.base import Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import TupleVariable
+from dynamo.variables.lazy import LazyVariable
 from guards import IdentityGuard
 from guards.sources import AttrSource, ItemSource, Source
 
@@ -49,14 +50,6 @@ class RegionStateVariable(Variable):
 
 
 @variable
-class PassThroughVariable(Variable):
-    """A value handed on unread: rebuilt from its source, specialised on nothing."""
-
-    value: Any
-    is_real: bool = True
-
-
-@variable
 class FrameStateHelper(Variable):
     """`enter` or `leave` of `dynamo._frame_state`, called by region code."""
 
@@ -77,30 +70,14 @@ def _enter(tx, state: Variable) -> Variable:
     stack, values = state.value
     stack_source, locals_source = ItemSource(state.source, 0), ItemSource(state.source, 1)
     for index, (name, value) in enumerate(zip(state_names(tx.code), values)):
-        source = ItemSource(locals_source, index)
-        tx.lazy_locals[name] = _reader(tx, value, source)
-        tx.lazy_sources[name] = source
-    return TupleVariable(tuple(tx.wrap(item, ItemSource(stack_source, index))
+        tx.locals[name] = LazyVariable.of(value, ItemSource(locals_source, index))
+    tx.unbound_marker = _frame_state.UNBOUND
+    return TupleVariable(tuple(LazyVariable.of(item, ItemSource(stack_source, index))
                                for index, item in enumerate(stack)))
-
-
-def _reader(tx, value, source: Source):
-    def read():
-        if value is _frame_state.UNBOUND:
-            tx.guards.add(IdentityGuard(source, value))
-            return None
-        return tx.wrap(value, source)
-    return read
 
 
 def _leave(tx, stack: Variable, tag: Variable) -> Variable:
     from dynamo.resume.regions import state_names
-    values = []
-    for name in state_names(tx.code):
-        if name in tx.locals:
-            values.append(tx.locals[name])
-        elif name in tx.lazy_sources:
-            values.append(PassThroughVariable(None, source=tx.lazy_sources[name]))
-        else:
-            values.append(ConstantVariable(_frame_state.UNBOUND))
+    values = [tx.locals[name] if name in tx.locals else ConstantVariable(_frame_state.UNBOUND)
+              for name in state_names(tx.code)]
     return TupleVariable((tag, stack, TupleVariable(tuple(values))))

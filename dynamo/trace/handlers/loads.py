@@ -7,6 +7,7 @@ from dynamo.breaks import UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT
 from dynamo.trace.handlers import handler
 from dynamo.variables.base import NULL
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.lazy import check_bound
 
 
 def _name(arg) -> str:
@@ -25,7 +26,9 @@ def LOAD_FAST(tx, instruction):
     if value is None:
         raise tx.unsupported(UNSUPPORTED_OBJECT, f"local {name!r} read before assignment "
                              "(UnboundLocalError)")
-    tx.push(value)
+    if tx.unbound_marker is not None:  # a resumed region: its locals may be unbound
+        check_bound(tx, value, tx.unbound_marker, name)
+    tx.push(value)  # lazy values stay lazy until an operation uses them
 
 
 @handler(since=(3, 12))
@@ -36,7 +39,7 @@ def LOAD_FAST_AND_CLEAR(tx, instruction):
 
 @handler()
 def STORE_FAST(tx, instruction):
-    value = tx.pop()
+    value = tx.pop_raw()
     if value is NULL:  # 3.12 inlined comprehensions restore an unset local
         tx.delete_local(instruction.arg)
     else:

@@ -31,7 +31,7 @@ def MAKE_CELL(tx, instruction):
 
 @handler()
 def POP_TOP(tx, instruction):
-    tx.pop()
+    tx.pop_raw()
 
 
 @handler()
@@ -41,7 +41,7 @@ def PUSH_NULL(tx, instruction):
 
 @handler()
 def COPY(tx, instruction):
-    tx.push(tx.peek(instruction.arg))
+    tx.push(tx.peek_raw(instruction.arg))
 
 
 @handler()
@@ -52,7 +52,7 @@ def SWAP(tx, instruction):
 
 @handler()
 def RETURN_VALUE(tx, instruction):
-    tx.returned = tx.pop()
+    tx.returned = tx.pop_raw()
 
 
 @handler(since=(3, 12))

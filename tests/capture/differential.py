@@ -18,8 +18,17 @@ import torch
 import dynamo
 
 
-def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
-    """Structural equality; tensors compared with assert_close (dtype, shape, values)."""
+def assert_same(expected: Any, actual: Any, path: str = "result", _seen=None) -> None:
+    """Structural equality; tensors compared with assert_close (dtype, shape, values).
+    Cycles are followed once."""
+    seen = set() if _seen is None else _seen
+    if (id(expected), id(actual)) in seen:
+        return
+    seen.add((id(expected), id(actual)))
+    _assert_same(expected, actual, path, seen)
+
+
+def _assert_same(expected: Any, actual: Any, path: str, seen: set) -> None:
     if isinstance(expected, torch.Tensor):
         assert isinstance(actual, torch.Tensor), f"{path}: expected a tensor, got {actual!r}"
         torch.testing.assert_close(actual, expected, msg=lambda m: f"{path}: {m}",
@@ -31,24 +40,26 @@ def assert_same(expected: Any, actual: Any, path: str = "result") -> None:
     if isinstance(expected, (list, tuple)):
         assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"
         for index, (a, b) in enumerate(zip(expected, actual)):
-            assert_same(a, b, f"{path}[{index}]")
+            assert_same(a, b, f"{path}[{index}]", seen)
     elif isinstance(expected, dict):
         keys = list(dict.keys(expected))
         assert list(dict.keys(actual)) == keys, \
             f"{path}: keys {list(dict.keys(actual))} != {keys}"
         for key in keys:
             assert_same(dict.__getitem__(expected, key), dict.__getitem__(actual, key),
-                        f"{path}[{key!r}]")
+                        f"{path}[{key!r}]", seen)
         if hasattr(expected, "__dict__"):  # dict subclasses (ModelOutput) carry attributes
-            assert_same(vars(expected), vars(actual), f"{path}.__dict__")
+            assert_same(vars(expected), vars(actual), f"{path}.__dict__", seen)
     elif isinstance(expected, (set, frozenset)):
         assert expected == actual, f"{path}: {actual!r} != {expected!r}"
     elif isinstance(expected, torch.nn.Module):
-        assert_same(dict(expected.state_dict()), dict(actual.state_dict()), f"{path}.state_dict")
-        assert_same(_plain_attributes(expected), _plain_attributes(actual), f"{path}.__dict__")
+        assert_same(dict(expected.state_dict()), dict(actual.state_dict()), f"{path}.state_dict",
+                    seen)
+        assert_same(_plain_attributes(expected), _plain_attributes(actual), f"{path}.__dict__",
+                    seen)
     elif hasattr(expected, "__dict__") and not isinstance(expected, type) and \
             not callable(expected):
-        assert_same(vars(expected), vars(actual), f"{path}.__dict__")
+        assert_same(vars(expected), vars(actual), f"{path}.__dict__", seen)
     else:
         assert expected == actual or (expected != expected and actual != actual), \
             f"{path}: {actual!r} != {expected!r}"

@@ -81,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, help="seconds per job")
     run.add_argument("--budget", type=float, help="stop starting jobs after this many seconds")
     run.add_argument("--retry", default="", help="statuses to run again (e.g. timeout,crash)")
+    run.add_argument("--again", action="store_true",
+                     help="run the selected jobs even if they have rows (the newest row wins in "
+                          "the report), e.g. framejit's after the product changed")
     run.add_argument("--note", default="", help="free text shown in the report")
     run.add_argument("--output", type=Path)
     run.add_argument("--dry-run", action="store_true", help="list the jobs left, run nothing")
@@ -124,6 +127,8 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"unknown compilers {unknown}; known: {', '.join(compilers.COMPILERS)}")
     jobs = build_jobs(options)
     retry = [status for status in options.retry.split(",") if status]
+    if options.again:
+        retry = None  # every status
     if options.dry_run:
         todo, skipped = pending(jobs, options.output, retry)
         for job in todo:

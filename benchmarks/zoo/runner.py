@@ -53,9 +53,12 @@ def load_rows(path: Path) -> list[dict]:
     return rows
 
 
-def pending(jobs: list[Job], path: Path, retry: Iterable[str] = ()) -> tuple[list, int]:
-    """The jobs without a row in `path` (or whose row's status is in `retry`), and how many
-    were skipped as done."""
+def pending(jobs: list[Job], path: Path, retry: Optional[Iterable[str]] = ()
+            ) -> tuple[list, int]:
+    """The jobs without a row in `path` (or whose row's status is in `retry`; `retry=None`:
+    every job), and how many were skipped as done."""
+    if retry is None:
+        return list(jobs), 0
     retry = set(retry)
     done = {row_key(row) for row in load_rows(path) if row.get("status") not in retry}
     todo = [job for job in jobs if job.key() not in done]
@@ -63,7 +66,7 @@ def pending(jobs: list[Job], path: Path, retry: Iterable[str] = ()) -> tuple[lis
 
 
 def run_jobs(jobs: list[Job], output: Path, timeout: float, budget: Optional[float] = None,
-             min_start: float = 60.0, retry: Iterable[str] = (),
+             min_start: float = 60.0, retry: Optional[Iterable[str]] = (),
              progress: Callable[[str], None] = print) -> Outcome:
     """Run the jobs of `jobs` that have no row in `output` yet, appending one row each."""
     todo, skipped = pending(jobs, output, retry)

@@ -54,7 +54,8 @@ graphs run as FX Python (the capture's own cost); `torch.compile` (the anchor, d
 - Statuses: `pass`; `no graph` (ran correctly but compiled nothing: a full fallback to eager);
   `inaccurate`; `error`/`crash`/`timeout` (with the reason below each table).
 
-Run the CPU suite here (resumable: re-running skips finished jobs) and render this page:
+Run the CPU suite here (resumable: re-running skips finished jobs; `--again --compilers
+framejit,framejit-eager` re-measures our rows after the product changed) and render this page:
 
 ```bash
 PYTHONPATH=. .venv/bin/python -m benchmarks.zoo run --suite cpu --threads 1

@@ -66,7 +66,9 @@ def _assert_same(expected: Any, actual: Any, path: str, seen: set) -> None:
 
 
 def _plain_attributes(module: torch.nn.Module) -> dict:
-    return {name: value for name, value in vars(module).items() if not name.startswith("_")}
+    """A module's data attributes (numbers, strings, tensors, containers; not callables)."""
+    return {name: value for name, value in vars(module).items()
+            if not name.startswith("_") and not callable(value)}
 
 
 def _run(fn: Callable, args, kwargs):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 COLORS = {"framejit": "#1f77b4", "framejit-eager": "#9ecae1", "torch.compile": "#ff7f0e",
-          "eager": "#7f7f7f"}
+          "torch.compile-eager": "#fdd0a2", "eager": "#7f7f7f"}
 STATUS_COLORS = {"pass": "#2ca02c", "eager_fallback": "#bcbd22", "fail_accuracy": "#d62728",
                  "error": "#9467bd", "crash": "#8c564b", "timeout": "#e377c2"}
 
@@ -25,9 +25,14 @@ def _pyplot():
 
 
 def grouped_bars(path: Path, title: str, ylabel: str, models: list[str],
-                 series: dict[str, list], log: bool = True, reference: float = None) -> Path:
-    """One group of bars per model, one bar per series (None: no bar); saved to `path`."""
+                 series: dict[str, list], log: bool = True, reference: float = None,
+                 unit: str = "") -> Path:
+    """One group of bars per model, one bar per series with any value (None: no bar), y
+    ticks labelled with `unit`; saved to `path`."""
     pyplot = _pyplot()
+    from matplotlib.ticker import FuncFormatter
+    series = {name: values for name, values in series.items()
+              if any(value is not None and value > 0 for value in values)}
     figure, axes = pyplot.subplots(figsize=(max(6.0, 0.55 * len(models) + 2), 4.2), dpi=110)
     count = max(1, len(series))
     width = 0.8 / count
@@ -37,8 +42,15 @@ def grouped_bars(path: Path, title: str, ylabel: str, models: list[str],
         axes.bar(positions, heights, width, label=name, color=COLORS.get(name))
     if reference is not None:
         axes.axhline(reference, color="black", linewidth=0.8, linestyle="--")
-    if log:
+    if log and series:
         axes.set_yscale("log")
+        positive = [value for values in series.values() for value in values
+                    if value is not None and value > 0] + ([reference] if reference else [])
+        narrow = max(positive) / min(positive) < 10  # under a decade: label every minor tick
+        axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}{unit}"))
+        axes.yaxis.set_minor_formatter(FuncFormatter(
+            lambda value, _: f"{value:g}{unit}" if narrow or f"{value:.0e}"[0] in "25" else ""))
+        axes.tick_params(axis="y", which="minor", labelsize=7)
     axes.set_xticks(range(len(models)))
     axes.set_xticklabels(models, rotation=60, ha="right", fontsize=8)
     axes.set_ylabel(ylabel)

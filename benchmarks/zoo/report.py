@@ -280,11 +280,11 @@ def _plots(path: Path, mode: str, rows: list[dict], document_folder: Path) -> li
     written = [
         ("Speedup over eager", plots.grouped_bars(
             folder / f"{stem}-speedup.png", f"{path.stem} {mode}: speedup over eager",
-            "speedup (x, log scale; failed: no bar)", models, speed,
-            reference=1.0)),
+            "speedup over eager (log scale; failed: no bar)", models, speed,
+            reference=1.0, unit="x")),
         ("Cold compile time", plots.grouped_bars(
             folder / f"{stem}-compile.png", f"{path.stem} {mode}: cold compile, first call",
-            "seconds (log scale)", models, compile_times)),
+            "seconds (log scale)", models, compile_times, unit=" s")),
         ("Outcomes per compiler", plots.outcome_bars(
             folder / f"{stem}-outcomes.png", f"{path.stem} {mode}: outcomes", outcomes)),
     ]

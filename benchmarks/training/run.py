@@ -219,7 +219,7 @@ def main() -> None:
     parser.add_argument("--compilers", default=",".join(COMPILERS))
     parser.add_argument("--trials", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None, help="torch threads on CPU")
-    parser.add_argument("--out", default="benchmarks/results/training.jsonl")
+    parser.add_argument("--out", default="benchmarks/training/results/cpu.jsonl")
     options = parser.parse_args()
     if options.threads:
         torch.set_num_threads(options.threads)

@@ -56,8 +56,11 @@ class CompiledTraining:
 
     @staticmethod
     def _key(arguments: Sequence[Any]) -> tuple:
+        """Global state, which inputs require grad, and the values of non-tensor inputs (they
+        are constants in the traced graphs)."""
         return (GlobalState.current(),
-                tuple(isinstance(a, torch.Tensor) and a.requires_grad for a in arguments))
+                tuple(a.requires_grad if isinstance(a, torch.Tensor) else _constant_key(a)
+                      for a in arguments))
 
     def __call__(self, *arguments):
         arguments = list(arguments)
@@ -70,10 +73,19 @@ class CompiledTraining:
         return variant(arguments)
 
     def _variant(self, key: tuple, arguments: list) -> Callable:
+        try:
+            variant = self._compile_variant(key, arguments)
+        except UnsupportedGraph as reason:
+            log.warning("training compilation runs this graph eagerly: %s", reason)
+            variant = EagerVariant(self.lifted.module)
+        self.variants[key] = variant
+        return variant
+
+    def _compile_variant(self, key: tuple, arguments: list) -> Callable:
         state, requires_grad = key
         graph = self.lifted.module
         signature = analyze(graph, arguments, state.autocast_context)
-        training = (state.grad_enabled and any(requires_grad)
+        training = (state.grad_enabled and any(flag is True for flag in requires_grad)
                     and signature.tangent_count > 0 and signature.differentiable_inputs)
         if training:
             joint = trace_joint(graph, signature, arguments, state, self.decompositions)
@@ -84,8 +96,25 @@ class CompiledTraining:
         else:
             traced = trace_inference(graph, signature, arguments, state, self.decompositions)
             variant = InferenceVariant(signature, self.compile_inner(traced, list(arguments)))
-        self.variants[key] = variant
         return variant
+
+
+def _constant_key(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", id(value))
+    return (type(value), value)
+
+
+class EagerVariant:
+    """Runs the torch-level graph as it is (for graphs training compilation refuses)."""
+
+    def __init__(self, graph: torch.fx.GraphModule):
+        self.graph = graph
+
+    def __call__(self, arguments: list) -> Any:
+        return self.graph(*arguments)
 
 
 def compile_training(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],

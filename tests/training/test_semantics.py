@@ -289,3 +289,36 @@ def test_dynamo_jit_function_with_grad_inputs():
     sides = run_both(fn, jitted, inputs, loss=lambda out: out[0])
     assert_same_grads(sides)
     assert backend.training_variants
+
+
+def test_same_tensor_passed_twice_accumulates_both_gradients():
+    def fn(a, b):
+        return (a * b.sin()).sum()
+    weight = leaf(5)
+    compiled = compiled_fx(fn, weight, weight)
+    expected_weight = weight.detach().clone().requires_grad_()
+    fn(expected_weight, expected_weight).backward()
+    compiled(weight, weight).backward()
+    assert_close(weight.grad, expected_weight.grad, "grad of a tensor passed twice", TOLERANCE)
+
+
+def test_python_number_inputs_are_constants_of_their_variant():
+    def fn(x, scale):
+        return (x * scale).sum()
+    compiled = compiled_fx(fn, leaf(3), 2.0)
+    for scale in (2.0, 3.0, 2.0):
+        x = leaf(3)
+        compiled(x, scale).backward()
+        assert_close(x.grad, torch.full((3,), scale), f"grad for scale {scale}", TOLERANCE)
+    assert len(compiled.variants) == 2
+
+
+def test_metadata_mutation_of_an_input_runs_eagerly():
+    def fn(x, w):
+        w.t_()
+        return (x @ w).sum()
+    inputs = (leaf(3, 4), torch.randn(5, 4))
+    compiled = compiled_fx(fn, *inputs)
+    sides = run_both(fn, compiled, inputs, loss=lambda out: out)
+    assert_same_grads(sides)
+    assert sides[1][1][1].shape == (4, 5)

@@ -14,6 +14,15 @@ from dynamo import hook
 pytestmark = pytest.mark.skipif(not hook.SUPPORTED, reason=str(hook.unsupported_reason()))
 
 
+@pytest.fixture(autouse=True)
+def _not_under_nop_rewrite():
+    from dynamo.rewrite import NopRewriteDriver
+
+    if isinstance(hook.get_callback(), NopRewriteDriver):
+        pytest.skip("under `python -m dynamo nop-rewrite` every frame of torch.compile's own "
+                    "compiler is rewritten too, which takes many minutes")
+
+
 def shared(x):
     return torch.sin(x) + 1
 

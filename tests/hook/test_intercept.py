@@ -105,6 +105,7 @@ def test_property_and_dunder_frames_are_intercepted(install):
     recorder = Recorder()
     for _ in range(20):  # past CPython's specialisation warm-up
         box.size, box[0]
+    hook.clear_all()  # under `python -m dynamo nop-rewrite` the warm-up made cache entries
     install(recorder)
     for _ in range(3):
         box.size, box[0]
@@ -168,7 +169,8 @@ def test_bad_answer_is_a_type_error(install):
     install(None)
 
 
-def test_two_threads_with_different_callbacks_do_not_interfere():
+def test_two_threads_with_different_callbacks_do_not_interfere(install):
+    install(None)  # a baseline of no callbacks, also under `python -m dynamo nop-rewrite`
     results = {}
     barrier = threading.Barrier(2)
 
@@ -192,6 +194,7 @@ def test_two_threads_with_different_callbacks_do_not_interfere():
 
 
 def test_eval_function_is_installed_only_while_a_thread_has_a_callback(install):
+    install(None)
     assert hook.counters()["active_threads"] == 0 and not hook.counters()["installed"]
     install(Recorder())
     assert hook.counters()["active_threads"] == 1 and hook.counters()["installed"]
@@ -201,7 +204,8 @@ def test_eval_function_is_installed_only_while_a_thread_has_a_callback(install):
     assert hook.counters()["active_threads"] == 0 and not hook.counters()["installed"]
 
 
-def test_eval_function_stays_installed_until_the_last_thread_leaves():
+def test_eval_function_stays_installed_until_the_last_thread_leaves(install):
+    install(None)
     entered, leave = threading.Event(), threading.Event()
 
     def worker():
@@ -223,6 +227,7 @@ def test_eval_function_stays_installed_until_the_last_thread_leaves():
 
 
 def test_scoped_call_installs_and_restores(install):
+    install(None)
     recorder = Recorder()
     scoped = _C.ScopedCall(plain, recorder)
     assert scoped(1) == 2
@@ -232,7 +237,7 @@ def test_scoped_call_installs_and_restores(install):
     assert nested() == (None, 2)
 
 
-def test_threads_sharing_one_cache_while_it_changes():
+def test_threads_sharing_one_cache_while_it_changes(install):
     """Hits reorder the list, another thread removes and re-adds entries, checks switch threads
     mid-walk: every call still runs correct code and nothing crashes."""
     from dynamo.rewrite import nop_rewrite
@@ -240,6 +245,7 @@ def test_threads_sharing_one_cache_while_it_changes():
     def target(x):
         return x + 1
 
+    install(None)
     code = target.__code__
     replacement = nop_rewrite(code)
     entries = [hook.add_entry(code, (lambda k: lambda L, G: L["x"] % 4 == k)(k), replacement)

@@ -111,9 +111,11 @@ def capture_frame(view, driver, reason) -> CompileRecord:
                            driver.option("inline_depth"))
         state.guards.add(GlobalStateGuard())
         state.guards.add(JitScopeGuard(driver))
+        tracer = None
         try:
             tracer, returned, grad_at_stop = _trace(state, view, stops)
             plan = GluePlan(view.f_globals)
+            plan.frame_cells = {id(cell.box): name for name, cell in tracer.cells.items()}
             if tracer.stopped is None:
                 returned_expression = plan.reconstruct(returned)
             else:
@@ -122,6 +124,9 @@ def capture_frame(view, driver, reason) -> CompileRecord:
             replay(plan, state.side_effects.pending())
         except Unsupported as failure:
             state.side_effects.release()
+            if failure.location is None and tracer is not None:  # met building the glue
+                failure.location = tracer.location()
+                failure.user_frames = [failure.location]
             if _add_stops(code, failure, stops, driver, record):
                 continue
             record.failure = failure

@@ -43,6 +43,7 @@ class GluePlan:
         self.statements: list[str] = []
         self._rebuilt: dict[int, str] = {}
         self._names = itertools.count()
+        self.frame_cells: dict[int, str] = {}  # id(cell box) -> name, for the frame's own cells
 
     # -- names ------------------------------------------------------------------------------
     def parameter(self, local: str) -> str:

@@ -45,6 +45,7 @@ class DisabledFunctionVariable(Variable):
     """A function wrapped by `dynamo.disable`: calling it breaks the graph."""
 
     value: Any
+    is_real: bool = True  # rebuilt as the wrapper itself when a break keeps it on the stack
 
     def call(self, tx, args, kwargs) -> Variable:
         name = getattr(self.value, "__qualname__", repr(self.value))
@@ -72,9 +73,30 @@ def wrap(tx, value: Any, source: Optional[Source]) -> Variable:
             _modelled_subclass(kind, source):
         return _wrap_mapping(tx, value, source)
     if kind in (range, slice, frozenset) or isinstance(value, enum.Enum):
-        _guard(tx, source, lambda: ConstantGuard(source, value))
+        if source is not None:
+            _guard_immutable(tx, value, source)
         return ConstantVariable(value, source=source)
     return _wrap_object(tx, value, source)
+
+
+def _guard_immutable(tx, value: Any, source: Source) -> None:
+    """Guards for immutable values the constant guard does not take: enum members by
+    identity, ranges and slices by their parts, frozensets by type and items."""
+    if isinstance(value, enum.Enum):
+        tx.guards.add(IdentityGuard(source, value))
+        return
+    tx.guards.add(TypeGuard(source, type(value)))
+    if isinstance(value, frozenset):
+        if not all(guards_is_constant(item) for item in value):
+            raise Unsupported(UNSUPPORTED_OBJECT, "a frozenset of values that cannot be guarded")
+        tx.guards.add(DictKeysGuard(source, tuple(value)))
+        return
+    for part in ("start", "stop", "step"):
+        attribute = getattr(value, part)
+        if not guards_is_constant(attribute):
+            raise Unsupported(UNSUPPORTED_OBJECT, f"a {type(value).__name__} whose {part} "
+                              "cannot be guarded")
+        tx.guards.add(ConstantGuard(AttrSource(source, part), attribute))
 
 
 def _guard(tx, source: Optional[Source], make) -> None:
@@ -158,7 +180,8 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
         return resume_state.wrap_exit(tx, value, source)
     if isinstance(value, _C.ScopedCall):
         if value.callback is None:
-            return DisabledFunctionVariable(value)
+            _guard(tx, source, lambda: IdentityGuard(source, value))
+            return DisabledFunctionVariable(value, source=source)
         return wrap(tx, value.fn, None if source is None else AttrSource(source, "fn"))
     if isinstance(value, torch.nn.Module):
         _guard(tx, source, lambda: TypeGuard(source, type(value)))

@@ -244,6 +244,27 @@ class NestedFunctionVariable(Variable):
             return ConstantVariable(self.code)
         raise Unsupported(UNSUPPORTED_OBJECT, f"attribute {name!r} of a nested function")
 
+    def rebuild(self, plan) -> str:
+        """A real function object (a comprehension or closure a graph break keeps alive); its
+        cells must be cells of the compiled frame itself."""
+        cells = []
+        for cell in self.closure:
+            name = plan.frame_cells.get(id(getattr(cell, "box", None)))
+            if name is None:
+                raise Unsupported(UNSUPPORTED_OBJECT, "a closure over a cell of an inlined call "
+                                  "kept across a graph break")
+            cells.append(plan.cell(name))
+        if self.kwdefaults is not None and self.kwdefaults.items:
+            raise Unsupported(UNSUPPORTED_OBJECT, "a nested function with keyword-only "
+                              "defaults kept across a graph break")
+        function = plan.bind(types.FunctionType, "FunctionType")
+        namespace = "G" if self.f_globals is plan.frame_globals else \
+            plan.bind(self.f_globals, "globals")
+        defaults = plan.reconstruct(self.defaults) if self.defaults is not None else "None"
+        closure = "(" + "".join(cell + ", " for cell in cells) + ")" if cells else "None"
+        return f"{function}({plan.bind(self.code, 'code')}, {namespace}, " \
+               f"{self.code.co_name!r}, {defaults}, {closure})"
+
 
 @variable
 class BoundMethodVariable(Variable):

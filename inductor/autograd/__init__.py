@@ -30,7 +30,7 @@ from inductor.autograd.global_state import GlobalState
 from inductor.autograd.joint import trace_inference, trace_joint
 from inductor.autograd.partition import PartitionPolicy, partition, policy
 from inductor.autograd.runtime import (DoubleBackwardError, InferenceVariant, TrainingVariant,
-                                       invoke)
+                                       compile_graph)
 from inductor.autograd.signature import UnsupportedGraph, analyze, lift_attributes
 
 __all__ = ["compile_training", "aot_eager", "run_graph", "CompiledTraining", "DoubleBackwardError",
@@ -91,11 +91,12 @@ class CompiledTraining:
             joint = trace_joint(graph, signature, arguments, state, self.decompositions)
             parts = partition(joint, signature.mutated_inputs)
             log.debug("partitioned: %s", parts.describe())
-            compiled = self.compile_inner(parts.forward, list(arguments))
+            compiled = compile_graph(self.compile_inner, parts.forward, list(arguments))
             variant = TrainingVariant(signature, parts, compiled, self.compile_inner)
         else:
             traced = trace_inference(graph, signature, arguments, state, self.decompositions)
-            variant = InferenceVariant(signature, self.compile_inner(traced, list(arguments)))
+            variant = InferenceVariant(signature,
+                                       compile_graph(self.compile_inner, traced, list(arguments)))
         return variant
 
 

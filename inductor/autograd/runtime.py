@@ -15,6 +15,7 @@ outputs as views of their bases, so aliasing and in-place semantics match eager.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from typing import Any, Callable, Optional, Sequence
@@ -41,6 +42,30 @@ def invoke(compiled: Callable, arguments: list) -> Any:
     if getattr(compiled, "takes_argument_list", False):
         return compiled(arguments)
     return compiled(*arguments)
+
+
+def output_strides(graph: torch.fx.GraphModule) -> list:
+    """The traced strides of each output of `graph` (None for non-tensors)."""
+    output_node = next(node for node in reversed(graph.graph.nodes) if node.op == "output")
+    strides = []
+    for value in output_node.args[0]:
+        fake = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+        strides.append(tuple(fake.stride()) if isinstance(fake, torch.Tensor) else None)
+    return strides
+
+
+def compile_graph(compile_inner: Callable, graph: torch.fx.GraphModule,
+                  example_inputs: list) -> Callable:
+    """`compile_inner(graph, example_inputs)`, also passing `output_strides` (the traced
+    strides) when it accepts them: the backward reads saved values with the strides they had
+    when traced, and views of outputs are rebuilt from those strides."""
+    try:
+        accepts = "output_strides" in inspect.signature(compile_inner).parameters
+    except (TypeError, ValueError):
+        accepts = False
+    if accepts:
+        return compile_inner(graph, example_inputs, output_strides=output_strides(graph))
+    return compile_inner(graph, example_inputs)
 
 
 def _rebuild_view(base: torch.Tensor, meta: TensorMeta, base_offset: int) -> torch.Tensor:
@@ -142,7 +167,8 @@ class TrainingVariant:
         """The compiled backward, compiling it now if this is the first backward."""
         if self.compiled_backward is None:
             log.debug("compiling backward graph:\n%s", self.partition.backward.code)
-            self.compiled_backward = self.compile_inner(self.partition.backward, list(example))
+            self.compiled_backward = compile_graph(self.compile_inner, self.partition.backward,
+                                                   list(example))
         return self.compiled_backward
 
 

@@ -38,7 +38,7 @@ def _result_type_of(keys: tuple) -> torch.dtype:
         elif kind == "zero_dim":
             dummies.append(torch.empty((), dtype=value, device="meta"))
         else:
-            dummies.append(value)
+            dummies.append({"bool": True, "int": 1, "float": 1.0, "complex": 1j}[value])
     result = dummies[0]
     for other in dummies[1:]:
         dtype = torch.result_type(result, other)
@@ -71,14 +71,15 @@ def _key(value) -> tuple:
     if is_tensor(value):
         kind = "zero_dim" if len(value.get_size()) == 0 else "tensor"
         return (kind, value.get_dtype())
+    # Names, not sample values: 1 == 1.0 == True would collide in the cache key.
     if isinstance(value, bool):
-        return ("scalar", True)
+        return ("scalar", "bool")
     if isinstance(value, int):
-        return ("scalar", 1)
+        return ("scalar", "int")
     if isinstance(value, float):
-        return ("scalar", 1.0)
+        return ("scalar", "float")
     if isinstance(value, complex):
-        return ("scalar", 1j)
+        return ("scalar", "complex")
     raise TypeError(f"cannot promote a {type(value).__name__}")
 
 

@@ -225,7 +225,12 @@ def div(a, b, rounding_mode=None):
         return make_pointwise(ops.truediv, a, b, dtype=dtype, compute_dtype=opmath_dtype(dtype))
     if promoted.is_floating_point:
         if rounding_mode == "trunc":
-            return make_pointwise(lambda x, y: ops.trunc(ops.truediv(x, y)), a, b)
+            def truncated(x, y):
+                quotient = ops.truediv(x, y)
+                if promoted in (torch.float16, torch.bfloat16):
+                    quotient = ops.to_dtype(quotient, promoted)  # eager rounds, then truncates
+                return ops.trunc(quotient)
+            return make_pointwise(truncated, a, b)
         return make_pointwise(ops.floordiv, a, b)
     operation = ops.truncdiv if rounding_mode == "trunc" else ops.floordiv
     return make_pointwise(operation, a, b)
@@ -255,8 +260,8 @@ def power(base, exponent):
             return make_pointwise(lambda x: ops.mul(x, x), base)
         if exponent == 1:
             return cast(base, dtype)
-        if exponent == 0.5:
-            return make_pointwise(ops.sqrt, base)
+        if exponent == 0.5 and dtype != torch.float16:
+            return make_pointwise(ops.sqrt, base)   # eager's float16 kernel calls pow instead
         if exponent == -1:
             return make_pointwise(ops.reciprocal, base)
     if not is_tensor(exponent) and not dtype.is_floating_point and exponent == 2:
@@ -288,11 +293,9 @@ def clamp(x, min=None, max=None):
     def body(value, *bounds):
         bounds = list(bounds)
         if min is not None:
-            low = bounds.pop(0)
-            value = ops.where(ops.lt(value, low), low, value)
+            value = ops.maximum(value, bounds.pop(0))   # NaN in value or bound propagates
         if max is not None:
-            high = bounds.pop(0)
-            value = ops.where(ops.gt(value, high), high, value)
+            value = ops.minimum(value, bounds.pop(0))
         return value
     operands = [bound for bound in (min, max) if bound is not None]
     return make_pointwise(body, x, *operands, dtype=dtype, compute_dtype=compute)

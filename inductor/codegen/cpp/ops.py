@@ -149,6 +149,10 @@ class CppOpsHandler(OpsHandler):
             return value
         if target == torch.bool:
             return self.emit(f"({value.name} != 0)", torch.bool)
+        if value.dtype.is_floating_point and target in SMALL_INTEGERS:
+            # Out-of-range floats wrap like eager's (through int32), not undefined behaviour.
+            return self.emit(f"static_cast<{storage_type(target)}>(static_cast<int32_t>("
+                             f"{value.name}))", target)
         return self.emit(f"static_cast<{storage_type(target)}>({value.name})", target)
 
     def where(self, condition, a, b):

@@ -69,8 +69,9 @@ static inline float bf16_round(float value) { return bf16_to_float(float_to_bf16
 static inline float half_round(float value) { return static_cast<float>(static_cast<_Float16>(value)); }
 
 // NaN-propagating maximum and minimum (torch.maximum / torch.minimum / amax / clamp).
-template <typename T> static inline T jit_max(T a, T b) { return (a != a || a > b) ? a : b; }
-template <typename T> static inline T jit_min(T a, T b) { return (a != a || a < b) ? a : b; }
+// Ties keep the first operand (so maximum(-0.0, 0.0) is -0.0, as in eager).
+template <typename T> static inline T jit_max(T a, T b) { return (a != a || a >= b) ? a : b; }
+template <typename T> static inline T jit_min(T a, T b) { return (a != a || a <= b) ? a : b; }
 
 // Integer division and modulo with torch's rounding; division by zero raises in eager.
 template <typename T> static inline T jit_truncdiv(T a, T b) {
@@ -139,8 +140,9 @@ template <typename T> static inline T jit_ipow(T base, T exponent) {
   }
   return result;
 }
+// sign(NaN) and sign(-0.0) are 0, as in eager.
 template <typename T> static inline T jit_sign(T a) {
-  return a > T(0) ? T(1) : (a < T(0) ? T(-1) : a);
+  return static_cast<T>((T(0) < a) - (a < T(0)));
 }
 template <typename T> static inline int64_t jit_wrap_index(T value, int64_t size) {
   int64_t index = static_cast<int64_t>(value);

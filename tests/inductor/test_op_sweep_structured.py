@@ -124,7 +124,12 @@ def test_data_movement(dtype, layout):
 
 
 def test_loops_past_two_to_the_32_use_64_bit_indices():
-    """A reduction over 2**32 elements of a broadcast view (no memory behind it)."""
+    """A reduction over 2**32 elements of a broadcast view (no memory behind it); the expected
+    count is known, so eager need not spend seconds computing it."""
+    import inductor
+    from tests.inductor.test_op_sweep import _trace_batch
     x = torch.ones(1, dtype=torch.int64).expand(2 ** 16, 2 ** 16)
-    ops = {"count": lambda a: a.sum()}
-    assert run_batch(ops, (x,), torch.int64) == []
+    ops = {"count": lambda a: a.sum(), "last_row": lambda a: a[-1].sum()}
+    compiled = inductor.compile_fx(_trace_batch(ops, list(ops), 1), [x])
+    count, last_row = compiled(x)
+    assert count.item() == 2 ** 32 and last_row.item() == 2 ** 16

@@ -138,6 +138,12 @@ def replay(plan, boxes: list[Box]) -> None:
             _replay_dict(plan, box)
         elif box.kind == "object":
             _replay_object(plan, box)
+        elif box.kind == "set":
+            target = plan.remember(id(box) ^ 1, plan.source(box.source))
+            items = ", ".join(rebuild(plan, item) for item in box.contents.values())
+            contents = plan.temporary()
+            plan.statements += [f"{contents} = [{items}]", f"{target}.clear()",
+                                f"{target}.update({contents})"]
         elif box.kind == "globals":
             target = plan.remember(id(box) ^ 1, plan.source(box.source)) \
                 if box.real is not plan.frame_globals else "G"

@@ -81,6 +81,14 @@ def _inplace(tx, function, fallback, left: Variable, right: Variable) -> Variabl
         left.box.touch()
         left.items.update(right.items)
         return left
+    if isinstance(left, SetVariable) and isinstance(right, SetVariable) and \
+            left.python_class is set and function in (operator.ior, operator.iand,
+                                                      operator.isub, operator.ixor):
+        result = _set_operation(fallback, left, right)
+        left.box.touch()
+        left.items.clear()
+        left.items.update(result.items)
+        return left
     if isinstance(left, TensorVariable):
         return tx.graph.call("call_function", function, (left, right), {})
     return apply(tx, fallback, left, right)
@@ -242,8 +250,32 @@ def delete_subscript(tx, container: Variable, index: Variable, builtin: bool = F
         raise Unsupported(UNSUPPORTED_OBJECT, f"item deletion on {container.describe()}")
 
 
+_SET_OPERATORS = {operator.and_: "__and__", operator.or_: "__or__", operator.sub: "__sub__",
+                  operator.xor: "__xor__", operator.le: "__le__", operator.lt: "__lt__",
+                  operator.ge: "__ge__", operator.gt: "__gt__", operator.eq: "__eq__",
+                  operator.ne: "__ne__"}
+
+
+def _set_operation(function, left: SetVariable, right: SetVariable) -> Variable:
+    """Set algebra and comparisons on sets of constants (items keep their variables)."""
+    result = getattr(set(left.items), _SET_OPERATORS[function])(set(right.items))
+    if isinstance(result, bool):
+        return ConstantVariable(result)
+    merged = {**right.items, **left.items}
+    built = SetVariable.new([merged[key] for key in merged if key in result])
+    return SetVariable(built.box, left.python_class)
+
+
 def _apply_structured(tx, function, operands) -> Variable:
     left = operands[0]
+    if len(operands) == 2 and function in _SET_OPERATORS and \
+            isinstance(left, SetVariable) and isinstance(operands[1], SetVariable):
+        return _set_operation(function, left, operands[1])
+    if function is operator.or_ and len(operands) == 2 and isinstance(left, DictVariable) \
+            and isinstance(operands[1], DictVariable) and not is_subclass_instance(left):
+        return DictVariable.new({**left.items, **operands[1].items},
+                                python_class=left.python_class,
+                                default_factory=left.default_factory)
     if function is operator.add and len(operands) == 2:
         right = operands[1]
         if isinstance(left, ListVariable) and isinstance(right, ListVariable):

@@ -72,11 +72,28 @@ def wrap(tx, value: Any, source: Optional[Source]) -> Variable:
     if kind in (dict, collections.OrderedDict, collections.defaultdict, types.MappingProxyType) or \
             _modelled_subclass(kind, source):
         return _wrap_mapping(tx, value, source)
+    if kind is set:
+        return _wrap_set(tx, value, source)
     if kind in (range, slice, frozenset) or isinstance(value, enum.Enum):
         if source is not None:
             _guard_immutable(tx, value, source)
         return ConstantVariable(value, source=source)
     return _wrap_object(tx, value, source)
+
+
+def _wrap_set(tx, value: set, source: Optional[Source]) -> Variable:
+    """A set of constants: guarded on its type and items (in iteration order)."""
+    from dynamo.variables.containers import SetVariable
+    box = tx.side_effects.box_for(value)
+    if box is not None:
+        return SetVariable(box, source=source)
+    if not all(guards_is_constant(item) for item in value):
+        raise Unsupported(UNSUPPORTED_OBJECT, "a set of values that cannot be guarded")
+    _guard(tx, source, lambda: TypeGuard(source, set))
+    _guard(tx, source, lambda: DictKeysGuard(source, tuple(value)))
+    items = {item: ConstantVariable(item) for item in value}
+    box = Box("set", items, source=_box_source(value, source), real=value)
+    return SetVariable(tx.side_effects.track(box), source=source)
 
 
 def _guard_immutable(tx, value: Any, source: Source) -> None:

@@ -121,6 +121,14 @@ def _fold(tx, function: SlotFunctionVariable, args: list, kwargs: dict) -> Varia
     return tx.wrap_result(result)
 
 
+def tuple_new(tx, cls_variable: Variable, iterable: Variable = None) -> Variable:
+    """`tuple.__new__(cls, iterable)` (namedtuple classes build their instances this way)."""
+    from dynamo.variables.containers import TupleVariable
+    cls = tx.constant(cls_variable, "the class passed to tuple.__new__")
+    items = tx.iterate(iterable) if iterable is not None else []
+    return TupleVariable(tuple(items), cls)
+
+
 def object_new(tx, cls_variable: Variable, *args, **kwargs) -> Variable:
     """`object.__new__(cls)` (and `dict.__new__`, `list.__new__`): an instance whose
     `__init__` has not run."""
@@ -129,3 +137,41 @@ def object_new(tx, cls_variable: Variable, *args, **kwargs) -> Variable:
 
 
 NEW_FUNCTIONS = (object.__new__, dict.__new__, list.__new__, collections.OrderedDict.__new__)
+
+
+@variable
+class GetterVariable(Variable):
+    """`operator.itemgetter(*keys)`, `attrgetter(*names)`, `methodcaller(name, *args)`."""
+
+    kind: str  # "item", "attribute" or "method"
+    keys: tuple
+    arguments: tuple = ()
+    keywords: tuple = ()
+
+    def call(self, tx, args, kwargs) -> Variable:
+        from dynamo.trace import operators
+        from dynamo.trace.handlers.loads import tx_getattr
+        from dynamo.variables.containers import TupleVariable
+        target = args[0]
+        if self.kind == "method":
+            method = tx_getattr(tx, target, self.keys[0])
+            return method.call(tx, list(self.arguments), dict(self.keywords))
+        values = []
+        for key in self.keys:
+            if self.kind == "item":
+                values.append(operators.subscript(tx, target, key))
+            else:
+                value = target
+                for part in tx.constant(key, "an attribute name").split("."):
+                    value = tx_getattr(tx, value, part)
+                values.append(value)
+        return values[0] if len(values) == 1 else TupleVariable(tuple(values))
+
+
+def getter_rule(kind: str):
+    def make(tx, *args, **kwargs) -> Variable:
+        if kind == "method":
+            return GetterVariable(kind, (tx.constant(args[0], "the method name"),), args[1:],
+                                  tuple(kwargs.items()))
+        return GetterVariable(kind, tuple(args))
+    return make

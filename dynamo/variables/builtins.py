@@ -388,6 +388,19 @@ for _function in (enumerate, zip, map, filter, reversed, __import__("itertools")
     BUILTIN_RULES[_function] = _iterator_rule(_function)
 
 
+def _itertools_rule(function):
+    def build(tx, *args, **kwargs):
+        from dynamo.variables.iterator_tools import itertools_iterator
+        return itertools_iterator(tx, function, list(args), kwargs)
+    return build
+
+
+def _register_itertools() -> None:
+    from dynamo.variables.iterator_tools import HANDLED
+    for function in HANDLED:
+        BUILTIN_RULES[function] = _itertools_rule(function)
+
+
 @rule(__import__("functools").reduce)
 def _reduce(tx, function, iterable, *initial):
     items = tx.iterate(iterable)
@@ -428,9 +441,15 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
 
 
 def _register_new_functions() -> None:
-    from dynamo.variables.builtin_methods import NEW_FUNCTIONS, object_new
+    from dynamo.variables.builtin_methods import NEW_FUNCTIONS, object_new, tuple_new
     for function in NEW_FUNCTIONS:
         BUILTIN_RULES[function] = object_new
+    BUILTIN_RULES[tuple.__new__] = tuple_new
+    from dynamo.variables.builtin_methods import getter_rule
+    BUILTIN_RULES[operator.itemgetter] = getter_rule("item")
+    BUILTIN_RULES[operator.attrgetter] = getter_rule("attribute")
+    BUILTIN_RULES[operator.methodcaller] = getter_rule("method")
 
 
 _register_new_functions()
+_register_itertools()

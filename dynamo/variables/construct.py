@@ -128,9 +128,10 @@ def _fold(tx, cls, args, kwargs):
         import enum
         if not issubclass(cls, enum.Enum):
             return None
+    from dynamo.variables.containers import constant_copy
     try:
-        values = [arg.as_constant() for arg in args]
-        keywords = {key: value.as_constant() for key, value in kwargs.items()}
+        values = [constant_copy(arg) for arg in args]
+        keywords = {key: constant_copy(value) for key, value in kwargs.items()}
     except NotConstant:
         return None
     from dynamo.variables.constant import is_constant_value

@@ -81,9 +81,12 @@ def _run(fn: Callable, args, kwargs):
     return result, error, output.getvalue()
 
 
-def check(fn: Callable, *args, graphs: Optional[int] = 1, calls: int = 2,
-          backend=None, **kwargs):
-    """Compare eager and jitted runs of `fn(*args, **kwargs)`; returns the counting backend."""
+def check(fn: Callable, *args, graphs: Optional[int] = 1, breaks: Optional[int] = 0,
+          calls: int = 2, backend=None, **kwargs):
+    """Compare eager and jitted runs of `fn(*args, **kwargs)`; returns the counting backend.
+
+    `graphs`: the number of graphs compiled; `breaks`: the number of graph breaks and frames
+    left to run eagerly (None: not checked)."""
     counting = dynamo.CountingBackend(backend or dynamo.backends.lookup_backend("eager"))
     eager_fn, jit_fn = fn, fn
     if isinstance(fn, torch.nn.Module):
@@ -108,7 +111,23 @@ def check(fn: Callable, *args, graphs: Optional[int] = 1, calls: int = 2,
     if graphs is not None:
         assert counting.frame_count == graphs, \
             f"expected {graphs} graphs, compiled {counting.frame_count}"
+    if breaks is not None:
+        found = break_reasons(jitted)
+        assert len(found) == breaks, f"expected {breaks} graph breaks, got {found}"
     return counting
+
+
+def break_reasons(jitted) -> list[str]:
+    """Graph breaks and eager fallbacks recorded while compiling `jitted`'s frames."""
+    driver = getattr(jitted, "_framejit_driver", None)
+    reasons = []
+    for record in getattr(driver, "records", ()):
+        for item in getattr(record, "breaks", ()):
+            reasons.append(f"{getattr(item, 'location', '')}: {getattr(item, 'detail', item)}")
+        failure = getattr(record, "failure", None)
+        if failure is not None and not getattr(record, "breaks", ()):
+            reasons.append(str(failure))
+    return reasons
 
 
 def _compare(expected, actual, eager_args, jit_args, call: int) -> None:

@@ -132,9 +132,38 @@ def MATCH_KEYS(tx, instruction):
     del constant_key
 
 
+_SELF_MATCHING = (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple)
+
+
 @handler()
 def MATCH_CLASS(tx, instruction):
-    raise tx.unsupported(UNSUPPORTED_BYTECODE, "class patterns in `match`")
+    """`case Class(p0, p1, name=p2)`: a tuple of the matched attributes, or None."""
+    from dynamo.variables.builtins import _isinstance
+    from dynamo.variables.containers import TupleVariable
+    from dynamo.trace.handlers.loads import tx_getattr
+    names = tx.constant(tx.pop(), "class pattern keywords")
+    cls_variable = tx.pop()
+    subject = tx.pop()
+    cls = tx.constant(cls_variable, "the class of a class pattern")
+    if not _isinstance(tx, subject, cls_variable).as_constant():
+        tx.push(ConstantVariable(None))
+        return
+    count = instruction.arg
+    if count == 1 and cls in _SELF_MATCHING:
+        positional = [subject]
+    else:
+        match_args = getattr(cls, "__match_args__", ())
+        if count > len(match_args):
+            raise tx.unsupported(UNSUPPORTED_OBJECT, f"{cls.__name__}() accepts {len(match_args)}"
+                                 f" positional sub-patterns ({count} given) (TypeError)")
+        positional = [tx_getattr(tx, subject, name) for name in match_args[:count]]
+    keywords = []
+    for name in names:
+        if not subject.has_attribute(tx, name):
+            tx.push(ConstantVariable(None))
+            return
+        keywords.append(tx_getattr(tx, subject, name))
+    tx.push(TupleVariable(tuple(positional + keywords)))
 
 
 @handler()

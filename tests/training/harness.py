@@ -119,13 +119,14 @@ def check_training(module: torch.nn.Module, *inputs, capture: str = "dynamo", st
                    loss: Callable[[Any], Optional[torch.Tensor]] = default_loss,
                    tolerance: Optional[dict] = None, keywords: Optional[dict] = None,
                    zero_grad: bool = True, expect_training: bool = True,
-                   graphs: Optional[int] = None) -> RecordingBackend:
+                   graphs: Optional[int] = None,
+                   compile_inner: Optional[Callable] = None) -> RecordingBackend:
     """Compare `steps` eager and compiled training steps of `module` (see module doc)."""
     tolerance = tolerance or TOLERANCE
     keywords = keywords or {}
     eager_model = module
     jit_model = copy.deepcopy(module)
-    backend = RecordingBackend()
+    backend = RecordingBackend(compile_inner or run_graph)
     compiled = compile_module(jit_model, inputs, capture, backend)
     for step in range(steps):
         eager_inputs, jit_inputs = _clone_inputs(inputs), _clone_inputs(inputs)

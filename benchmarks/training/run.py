@@ -44,18 +44,19 @@ COMPILERS = ["eager", "framejit-aot", "framejit", "ours-on-torch-capture", "torc
              "torch.compile"]
 
 
-def build(name: str, device: str):
-    """(model, args, kwargs, loss(output, args, kwargs)) with random weights, no downloads."""
+def build(name: str, device: str, batch: int | None = None, size: int | None = None):
+    """(model, args, kwargs, loss(output, args, kwargs)) with random weights, no downloads.
+    `size`: image side, or sequence length for text models."""
     import torchvision
     import transformers as hf
     small = device == "cpu"
     if name in ("resnet18", "resnet50", "mobilenet_v3_large"):
         model = getattr(torchvision.models, name)(num_classes=100)
-        batch, size = (4, 128) if small else (64, 224)
+        batch, size = batch or (4 if small else 64), size or (128 if small else 224)
         images = torch.randn(batch, 3, size, size)
         labels = torch.randint(0, 100, (batch,))
         return model, (images,), {}, lambda out, a, k: F.cross_entropy(out, labels.to(out.device))
-    batch, length = (4, 128) if small else (16, 512)
+    batch, length = batch or (4 if small else 16), size or (128 if small else 512)
     if name == "bert":
         config = (hf.BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                                 intermediate_size=1024) if small else hf.BertConfig())
@@ -145,7 +146,7 @@ def synchronize(device: str) -> None:
 def bench_model(name: str, compilers: list[str], options) -> list[dict]:
     """Cold time, warm median, peak memory and first loss of each compiler on `name`."""
     torch.manual_seed(0)
-    model, args, kwargs, loss = build(name, options.device)
+    model, args, kwargs, loss = build(name, options.device, options.batch, options.size)
     trainers, rows = [], []
     for compiler in compilers:
         trainer = Trainer(compiler, model, args, kwargs, loss, options.device, options.amp)
@@ -172,13 +173,14 @@ def bench_model(name: str, compilers: list[str], options) -> list[dict]:
     for _ in range(options.trials):
         for trainer in trainers:
             times[trainer.compiler].append(trainer.timed_step())
-    eager = statistics.median(times["eager"]) if "eager" in times else None
+    eager = statistics.median(times["eager"]) if times.get("eager") else None
     eager_row = next((row for row in rows if row["compiler"] == "eager"), None)
     for row in rows:
         if row["status"] != "ok":
             continue
-        row["median_s"] = statistics.median(times[row["compiler"]])
-        if eager:
+        if times[row["compiler"]]:
+            row["median_s"] = statistics.median(times[row["compiler"]])
+        if eager and "median_s" in row:
             row["speedup"] = eager / row["median_s"]
         if eager_row and eager_row["status"] == "ok":
             row["peak_vs_eager"] = row["peak_bytes"] / max(eager_row["peak_bytes"], 1)
@@ -188,6 +190,7 @@ def bench_model(name: str, compilers: list[str], options) -> list[dict]:
 
 def describe_machine(options) -> dict:
     info = {"date": datetime.date.today().isoformat(), "torch": torch.__version__,
+            "batch": options.batch, "size": options.size,
             "python": platform.python_version(), "device": options.device,
             "amp": options.amp, "threads": torch.get_num_threads(),
             "cpu": platform.processor() or platform.machine()}
@@ -205,7 +208,8 @@ def print_table(rows: list[dict]) -> None:
                   f"{row.get('error', '')[:80]}")
             continue
         print(f"{row['model']:20} {row['compiler']:22} ok      {row['cold_s']:8.1f} "
-              f"{row['median_s'] * 1e3:9.1f} {row.get('speedup', float('nan')):7.2f}x "
+              f"{row.get('median_s', float('nan')) * 1e3:9.1f} "
+              f"{row.get('speedup', float('nan')):7.2f}x "
               f"{row['peak_bytes'] / 2**20:9.1f} {row.get('peak_vs_eager', float('nan')):7.2f}x "
               f"{row.get('loss_diff', float('nan')):10.2e}")
 
@@ -217,7 +221,9 @@ def main() -> None:
     parser.add_argument("--amp", action="store_true", help="bfloat16 autocast")
     parser.add_argument("--models", help="comma-separated (default: the device's set)")
     parser.add_argument("--compilers", default=",".join(COMPILERS))
-    parser.add_argument("--trials", type=int, default=7)
+    parser.add_argument("--trials", type=int, default=7, help="0: memory and cold time only")
+    parser.add_argument("--batch", type=int, help="batch size (default: per model and device)")
+    parser.add_argument("--size", type=int, help="image side or sequence length")
     parser.add_argument("--threads", type=int, default=None, help="torch threads on CPU")
     parser.add_argument("--out", default="benchmarks/training/results/cpu.jsonl")
     options = parser.parse_args()

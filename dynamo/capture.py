@@ -130,6 +130,7 @@ def capture_frame(view, driver, reason) -> CompileRecord:
             if _add_stops(code, failure, stops, driver, record):
                 continue
             record.failure = failure
+            _run_as_is(view, state, record)  # the same guards would fail the same way
             return record
         break
     else:
@@ -138,7 +139,9 @@ def capture_frame(view, driver, reason) -> CompileRecord:
     record.seconds["trace"] = now() - started
     if state.graph.op_count() == 0 and tracer.stopped is None:
         state.side_effects.release()
-        return record  # no tensor work
+        if _may_do_tensor_work(view):
+            _run_as_is(view, state, record)  # other values may take a path with tensor work
+        return record  # else: no tensor work, and none to expect (the driver skips the code)
     _finish(state, plan, returned_expression, driver, record, view,
             stops if tracer.stopped is not None else None)
     state.side_effects.release()
@@ -240,6 +243,51 @@ def _finish(state, plan, returned_expression, driver, record, view, stops) -> No
         replacement = replacement_calling(code, glue, plan.parameters, plan.cell_parameters)
     else:
         replacement = _skeleton(code, glue, plan, stops)
+    _install(code, state, replacement, record)
+    record.replacement = replacement
+    record.glue_source = text
+    record.stops = sorted(stops) if stops else []
+    record.seconds["total"] = sum(record.seconds.values())
+
+
+def _may_do_tensor_work(view) -> bool:
+    """Whether a frame that did no tensor work this time may on other calls: a resumed
+    region, or a frame given tensors or modules."""
+    if region_info(view.f_code) is not None:
+        return True
+    values = list(view.f_locals.values())
+    for value in list(values):
+        if isinstance(value, (list, tuple)):
+            values.extend(value[:16])
+        elif isinstance(value, dict):
+            values.extend(list(value.values())[:16])
+    return any(isinstance(value, (torch.Tensor, torch.nn.Module)) for value in values)
+
+
+def _run_as_is(view, state: TraceState, record: CompileRecord) -> None:
+    """Cache "run the original code" under the trace's guards, so that calls like this one
+    are not traced again."""
+    code = view.f_code
+    replacement = as_is(code)
+    _install(code, state, replacement, record)
+    record.replacement = replacement
+    record.runs_as_is = True
+
+
+_as_is: "weakref.WeakKeyDictionary[CodeType, CodeType]" = weakref.WeakKeyDictionary()
+
+
+def as_is(code: CodeType) -> CodeType:
+    """`code` itself, with the all-positional signature a replacement has (cached)."""
+    from dynamo.rewrite import assemble, decode as decode_body
+    cached = _as_is.get(code)
+    if cached is None:
+        cached = _as_is[code] = assemble(decode_body(code), code)
+    return cached
+
+
+def _install(code: CodeType, state: TraceState, replacement: CodeType,
+             record: CompileRecord) -> None:
     check = state.guards.compile()
     entry = hook.add_entry(code, check, replacement)
     code_ref = weakref.ref(code)
@@ -249,12 +297,8 @@ def _finish(state, plan, returned_expression, driver, record, view, stops) -> No
         if live is not None:
             hook.remove_entry(live, entry)
     state.guards.on_invalidate(drop)
-    record.replacement = replacement
-    record.glue_source = text
-    record.guards = state.guards.describe()
     record.compiled = check
-    record.stops = sorted(stops) if stops else []
-    record.seconds["total"] = sum(record.seconds.values())
+    record.guards = state.guards.describe()
 
 
 def _skeleton(code: CodeType, glue, plan: GluePlan, stops: dict) -> CodeType:

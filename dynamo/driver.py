@@ -49,6 +49,7 @@ class CompileRecord:
     seconds: dict = dataclasses.field(default_factory=dict)
     compiled: Any = None
     breaks: list = dataclasses.field(default_factory=list)  # capture.BreakRecord, in order
+    runs_as_is: bool = False  # the entry runs the original code (failure or no tensor work)
     stops: list = dataclasses.field(default_factory=list)  # instructions that run eagerly
 
 
@@ -109,7 +110,7 @@ class FrameDriver:
         record = capture_frame(view, self, reason)
         self.records.append(record)
         if record.failure is not None:
-            return _eager_after_failure(code, record.failure)
+            _eager_after_failure(code, record.failure)
         if record.replacement is None:
             return hook.SKIP  # no tensor work: nothing to compile, now or later
         state.entries += 1

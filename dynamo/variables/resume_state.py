@@ -9,6 +9,7 @@ local guards that it is bound (`check_bound`).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 from dynamo import _frame_state
@@ -42,6 +43,26 @@ def wrap_exit(tx, value, source: Optional[Source]) -> Variable:
     return ContextExit(lambda: None, real_exit=(exit_nothing,))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ResumedSource(Source):
+    """A local or stack value a region starts with, named as the user knows it: a region's
+    `L['x']` is `__state[1][i]` in the code, but guard failures should say `L['x']`."""
+
+    base: Source  # the region's `__state` argument
+    part: int  # 0: the stack, 1: the locals
+    index: int
+    label: str  # the local's name, or "stack[i]"
+
+    def name(self) -> str:
+        return f"L[{self.label!r}]" if self.part == 1 else f"<{self.label} at the graph break>"
+
+    def apply(self, base_code: str) -> str:
+        return f"{base_code}[{self.part}][{self.index}]"
+
+    def fetch(self, L: dict, G: dict) -> Any:
+        return self.base.fetch(L, G)[self.part][self.index]
+
+
 @variable
 class RegionStateVariable(Variable):
     """A region's `__state` argument, before `enter` unpacks it."""
@@ -68,12 +89,12 @@ def _enter(tx, state: Variable) -> Variable:
         raise Unsupported(UNSUPPORTED_CALL, "a region state that is not the region's argument")
     from dynamo.resume.regions import state_names
     stack, values = state.value
-    stack_source, locals_source = ItemSource(state.source, 0), ItemSource(state.source, 1)
     for index, (name, value) in enumerate(zip(state_names(tx.code), values)):
-        tx.locals[name] = LazyVariable.of(value, ItemSource(locals_source, index))
+        tx.locals[name] = LazyVariable.of(value, ResumedSource(state.source, 1, index, name))
     tx.unbound_marker = _frame_state.UNBOUND
-    return TupleVariable(tuple(LazyVariable.of(item, ItemSource(stack_source, index))
-                               for index, item in enumerate(stack)))
+    return TupleVariable(tuple(
+        LazyVariable.of(item, ResumedSource(state.source, 0, index, f"stack[{index}]"))
+        for index, item in enumerate(stack)))
 
 
 def _leave(tx, stack: Variable, tag: Variable) -> Variable:

@@ -26,6 +26,7 @@ import torch.fx
 
 from inductor.autograd.boxed import run_graph
 from inductor.autograd.decompositions import decomposition_table
+from inductor.autograd.functional import data_dependent_errors
 from inductor.autograd.global_state import GlobalState
 from inductor.autograd.joint import trace_inference, trace_joint
 from inductor.autograd.partition import PartitionPolicy, partition, policy
@@ -77,6 +78,10 @@ class CompiledTraining:
             variant = self._compile_variant(key, arguments)
         except UnsupportedGraph as reason:
             log.warning("training compilation runs this graph eagerly: %s", reason)
+            variant = EagerVariant(self.lifted.module)
+        except data_dependent_errors() as error:
+            log.warning("training compilation runs this graph eagerly: its shapes or control "
+                        "flow depend on tensor values (%s)", type(error).__name__)
             variant = EagerVariant(self.lifted.module)
         self.variants[key] = variant
         return variant

@@ -65,3 +65,17 @@ def mutations_hidden_from_autograd(value: torch.Tensor) -> bool:
     """Whether every in-place update of a functional wrapper ran under `no_grad` or
     `inference_mode` (an optimizer-style update: not part of the autograd graph)."""
     return bool(torch._functionalize_are_all_mutations_under_no_grad_or_inference_mode(value))
+
+
+def data_dependent_errors() -> tuple[type, ...]:
+    """Exceptions fake tensors raise when an output's shape or a Python value depends on tensor
+    data (`nonzero`, `.item()`, ...): such graphs cannot be traced ahead of time."""
+    from torch._subclasses import fake_tensor
+    names = ("DataDependentOutputException", "DynamicOutputShapeException",
+             "UnsupportedOperatorException")
+    found = tuple(getattr(fake_tensor, name) for name in names if hasattr(fake_tensor, name))
+    try:
+        from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+    except ImportError:
+        return found
+    return found + (GuardOnDataDependentSymNode,)

@@ -322,3 +322,13 @@ def test_metadata_mutation_of_an_input_runs_eagerly():
     sides = run_both(fn, compiled, inputs, loss=lambda out: out)
     assert_same_grads(sides)
     assert sides[1][1][1].shape == (4, 5)
+
+
+def test_data_dependent_graph_runs_eagerly():
+    def fn(x, w):
+        kept = x[x > 0]                      # output shape depends on the data
+        return (kept * w.sum()).sum()
+    inputs = (torch.randn(8), leaf(3))
+    compiled = compiled_fx(fn, *inputs)
+    sides = run_both(fn, compiled, inputs, loss=lambda out: out)
+    assert_same_grads(sides)

@@ -22,7 +22,8 @@ import torch
 
 from inductor.codegen.cpp.expressions import index_text, storage_type
 from inductor.codegen.cpp.ops import CppOpsHandler, CppValue
-from inductor.codegen.cpp.reductions import LANES, Accumulator, combine
+from inductor.codegen.cpp.reductions import (LANES, WIDE_LANES, Accumulator, combine,
+                                              lanes_for)
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import linear_coefficient, simplify_index, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
@@ -307,7 +308,7 @@ class CppKernel:
             return
         sizes, variables = self.plan.inner_sizes, self.plan.inner_vars()
         innermost = sizes[-1]
-        lanes = LANES if self.vectorize and innermost >= LANES else 0
+        lanes = lanes_for(innermost) if self.vectorize else 0
         accumulators = self._accumulators(members, lanes)
         for accumulator in accumulators:
             self.lines.add(*accumulator.declare())
@@ -336,7 +337,7 @@ class CppKernel:
             self._fold(members, accumulators, f"{name} - {block}")
             self.lines.close()
             for accumulator in accumulators:
-                self.lines.add(*accumulator.after_block())
+                self.lines.add(*accumulator.after_block(f"({block} - {start}) / {lanes}"))
             self.lines.close()
             tail_start = f"{start} + (({end}) - ({start})) / {lanes} * {lanes}"
         self.lines.open(f"for (int64_t {name} = {tail_start}; {name} < {end}; ++{name})")
@@ -361,7 +362,8 @@ class CppKernel:
         """Each thread folds a chunk of the single inner loop; partials combine in order."""
         size = self.plan.inner_sizes[0]
         name = self.plan.inner_vars()[0].name
-        lanes = LANES if self.vectorize else 0
+        lanes = lanes_for(size // self.threads) if self.vectorize else 0
+        granule = max(lanes, 1)
         threads = self.threads
         partials = self._accumulators(members, 0)
         for accumulator in partials:
@@ -371,8 +373,8 @@ class CppKernel:
         self.lines.open("")
         self.lines.add("const int thread = omp_get_thread_num();",
                        "const int team = omp_get_num_threads();",
-                       f"const int64_t chunk = (({size} + team - 1) / team + {LANES - 1}) / "
-                       f"{LANES} * {LANES};",
+                       f"const int64_t chunk = (({size} + team - 1) / team + {granule - 1}) / "
+                       f"{granule} * {granule};",
                        "const int64_t begin = thread * chunk;",
                        f"const int64_t end = begin + chunk < {size} ? begin + chunk : {size};")
         local = self._accumulators(members, lanes, suffix="_local")
@@ -398,19 +400,20 @@ class CppKernel:
         epilogue = [member for stage in plan.stages[1:] for member in stage.members]
         opened = self._open_outer_loops(sizes, simd_innermost=False, skip_last=True)
         block = f"{last}_block"
-        if opened == 0 and self._parallel_level([extent // LANES]) is not None:
+        width = WIDE_LANES if extent >= 2 * WIDE_LANES else LANES
+        if opened == 0 and self._parallel_level([extent // width]) is not None:
             self.lines.add(f"#pragma omp parallel for num_threads({self.threads}) "
                            f"schedule(static)")
-        self.lines.open(f"for (int64_t {block} = 0; {block} < {extent - extent % LANES}; "
-                        f"{block} += {LANES})")
-        accumulators = self._accumulators(reductions, LANES)
+        self.lines.open(f"for (int64_t {block} = 0; {block} < {extent - extent % width}; "
+                        f"{block} += {width})")
+        accumulators = self._accumulators(reductions, width)
         for accumulator in accumulators:
             self.lines.add(*accumulator.declare())
         inner_opened = self._open_inner_loops(simd=False)
         for accumulator in accumulators:
             self.lines.add(*accumulator.before_block())
         self.lines.add("#pragma omp simd")
-        self.lines.open(f"for (int64_t {last} = {block}; {last} < {block} + {LANES}; ++{last})")
+        self.lines.open(f"for (int64_t {last} = {block}; {last} < {block} + {width}; ++{last})")
         self._fold(reductions, accumulators, f"{last} - {block}")
         self.lines.close()
         for accumulator in accumulators:
@@ -418,15 +421,15 @@ class CppKernel:
         for _ in range(inner_opened):
             self.lines.close()
         self.lines.add("#pragma omp simd")
-        self.lines.open(f"for (int64_t {last} = {block}; {last} < {block} + {LANES}; ++{last})")
+        self.lines.open(f"for (int64_t {last} = {block}; {last} < {block} + {width}; ++{last})")
         self._lane_results(reductions, accumulators, f"{last} - {block}")
         handler = self._handler()
         for member in epilogue:
             self._compute_and_store(member, handler)
         self.lines.close()
         self.lines.close()
-        if extent % LANES:
-            self.lines.open(f"for (int64_t {last} = {extent - extent % LANES}; {last} < "
+        if extent % width:
+            self.lines.open(f"for (int64_t {last} = {extent - extent % width}; {last} < "
                             f"{extent}; ++{last})")
             self._rows_tail(reductions, epilogue)
             self.lines.close()
@@ -485,7 +488,7 @@ def _lane_result(accumulator: Accumulator, lane: str) -> str:
 
 
 def _partial_arrays(accumulator: Accumulator, threads: int) -> list[str]:
-    name, c_type = accumulator.name, accumulator.c_type
+    name, c_type = accumulator.name, accumulator.scalar_type
     if accumulator.type == "var_m2":
         return [f"Welford<{c_type}> {name}_partial[{threads}] = {{}};"]
     lines = [f"{c_type} {name}_partial[{threads}];",

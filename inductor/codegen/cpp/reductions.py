@@ -12,7 +12,16 @@ import torch
 
 from inductor.codegen.cpp.expressions import literal, storage_type
 
-LANES = 16
+FLUSH_BLOCKS = 64   # vector blocks between folds of float sums into double
+LANES = 16          # one AVX-512 vector of float32
+WIDE_LANES = 64     # four vectors: independent accumulators hide the add latency
+
+
+def lanes_for(extent: int) -> int:
+    """Lanes for a vectorised loop of `extent` iterations (0: scalar only)."""
+    if extent >= 4 * WIDE_LANES:
+        return WIDE_LANES
+    return LANES if extent >= LANES else 0
 
 
 def identity(reduction_type: str, dtype: torch.dtype) -> str:
@@ -68,6 +77,10 @@ class Accumulator:
         self.dtype = value_dtype
         self.c_type = storage_type(value_dtype)
         self.lanes = lanes
+        # Float sums fold their lanes into a double every FLUSH_BLOCKS vector blocks, so no
+        # lane accumulates more than a few thousand terms in single precision.
+        self.blocked = reduction_type == "sum" and value_dtype == torch.float32
+        self.scalar_type = "double" if self.blocked else self.c_type
 
     # -- declarations ----------------------------------------------------------------------
     def declare(self) -> list[str]:
@@ -81,7 +94,7 @@ class Accumulator:
                           f"{c_type} {name}_m2[{lanes}] = {{}};",
                           f"{c_type} {name}_count = 0;"]
             return lines
-        lines.append(f"{c_type} {name} = {init};")
+        lines.append(f"{self.scalar_type} {name} = {init};")
         if self.type in ("argmax", "argmin"):
             lines.append(f"int64_t {name}_index = 0;")
         if lanes:
@@ -99,9 +112,19 @@ class Accumulator:
             return [f"const {self.c_type} {self.name}_step = 1 / ({self.name}_count + 1);"]
         return []
 
-    def after_block(self) -> list[str]:
+    def after_block(self, block_number: str = "") -> list[str]:
+        """Lines after one vector block; `block_number` counts blocks from 0 (C++ text)."""
         if self.type == "var_m2" and self.lanes:
             return [f"{self.name}_count += 1;"]
+        if self.blocked and self.lanes and block_number:
+            name, lanes = self.name, self.lanes
+            return [f"if (({block_number}) % {FLUSH_BLOCKS} == {FLUSH_BLOCKS - 1}) {{",
+                    f"  float flushed = 0;",
+                    f"  #pragma omp simd reduction(+:flushed)",
+                    f"  for (int lane = 0; lane < {lanes}; ++lane) flushed += {name}_lanes[lane];",
+                    f"  {name} += flushed;",
+                    f"  for (int lane = 0; lane < {lanes}; ++lane) {name}_lanes[lane] = 0;",
+                    "}"]
         return []
 
     def update_lane(self, value: str, lane: str, index: str) -> list[str]:
@@ -137,9 +160,21 @@ class Accumulator:
         lines = []
         if self.type == "var_m2":
             if lanes:
-                lines.append(f"for (int lane = 0; lane < {lanes}; ++lane) {name} = "
-                             f"welford_merge({name}, Welford<{self.c_type}>{{{name}_mean[lane], "
-                             f"{name}_m2[lane], {name}_count}});")
+                # Every lane saw the same count: the mean of means and the spread of the lane
+                # means combine them in two vectorised passes, then one merge with the tail.
+                c_type = self.c_type
+                lines += [f"{c_type} {name}_mean_sum = 0, {name}_m2_sum = 0, "
+                          f"{name}_spread = 0;",
+                          f"#pragma omp simd reduction(+:{name}_mean_sum, {name}_m2_sum)",
+                          f"for (int lane = 0; lane < {lanes}; ++lane) {{ {name}_mean_sum += "
+                          f"{name}_mean[lane]; {name}_m2_sum += {name}_m2[lane]; }}",
+                          f"const {c_type} {name}_lanes_mean = {name}_mean_sum / {lanes};",
+                          f"#pragma omp simd reduction(+:{name}_spread)",
+                          f"for (int lane = 0; lane < {lanes}; ++lane) {{ const {c_type} d = "
+                          f"{name}_mean[lane] - {name}_lanes_mean; {name}_spread += d * d; }}",
+                          f"{name} = welford_merge({name}, Welford<{c_type}>{{{name}_lanes_mean, "
+                          f"{name}_m2_sum + {name}_count * {name}_spread, "
+                          f"{name}_count * {lanes}}});"]
             return lines, f"{name}.m2"
         if self.type in ("argmax", "argmin"):
             if lanes:
@@ -149,6 +184,10 @@ class Accumulator:
                              f"{name}_index = {name}_lane_index[lane]; }}")
             return lines, f"{name}_index"
         if lanes:
+            # Reassociating the lanes is what the vector loop did anyway: let it vectorise.
+            reassociate = {"sum": "+", "prod": "*", "any": "||", "all": "&&"}.get(self.type)
+            if reassociate:
+                lines.append(f"#pragma omp simd reduction({reassociate}:{name})")
             lines.append(f"for (int lane = 0; lane < {lanes}; ++lane) {name} = "
                          f"{combine(self.type, name, f'{name}_lanes[lane]')};")
         return lines, name

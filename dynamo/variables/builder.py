@@ -29,6 +29,7 @@ from dynamo.variables.containers import DictVariable, ListVariable, TupleVariabl
 from dynamo.variables.functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
 from dynamo.variables.modules import ModuleVariable, PythonModuleVariable
 from dynamo.variables.objects import ClassVariable, UserObjectVariable
+from dynamo.resume.nested import resume_calls
 from dynamo.variables import resume_state
 from dynamo.variables.torch_calls import TorchFunctionVariable, is_torch_function
 from guards import (ConstantGuard, DictKeysGuard, IdentityGuard, LengthGuard, NoneGuard,
@@ -193,6 +194,8 @@ def _wrap_mapping(tx, value: dict, source: Optional[Source]) -> Variable:
 def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
     if type(value) is types.BuiltinFunctionType and value in resume_state.HELPERS:
         return resume_state.FrameStateHelper(resume_state.HELPERS[value])
+    if value is resume_calls:
+        return resume_state.ResumeCallsVariable()
     if isinstance(value, resume_state.RestoreGradMode) or value is resume_state.exit_nothing:
         return resume_state.wrap_exit(tx, value, source)
     if isinstance(value, _C.ScopedCall):

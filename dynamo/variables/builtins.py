@@ -213,8 +213,8 @@ def _callable(tx, value):
         return ConstantVariable(callable(value.as_constant()))
     except NotConstant:
         pass
-    kind = value.python_type()
-    return ConstantVariable(hasattr(kind, "__call__"))
+    kind = value.python_type()  # `__call__` looked up on the class, as CPython does
+    return ConstantVariable(any("__call__" in klass.__dict__ for klass in kind.__mro__))
 
 
 @rule(id)

@@ -102,12 +102,14 @@ def _type_error(name: str, text: str):
 
 
 def inline_function(tx, code: types.CodeType, f_globals: dict, globals_source,
-                    name: str, args, kwargs, defaults, kwdefaults, closure) -> Variable:
-    """Trace a call of a Python function with the given pieces."""
+                    name: str, args, kwargs, defaults, kwdefaults, closure,
+                    function: Any = None) -> Variable:
+    """Trace a call of a Python function with the given pieces (`function`: the real
+    function object, when there is one: a graph break can then resume inside the call)."""
     bound = bind_arguments(code, name, list(args), dict(kwargs), tuple(defaults),
                            dict(kwdefaults))
     cells = dict(zip(code.co_freevars, closure))
-    return tx.inline(code, f_globals, bound, cells, globals_source)
+    return tx.inline(code, f_globals, bound, cells, globals_source, function=function)
 
 
 def globals_source_for(tx, f_globals: dict) -> Optional[Source]:
@@ -146,7 +148,8 @@ class UserFunctionVariable(Variable):
         closure = self._closure(tx)
         return inline_function(tx, function.__code__, function.__globals__,
                                globals_source_for(tx, function.__globals__),
-                               function.__qualname__, args, kwargs, defaults, kwdefaults, closure)
+                               function.__qualname__, args, kwargs, defaults, kwdefaults, closure,
+                               function=function)
 
     def _defaults(self, tx) -> list[Variable]:
         values = self.value.__defaults__ or ()

@@ -176,6 +176,9 @@ def zero_argument_super(tx) -> SuperVariable:
         raise Unsupported(UNSUPPORTED_CALL, "super() outside a method")
     first = code.co_varnames[0]
     obj = tx.read_local(first)
+    if obj is not None:
+        from dynamo.variables.lazy import realize
+        obj = realize(tx, obj)
     if obj is None and first in tx.cells:
         obj = tx.cells[first].contents(tx)
     return SuperVariable(tx.cells["__class__"].contents(tx), obj)

@@ -48,13 +48,13 @@ class ResumedSource(Source):
     """A local or stack value a region starts with, named as the user knows it: a region's
     `L['x']` is `__state[1][i]` in the code, but guard failures should say `L['x']`."""
 
-    base: Source  # the region's `__state` argument
-    part: int  # 0: the stack, 1: the locals
+    base: Source  # the region's `__state` argument (or an inner call's state)
+    part: int  # 0: the stack, 1 (2 for an inner call): the locals
     index: int
     label: str  # the local's name, or "stack[i]"
 
     def name(self) -> str:
-        return f"L[{self.label!r}]" if self.part == 1 else f"<{self.label} at the graph break>"
+        return f"<{self.label} at the graph break>" if self.part == 0 else f"L[{self.label!r}]"
 
     def apply(self, base_code: str) -> str:
         return f"{base_code}[{self.part}][{self.index}]"
@@ -65,9 +65,33 @@ class ResumedSource(Source):
 
 @variable
 class RegionStateVariable(Variable):
-    """A region's `__state` argument, before `enter` unpacks it."""
+    """A region's `__state` argument, before `enter` unpacks it: its stack items and locals
+    (in `state_names` order) as variables, most of them lazy."""
 
-    value: Any  # (stack items, locals)
+    stack: tuple
+    values: tuple
+
+
+def region_state(code, state: Any, source: Source) -> RegionStateVariable:
+    """The variable for a region frame's real `__state` argument."""
+    from dynamo.resume.regions import region_info, state_names
+    raw = region_info(code).raw_items
+    stack_items, values = state
+    stack = tuple(
+        RawValueVariable(item, source=ItemSource(ItemSource(source, 0), index))
+        if index in raw else
+        LazyVariable.of(item, ResumedSource(source, 0, index, f"stack[{index}]"))
+        for index, item in enumerate(stack_items))
+    locals_ = tuple(LazyVariable.of(value, ResumedSource(source, 1, index, name))
+                    for index, (name, value) in enumerate(zip(state_names(code), values)))
+    return RegionStateVariable(stack, locals_, source=source)
+
+
+@variable
+class RawValueVariable(Variable):
+    """A real value handed to framejit's own helpers untouched (no guards, no wrapping)."""
+
+    value: Any
 
 
 @variable
@@ -77,8 +101,6 @@ class FrameStateHelper(Variable):
     name: str
 
     def call(self, tx, args, kwargs) -> Variable:
-        if tx.parent is not None:
-            raise Unsupported(UNSUPPORTED_CALL, "a resumed frame called from traced code")
         if self.name == "enter":
             return _enter(tx, args[0])
         return _leave(tx, args[0], args[1])
@@ -88,13 +110,45 @@ def _enter(tx, state: Variable) -> Variable:
     if not isinstance(state, RegionStateVariable):
         raise Unsupported(UNSUPPORTED_CALL, "a region state that is not the region's argument")
     from dynamo.resume.regions import state_names
-    stack, values = state.value
-    for index, (name, value) in enumerate(zip(state_names(tx.code), values)):
-        tx.locals[name] = LazyVariable.of(value, ResumedSource(state.source, 1, index, name))
+    for name, value in zip(state_names(tx.code), state.values):
+        tx.locals[name] = value
     tx.unbound_marker = _frame_state.UNBOUND
-    return TupleVariable(tuple(
-        LazyVariable.of(item, ResumedSource(state.source, 0, index, f"stack[{index}]"))
-        for index, item in enumerate(stack)))
+    return TupleVariable(state.stack)
+
+
+@variable
+class ResumeCallsVariable(Variable):
+    """`dynamo.resume.nested.resume_calls`: finish the inlined calls of a nested stop. Traced
+    by inlining each call's region, innermost first, so the rest of every call and of the
+    compiled frame become one graph."""
+
+    def call(self, tx, args, kwargs) -> Variable:
+        from dynamo.resume.regions import state_names
+        from dynamo.variables.functions import globals_source_for, inline_function
+        inner, stack, codes = args[0], args[1], tx.constant(args[2], "region codes")
+        if not isinstance(inner, RawValueVariable) or not isinstance(stack, RawValueVariable):
+            raise Unsupported(UNSUPPORTED_CALL, "a nested resume outside its region")
+        value = None
+        for position in reversed(range(len(codes))):
+            function, below, values = inner.value[position]
+            frame_source = ItemSource(inner.source, position)
+            function_variable = tx.wrap(function, ItemSource(frame_source, 0))
+            if position == len(codes) - 1:
+                items = tuple(LazyVariable.of(item, ItemSource(stack.source, index))
+                              for index, item in enumerate(stack.value))
+            else:
+                items = tuple(LazyVariable.of(item, ItemSource(ItemSource(frame_source, 1), i))
+                              for i, item in enumerate(below)) + (value,)
+            names = state_names(codes[position])
+            locals_ = tuple(LazyVariable.of(item, ResumedSource(frame_source, 2, index, name))
+                            for index, (name, item) in enumerate(zip(names, values)))
+            result = inline_function(
+                tx, codes[position], function.__globals__,
+                globals_source_for(tx, function.__globals__), function.__qualname__,
+                [RegionStateVariable(items, locals_)], {}, (), {},
+                function_variable._closure(tx))
+            value = result.items[1].items[0]
+        return value
 
 
 def _leave(tx, stack: Variable, tag: Variable) -> Variable:

@@ -100,6 +100,7 @@ def check(fn: Callable, *args, graphs: Optional[int] = 1, breaks: Optional[int] 
             torch.manual_seed(call)
             expected = _run(eager_fn, *eager_args)
             eager_globals = shared.take()
+            shared.reset()
             torch.manual_seed(call)
             actual = _run(jitted, *jit_args)
             _compare(expected, actual, eager_args, jit_args, call)

@@ -54,9 +54,10 @@ def MAKE_FUNCTION(tx, instruction):
     kwdefaults = tx.pop() if flags & 0x02 else None
     defaults = tx.pop() if flags & 0x01 else None
     code_object = tx.constant(code, "the code of a nested function")
+    if defaults is not None and not isinstance(defaults, TupleVariable):  # a constant tuple
+        defaults = TupleVariable(tuple(tx.iterate(defaults)))
     tx.push(NestedFunctionVariable(
-        code_object, tx.f_globals, tx.globals_source,
-        defaults if isinstance(defaults, TupleVariable) else None,
+        code_object, tx.f_globals, tx.globals_source, defaults,
         kwdefaults if isinstance(kwdefaults, DictVariable) else None,
         tuple(closure.items) if closure is not None else (), annotations))
 

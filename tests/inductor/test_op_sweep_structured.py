@@ -133,3 +133,30 @@ def test_loops_past_two_to_the_32_use_64_bit_indices():
     compiled = inductor.compile_fx(_trace_batch(ops, list(ops), 1), [x])
     count, last_row = compiled(x)
     assert count.item() == 2 ** 32 and last_row.item() == 2 ** 16
+
+
+POOLING = {
+    "max3s2p1": lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1),
+    "max2": lambda x: torch.nn.functional.max_pool2d(x, 2),
+    "max_ceil": lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 0, ceil_mode=True),
+    "max_dilated": lambda x: torch.nn.functional.max_pool2d(x, 2, 1, 0, dilation=2),
+    "avg2": lambda x: torch.nn.functional.avg_pool2d(x, 2),
+    "avg3p1": lambda x: torch.nn.functional.avg_pool2d(x, 3, 2, 1),
+    "avg3p1_without_pad": lambda x: torch.nn.functional.avg_pool2d(x, 3, 2, 1,
+                                                                    count_include_pad=False),
+    "avg_ceil": lambda x: torch.nn.functional.avg_pool2d(x, 3, 2, 1, ceil_mode=True),
+    "avg_divisor": lambda x: torch.nn.functional.avg_pool2d(x, 2, divisor_override=3),
+    "adaptive_avg": lambda x: torch.nn.functional.adaptive_avg_pool2d(x, 1),
+}
+
+
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last],
+                         ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_pooling(dtype, memory_format):
+    x = float_values((2, 3, 11, 9), dtype, 4).to(memory_format=memory_format)
+    ops = dict(POOLING)
+    if dtype == torch.float32:
+        ops["max_indices"] = lambda x: torch.nn.functional.max_pool2d(
+            x, 3, 2, 1, return_indices=True)[1]
+    assert run_batch(_one_input(ops), (x,), dtype) == []

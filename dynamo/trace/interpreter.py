@@ -16,7 +16,7 @@ import dataclasses
 from types import CodeType
 from typing import Any, Optional
 
-from dynamo.breaks import INLINE_DEPTH, UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.breaks import BreakFrame, INLINE_DEPTH, UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.instructions import DecodedCode, Instruction, decode
 from dynamo.trace.graph import GraphBuilder
 from dynamo.trace.handlers.exceptions import unwind
@@ -38,6 +38,7 @@ class TraceState:
     root_globals: dict
     inline_depth_limit: int = 32
     undo_log: list = dataclasses.field(default_factory=list)  # real state changes to undo
+    nested_stop: tuple = ()  # chains of (code, index), compiled frame first: stops in callees
     handled_exception: Optional[Variable] = None  # what `sys.exc_info()` holds in traced code
 
 
@@ -55,6 +56,7 @@ class Tracer:
         self.locals = locals_
         self.stops: frozenset = frozenset()  # root frame: instruction indices to stop before
         self.unbound_marker: Any = None  # a resumed region: the value its unbound locals hold
+        self.function: Any = None  # an inlined call: the real function object, when known
         self.stopped: Optional[int] = None  # the stop reached
         self.cells = cells
         self.parent = parent
@@ -124,12 +126,14 @@ class Tracer:
             if self.ip in self.stops:
                 self.stopped = self.ip
                 return None
+            if self.state.nested_stop and self.parent is not None:
+                self.check_nested_stop()
             instruction = instructions[self.ip]
             self.current = instruction
             self.ip += 1
             self.graph.location = self.location()
             handler = HANDLERS.get(instruction.opname)
-            layout = self.layout() if self.parent is None else None
+            layout = self.layout()
             try:
                 if handler is None:
                     raise self.unsupported(UNSUPPORTED_BYTECODE,
@@ -141,6 +145,7 @@ class Tracer:
                 if error.location is None:
                     error.location = self.location()
                     error.user_frames = self.user_frames()
+                    error.chain = self.break_chain(layout)
                 if self.parent is None and error.root_index is None:
                     error.root_index, error.root_layout = instruction.index, layout
                 raise
@@ -149,6 +154,29 @@ class Tracer:
     def layout(self) -> tuple:
         """The stack layout: True where the slot holds NULL."""
         return tuple(value is NULL for value in self.stack)
+
+    def break_chain(self, layout: tuple) -> list:
+        """A `BreakFrame` per traced frame, the compiled frame first (see dynamo.resume)."""
+        frames, tracer = [], self
+        while tracer is not None:
+            frames.append(BreakFrame(tracer.code, tracer.current.index, tracer.current.opname,
+                                     layout if tracer is self else tracer.layout(),
+                                     tracer.function, tracer.is_generator))
+            tracer = tracer.parent
+        return frames[::-1]
+
+    def check_nested_stop(self) -> None:
+        """Stop inside an inlined call (the break resumes inside it, see dynamo.resume)."""
+        for stop in self.state.nested_stop:
+            if len(stop) != self.depth + 1 or self.code is not stop[-1][0] or \
+                    self.ip != stop[-1][1]:
+                continue
+            tracer, depth = self.parent, len(stop) - 2
+            while tracer is not None and tracer.code is stop[depth][0] and \
+                    tracer.current.index == stop[depth][1]:
+                tracer, depth = tracer.parent, depth - 1
+            if tracer is None:
+                raise NestedStopReached(self)
 
     def user_frames(self) -> list[str]:
         """`file:line` of this frame and every inlining caller, innermost first."""
@@ -216,10 +244,12 @@ class Tracer:
         return function.call(self, list(args), dict(kwargs or {}))
 
     def inline(self, code: CodeType, f_globals: dict, locals_: dict[str, Variable],
-               cells: dict[str, Variable], globals_source: Optional[Source]) -> Variable:
+               cells: dict[str, Variable], globals_source: Optional[Source],
+               function: Any = None) -> Variable:
         """Trace a call of `code` inside this trace and return its result."""
         child = Tracer(self.state, code, f_globals, locals_, cells, parent=self,
                        globals_source=globals_source)
+        child.function = function
         if code.co_flags & _GENERATOR_FLAGS:
             from dynamo.variables.iterators import GeneratorVariable
             from dynamo.trace.side_effects import Box
@@ -256,6 +286,14 @@ class Tracer:
         if self.globals_source is not None:
             return DictItemSource(self.globals_source, name)
         return None
+
+
+class NestedStopReached(BaseException):
+    """The trace reached the stop inside an inlined call; carries that call's tracer."""
+
+    def __init__(self, tracer: Tracer):
+        super().__init__("nested stop")
+        self.tracer = tracer
 
 
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coro, async gen

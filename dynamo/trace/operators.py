@@ -33,13 +33,19 @@ COMPARE = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operato
            ">": operator.gt, ">=": operator.ge}
 UNARY = {"-": operator.neg, "+": operator.pos, "~": operator.invert, "not": operator.not_}
 _DUNDER = {
-    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
-    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
-    operator.matmul: ("__matmul__", "__rmatmul__"), operator.eq: ("__eq__", "__eq__"),
-    operator.ne: ("__ne__", "__ne__"), operator.lt: ("__lt__", "__gt__"),
-    operator.gt: ("__gt__", "__lt__"), operator.le: ("__le__", "__ge__"),
-    operator.ge: ("__ge__", "__le__"), operator.getitem: ("__getitem__", None),
+    operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"),
+    operator.lt: ("__lt__", "__gt__"), operator.gt: ("__gt__", "__lt__"),
+    operator.le: ("__le__", "__ge__"), operator.ge: ("__ge__", "__le__"),
+    operator.getitem: ("__getitem__", None), operator.neg: ("__neg__", None),
+    operator.pos: ("__pos__", None), operator.invert: ("__invert__", None),
+    operator.abs: ("__abs__", None),
 }
+_DUNDER.update({function: (f"__{name}__", f"__r{name}__") for function, name in [
+    (operator.add, "add"), (operator.sub, "sub"), (operator.mul, "mul"),
+    (operator.truediv, "truediv"), (operator.floordiv, "floordiv"), (operator.mod, "mod"),
+    (operator.pow, "pow"), (operator.matmul, "matmul"), (operator.and_, "and"),
+    (operator.or_, "or"), (operator.xor, "xor"), (operator.lshift, "lshift"),
+    (operator.rshift, "rshift")]})
 
 
 def _constants(*values: Variable):
@@ -91,6 +97,11 @@ def _inplace(tx, function, fallback, left: Variable, right: Variable) -> Variabl
         return left
     if isinstance(left, TensorVariable):
         return tx.graph.call("call_function", function, (left, right), {})
+    method = tx.lookup_dunder(left, "__i" + _DUNDER[fallback][0][2:])
+    if method is not None:  # a user class's `__iadd__`...
+        result = method.call(tx, [right], {})
+        if not (result.is_constant() and result.as_constant() is NotImplemented):
+            return result
     return apply(tx, fallback, left, right)
 
 

@@ -142,6 +142,9 @@ class ClassVariable(Variable):
         return hasattr(self.value, name)
 
     def call(self, tx, args, kwargs) -> Variable:
+        from dynamo.variables.builtins import BUILTIN_RULES, PURE, BuiltinVariable
+        if self.value in BUILTIN_RULES or self.value in PURE:  # `type(obj)(...)` of a builtin
+            return BuiltinVariable(self.value).call(tx, args, kwargs)
         from dynamo.variables.construct import construct
         return construct(tx, self.value, args, kwargs)
 

@@ -57,12 +57,34 @@ def _assert_same(expected: Any, actual: Any, path: str, seen: set) -> None:
                     seen)
         assert_same(_plain_attributes(expected), _plain_attributes(actual), f"{path}.__dict__",
                     seen)
-    elif hasattr(expected, "__dict__") and not isinstance(expected, type) and \
-            not callable(expected):
-        assert_same(vars(expected), vars(actual), f"{path}.__dict__", seen)
+    elif _has_state(expected):
+        assert type(actual) is type(expected), f"{path}: type {type(actual).__name__}"
+        assert_same(_state(expected), _state(actual), f"{path}.<state>", seen)
     else:
         assert expected == actual or (expected != expected and actual != actual), \
             f"{path}: {actual!r} != {expected!r}"
+
+
+def _has_state(value: Any) -> bool:
+    """Plain objects compared by their attributes (functions, classes and modules by
+    identity)."""
+    import types
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                          types.ModuleType, type)):
+        return False
+    return hasattr(value, "__dict__") or bool(_slots(type(value)))
+
+
+def _slots(kind: type) -> list:
+    return [name for klass in kind.__mro__ for name in getattr(klass, "__slots__", ())
+            if name not in ("__dict__", "__weakref__")]
+
+
+def _state(value: Any) -> dict:
+    state = dict(vars(value)) if hasattr(value, "__dict__") else {}
+    for name in _slots(type(value)):
+        state[name] = getattr(value, name, "<unset>")
+    return state
 
 
 def _plain_attributes(module: torch.nn.Module) -> dict:

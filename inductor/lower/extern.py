@@ -18,6 +18,7 @@ from inductor.ir.nodes import (Buffer, ExternKernel, MultiOutput, Pointwise, Rei
                                TensorArgument, TensorBox, current_graph)
 from inductor.ir.ops import OpsHandler, use_handler
 from inductor.ir.symbols import index_symbol, linear_coefficient
+from inductor.lower.registry import register_lowering
 
 aten = torch.ops.aten
 
@@ -153,3 +154,17 @@ def is_library_op(target) -> bool:
     """Whether `target` is kept as a library call by design."""
     packet = getattr(target, "overloadpacket", target)
     return packet in LIBRARY_OPS
+
+
+@register_lowering(aten.addmm)
+def addmm(bias, first, second, *, beta=1, alpha=1):
+    """`mm` as a library call with the bias added by a pointwise body, which then fuses into
+    whatever reads the product (GELU, residual adds) instead of costing a pass of its own."""
+    if beta != 1 or alpha != 1 or len(bias.get_size()) > 1:
+        raise NotImplementedError("addmm with scaling or a 2-D bias stays a library call")
+    graph = current_graph()
+    graph.count_library_call("aten.mm")
+    product = make_extern(aten.mm.default, (first, second), {}, graph.current_example(),
+                          "library")
+    from inductor.lower.math import add
+    return add(product, bias)

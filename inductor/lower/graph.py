@@ -108,6 +108,13 @@ class GraphLowering(torch.fx.Interpreter):
         self.buffers.append(buffer)
         return buffer.name
 
+    def current_example(self):
+        """The example value (fake tensor) of the FX node being lowered."""
+        return self.current.meta.get("val") if self.current is not None else None
+
+    def count_library_call(self, name: str) -> None:
+        self.library_calls[name] = self.library_calls.get(name, 0) + 1
+
     def lower(self) -> LoopGraph:
         """Run the lowering over the whole graph."""
         with building(self):

@@ -73,6 +73,23 @@ class KernelPlan:
     def has_reduction(self) -> bool:
         return any(stage.kind == "reduction" for stage in self.stages)
 
+    def describe(self) -> str:
+        """The plan as text: loops, then each stage with its members."""
+        loops = ", ".join(f"{symbol} < {size}" for symbol, size in
+                          zip(self.outer_vars() + self.inner_vars(),
+                              self.outer_sizes + self.inner_sizes))
+        lines = [f"{self.name}: loops {loops}; loads {', '.join(self.loads)}; "
+                 f"stores {', '.join(self.stores)}"]
+        for stage in self.stages:
+            members = []
+            for member in stage.members:
+                node = member.node
+                kind = node.buffer.data.reduction_type if member.kind == "reduction" else ""
+                where = "memory" if member.store else "registers"
+                members.append(f"{member.name}{' ' + kind if kind else ''} -> {where}")
+            lines.append(f"  {stage.kind} stage: {'; '.join(members)}")
+        return "\n".join(lines)
+
 
 @dataclasses.dataclass
 class ExternStep:
@@ -98,6 +115,20 @@ class GraphPlan:
 
     def kernels(self) -> list:
         return [step for step in self.steps if isinstance(step, KernelPlan)]
+
+    def describe(self) -> str:
+        """Every step in order, then the buffer lifetimes."""
+        lines = []
+        for position, step in enumerate(self.steps):
+            if isinstance(step, KernelPlan):
+                lines.append(step.describe())
+            else:
+                buffer = step.node.buffer
+                call = getattr(buffer, "op_name", lambda: "output of a tuple")()
+                lines.append(f"{step.name}: {getattr(buffer, 'kind', 'library')} call {call}")
+            if self.frees.get(position):
+                lines.append(f"  then free {', '.join(self.frees[position])}")
+        return "\n".join(lines)
 
 
 def build_kernel(group: FusedGroup, name: str, users: dict, outputs: set) -> KernelPlan:

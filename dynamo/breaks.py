@@ -65,6 +65,18 @@ INLINE_DEPTH = _kind("GB010", "call depth", "calls nest deeper than dynamo.confi
                      "raise dynamo.config.inline_depth, or mark the helper dynamo.disable")
 
 
+@dataclasses.dataclass(frozen=True)
+class BreakFrame:
+    """One frame of the trace when a break happened (the compiled frame, then inlined calls)."""
+
+    code: object  # types.CodeType
+    index: int  # the instruction it was executing
+    opname: str
+    layout: tuple  # its stack: below the call's operands for callers, before the instruction
+    function: object = None  # the real function object of an inlined call, if any
+    is_generator: bool = False
+
+
 class Unsupported(Exception):
     """Tracing cannot continue at this point of the user's program."""
 
@@ -76,6 +88,7 @@ class Unsupported(Exception):
         self.user_frames: list[str] = []  # file:line of the frames inlined, innermost first
         self.root_index: Optional[int] = None  # instruction of the compiled frame it stops at
         self.root_layout: Optional[tuple] = None  # that frame's stack layout there
+        self.chain: Optional[list] = None  # BreakFrame per frame, the compiled frame first
 
     def __str__(self) -> str:
         where = f" at {self.location}" if self.location else ""

@@ -23,14 +23,14 @@ from dynamo import _C, hook
 from dynamo.breaks import GraphBreakError, Unsupported
 from dynamo.driver import CompileRecord, JitScopeGuard, log_capture, now
 from dynamo.instructions import decode
-from dynamo.resume import analysis
+from dynamo.resume import analysis, nested
 from dynamo.resume.regions import STATE, region_for, region_info, state_names, tag_of
 from dynamo.resume.skeleton import build_skeleton
 from dynamo.rewrite.glue import GluePlan
 from dynamo.rewrite.rebuild import replay
 from dynamo.rewrite.replacement import glue_call, replacement_calling
 from dynamo.trace.graph import GraphBuilder
-from dynamo.trace.interpreter import TraceState, Tracer
+from dynamo.trace.interpreter import NestedStopReached, TraceState, Tracer
 from dynamo.trace.side_effects import SideEffects
 from dynamo.variables.base import NULL
 from dynamo.variables.functions import CellVariable
@@ -70,7 +70,8 @@ def root_tracer(state: TraceState, view, stops: dict) -> Tracer:
     for name in code.co_varnames[:_argument_count(code)]:
         if name in frame_locals:
             value, source = frame_locals[name], LocalSource(name)
-            factory = _region_state(value, source) if is_region and name == STATE else None
+            factory = _region_state(code, value, source) if is_region and name == STATE \
+                else None
             tracer.locals[name] = LazyVariable.of(value, source, factory)
     closure = view.f_func.__closure__ or ()
     for name, cell in zip(code.co_freevars, closure):
@@ -90,10 +91,10 @@ def _reader(tracer: Tracer, value, source):
     return lambda: tracer.wrap(value, source)
 
 
-def _region_state(value, source):
+def _region_state(code, value, source):
     """`__state` realises as the special variable the region prologue's `enter` unpacks."""
-    from dynamo.variables.resume_state import RegionStateVariable
-    return lambda: RegionStateVariable(value, source=source)
+    from dynamo.variables.resume_state import region_state
+    return lambda: region_state(code, value, source)
 
 
 def _argument_count(code: CodeType) -> int:
@@ -111,9 +112,12 @@ def capture_frame(view, driver, reason) -> CompileRecord:
                            driver.option("inline_depth"))
         state.guards.add(GlobalStateGuard())
         state.guards.add(JitScopeGuard(driver))
+        state.nested_stop = tuple(stop.points for stop in stops.values() if stop.points)
         tracer = None
         try:
             tracer, returned, grad_at_stop = _trace(state, view, stops)
+            if tracer.stopped is not None and isinstance(stops[tracer.stopped], PendingNested):
+                stops[tracer.stopped] = _finish_nested(code, stops, tracer)
             plan = GluePlan(view.f_globals)
             plan.frame_cells = {id(cell.box): name for name, cell in tracer.cells.items()}
             if tracer.stopped is None:
@@ -122,6 +126,9 @@ def capture_frame(view, driver, reason) -> CompileRecord:
                 returned_expression = _stop_state(plan, tracer, stops[tracer.stopped],
                                                   grad_at_stop)
             replay(plan, state.side_effects.pending())
+        except _Retrace:
+            state.side_effects.release()
+            continue
         except Unsupported as failure:
             state.side_effects.release()
             if failure.location is None and tracer is not None:  # met building the glue
@@ -150,14 +157,53 @@ def capture_frame(view, driver, reason) -> CompileRecord:
 
 
 def _trace(state: TraceState, view, stops: dict):
-    tracer = root_tracer(state, view, stops)
+    """Trace the frame; the tracer says where it stopped (its `nested` holds the inlined
+    calls' tracers when it stopped inside them)."""
+    stopping = {index for index, stop in stops.items() if not stop.points}
+    tracer = root_tracer(state, view, stopping)
+    tracer.nested = []
     try:
-        returned = tracer.run()
+        try:
+            returned = tracer.run()
+        except NestedStopReached as reached:
+            chain = [reached.tracer]
+            while chain[-1].parent is not None:
+                chain.append(chain[-1].parent)
+            tracer.nested, tracer.stopped, returned = chain[::-1][1:], tracer.current.index, None
         return tracer, returned, torch.is_grad_enabled()
     finally:
         for undo in reversed(state.undo_log):
             undo()
         state.undo_log.clear()
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingNested:
+    """A nested stop planned from a break, finished (`nested.finish`) on the next trace."""
+
+    points: tuple  # (code, index) per frame, the compiled frame first
+    fallback: Optional[analysis.Stop]  # a plain stop at the compiled frame's call
+    copied: tuple = ()
+    loop_header: bool = False
+
+
+def _finish_nested(code: CodeType, stops: dict, tracer: Tracer) -> analysis.Stop:
+    pending = stops[tracer.stopped]
+    stop = nested.finish(pending.points, [tracer, *tracer.nested])
+    if stop is None:
+        if pending.fallback is None:
+            raise Unsupported(stop_kind(), "a graph break inside a call that cannot resume")
+        stops[tracer.stopped] = pending.fallback
+        _known_stops[code] = dict(stops)
+        raise _Retrace()
+    known = dict(stops)
+    known[tracer.stopped] = stop
+    _known_stops[code] = known
+    return stop
+
+
+class _Retrace(Exception):
+    """Trace again: a planned stop turned out not to work and was replaced."""
 
 
 def _add_stops(code: CodeType, failure: Unsupported, stops: dict, driver,
@@ -185,6 +231,9 @@ def _stops_for(code: CodeType, failure: Unsupported) -> Optional[dict]:
     enclosing = analysis.enclosing_loops(decoded, index)
     if not enclosing:
         stop = analysis.stop_at(decoded, index, failure.root_layout)
+        planned = nested.plan(failure.chain or [])
+        if planned is not None:
+            return {index: PendingNested(planned.points, stop)}
         return None if stop is None else {index: stop}
     static = analysis.layouts(decoded)
     found = {}
@@ -202,9 +251,15 @@ def _stop_state(plan: GluePlan, tracer: Tracer, stop: analysis.Stop,
                 grad_enabled: bool) -> str:
     """The entry glue's result at a stop: (tag, stack items, locals)."""
     from dynamo import _frame_state
-    if tracer.layout() != stop.layout:
+    layout = tracer.layout() if not tracer.nested else \
+        tracer.layout() + (False,) + tracer.nested[-1].layout()
+    if layout != stop.layout:
         raise Unsupported(stop_kind(), "the stack at a graph break changed between traces")
     items = [plan.reconstruct(value) for value in tracer.stack if value is not NULL]
+    if tracer.nested:
+        items.append(_inner_states(plan, tracer.nested))
+        items += [plan.reconstruct(value) for value in tracer.nested[-1].stack
+                  if value is not NULL]
     values = []
     for name in state_names(tracer.code):
         if name in tracer.locals:
@@ -217,6 +272,21 @@ def _stop_state(plan: GluePlan, tracer: Tracer, stop: analysis.Stop,
     tag = tag_of(tracer.code, tracer.stopped)
     return f"({tag}, ({''.join(item + ', ' for item in items)}), " \
            f"({''.join(value + ', ' for value in values)}))"
+
+
+def _inner_states(plan: GluePlan, tracers: list) -> str:
+    """The inlined calls' states for a nested stop: (function, stack below the call, locals)
+    per call, outermost first; the innermost call's stack travels separately."""
+    from dynamo import _frame_state
+    states = []
+    for tracer in tracers:
+        below = "" if tracer is tracers[-1] else "".join(
+            plan.reconstruct(value) + ", " for value in tracer.stack if value is not NULL)
+        values = "".join((plan.reconstruct(tracer.locals[name]) if name in tracer.locals
+                          else plan.constant(_frame_state.UNBOUND)) + ", "
+                         for name in state_names(tracer.code))
+        states.append(f"({plan.bind(tracer.function, 'function')}, ({below}), ({values}))")
+    return "(" + "".join(state + ", " for state in states) + ")"
 
 
 def stop_kind():
@@ -306,6 +376,6 @@ def _skeleton(code: CodeType, glue, plan: GluePlan, stops: dict) -> CodeType:
              if stop.loop_header}
 
     def region(edge: analysis.Edge) -> CodeType:
-        return region_for(code, edge.target, edge.layout, exits)
+        return region_for(code, edge.target, edge.layout, exits, edge.inner)
     entry = glue_call(code, glue, plan.parameters, plan.cell_parameters)
     return build_skeleton(code, entry, stops, region)

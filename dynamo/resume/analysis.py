@@ -72,12 +72,23 @@ def enclosing_loops(decoded: DecodedCode, index: int) -> list[Loop]:
 
 
 @dataclasses.dataclass(frozen=True)
+class InnerFrame:
+    """An inlined call a continuation resumes inside: its code, where it goes on, the stack
+    layout there (the callee's result slot included for callers)."""
+
+    code: object  # types.CodeType
+    start: int
+    layout: Layout
+
+
+@dataclasses.dataclass(frozen=True)
 class Edge:
     """Where execution goes after an instruction, with the stack layout there."""
 
     target: int  # instruction index where the continuation starts
     layout: Layout
     jumps: bool = False  # taken by the instruction's jump (else: falls through)
+    inner: tuple = ()  # InnerFrame per inlined call to finish first, outermost first
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +104,8 @@ class Stop:
     layout: Layout
     edges: tuple
     loop_header: bool = False
+    copied: tuple = ()  # instructions of an inlined call to run instead (a nested stop)
+    points: tuple = ()  # a nested stop: (code, index) per frame, the compiled frame first
 
     @property
     def executes(self) -> bool:

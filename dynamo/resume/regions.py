@@ -63,6 +63,7 @@ class RegionInfo:
     start: int  # instruction index in `base` where it starts
     layout: Layout
     state_names: tuple  # the locals a state carries, in order
+    raw_items: tuple = ()  # stack items handed over untouched (a nested stop's inner state)
 
 
 _regions: "weakref.WeakKeyDictionary[CodeType, RegionInfo]" = weakref.WeakKeyDictionary()
@@ -125,19 +126,30 @@ def entry_position(decoded: DecodedCode, index: int) -> int:
     return min(origin for origin, owner in decoded.by_origin.items() if owner == index)
 
 
-def region_for(base: CodeType, start: int, layout: Layout, exits: dict) -> CodeType:
+def region_for(base: CodeType, start: int, layout: Layout, exits: dict,
+               inner: tuple = ()) -> CodeType:
     """The region of `base` starting at instruction `start` (cached). `exits` maps the index
-    of each loop-header stop to its (tag, layout)."""
-    key = (start, layout, tuple(sorted(exits.items())))
+    of each loop-header stop to its (tag, layout). With `inner` (a nested stop's
+    `InnerFrame`s), the region first finishes those calls and pushes the result."""
+    key = (start, layout, tuple(sorted(exits.items())), inner)
     per_code = _cache.setdefault(base, {})
     code = per_code.get(key)
     if code is None:
-        code = per_code[key] = _build(base, start, layout, exits)
-        _regions[code] = RegionInfo(base, origin_of(base), start, layout, state_names(base))
+        codes = tuple(region_for(frame.code, frame.start, frame.layout, {})
+                      for frame in inner)
+        code = per_code[key] = _build(base, start, layout, exits, codes)
+        raw = (_items(layout[:-2]), _items(layout[:-2]) + 1) if codes else ()
+        _regions[code] = RegionInfo(base, origin_of(base), start, layout, state_names(base),
+                                    raw)
     return code
 
 
-def _build(base: CodeType, start: int, layout: Layout, exits: dict) -> CodeType:
+def _items(layout: Layout) -> int:
+    return sum(1 for is_null in layout if not is_null)
+
+
+def _build(base: CodeType, start: int, layout: Layout, exits: dict,
+           nested: tuple = ()) -> CodeType:
     decoded = decode(base)
     body = decode_body(base)
     is_region = base in _regions
@@ -166,7 +178,7 @@ def _build(base: CodeType, start: int, layout: Layout, exits: dict) -> CodeType:
             items.append(item)
     freevars = closure_names(base)
     prologue = ([Instr("COPY_FREE_VARS", len(freevars), lineno=lineno)] if freevars else []) + \
-        [Instr("RESUME", 0, lineno=lineno)] + _enter(layout, slots, lineno) + \
+        [Instr("RESUME", 0, lineno=lineno)] + _enter(layout, slots, lineno, nested) + \
         [emit.Jump(entry, lineno=lineno)]
     region = Bytecode(emit.resolve_jumps(prologue + items))
     region._copy_attr_from(body)
@@ -193,13 +205,26 @@ def _line(item, default: int) -> int:
     return getattr(item, "lineno", None) or default
 
 
-def _enter(layout: Layout, slots: Placeholder, lineno: int) -> list:
-    return [*emit.call_helper(_frame_state.enter, [[Instr("LOAD_FAST", STATE, lineno=lineno)],
+def _enter(layout: Layout, slots: Placeholder, lineno: int, nested: tuple) -> list:
+    code = [*emit.call_helper(_frame_state.enter, [[Instr("LOAD_FAST", STATE, lineno=lineno)],
                                                    [Instr("LOAD_CONST", slots, lineno=lineno)]],
                               lineno),
-            Instr("STORE_FAST", STATE, lineno=lineno),
-            *emit.push_layout(STATE, layout, lineno),
-            Instr("DELETE_FAST", STATE, lineno=lineno)]
+            Instr("STORE_FAST", STATE, lineno=lineno)]
+    if not nested:
+        return code + emit.push_layout(STATE, layout, lineno) + \
+            [Instr("DELETE_FAST", STATE, lineno=lineno)]
+    # the stack below the call, then resume_calls(inner states, innermost stack, codes);
+    # `__state` goes before the call, which a graph break may leave to run on its own
+    from dynamo.resume.nested import resume_calls
+    below = _items(layout[:-2])
+    code += emit.push_layout(STATE, layout[:-2], lineno)
+    call = emit.call_helper(resume_calls, [
+        [Instr("LOAD_FAST", STATE, lineno=lineno), Instr("LOAD_CONST", item, lineno=lineno),
+         Instr("BINARY_SUBSCR", lineno=lineno)] for item in (below, below + 1)
+    ] + [[Instr("LOAD_CONST", nested, lineno=lineno)]], lineno)
+    calling = 2 if emit.PY311 else 1  # PRECALL + CALL, or CALL
+    return code + call[:-calling] + [Instr("DELETE_FAST", STATE, lineno=lineno)] + \
+        call[-calling:]
 
 
 def _exit(tag: int, depth: int, slots: Placeholder, lineno: int) -> list:

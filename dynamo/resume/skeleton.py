@@ -60,11 +60,11 @@ def build_skeleton(base: CodeType, entry_call: list, stops: dict[int, Stop],
     tail: list = []
 
     def trampoline(edge: Edge) -> Label:
-        key = (edge.target, edge.layout)
+        key = (edge.target, edge.layout, edge.inner)
         if key not in trampolines:
             label = trampolines[key] = Label()
-            tail.extend([label, *_call_region(region_for(edge), edge.layout, slots, cells,
-                                              lineno), emit.Jump(dispatch, lineno=lineno)])
+            tail.extend([label, *_call_region(region_for(edge), edge, slots, cells, lineno),
+                         emit.Jump(dispatch, lineno=lineno)])
         return trampolines[key]
 
     prologue = prologue_of(body)
@@ -90,7 +90,12 @@ def _original_code(decoded, body, stops, stop_labels, trampoline, tail, skip) ->
     before = {entry_position(decoded, index): index for index in stop_labels}
     after: dict[int, list] = {}
     redirect: dict[int, Label] = {}
+    copies: dict[int, list] = {}
     for index, stop in stops.items():
+        if stop.copied:  # a nested stop runs the callee's instructions where its call is
+            copies[entry_position(decoded, index)] = [
+                *stop.copied, emit.Jump(trampoline(stop.edges[0]), lineno=None)]
+            continue
         if not stop.executes:
             continue
         last = decoded.instructions[stop.last]
@@ -106,6 +111,7 @@ def _original_code(decoded, body, stops, stop_labels, trampoline, tail, skip) ->
             continue
         if position in before:
             items.append(stop_labels[before[position]])
+        items += copies.get(position, [])
         if position in redirect:
             item = Instr(item.name, redirect[position], location=item.location)
         items.append(item)
@@ -122,9 +128,11 @@ def _jump_target(edge: Edge, trampoline, tail: list, last) -> Label:
     return label
 
 
-def _call_region(region: CodeType, layout: tuple, slots, cells, lineno: int) -> list:
-    """[..., stack of `layout`] -> [..., region(pack(stack, SLOTS))]."""
-    return [*emit.pack_layout(layout, lineno),
+def _call_region(region: CodeType, edge: Edge, slots, cells, lineno: int) -> list:
+    """[..., stack of `layout`] -> [..., region(pack(stack, SLOTS))]. A nested stop's edge
+    first packs the innermost call's stack, which sits on top."""
+    inner = emit.pack_layout(edge.inner[-1].layout, lineno) if edge.inner else []
+    return [*inner, *emit.pack_layout(edge.layout, lineno),
             *emit.call_helper_on_top(_frame_state.pack, (slots,), lineno),
             Instr("PUSH_NULL", lineno=lineno), Instr("SWAP", 2, lineno=lineno),
             *emit.call_helper(_frame_state.function,

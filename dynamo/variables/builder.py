@@ -35,7 +35,8 @@ from dynamo.variables.torch_calls import TorchFunctionVariable, is_torch_functio
 from guards import (ConstantGuard, DictKeysGuard, IdentityGuard, LengthGuard, NoneGuard,
                     TensorMatchGuard, TypeGuard)
 from guards import is_constant as guards_is_constant
-from guards.sources import AttrSource, ConstantSource, DictItemSource, ItemSource, Source
+from guards.sources import (AttrSource, ConstantSource, DictItemSource, ItemSource, Source,
+                            literal)
 
 _BUILTIN_MODULES = {"builtins", "math", "operator", "_operator", "functools", "_functools",
                     "itertools", "_warnings", "warnings"}
@@ -181,6 +182,10 @@ def _wrap_mapping(tx, value: dict, source: Optional[Source]) -> Variable:
                        None if source is None else AttrSource(source, "default_factory"))
     if box is not None:
         return DictVariable(box, kind, factory, source=source)
+    keys = value.keys() if isinstance(value, types.MappingProxyType) else dict.keys(value)
+    if source is not None and not all(literal(key) is not None for key in keys):
+        raise Unsupported(UNSUPPORTED_OBJECT, f"a dict with keys other than numbers, strings "
+                          f"and None ({source.name()})")
     _guard(tx, source, lambda: TypeGuard(source, kind))
     _guard(tx, source, lambda: DictKeysGuard(source, tuple(value)))
     pairs = value.items() if isinstance(value, types.MappingProxyType) else dict.items(value)

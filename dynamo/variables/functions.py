@@ -106,10 +106,18 @@ def inline_function(tx, code: types.CodeType, f_globals: dict, globals_source,
                     function: Any = None) -> Variable:
     """Trace a call of a Python function with the given pieces (`function`: the real
     function object, when there is one: a graph break can then resume inside the call)."""
+    from dynamo import skips
+    if skips.is_own(code) and not _is_region(code):  # framejit never traces itself
+        raise Unsupported(UNSUPPORTED_CALL, f"{name}, a function of framejit itself")
     bound = bind_arguments(code, name, list(args), dict(kwargs), tuple(defaults),
                            dict(kwdefaults))
     cells = dict(zip(code.co_freevars, closure))
     return tx.inline(code, f_globals, bound, cells, globals_source, function=function)
+
+
+def _is_region(code: types.CodeType) -> bool:
+    from dynamo.resume.regions import region_info
+    return region_info(code) is not None
 
 
 def globals_source_for(tx, f_globals: dict) -> Optional[Source]:

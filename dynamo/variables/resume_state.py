@@ -92,6 +92,7 @@ class RawValueVariable(Variable):
     """A real value handed to framejit's own helpers untouched (no guards, no wrapping)."""
 
     value: Any
+    is_real: bool = True  # rebuilt from its source
 
 
 @variable
@@ -121,6 +122,10 @@ class ResumeCallsVariable(Variable):
     """`dynamo.resume.nested.resume_calls`: finish the inlined calls of a nested stop. Traced
     by inlining each call's region, innermost first, so the rest of every call and of the
     compiled frame become one graph."""
+
+    def rebuild(self, plan) -> str:
+        from dynamo.resume.nested import resume_calls
+        return plan.bind(resume_calls, "resume_calls")
 
     def call(self, tx, args, kwargs) -> Variable:
         from dynamo.resume.regions import state_names

@@ -2,7 +2,10 @@
 
 For each case (tests/breaks/corpus.py) and each compiler: the number of graphs compiled, and
 the share of tensor operations that ran inside compiled graphs on a warm call (operations
-executed by graphs / operations the eager program executes, counted by a TorchFunctionMode).
+executed by graphs / operations the eager program executes). A tensor operation is a call that
+produces a tensor: counted by a TorchFunctionMode in the eager run, and as graph nodes whose
+example value is a tensor in the graphs (so `x.shape`, grad-mode switches and tuple unpacking
+count on neither side).
 Both compilers get the same counting backend, which runs the FX graph as it is, so the numbers
 measure capture alone.
 
@@ -14,6 +17,7 @@ import argparse
 import contextlib
 import datetime
 import io
+import operator
 import platform
 import sys
 import warnings
@@ -31,8 +35,17 @@ class _CountOps(TorchFunctionMode):
         self.count = 0
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.count += 1
-        return func(*args, **(kwargs or {}))
+        result = func(*args, **(kwargs or {}))
+        if _produces_tensor(result):
+            self.count += 1
+        return result
+
+
+def _produces_tensor(value) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    return isinstance(value, (tuple, list)) and any(isinstance(item, torch.Tensor)
+                                                     for item in value)
 
 
 class _CountingBackend:
@@ -44,7 +57,10 @@ class _CountingBackend:
 
     def __call__(self, gm, example_inputs):
         self.graphs += 1
-        ops = sum(1 for node in gm.graph.nodes if node.op in ("call_function", "call_method"))
+        ops = sum(1 for node in gm.graph.nodes
+                  if node.op in ("call_function", "call_method", "call_module")
+                  and node.target is not operator.getitem
+                  and _produces_tensor(node.meta.get("example_value")))
 
         def run(*args):
             self.executed += ops

@@ -83,7 +83,7 @@ def _container(plan, value) -> str:
 
 
 def _dict(plan, value: DictVariable) -> str:
-    pairs = ", ".join(f"{plan.constant(key)}: {rebuild(plan, item)}"
+    pairs = ", ".join(f"{_key(plan, key)}: {rebuild(plan, item)}"
                       for key, item in value.items.items())
     literal = "{" + pairs + "}"
     if value.python_class is dict:
@@ -105,7 +105,7 @@ def _subclass_instance(plan, value) -> str:
     name = plan.remember(id(value.box), f"{kind}.__new__({kind})")
     if isinstance(value, DictVariable):
         for key, item in value.items.items():
-            plan.statements.append(f"{base}.__setitem__({name}, {plan.constant(key)}, "
+            plan.statements.append(f"{base}.__setitem__({name}, {_key(plan, key)}, "
                                    f"{rebuild(plan, item)})")
     else:
         items = ", ".join(rebuild(plan, item) for item in value.items)
@@ -176,7 +176,7 @@ def _replay_list(plan, box: Box) -> None:
 
 def _replay_dict(plan, box: Box) -> None:
     target = plan.remember(id(box) ^ 1, plan.source(box.source))
-    pairs = [(plan.constant(key), rebuild(plan, item)) for key, item in box.contents.items()]
+    pairs = [(_key(plan, key), rebuild(plan, item)) for key, item in box.contents.items()]
     kind = type(box.real)
     literal = "{" + ", ".join(f"{key}: {item}" for key, item in pairs) + "}"
     contents = plan.temporary()  # read every item before the dict is cleared
@@ -208,3 +208,11 @@ def _replay_object(plan, box: Box) -> None:
             plan.statements.append(f"object.__delattr__({target}, {attribute!r})")
         else:
             plan.statements.append(f"del {target}.{attribute}")
+
+
+def _key(plan, key) -> str:
+    """A dict key's expression: a literal, a bound constant, or an identity-hashed object."""
+    from dynamo.variables.containers import ObjectKey
+    if isinstance(key, ObjectKey):
+        return rebuild(plan, key.variable)
+    return plan.constant(key)

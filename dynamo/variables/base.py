@@ -51,7 +51,14 @@ class Variable:
         return True
 
     def describe(self) -> str:
-        return self.source.name() if self.source is not None else type(self).__name__
+        """How the value reads in a message to the user (never a framejit class name)."""
+        if self.source is not None:
+            return self.source.name()
+        try:
+            kind = self.python_type()
+        except Exception:
+            return "a value computed in the compiled region"
+        return f"a {getattr(kind, '__name__', 'Python')} object"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.describe()})"

@@ -9,13 +9,13 @@ from dynamo.variables.base import NotConstant, Variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.exceptions import ExceptionVariable, RaisedInTrace, python_error
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
-                                         constant_key)
+                                         constant_key, key_variable)
 
 NONE = ConstantVariable(None)
 
 
 def _key_error(key):
-    return RaisedInTrace(ExceptionVariable.new(KeyError, (ConstantVariable(key),)))
+    return RaisedInTrace(ExceptionVariable.new(KeyError, (key_variable(key),)))
 
 
 def call_container_method(tx, owner: Variable, name: str, args: list, kwargs: dict) -> Variable:
@@ -108,11 +108,11 @@ def _dict_method(tx, owner: DictVariable, name: str, args: list, kwargs: dict) -
     if name == "__contains__":
         return ConstantVariable(constant_key(args[0]) in items)
     if name == "keys":
-        return TupleVariable(tuple(ConstantVariable(key) for key in items))
+        return TupleVariable(tuple(key_variable(key) for key in items))
     if name == "values":
         return TupleVariable(tuple(items.values()))
     if name == "items":
-        return TupleVariable(tuple(TupleVariable((ConstantVariable(key), value))
+        return TupleVariable(tuple(TupleVariable((key_variable(key), value))
                                    for key, value in items.items()))
     if name == "copy":
         return DictVariable.new(items, python_class=owner.python_class,
@@ -136,7 +136,7 @@ def _dict_method(tx, owner: DictVariable, name: str, args: list, kwargs: dict) -
         items.clear()
     elif name == "popitem":
         key, value = items.popitem()
-        return TupleVariable((ConstantVariable(key), value))
+        return TupleVariable((key_variable(key), value))
     elif name == "move_to_end":
         key = constant_key(args[0])
         items[key] = items.pop(key)
@@ -200,7 +200,7 @@ def _protocol_method(tx, owner: Variable, name: str, args: list, kwargs: dict):
         return ConstantVariable(length(tx, owner, builtin=True))
     if name == "__iter__":
         return SequenceIterator.over(owner.iterate(tx) if not isinstance(owner, DictVariable)
-                                     else [ConstantVariable(key) for key in owner.items])
+                                     else [key_variable(key) for key in owner.items])
     if name == "__contains__" and not isinstance(owner, DictVariable):
         return ConstantVariable(operators.contains(tx, owner, args[0], builtin=True))
     if name == "__getitem__" and not isinstance(owner, DictVariable):

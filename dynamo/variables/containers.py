@@ -31,14 +31,60 @@ def constant_copy(value: Variable) -> Any:
     return value.as_constant()
 
 
+class ObjectKey:
+    """A dict/set key standing for an object hashed by identity (a module, a user object, a
+    tensor, an object created during the trace); `variable` is the key's variable."""
+
+    __slots__ = ("variable", "identity")
+
+    def __init__(self, variable: Variable, identity: int):
+        self.variable = variable
+        self.identity = identity
+
+    def __hash__(self) -> int:
+        return hash(self.identity)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ObjectKey) and other.identity == self.identity
+
+
 def constant_key(key: Variable) -> Any:
-    """A dict/set key: must be a hashable constant at trace time."""
+    """A dict/set key: a hashable constant, or an `ObjectKey` for an object hashed by
+    identity."""
     try:
         value = key.as_constant()
-        hash(value)
-        return value
+        if not isinstance(value, type):
+            hash(value)
+            return value
     except (NotConstant, TypeError):
-        raise Unsupported(UNSUPPORTED_OBJECT, f"{key.describe()} used as a dict key") from None
+        pass
+    identity = _identity(key)
+    if identity is None:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"{key.describe()} used as a dict key")
+    return ObjectKey(key, identity)
+
+
+def _identity(key: Variable) -> Optional[int]:
+    """What identifies an identity-hashed object: the real object, a new object's box, a
+    tensor's graph node."""
+    from dynamo.variables.tensor import TensorVariable
+    if isinstance(key, TensorVariable):
+        return id(key.node)
+    real = getattr(key, "value", None) if getattr(key, "is_real", False) else None
+    kind = key.python_type()
+    if getattr(kind, "__hash__", None) is not object.__hash__ and not isinstance(real, type):
+        return None
+    if real is not None:
+        return id(real)
+    box = getattr(key, "box", None)
+    return None if box is None else id(box)
+
+
+def key_variable(key: Any) -> Variable:
+    """The variable for a dict key (the inverse of `constant_key`)."""
+    if isinstance(key, ObjectKey):
+        return key.variable
+    return ConstantVariable(key)
 
 
 def _constant_args(args, what: str) -> list:
@@ -162,7 +208,7 @@ class DictVariable(Variable):
         raise NotConstant("a dict is mutable")
 
     def iterate(self, tx) -> list[Variable]:
-        return [ConstantVariable(key) for key in self.items]
+        return [key_variable(key) for key in self.items]
 
     def truth(self, tx) -> bool:
         return bool(self.items)
@@ -258,7 +304,9 @@ class SetVariable(Variable):
         return self.python_class
 
     def as_constant(self) -> Any:
-        return set(self.items) if self.python_class is frozenset else _mutable()
+        if self.python_class is not frozenset:
+            return _mutable()
+        return frozenset(item.as_constant() for item in self.items.values())
 
     def iterate(self, tx) -> list[Variable]:
         return list(self.items.values())

@@ -41,11 +41,38 @@ def decomposition_table() -> dict[object, Callable]:
 
 
 def _native_dropout(fallback, input: torch.Tensor, p: float, train: bool):
-    """`native_dropout` drawing its mask with the same random numbers as eager CPU dropout."""
+    """`native_dropout` drawing its mask with the same random numbers as eager CPU dropout:
+    eager fills `empty_like(input)` (the input's memory layout) with Bernoulli samples in memory
+    order, so the sample is drawn contiguous in that physical order, then permuted back."""
     if input.device.type != "cpu" or not train or p == 0 or p == 1:
         if fallback is not None:
             return fallback(input, p, train)
         return NotImplemented
-    keep = aten.bernoulli.p(aten.empty_like.default(input), 1 - p)
+    order = _memory_order(input)
+    physical = [input.shape[dimension] for dimension in order]
+    noise = aten.bernoulli.p(aten.empty.memory_format(physical, dtype=input.dtype,
+                                                      device=input.device), 1 - p)
+    keep = aten.permute.default(noise, _inverse(order))
     output = aten.mul.Tensor(input, aten.div.Scalar(keep, 1 - p))
     return output, aten.ne.Scalar(keep, 0)
+
+
+def _memory_order(tensor: torch.Tensor) -> list[int]:
+    """Dimensions from outermost to innermost in memory, where `empty_like` would keep the
+    tensor's strides (non-overlapping and dense); else the logical order (contiguous)."""
+    dimensions = list(range(tensor.dim()))
+    order = sorted(dimensions, key=lambda dimension: -tensor.stride(dimension))
+    expected = 1
+    for dimension in reversed(order):
+        size = tensor.shape[dimension]
+        if size != 1 and tensor.stride(dimension) != expected:
+            return dimensions
+        expected *= size
+    return order
+
+
+def _inverse(order: list[int]) -> list[int]:
+    inverse = [0] * len(order)
+    for position, dimension in enumerate(order):
+        inverse[dimension] = position
+    return inverse

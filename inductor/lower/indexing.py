@@ -12,6 +12,7 @@ import torch
 
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import ops
+from inductor.ir.symbols import FloorDiv
 from inductor.lower.elementwise import (broadcast_loader, broadcast_shapes, opmath_dtype,
                                         result_type)
 from inductor.lower.registry import register_lowering
@@ -175,3 +176,31 @@ def gather(x, dim, index_tensor, sparse_grad=False):
         return source_loader(source)
     return TensorBox.create(Pointwise(x.get_device(), x.get_dtype(), inner_fn,
                                       index_tensor.get_size()))
+
+
+@register_lowering(aten.slice_scatter)
+def slice_scatter(x, source, dim=0, start=None, end=None, step=1):
+    """`x` with `source` written over `x[..., start:end:step, ...]` (a where, not a copy)."""
+    size = x.get_size()
+    dim = _wrap(dim, len(size))
+    extent = int(size[dim])
+    start = 0 if start is None else (start + extent if start < 0 else start)
+    end = extent if end is None else (end + extent if end < 0 else end)
+    start, end = max(0, min(start, extent)), max(0, min(end, extent))
+    dtype = x.get_dtype()
+    base_loader = x.make_loader()
+    source_loader = _converted(source.make_loader(), source.get_dtype(), dtype)
+
+    def inner_fn(index):
+        position = index[dim]
+        inside = _in_range(position, start, end)
+        if step != 1:
+            offset = ops.index_expr(position - start, torch.int64)
+            on_step = ops.eq(ops.remainder(offset, ops.constant(step, torch.int64)),
+                             ops.constant(0, torch.int64))
+            inside = ops.logical_and(inside, on_step)
+        shifted = list(index)
+        shifted[dim] = FloorDiv(position - start, step) if step != 1 else position - start
+        written = ops.masked(inside, lambda: source_loader(shifted), 0)
+        return ops.where(inside, written, base_loader(index))
+    return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, size))

@@ -160,3 +160,32 @@ def test_pooling(dtype, memory_format):
         ops["max_indices"] = lambda x: torch.nn.functional.max_pool2d(
             x, 3, 2, 1, return_indices=True)[1]
     assert run_batch(_one_input(ops), (x,), dtype) == []
+
+
+def test_slice_scatter():
+    ops = {"strided": lambda x, y: torch.slice_scatter(x, y[:, :3] * 2, 1, 2, 9, 3),
+           "rows": lambda x, y: torch.slice_scatter(x, y[1:3], 0, 1, 3),
+           "negative": lambda x, y: torch.slice_scatter(x, y[:, -4:], 1, -4)}
+    for dtype in (torch.float32, torch.int64):
+        assert run_batch(ops, (_values(dtype, "contiguous"), _values(dtype, "transposed")),
+                         dtype) == []
+
+
+def test_item_assignment_through_torch_compile_becomes_slice_scatter():
+    import inductor
+
+    def assign(x, y):
+        out = x.clone()
+        out[:, 2:9:3] = y[:, :3] * 2
+        out[1:3] = 0.5
+        return out
+    reports = []
+
+    def backend(gm, example_inputs):
+        compiled = inductor.compile_fx(gm, example_inputs)
+        reports.append(compiled.report)
+        return compiled
+    x, y = _values(torch.float32, "contiguous"), _values(torch.float32, "sliced")
+    result = torch.compile(assign, backend=backend, dynamic=False)(x, y)
+    torch.testing.assert_close(result, assign(x, y), equal_nan=True)
+    assert reports and all(report.fallback_ops == {} for report in reports)

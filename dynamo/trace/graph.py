@@ -106,8 +106,9 @@ class GraphBuilder:
                     items.append(TensorVariable(getter, item))
                 else:
                     items.append(ConstantVariable(item))
-            return TupleVariable(tuple(items)) if isinstance(fake, tuple) else \
-                ListVariable.new(items)
+            if isinstance(fake, tuple):  # torch.return_types keep their class
+                return TupleVariable(tuple(items), type(fake))
+            return ListVariable.new(items)
         if target in EFFECTFUL and fake is not None:
             from dynamo.variables.opaque import OpaqueNodeVariable
             return OpaqueNodeVariable(node, fake)

@@ -117,7 +117,8 @@ class TupleVariable(Variable):
         return bool(self.items)
 
     def getattr(self, tx, name: str) -> Variable:
-        fields = getattr(self.python_class, "_fields", ())
+        fields = getattr(self.python_class, "_fields", None) or \
+            getattr(self.python_class, "__match_args__", ())  # namedtuples, structseqs
         if name in fields:
             return self.items[fields.index(name)]
         if name in ("count", "index"):
@@ -249,7 +250,7 @@ def is_subclass_instance(value: Variable) -> bool:
     kind = getattr(value, "python_class", None)
     return kind is not None and kind not in _BUILTIN_CLASSES and \
         isinstance(value, (ListVariable, DictVariable, TupleVariable)) and \
-        kind.__module__ not in ("torch", "builtins")
+        kind.__module__.split(".")[0] not in ("torch", "builtins")
 
 
 def subclass_attribute_box(tx, value) -> Optional[Box]:

@@ -61,7 +61,11 @@ class AutocastContext(Variable):
         def leave():
             tx.graph.call("call_function", torch.amp._exit_autocast, (handle,), {})
             tx.undo_log.pop()
-        return ContextExit(leave), ConstantVariable(None)
+
+        def close_for_break():  # the graph must not leave autocast entered (see rebuild)
+            tx.graph.call("call_function", torch.amp._exit_autocast, (handle,), {})
+        return ContextExit(leave, real_exit=("autocast", self.arguments),
+                           close_for_break=close_for_break), ConstantVariable(None)
 
     def call(self, tx, args, kwargs) -> Variable:
         if len(args) == 1 and not kwargs:
@@ -88,6 +92,7 @@ class ContextExit(Variable):
 
     leave: Any
     real_exit: Any = None  # (callable, *arguments) building a real exit, for graph breaks
+    close_for_break: Any = None  # ends the block inside the graph that stops in it
 
     def call(self, tx, args, kwargs) -> Variable:
         """`__exit__(type, value, traceback)`: restores the mode; never swallows an
@@ -99,8 +104,15 @@ class ContextExit(Variable):
         """A real exit callable, for a `with` block a graph break cuts in two."""
         if self.real_exit is None:
             raise Unsupported(UNSUPPORTED_OBJECT, "a graph break inside this kind of `with` "
-                              "block (only grad-mode, nullcontext and user context managers "
-                              "can be resumed)")
+                              "block (only grad-mode, autocast, nullcontext and user context "
+                              "managers can be resumed)")
+        if self.real_exit[0] == "autocast":  # re-enter a real autocast after the graph
+            device, dtype, enabled, cache = self.real_exit[1]
+            name = plan.remember(id(self), f"{plan.bind(torch.autocast, 'autocast')}("
+                                 f"{device!r}, {plan.constant(dtype)}, {enabled!r}, "
+                                 f"{cache!r})")
+            plan.statements.append(f"{name}.__enter__()")
+            return f"{name}.__exit__"
         function, *arguments = self.real_exit
         if not arguments:
             return plan.bind(function, function.__name__)

@@ -46,7 +46,7 @@ class TensorVariable(Variable):
     def describe(self) -> str:
         if self.source is not None:
             return f"tensor {self.source.name()}"
-        return f"tensor {self.node.name}"
+        return f"the tensor from {_operation_name(self.node)}"
 
     def getattr(self, tx, name: str) -> Variable:
         if name in _METADATA_ATTRIBUTES:
@@ -78,6 +78,23 @@ class TensorVariable(Variable):
 
     def as_constant(self) -> Any:
         raise NotConstant("a tensor")
+
+
+def _operation_name(node: torch.fx.Node) -> str:
+    """How the operation that made a tensor reads to the user: `x.max()`, `torch.cat(...)`."""
+    target = node.target
+    if node.op == "call_method":
+        return f"`.{target}()`"
+    name = getattr(target, "__name__", str(target))
+    module = getattr(target, "__module__", "") or ""
+    if module.startswith("torch"):
+        return f"`torch.{name}(...)`"
+    return f"`{_OPERATORS.get(name, name)}`"
+
+
+_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",
+              "matmul": "@", "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==",
+              "ne": "!=", "getitem": "[...]", "neg": "unary -", "pow": "**", "mod": "%"}
 
 
 def size_variable(size) -> Variable:

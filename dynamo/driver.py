@@ -102,9 +102,12 @@ class FrameDriver:
     def _compile(self, view):
         code = view.f_code
         state = _states.setdefault(code, _CodeState())
+        limit = self.option("recompile_limit")
+        if state.warned and state.entries >= limit:
+            return None  # past the limit: run eagerly without explaining every miss again
         reason = _recompile_reason(state, view)
-        if state.entries >= self.option("recompile_limit"):
-            _warn_limit(code, state, reason)
+        if state.entries >= limit:
+            _warn_limit(code, state, reason, limit)
             return None
         from dynamo.capture import capture_frame
         record = capture_frame(view, self, reason)
@@ -156,23 +159,29 @@ class JitScopeGuard(Guard):
 
 
 def _recompile_reason(state: _CodeState, view) -> Optional[str]:
+    """Why no cached entry matched: the first failing guard of the closest entry (fewest failing
+    guards; the most recently hit one among equals)."""
     live = [guard_set for guard_set in state.guard_sets if guard_set.alive]
     if not live:
         return None
-    reasons = live[-1].failures(view.f_locals, view.f_globals)
-    reason = reasons[0] if reasons else "a cached entry was dropped"
+    hit_order = [getattr(check, "guard_set", None) for check, _ in hook.entries(view.f_code)]
+    live.sort(key=lambda guard_set: hit_order.index(guard_set) if guard_set in hit_order
+              else len(hit_order))
+    failures = [guard_set.failures(view.f_locals, view.f_globals) for guard_set in live]
+    closest = min(failures, key=len)
+    reason = closest[0] if closest else "a cached entry was dropped"
     code = view.f_code
     _log_recompiles.debug("recompiling %s (%s:%d): %s", code.co_qualname, code.co_filename,
                           code.co_firstlineno, reason)
     return reason
 
 
-def _warn_limit(code: CodeType, state: _CodeState, reason: Optional[str]) -> None:
+def _warn_limit(code: CodeType, state: _CodeState, reason: Optional[str], limit: int) -> None:
     if state.warned:
         return
     state.warned = True
     warnings.warn(f"framejit: {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) "
-                  f"reached dynamo.config.recompile_limit ({config.recompile_limit}); calls "
+                  f"reached dynamo.config.recompile_limit ({limit}); calls "
                   f"that match no compiled entry now run eagerly. Last reason: {reason}",
                   RuntimeWarning, stacklevel=2)
 

@@ -157,11 +157,47 @@ MODULES = {
     "conv_transpose": (lambda: nn.Sequential(nn.ConvTranspose2d(3, 2, 3, stride=2)),
                        lambda: (batch(2, 3, 4, 4),)),
     "upsample_pool": (lambda: nn.Sequential(nn.Upsample(scale_factor=2, mode="bilinear"),
-                                            nn.AvgPool2d(2)), lambda: (batch(2, 3, 4, 4, grad=True),)),
+                                            nn.AvgPool2d(2)),
+                      lambda: (batch(2, 3, 4, 4, grad=True),)),
     "tied_weights": (Tied, lambda: (torch.randint(0, 20, (2, 6)),)),
     "inplace_chain": (InPlaceChain, lambda: (batch(4, 8, grad=True),)),
     "cross_entropy": (Classifier, lambda: (batch(5, 6), torch.randint(0, 5, (5,)))),
+    "rmsnorm_instancenorm": (lambda: nn.Sequential(nn.Conv2d(3, 4, 1), nn.InstanceNorm2d(4),
+                                                   nn.Flatten(2), nn.RMSNorm(16)),
+                             lambda: (batch(2, 3, 4, 4),)),
+    "pixel_shuffle_conv3d": (lambda: nn.Sequential(nn.Conv3d(2, 4, 2), nn.Flatten(1, 2),
+                                                   nn.PixelShuffle(2)),
+                             lambda: (batch(2, 2, 3, 5, 5),)),
+    "lstm": (lambda: _Recurrent(nn.LSTM(6, 8, batch_first=True)), lambda: (batch(2, 5, 6),)),
+    "gru": (lambda: _Recurrent(nn.GRU(6, 8, num_layers=2)), lambda: (batch(5, 2, 6),)),
+    "transformer_encoder_layer": (lambda: nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1,
+                                                                     batch_first=True),
+                                  lambda: (batch(2, 5, 16),)),
+    "losses": (lambda: _Losses(), lambda: (batch(4, 6), torch.rand(4, 6))),
 }
+
+
+class _Recurrent(nn.Module):
+    def __init__(self, cell):
+        super().__init__()
+        self.cell = cell
+
+    def forward(self, x):
+        return self.cell(x)[0]
+
+
+class _Losses(nn.Module):
+    """Several losses computed in the graph from a linear layer's output."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(6, 6)
+
+    def forward(self, x, target):
+        y = self.linear(x)
+        return (F.mse_loss(y, target) + F.smooth_l1_loss(y, target) + F.l1_loss(y, target)
+                + F.binary_cross_entropy_with_logits(y, target)
+                + F.kl_div(y.log_softmax(-1), target.softmax(-1), reduction="batchmean"))
 
 
 class _SelfAttention(nn.Module):
@@ -173,7 +209,11 @@ class _SelfAttention(nn.Module):
         return self.attention(x, x, x, need_weights=False)[0]
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
+# Capture runs nn.LSTM/nn.GRU eagerly today (reported); they are checked through fx.
+NOT_CAPTURED = {"lstm", "gru"}
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULES) - NOT_CAPTURED))
 def test_module_dynamo(name):
     build, inputs = MODULES[name]
     torch.manual_seed(0)
@@ -182,7 +222,10 @@ def test_module_dynamo(name):
 
 FX_TRACEABLE = ["linear", "mlp_relu", "mlp_gelu_tanh", "conv_bn_relu_train", "dropout_train",
                 "layernorm", "embedding", "residual_block", "tied_weights", "inplace_chain",
-                "cross_entropy", "small_cnn", "batchnorm1d"]
+                "cross_entropy", "small_cnn", "batchnorm1d", "gru", "losses",
+                pytest.param("lstm", marks=pytest.mark.xfail(
+                    strict=True, reason="CPU LSTM traces to mkldnn_rnn_layer, whose workspace "
+                    "output comes back undefined when the forward graph runs"))]
 
 
 @pytest.mark.parametrize("name", FX_TRACEABLE)

@@ -332,3 +332,15 @@ def test_data_dependent_graph_runs_eagerly():
     compiled = compiled_fx(fn, *inputs)
     sides = run_both(fn, compiled, inputs, loss=lambda out: out)
     assert_same_grads(sides)
+
+
+def test_dropout_of_a_transposed_input_draws_eager_mask():
+    """Eager CPU dropout fills a mask laid out like its input, in memory order."""
+    def fn(x, w):
+        return F.dropout((x @ w).t(), 0.3, training=True) * 2
+    inputs = (leaf(6, 4), leaf(4, 9))
+    compiled = compiled_fx(fn, *inputs)
+    sides = run_both(fn, compiled, inputs)
+    (eager, _), (jit, _) = sides
+    assert torch.equal(jit != 0, eager != 0)
+    assert_same_grads(sides)

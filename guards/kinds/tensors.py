@@ -6,7 +6,8 @@ and `nn.Parameter` are told apart), dtype, device, requires_grad, layout, dim, s
 the inference / negative / conjugate flags. Any size or stride entry may be `None`, meaning "any
 value": dynamic shapes relax entries without changing the guard's shape.
 
-Cheap facts the check relies on (see tests/guards/test_tensor_facts.py):
+Cheap facts the check relies on (pinned by the `test_fact_*` tests in
+tests/guards/test_guard_tensors.py):
 - the conjugate bit can only be set on complex tensors, so it is tested only for complex dtypes;
 - `x.shape == (4, 3)` compares a `torch.Size` with a tuple, which also checks the dim.
 """

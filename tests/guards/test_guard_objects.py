@@ -28,6 +28,9 @@ def test_training_flag():
         "L['self'].training: expected True (train mode), got False (eval mode)")
     assert holds(ModuleTrainingGuard(SELF, False), {"self": module})
     assert guard.describe() == "L['self'].training is True"
+    module.training = 1  # not a bool: rejected, and the reason shows the value as it is
+    assert reason(guard, {"self": module}) == (
+        "L['self'].training: expected True (train mode), got 1")
 
 
 def test_snapshot_catches_value_identity_and_absence_changes():

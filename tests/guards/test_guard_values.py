@@ -178,6 +178,11 @@ def test_dict_keys_guard_checks_key_types_when_not_all_strings():
             == "L['x'].keys(): expected [1, 'a'], got [True, 'a']")
 
 
+def test_dict_keys_guard_on_a_value_that_is_not_a_mapping():
+    assert (reason(DictKeysGuard(X, ("a",)), {"x": 3})
+            == "L['x'].keys(): expected ['a'], got 3 (not a mapping)")
+
+
 def test_hasattr_guard():
     present = Config()
     present.cache = {}

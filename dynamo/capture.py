@@ -255,6 +255,7 @@ def _stop_state(plan: GluePlan, tracer: Tracer, stop: analysis.Stop,
         tracer.layout() + (False,) + tracer.nested[-1].layout()
     if layout != stop.layout:
         raise Unsupported(stop_kind(), "the stack at a graph break changed between traces")
+    _close_blocks_for_break([tracer, *tracer.nested])
     items = [plan.reconstruct(value) for value in tracer.stack if value is not NULL]
     if tracer.nested:
         items.append(_inner_states(plan, tracer.nested))
@@ -272,6 +273,16 @@ def _stop_state(plan: GluePlan, tracer: Tracer, stop: analysis.Stop,
     tag = tag_of(tracer.code, tracer.stopped)
     return f"({tag}, ({''.join(item + ', ' for item in items)}), " \
            f"({''.join(value + ', ' for value in values)}))"
+
+
+def _close_blocks_for_break(tracers: list) -> None:
+    """`with` blocks open at a stop end inside the graph (innermost first); the glue enters
+    them again for real, so every backend leaves the same state behind."""
+    from dynamo.variables.contexts import ContextExit
+    for tracer in reversed(tracers):
+        for value in reversed(tracer.stack):
+            if isinstance(value, ContextExit) and value.close_for_break is not None:
+                value.close_for_break()
 
 
 def _inner_states(plan: GluePlan, tracers: list) -> str:

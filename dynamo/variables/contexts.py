@@ -184,6 +184,19 @@ def _autocast(tx, cls, args, kwargs) -> Variable:
                             instance._cache_enabled))
 
 
+def real_context(value: Any) -> Optional[Variable]:
+    """A context-manager object made before the frame ran (`@torch.autocast(...)` keeps one
+    in the decorated function's closure): modelled by its settings, which it never changes."""
+    if type(value) in (torch.autocast, torch.amp.autocast_mode.autocast):
+        return AutocastContext((value.device, value.fast_dtype, value._enabled,
+                                value._cache_enabled))
+    if type(value) is torch.no_grad:
+        return GradModeContext(False)
+    if type(value) is torch.enable_grad:
+        return GradModeContext(True)
+    return None
+
+
 def context_for_function(tx, function, args, kwargs) -> Optional[Variable]:
     return None
 

@@ -166,6 +166,21 @@ class ComputedBuffer(Buffer):
         return isinstance(self.data, Reduction)
 
 
+class ScatterBuffer(ComputedBuffer):
+    """A copy of `initial` (a loop body over this buffer's size) with values written at
+    computed positions: for each index of `data` (a Pointwise over the source), element
+    `destination(index)` (which may hold indirect indices) receives `data.inner_fn(index)`,
+    replacing it (`mode=None`) or added to it (`mode="sum"`). Writes run in source order, so
+    duplicate positions end as eager leaves them."""
+
+    def __init__(self, name, layout: Layout, data: Loops, initial: Callable,
+                 destination: Callable, mode: Optional[str]):
+        super().__init__(name, layout, data)
+        self.initial = initial
+        self.destination = destination
+        self.mode = mode
+
+
 class ExternKernel(Buffer):
     """A buffer produced by an ATen kernel called as is.
 

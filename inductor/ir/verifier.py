@@ -8,7 +8,8 @@ buffer read outside its kernel.
 """
 from __future__ import annotations
 
-from inductor.ir.nodes import ComputedBuffer, ExternKernel, MultiOutput, ReinterpretView
+from inductor.ir.nodes import (ComputedBuffer, ExternKernel, MultiOutput, ReinterpretView,
+                               ScatterBuffer)
 
 
 class IRVerificationError(AssertionError):
@@ -29,7 +30,9 @@ def verify_graph(graph) -> None:
     for buffer in graph.buffers:
         name = buffer.get_name()
         _check(name is not None and name not in known, f"buffer name {name!r} reused or unset")
-        if isinstance(buffer, ComputedBuffer):
+        if isinstance(buffer, ScatterBuffer):
+            _check(buffer.layout.fixed, f"{name}: layout still flexible after lowering")
+        elif isinstance(buffer, ComputedBuffer):
             data = buffer.data
             _check([int(s) for s in data.get_size()] == [int(s) for s in buffer.layout.size],
                    f"{name}: loop ranges {data.get_size()} differ from layout "
@@ -72,7 +75,8 @@ def verify_plan(plan) -> None:
         else:
             reads = set(step.loads)
             writes = step.stores
-            _check(bool(step.stages), f"{step.name} has no stages")
+            _check(bool(step.stages) or getattr(step, "node", None) is not None,
+                   f"{step.name} has no stages")
         missing = reads - written
         _check(not missing, f"{step.name} reads {sorted(missing)} before any step writes them")
         written.update(writes)

@@ -13,7 +13,7 @@ from typing import Optional
 import sympy
 
 from inductor.ir.nodes import (Buffer, ComputedBuffer, ExternKernel, MultiOutput, Reduction,
-                               ReinterpretView)
+                               ReinterpretView, ScatterBuffer)
 from inductor.ir.ops import OpsHandler, use_handler
 from inductor.ir.symbols import (FloorDiv, ModularIndexing, index_symbol, linear_coefficient,
                                  simplify_index, substitute)
@@ -73,7 +73,9 @@ class SchedulerNode:
         self.reads: list[Access] = []
         self.write: Optional[Access] = None
         self.index_expressions: list = []
-        if isinstance(buffer, ComputedBuffer):
+        if isinstance(buffer, ScatterBuffer):
+            self._analyse_scatter()
+        elif isinstance(buffer, ComputedBuffer):
             self._analyse_loops()
         else:
             self.reads = [Access(_base_name(value), None) for value in
@@ -88,6 +90,9 @@ class SchedulerNode:
 
     def is_reduction(self) -> bool:
         return isinstance(self.buffer, ComputedBuffer) and self.buffer.is_reduction()
+
+    def is_scatter(self) -> bool:
+        return isinstance(self.buffer, ScatterBuffer)
 
     def written_name(self) -> str:
         """The memory written: the buffer, or the graph input an in-place update targets."""
@@ -132,6 +137,20 @@ class SchedulerNode:
                             simplify_index(substitute(write, replacements), ranges))
         self.index_expressions = [simplify_index(substitute(expr, replacements), ranges)
                                   for expr in expressions]
+
+    def _analyse_scatter(self) -> None:
+        """A scatter runs as its own kernel: record what it reads; it writes anywhere."""
+        buffer = self.buffer
+        recorder = AccessRecorder()
+        output_vars = [index_symbol("i", n) for n in range(len(buffer.layout.size))]
+        source_vars = [index_symbol("r", n) for n in range(len(buffer.data.ranges))]
+        with use_handler(recorder):
+            buffer.initial(output_vars)
+            buffer.destination(source_vars)
+            buffer.data.inner_fn(source_vars)
+        self.reads = [Access(access.name, None) for access in recorder.reads]
+        self.write = Access(self.name, None)
+        self.outer_sizes = [int(size) for size in buffer.layout.size]
 
     def _record(self, outer_vars, inner_vars):
         recorder = AccessRecorder()

@@ -92,6 +92,19 @@ class KernelPlan:
 
 
 @dataclasses.dataclass
+class ScatterPlan(KernelPlan):
+    """A kernel copying a tensor, then writing values at computed positions (sequentially)."""
+
+    node: Optional[SchedulerNode] = None
+
+
+def build_scatter(node: SchedulerNode, name: str) -> ScatterPlan:
+    """The plan of a scatter node: it loads everything its bodies read, stores its buffer."""
+    loads = sorted({access.name for access in node.reads} - {node.name})
+    return ScatterPlan(name, list(node.outer_sizes), [], [], loads, [node.name], node)
+
+
+@dataclasses.dataclass
 class ExternStep:
     """A library call or eager fallback, run from the wrapper."""
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from inductor.ir.nodes import MultiOutput, ReinterpretView
 from inductor.schedule.fusion import FusedGroup, fuse
 from inductor.schedule.nodes import SchedulerNode
-from inductor.schedule.plans import ExternStep, GraphPlan, KernelPlan, build_kernel
+from inductor.schedule.plans import (ExternStep, GraphPlan, KernelPlan, build_kernel,
+                                     build_scatter)
 
 
 def _output_names(outputs) -> set:
@@ -71,6 +72,8 @@ def schedule(graph) -> GraphPlan:
     for step in fuse(nodes, dependencies):
         if isinstance(step, FusedGroup):
             steps.append(build_kernel(step, f"kernel{len(steps)}", readers, outputs))
+        elif step.is_scatter():
+            steps.append(build_scatter(step, f"kernel{len(steps)}"))
         else:
             steps.append(ExternStep(step))
     buffers = {buffer.get_name(): buffer for buffer in graph.inputs + graph.buffers}

@@ -189,3 +189,30 @@ def test_item_assignment_through_torch_compile_becomes_slice_scatter():
     result = torch.compile(assign, backend=backend, dynamic=False)(x, y)
     torch.testing.assert_close(result, assign(x, y), equal_nan=True)
     assert reports and all(report.fallback_ops == {} for report in reports)
+
+
+SCATTERS = {
+    "scatter": lambda x, i: torch.scatter(x, 1, i, x[:, :4] * 2),
+    "scatter_value": lambda x, i: torch.scatter(x, 1, i, 1.5),
+    "scatter_add": lambda x, i: torch.scatter_add(x, 1, i, x[:, 4:8]),
+    "scatter_reduce_sum": lambda x, i: torch.scatter_reduce(x, 0, i[:4], x[:4, :4], "sum"),
+    "index_put": lambda x, i: torch.index_put(x, (i[:, 0], i[:, 1]), x[:, 0] * 3),
+    "index_put_accumulate": lambda x, i: torch.index_put(x, (i[0],), x[:4] + 1,
+                                                         accumulate=True),
+    "index_put_columns": lambda x, i: torch.ops.aten.index_put.default(x, [None, i[0]],
+                                                                        x[:, 5:9]),
+    "index_put_scalar": lambda x, i: torch.index_put(x, (i[:, 2] % 9,), x[0, 0] * 0 + 7),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64],
+                         ids=str)
+def test_scatter_and_index_put(dtype):
+    x = _values(dtype, "contiguous")
+    if dtype.is_floating_point:
+        x = x.nan_to_num(0.0, 10.0, -10.0)
+    index = (torch.arange(9 * 4).reshape(9, 4) * 5) % 9  # repeated positions included
+    ops = dict(SCATTERS)
+    if not dtype.is_floating_point:
+        ops.pop("index_put_scalar")
+    assert run_batch(ops, (x, index), dtype) == []

@@ -14,7 +14,8 @@ import os
 
 from inductor.codegen.cpp.expressions import storage_type
 from inductor.codegen.cpp.kernel import CppKernel
-from inductor.schedule.plans import GraphPlan, KernelPlan
+from inductor.codegen.cpp.scatter import CppScatterKernel
+from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 
 ENTRY_POINT = "jit_entry"
 
@@ -65,7 +66,8 @@ def _segment(kernels: list, first: int, dtype_of, threads, threshold, vectorize)
     parameter = {name: f"a{position}" for position, name in enumerate(arguments)}
     functions, calls = [], []
     for position, kernel in enumerate(kernels):
-        printer = CppKernel(kernel, dtype_of, threads, threshold, vectorize)
+        kind = CppScatterKernel if isinstance(kernel, ScatterPlan) else CppKernel
+        printer = kind(kernel, dtype_of, threads, threshold, vectorize)
         functions.append(printer.source(f"kernel{position}"))
         call_arguments = ", ".join(parameter[name] for name in printer.arguments())
         calls.append(f"  kernel{position}({call_arguments});")

@@ -1,0 +1,91 @@
+"""The C++ printer of scatter plans: copy the input, then store (or add) each source value at
+its computed position.
+
+Input: a `ScatterPlan`. Output: one static C++ function. The copy runs over the output in
+parallel; the writes run sequentially in source order, which makes duplicate positions end as
+eager leaves them (the last write wins, or every value is added).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import sympy
+
+from inductor.codegen.cpp.expressions import index_text, storage_type
+from inductor.codegen.cpp.kernel import Lines, _LineSink
+from inductor.codegen.cpp.ops import CppOpsHandler
+from inductor.ir.ops import ops, use_handler
+from inductor.ir.symbols import index_symbol, simplify_index
+
+
+class CppScatterKernel:
+    """Prints one scatter plan (same interface as `CppKernel`)."""
+
+    def __init__(self, plan, dtype_of, threads: int, threshold: int, vectorize: bool = True):
+        self.plan = plan
+        self.dtype_of = dtype_of
+        self.threads = threads
+        self.threshold = threshold
+        self.vectorize = vectorize
+        self.lines = Lines()
+        self.pointers = {name: f"p{position}" for position, name in enumerate(self.arguments())}
+
+    def arguments(self) -> list[str]:
+        return list(self.plan.loads) + [name for name in self.plan.stores
+                                        if name not in self.plan.loads]
+
+    def source(self, function_name: Optional[str] = None) -> str:
+        stored = set(self.plan.stores)
+        parameters = [f"{'' if name in stored else 'const '}{storage_type(self.dtype_of(name))}* "
+                      f"__restrict__ {self.pointers[name]}" for name in self.arguments()]
+        buffer = self.plan.node.buffer
+        self._copy(buffer)
+        self._writes(buffer)
+        head = f"static void {function_name or self.plan.name}({', '.join(parameters)}) {{"
+        return "\n".join([head] + self.lines.lines + ["}"])
+
+    def _handler(self, prefix: str, ranges: dict) -> CppOpsHandler:
+        def index(expr):
+            return index_text(simplify_index(sympy.expand(sympy.sympify(expr)), ranges))
+        return CppOpsHandler(_LineSink(self.lines), self.dtype_of, lambda name, idx: None,
+                             index, prefix=prefix, pointer=self.pointers.__getitem__)
+
+    def _loops(self, sizes: list, prefix: str, parallel: bool) -> list:
+        symbols = [index_symbol(prefix, position) for position in range(len(sizes))]
+        work = 1
+        for size in sizes:
+            work *= int(size)
+        for position, (symbol, size) in enumerate(zip(symbols, sizes)):
+            if parallel and position == 0 and work >= self.threshold and self.threads > 1:
+                self.lines.add(f"#pragma omp parallel for num_threads({self.threads})")
+            elif parallel and position == len(sizes) - 1 and self.vectorize:
+                self.lines.add("#pragma omp simd")
+            self.lines.open(f"for (int64_t {symbol.name} = 0; {symbol.name} < {int(size)}; "
+                            f"++{symbol.name})")
+        return symbols
+
+    def _copy(self, buffer) -> None:
+        sizes = list(buffer.layout.size)
+        symbols = self._loops(sizes, "x", parallel=True)
+        ranges = dict(zip(symbols, sizes))
+        handler = self._handler("c", ranges)
+        with use_handler(handler):
+            value = buffer.initial(symbols)
+            self.lines.add(handler.store_text(buffer.get_name(), buffer.layout.index(symbols),
+                                              value))
+        for _ in symbols:
+            self.lines.close()
+
+    def _writes(self, buffer) -> None:
+        sizes = list(buffer.data.ranges)
+        symbols = self._loops(sizes, "y", parallel=False)
+        ranges = dict(zip(symbols, sizes))
+        handler = self._handler("w", ranges)
+        with use_handler(handler):
+            target = buffer.layout.index(buffer.destination(symbols))
+            value = buffer.data.inner_fn(symbols)
+            if buffer.mode == "sum":
+                value = ops.add(handler.load(buffer.get_name(), target), value)
+            self.lines.add(handler.store_text(buffer.get_name(), target, value))
+        for _ in symbols:
+            self.lines.close()

@@ -1,0 +1,106 @@
+"""Lowerings that write through indices: `scatter`, `scatter_add`, `scatter_reduce` (sum),
+`index_put` (with or without accumulation).
+
+Input: the functional ATen ops. Output: a realized `ScatterBuffer`: the input copied, then
+every source element stored (or added) at a position read from the index tensors
+(`ops.indirect_indexing`, wrapped and bounds-checked like every indirect read).
+"""
+from __future__ import annotations
+
+import torch
+
+from inductor.ir.layout import Layout
+from inductor.ir.nodes import Pointwise, ScatterBuffer, TensorBox, current_graph
+from inductor.ir.ops import ops
+from inductor.lower.elementwise import broadcast_loader, broadcast_shapes
+from inductor.lower.registry import register_lowering
+
+aten = torch.ops.aten
+
+
+def _scatter_buffer(x: TensorBox, size, value_fn, destination, mode) -> TensorBox:
+    """Realize `x` updated at `destination(index)` with `value_fn(index)` over `size`."""
+    dtype = x.get_dtype()
+    layout = Layout(x.get_device(), dtype, x.get_size())
+    body = Pointwise(x.get_device(), dtype, value_fn, size)
+    buffer = ScatterBuffer(None, layout, body, x.make_loader(), destination, mode)
+    current_graph().register_buffer(buffer)
+    return TensorBox.create(buffer)
+
+
+def _value_loader(source, size, dtype):
+    if isinstance(source, TensorBox):
+        loader = broadcast_loader(source.make_loader(), source.get_size(), size)
+        if source.get_dtype() == dtype:
+            return loader
+        return lambda index: ops.to_dtype(loader(index), dtype)
+    return lambda index: ops.constant(source, dtype)
+
+
+def _scatter(x, dim, index_tensor, source, mode):
+    size = x.get_size()
+    rank = max(len(size), 1)
+    dim = dim + rank if dim < 0 else dim
+    iteration = index_tensor.get_size()
+    index_loader = index_tensor.make_loader()
+    value = _value_loader(source, iteration, x.get_dtype())
+
+    def destination(position):
+        target = list(position)
+        if size:
+            target[dim] = ops.indirect_indexing(index_loader(position), size[dim])
+        return target
+    return _scatter_buffer(x, iteration, value, destination, mode)
+
+
+@register_lowering(aten.scatter)
+def scatter(x, dim, index, source, *, reduce=None):
+    if reduce is not None:
+        raise NotImplementedError("scatter with reduce= runs through the eager kernel")
+    return _scatter(x, dim, index, source, None)
+
+
+@register_lowering(aten.scatter_add)
+def scatter_add(x, dim, index, source):
+    return _scatter(x, dim, index, source, "sum")
+
+
+@register_lowering(aten.scatter_reduce)
+def scatter_reduce(x, dim, index, source, reduce, *, include_self=True):
+    if reduce != "sum" or not include_self:
+        raise NotImplementedError(f"scatter_reduce {reduce!r} runs through the eager kernel")
+    return _scatter(x, dim, index, source, "sum")
+
+
+@register_lowering(aten.index_put, aten._unsafe_index_put)
+def index_put(x, indices, values, accumulate=False):
+    if any(value is not None and value.get_dtype() in (torch.bool, torch.uint8)
+           for value in indices):
+        raise NotImplementedError("boolean mask index_put has a data-dependent shape")
+    size = x.get_size()
+    indexed = [dim for dim, value in enumerate(indices) if value is not None]
+    tensors = [indices[dim] for dim in indexed]
+    broadcast = broadcast_shapes(*(tensor.get_size() for tensor in tensors))
+    adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
+    kept = [dim for dim in range(len(size)) if dim not in indexed]
+    before = [dim for dim in kept if dim < indexed[0]] if adjacent else []
+    after = [dim for dim in kept if not adjacent or dim > indexed[-1]]
+    iteration = [size[dim] for dim in before] + broadcast + [size[dim] for dim in after]
+    loaders = [broadcast_loader(tensor.make_loader(), tensor.get_size(), broadcast)
+               for tensor in tensors]
+    value = _value_loader(values, iteration, x.get_dtype())
+
+    def destination(position):
+        head = position[:len(before)]
+        middle = position[len(before):len(before) + len(broadcast)]
+        tail = position[len(before) + len(broadcast):]
+        target = [None] * len(size)
+        for dim, coordinate in zip(before, head):
+            target[dim] = coordinate
+        for dim, coordinate in zip(after, tail):
+            target[dim] = coordinate
+        for dim, loader in zip(indexed, loaders):
+            target[dim] = ops.indirect_indexing(loader(middle), size[dim])
+        return target
+    return _scatter_buffer(x, iteration, value, destination, "sum" if accumulate else None)
+

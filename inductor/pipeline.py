@@ -12,6 +12,7 @@ mutation, outputs that alias inputs); `compile_aten` compiles an already functio
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Callable, Optional, Sequence
 
@@ -112,8 +113,13 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
     dtype_of = _dtype_lookup(plan)
     segments = cpp_source.segments(plan, dtype_of, config.resolved_threads(),
                                    config.parallel_threshold, config.vectorize)
-    entries = build.build([segment.source for segment in segments],
-                          [len(segment.arguments) for segment in segments])
+    workers = config.compile_workers or os.cpu_count() or 1
+    units = cpp_source.translation_units(segments, 2 * workers)
+    functions = build.build(units)
+    entries = [None] * len(segments)
+    for unit, unit_functions in zip(units, functions):
+        for segment_index, position in unit.segment_entry.items():
+            entries[segment_index] = unit_functions[position]
     text, run = wrapper.generate(plan, segments, entries)
     source = "\n".join([text] + [segment.body for segment in segments])
     output_code.debug("generated code for a graph:\n%s", source)

@@ -29,11 +29,29 @@ class _ListArgumentCodeGen(torch.fx.graph.CodeGen):
 
 
 def run_graph(aten_graph: torch.fx.GraphModule, example_inputs: Sequence[Any]):
-    """A `compile_inner` without code generation: the graph itself, called with a list."""
+    """A `compile_inner` without code generation: the graph itself, called with a list, with
+    functional ops whose input dies there turned back into in-place ops (a functional
+    `index_put` on fresh zeros, as an embedding's backward makes, would otherwise copy them)."""
     graph = torch.fx.Graph()
     output = graph.graph_copy(aten_graph.graph, {})
     graph.output(output)
-    graph.set_codegen(_ListArgumentCodeGen())
     module = torch.fx.GraphModule(aten_graph, graph)
+    _reinplace(module)
+    module.graph.set_codegen(_ListArgumentCodeGen())
+    module.recompile()
     module.takes_argument_list = True
     return module
+
+
+def _reinplace(module: torch.fx.GraphModule) -> None:
+    """torch.fx's re-inplacing pass, on the fake values the graph was traced with."""
+    from torch.fx.passes.reinplace import reinplace
+    placeholders = [node for node in module.graph.nodes if node.op == "placeholder"]
+    fakes = [node.meta.get("val") for node in placeholders]
+    if any(not isinstance(fake, torch.Tensor) for fake in fakes):
+        return
+    mode = fakes[0].fake_mode if fakes and hasattr(fakes[0], "fake_mode") else None
+    if mode is None:
+        return
+    with mode:
+        reinplace(module, *fakes)

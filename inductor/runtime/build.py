@@ -1,7 +1,7 @@
 """Stage "build": C++ sources become loaded entry points, through an on-disk cache.
 
-Input: C++ translation units (each exporting `jit_entry`). Output: ctypes functions taking
-data pointers and returning an int status. A built library lives at
+Input: C++ translation units (each exporting `jit_entry_<n>` functions). Output: ctypes
+functions taking data pointers and returning an int status. A built library lives at
 `<cache_dir>/cpp/<key[:2]>/<key>.so`, where the key hashes the source, the compiler and its
 version, the flags and the host CPU's instruction-set flags; a hit skips the compiler. Missing
 libraries build in parallel (one compiler process per source, up to `compile_workers` at a
@@ -121,14 +121,14 @@ def _finish_build(process, work: str, output: str, source_path: str, path: str) 
     shutil.rmtree(work, ignore_errors=True)
 
 
-def build(sources: Sequence[str], argument_counts: Sequence[int]) -> list:
-    """Entry points (ctypes functions taking that many data pointers) for `sources`,
-    building what the cache lacks."""
-    keys = [cache_key(source) for source in sources]
+def build(units: Sequence) -> list:
+    """For each translation unit (with `.source` and `.entries`, a list of (symbol, argument
+    count)), its entry points as ctypes functions, building what the cache lacks."""
+    keys = [cache_key(unit.source) for unit in units]
     missing = {}
-    for key, source in zip(keys, sources):
+    for key, unit in zip(keys, units):
         if key not in _loaded and key not in missing and not os.path.exists(library_path(key)):
-            missing[key] = source
+            missing[key] = unit.source
     workers = config.compile_workers or os.cpu_count() or 1
     pending = list(missing.items())
     running: list = []
@@ -140,15 +140,18 @@ def build(sources: Sequence[str], argument_counts: Sequence[int]) -> list:
         _finish_build(*started, library_path(key))
     if missing:
         log.info("built %d kernel librar%s", len(missing), "y" if len(missing) == 1 else "ies")
-    return [_load(key, count) for key, count in zip(keys, argument_counts)]
+    return [_entries(key, unit.entries) for key, unit in zip(keys, units)]
 
 
-def _load(key: str, argument_count: int):
-    function = _loaded.get(key)
-    if function is None:
+def _entries(key: str, entries) -> list:
+    library = _loaded.get(key)
+    if library is None:
         library = ctypes.CDLL(library_path(key))
-        function = library.jit_entry
+        _loaded[key] = library
+    functions = []
+    for symbol, argument_count in entries:
+        function = getattr(library, symbol)
         function.restype = ctypes.c_int
         function.argtypes = [ctypes.c_void_p] * argument_count
-        _loaded[key] = function
-    return function
+        functions.append(function)
+    return functions

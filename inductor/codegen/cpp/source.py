@@ -30,18 +30,28 @@ def prelude() -> str:
 
 @dataclasses.dataclass
 class Segment:
-    """One translation unit: source text, the buffers its entry takes, its kernels."""
+    """A run of kernels between library calls: its code, and the buffers its entry takes."""
 
-    source: str
-    body: str               # the source without the prelude (for logs and reports)
-    arguments: list         # graph buffer names, in entry-point parameter order
+    body: str               # static kernels and `static int segment_run(...)`
+    signature: str          # the parameter list of `segment_run`
+    arguments: list         # graph buffer names, in parameter order
     kernels: list           # kernel plan names, in order
     first_step: int         # index of its first kernel in the graph plan's steps
 
 
+@dataclasses.dataclass
+class TranslationUnit:
+    """One C++ source: the prelude, then segments each in its own namespace, each with an
+    `extern "C"` entry point `jit_entry_<n>` (n counts within the unit)."""
+
+    source: str
+    entries: list           # (symbol, argument count) per distinct segment body
+    segment_entry: dict     # segment index -> position in `entries`
+
+
 def segments(plan: GraphPlan, dtype_of, threads: int, threshold: int,
              vectorize: bool) -> list[Segment]:
-    """Group consecutive kernels and print each group as one translation unit."""
+    """Group consecutive kernels into segments and print each."""
     result, run, first = [], [], 0
     for position, step in enumerate(plan.steps):
         if isinstance(step, KernelPlan):
@@ -72,11 +82,40 @@ def _segment(kernels: list, first: int, dtype_of, threads, threshold, vectorize)
         call_arguments = ", ".join(parameter[name] for name in printer.arguments())
         calls.append(f"  kernel{position}({call_arguments});")
     stored = {name for kernel in kernels for name in kernel.stores}
-    parameters = ", ".join(
+    signature = ", ".join(
         f"{'' if name in stored else 'const '}{storage_type(dtype_of(name))}* {parameter[name]}"
         for name in arguments)
-    entry = [f'extern "C" int {ENTRY_POINT}({parameters}) {{', "  jit_error = 0;", *calls,
+    entry = [f"static int segment_run({signature}) {{", "  jit_error = 0;", *calls,
              "  return jit_error;", "}"]
     body = "\n\n".join(functions + ["\n".join(entry)]) + "\n"
-    return Segment(prelude() + "\n\n" + body, body, arguments,
-                   [kernel.name for kernel in kernels], first)
+    return Segment(body, signature, arguments, [kernel.name for kernel in kernels], first)
+
+
+def translation_units(segments: list, count: int) -> list[TranslationUnit]:
+    """Distinct segment bodies spread over at most `count` sources (balanced by length), so
+    the compiler runs `count` processes at most and repeated layers compile once."""
+    distinct: dict = {}
+    for position, segment in enumerate(segments):
+        distinct.setdefault(segment.body, []).append(position)
+    bodies = sorted(distinct, key=len, reverse=True)
+    count = max(1, min(count, len(bodies)))
+    buckets: list = [[] for _ in range(count)]
+    sizes = [0] * count
+    for body in bodies:
+        smallest = sizes.index(min(sizes))
+        buckets[smallest].append(body)
+        sizes[smallest] += len(body)
+    units = []
+    for bucket in buckets:
+        parts, entries, segment_entry = [prelude()], [], {}
+        for number, body in enumerate(sorted(bucket)):
+            segment = segments[distinct[body][0]]
+            call = ", ".join(f"a{position}" for position in range(len(segment.arguments)))
+            parts.append(f"namespace segment{number} {{\n{body}}}\n"
+                         f'extern "C" int {ENTRY_POINT}_{number}({segment.signature}) {{\n'
+                         f"  return segment{number}::segment_run({call});\n}}\n")
+            entries.append((f"{ENTRY_POINT}_{number}", len(segment.arguments)))
+            for position in distinct[body]:
+                segment_entry[position] = number
+        units.append(TranslationUnit("\n\n".join(parts), entries, segment_entry))
+    return units

@@ -217,6 +217,7 @@ def layouts(decoded: DecodedCode) -> dict[int, Optional[Layout]]:
     fixed too, except after method loads and `LOAD_FAST_AND_CLEAR` (flag None).
     """
     instructions = decoded.instructions
+    bound = maybe_bound(decoded)
     found: dict[int, Optional[Layout]] = {0: ()}
     pending = [0]
     while pending:
@@ -226,6 +227,9 @@ def layouts(decoded: DecodedCode) -> dict[int, Optional[Layout]]:
             continue
         instruction = instructions[index]
         edges = list(_edges(decoded, instruction, before, for_stop=False) or ())
+        if instruction.opname == "LOAD_FAST_AND_CLEAR" and edges and \
+                instruction.arg not in bound.get(index, ()):
+            edges[0] = Edge(edges[0].target, edges[0].layout[:-1] + (True,))  # never bound
         handler = instruction.handler
         if handler is not None and handler.depth <= len(before):
             lasti = (False,) if handler.push_lasti else ()
@@ -239,6 +243,37 @@ def layouts(decoded: DecodedCode) -> dict[int, Optional[Layout]]:
 
 
 _UNSEEN = object()
+
+
+def maybe_bound(decoded: DecodedCode) -> dict[int, frozenset]:
+    """The plain locals that may hold a value on arrival at each instruction (arguments, and
+    names some path has stored to and not deleted or cleared since)."""
+    code = decoded.code
+    from dynamo.rewrite import arg_slot_count
+    found = {0: frozenset(code.co_varnames[:arg_slot_count(code)])}
+    pending = [0]
+    instructions = decoded.instructions
+    while pending:
+        index = pending.pop()
+        if index >= len(instructions):
+            continue
+        instruction = instructions[index]
+        names = found[index]
+        if instruction.opname == "STORE_FAST":
+            names = names | {instruction.arg}
+        elif instruction.opname in ("DELETE_FAST", "LOAD_FAST_AND_CLEAR"):
+            names = names - {instruction.arg}
+        targets = [] if instruction.opname in _NO_FALLTHROUGH else [index + 1]
+        if instruction.target is not None:
+            targets.append(instruction.target)
+        if instruction.handler is not None:
+            targets.append(instruction.handler.target)
+        for target in targets:
+            merged = found.get(target, frozenset()) | names
+            if target not in found or merged != found[target]:
+                found[target] = merged
+                pending.append(target)
+    return found
 
 
 def _merge(known, layout: Layout) -> Optional[Layout]:

@@ -166,7 +166,7 @@ def _build(base: CodeType, start: int, layout: Layout, exits: dict,
             continue
         if position in exit_at:
             tag, exit_layout = exit_at[position]
-            items += _exit(tag, len(exit_layout), slots, _line(item, lineno))
+            items += _exit(tag, exit_layout, slots, _line(item, lineno))
         if position == start_at:
             items.append(entry)
         if isinstance(item, Instr) and not is_region and item.name in ("RETURN_VALUE",
@@ -227,9 +227,9 @@ def _enter(layout: Layout, slots: Placeholder, lineno: int, nested: tuple) -> li
         call[-calling:]
 
 
-def _exit(tag: int, depth: int, slots: Placeholder, lineno: int) -> list:
+def _exit(tag: int, layout: Layout, slots: Placeholder, lineno: int) -> list:
     """[..., the stop's stack] -> return (tag, stack items, locals)."""
-    return [Instr("BUILD_TUPLE", depth, lineno=lineno),
+    return [*emit.pack_layout(layout, lineno),
             *emit.call_helper_on_top(_frame_state.leave, (tag, slots), lineno),
             Instr("RETURN_VALUE", lineno=lineno)]
 
@@ -237,7 +237,7 @@ def _exit(tag: int, depth: int, slots: Placeholder, lineno: int) -> list:
 def _return_exit(item: Instr, slots: Placeholder) -> list:
     lineno = item.lineno
     value = [Instr("LOAD_CONST", item.arg, lineno=lineno)] if item.name == "RETURN_CONST" else []
-    return value + _exit(RETURN_TAG, 1, slots, lineno)
+    return value + _exit(RETURN_TAG, (False,), slots, lineno)
 
 
 def _free_instead_of_cell(item: Instr) -> Instr:

@@ -19,7 +19,7 @@ from typing import Optional
 
 import torch
 
-from dynamo import _C, hook
+from dynamo import _C, hook, logs
 from dynamo.breaks import GraphBreakError, Unsupported
 from dynamo.driver import CompileRecord, JitScopeGuard, log_capture, now
 from dynamo.instructions import decode
@@ -39,6 +39,7 @@ from guards import GlobalStateGuard, GuardSet
 from guards.sources import LocalSource
 
 _MAX_ATTEMPTS = 8
+_log_breaks = logs.get("graph_breaks")
 _known_stops: "weakref.WeakKeyDictionary[CodeType, dict]" = weakref.WeakKeyDictionary()
 
 
@@ -216,6 +217,10 @@ def _add_stops(code: CodeType, failure: Unsupported, stops: dict, driver,
                                      list(failure.user_frames), kind.hint, resumable))
     if driver.settings.fullgraph:
         raise GraphBreakError.from_failure(failure)
+    if resumable:
+        _log_breaks.debug("graph break in %s at %s: %s %s: %s%s", code.co_qualname,
+                          failure.location, kind.id, kind.title, failure.detail,
+                          "".join(f"\n  called from {frame}" for frame in failure.user_frames[1:]))
     if not resumable:
         return False
     stops.update(new)

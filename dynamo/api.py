@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from dynamo import _C, hook
-from dynamo.backends import lookup_backend
+from dynamo.backends import with_mode
 from dynamo.settings import Config
 from dynamo.driver import FrameDriver, reset_driver_state
 
@@ -47,7 +47,7 @@ def _validate(backend, mode, fullgraph, dynamic, options) -> JitSettings:
     if unknown:
         raise ValueError(f"unknown options {unknown}; known options: {sorted(known)}")
     name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
-    return JitSettings(lookup_backend(backend), name, mode, bool(fullgraph), dynamic, options)
+    return JitSettings(with_mode(backend, mode), name, mode, bool(fullgraph), dynamic, options)
 
 
 _warned_unsupported = False

@@ -46,10 +46,25 @@ def eager(gm: torch.fx.GraphModule, example_inputs: Sequence) -> Callable:
 
 
 @register_backend("inductor")
-def inductor(gm: torch.fx.GraphModule, example_inputs: Sequence) -> Callable:
-    """framejit's own code generator (C++/OpenMP on CPU, Triton on GPU)."""
+def inductor(gm: torch.fx.GraphModule, example_inputs: Sequence, mode=None) -> Callable:
+    """framejit's own code generator (C++/OpenMP on CPU, Triton on GPU); `mode` is
+    `dynamo.jit`'s: "reduce-overhead" (CUDA graphs), "max-autotune"..."""
     import inductor as inductor_package  # imported only when asked for
-    return inductor_package.compile_fx(gm, example_inputs)
+    if mode in (None, "default"):
+        return inductor_package.compile_fx(gm, example_inputs)
+    return inductor_package.compile_fx(gm, example_inputs, mode=mode)
+
+
+def with_mode(backend, mode) -> Backend:
+    """The backend `dynamo.jit(backend=..., mode=...)` compiles with: modes are the inductor
+    backend's; another backend with a mode is an error."""
+    if mode in (None, "default"):
+        return lookup_backend(backend)
+    if lookup_backend(backend) is not inductor:
+        raise ValueError(f"mode={mode!r} is an option of the inductor backend; backend "
+                         f"{backend!r} takes no mode")
+    import functools
+    return functools.update_wrapper(functools.partial(inductor, mode=mode), inductor)
 
 
 class CountingBackend:

@@ -88,7 +88,12 @@ class GraphBuilder:
         node.meta["example_value"] = fake
         node.meta["location"] = self.location
         node.meta["mutates"] = versions != _versions(fake_args, fake_kwargs)
-        return self._wrap(node, fake, target)
+        result = self._wrap(node, fake, target)
+        if node.meta["mutates"] and isinstance(fake, torch.Tensor):
+            same = _argument_with_example(args, fake)  # `x.add_(1)` returns `x` itself
+            if same is not None:
+                return same
+        return result
 
     def _wrap(self, node: torch.fx.Node, fake: Any, target: Any) -> "Variable":
         from dynamo.variables.constant import ConstantVariable
@@ -127,6 +132,15 @@ class GraphBuilder:
         return sum(1 for node in self.graph.nodes if node.op in ("call_function", "call_method"))
 
 
+def _argument_with_example(args: tuple, fake: torch.Tensor):
+    """The tensor variable among `args` whose example is `fake`, if any."""
+    from dynamo.variables.tensor import TensorVariable
+    for value in args:
+        if isinstance(value, TensorVariable) and value.example is fake:
+            return value
+    return None
+
+
 def _is_impure(node: torch.fx.Node) -> bool:
     return node.op in ("placeholder", "output") or node.target in EFFECTFUL or \
         node.meta.get("mutates", False)
@@ -137,7 +151,7 @@ def _versions(*values: Any) -> list[int]:
     `operator.setitem`, `inplace=True`, `out=`) bumps the counter of what it writes."""
     tensors = [leaf for leaf in torch.utils._pytree.tree_leaves(values)
                if isinstance(leaf, torch.Tensor)]
-    return [tensor._version for tensor in tensors]
+    return [0 if tensor.is_inference() else tensor._version for tensor in tensors]
 
 
 def _is_scalar_read(target: Any) -> bool:

@@ -121,7 +121,7 @@ def identity(tx, left: Variable, right: Variable) -> bool:
         return True
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
         return isinstance(left, TensorVariable) and isinstance(right, TensorVariable) and \
-            left.node is right.node
+            (left.node is right.node or left.example is right.example)
     box_left, box_right = getattr(left, "box", None), getattr(right, "box", None)
     if box_left is not None or box_right is not None:
         return box_left is box_right

@@ -188,8 +188,8 @@ def raw_store_attribute(tx, owner: Variable, name: str, value: Variable) -> None
         return
     if attribute is not MISSING and is_data_descriptor(attribute):
         raise Unsupported(UNSUPPORTED_OBJECT, f"setting descriptor attribute {name!r}")
-    if isinstance(owner, ModuleVariable):
-        owner.check_plain_attribute(tx, name, value)
+    if isinstance(owner, ModuleVariable) and not owner.check_plain_attribute(tx, name, value):
+        return  # the member already is this value
     box = attribute_box(tx, owner)
     if box is None:
         raise Unsupported(UNSUPPORTED_OBJECT, f"setting attribute {name!r} on "

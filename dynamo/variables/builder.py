@@ -211,6 +211,11 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
     if isinstance(value, torch.nn.Module):
         _guard(tx, source, lambda: TypeGuard(source, type(value)))
         return ModuleVariable(value, source=source)
+    from dynamo.variables.contexts import real_context
+    context = real_context(value)
+    if context is not None:
+        _guard(tx, source, lambda: TypeGuard(source, type(value)))
+        return context
     identity = lambda: IdentityGuard(source, value)  # noqa: E731
     if isinstance(value, types.ModuleType):
         _guard(tx, source, identity)

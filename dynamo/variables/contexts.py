@@ -190,11 +190,7 @@ def real_context(value: Any) -> Optional[Variable]:
     if type(value) in (torch.autocast, torch.amp.autocast_mode.autocast):
         return AutocastContext((value.device, value.fast_dtype, value._enabled,
                                 value._cache_enabled))
-    if type(value) is torch.no_grad:
-        return GradModeContext(False)
-    if type(value) is torch.enable_grad:
-        return GradModeContext(True)
-    return None
+    return None  # grad-mode objects are traced through torch's own decorator code
 
 
 def context_for_function(tx, function, args, kwargs) -> Optional[Variable]:

@@ -79,9 +79,14 @@ class ModuleVariable(Variable):
         attributes."""
         registries = ("_parameters", "_buffers", "_modules")
         if any(name in self.value.__dict__.get(registry, {}) for registry in registries):
+            current = self.getattr(tx, name)
+            if current is value or (hasattr(current, "example") and
+                                    getattr(value, "example", None) is current.example):
+                return False  # `self.count += 1` stores the same tensor back
             raise Unsupported(UNSUPPORTED_OBJECT, f"reassigning module member {name!r}")
         if isinstance(value, ModuleVariable) or value.python_type() is torch.nn.Parameter:
             raise Unsupported(UNSUPPORTED_OBJECT, f"registering {name!r} on a module")
+        return True
 
     # -- calling ---------------------------------------------------------------------------
     def call(self, tx, args, kwargs) -> Variable:

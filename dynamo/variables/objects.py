@@ -204,7 +204,8 @@ def lookup_dunder(tx, value: Variable, name: str) -> Optional[Variable]:
 
 def load_method(tx, owner: Variable, name: str) -> tuple[Variable, Variable]:
     """LOAD_ATTR with the method bit: (NULL, bound attribute) — calls work the same."""
-    return NULL, owner.getattr(tx, name)
+    from dynamo.trace.handlers.loads import tx_getattr
+    return NULL, tx_getattr(tx, owner, name)
 
 
 def globals_box(tx, f_globals: dict, globals_source: Optional[Source]) -> Box:

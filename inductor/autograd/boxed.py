@@ -5,6 +5,10 @@ values into locals and clears the list, so that each input is freed at its last 
 graph (FX's generated code drops every value after its last use) instead of living until the
 call returns. This matters for a backward graph, whose inputs are the saved activations. The
 copy carries `takes_argument_list = True`, the convention `runtime.invoke` understands.
+
+Functional graphs copy where a fusing compiler would not: `index_put(zeros(...), ...)` (an
+embedding's backward) copies the zeros before writing. Such scatter-like ops into a buffer that
+owns its storage and has no other use are turned back into their in-place forms.
 """
 from __future__ import annotations
 
@@ -43,15 +47,34 @@ def run_graph(aten_graph: torch.fx.GraphModule, example_inputs: Sequence[Any]):
     return module
 
 
+_IN_PLACE = {
+    torch.ops.aten.index_put.default: torch.ops.aten.index_put_.default,
+    torch.ops.aten.scatter_add.default: torch.ops.aten.scatter_add_.default,
+    torch.ops.aten.index_add.default: torch.ops.aten.index_add_.default,
+}
+
+
 def _reinplace(module: torch.fx.GraphModule) -> None:
-    """torch.fx's re-inplacing pass, on the fake values the graph was traced with."""
-    from torch.fx.passes.reinplace import reinplace
-    placeholders = [node for node in module.graph.nodes if node.op == "placeholder"]
-    fakes = [node.meta.get("val") for node in placeholders]
-    if any(not isinstance(fake, torch.Tensor) for fake in fakes):
-        return
-    mode = fakes[0].fake_mode if fakes and hasattr(fakes[0], "fake_mode") else None
-    if mode is None:
-        return
-    with mode:
-        reinplace(module, *fakes)
+    """Functional scatter-like ops into a buffer that nothing else reads or views (it is
+    produced by a non-view op and this is its only use) become their in-place forms."""
+    for node in module.graph.nodes:
+        in_place = _IN_PLACE.get(node.target) if node.op == "call_function" else None
+        if in_place is None:
+            continue
+        base = node.args[0]
+        if (isinstance(base, torch.fx.Node) and base.op == "call_function"
+                and len(base.users) == 1 and _is_fresh(base)):
+            node.target = in_place
+
+
+def _is_fresh(node: torch.fx.Node) -> bool:
+    """Whether `node`'s value owns its storage (shares it with none of its inputs)."""
+    value = node.meta.get("val")
+    if not isinstance(value, torch.Tensor):
+        return False
+    storage = value.untyped_storage()._cdata
+    for argument in node.all_input_nodes:
+        other = argument.meta.get("val")
+        if isinstance(other, torch.Tensor) and other.untyped_storage()._cdata == storage:
+            return False
+    return True

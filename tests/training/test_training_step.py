@@ -1,9 +1,9 @@
 """`dynamo.jit` on a whole training step: forward, `loss.backward()`, `optimizer.step()`.
 
-Capture must break the graph around `backward()` (graph breaks: issue 5); the forward graph
-then goes through training compilation and the backward runs the compiled backward. Until
-breaks land, the cases that need them are strict xfails (they start passing, and then fail
-as XPASS, the day breaks work, so that the marks get removed)."""
+Capture breaks the graph at `backward()` (graph breaks, issue 5); the forward graph goes
+through training compilation and the backward runs the compiled backward. Capturing the
+optimizer update after the break is still a strict xfail (it fails as XPASS the day it works,
+so that the mark gets removed)."""
 import copy
 
 import pytest
@@ -15,7 +15,8 @@ import dynamo
 from tests.training.harness import RecordingBackend, assert_close
 
 NEEDS_BREAKS = pytest.mark.xfail(
-    strict=True, reason="needs graph breaks around loss.backward() (issue 5)")
+    strict=True, reason="optimizer.step() after the break at loss.backward() runs eagerly: "
+    "torch.optim is not traced into yet")
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 
 
@@ -66,7 +67,6 @@ def test_jitted_module_inside_an_eager_training_step(optimizer_class):
     assert backend.training_variants
 
 
-@NEEDS_BREAKS
 def test_jitted_training_step_compiles_forward_and_backward():
     model, x, target = model_and_data()
     jit_model = copy.deepcopy(model)

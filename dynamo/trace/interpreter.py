@@ -16,7 +16,8 @@ import dataclasses
 from types import CodeType
 from typing import Any, Optional
 
-from dynamo.breaks import BreakFrame, INLINE_DEPTH, UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.breaks import (INLINE_DEPTH, UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT, BreakFrame,
+                           Unsupported)
 from dynamo.instructions import DecodedCode, Instruction, decode
 from dynamo.trace.graph import GraphBuilder
 from dynamo.trace.handlers.exceptions import unwind

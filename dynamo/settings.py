@@ -30,9 +30,6 @@ class Config:
     inline_depth: int = 32
     """How deep user function calls are inlined into one graph before the call breaks it."""
 
-    capture_scalars: bool = False
-    """Record `.item()` into the graph instead of breaking (needs data-dependent shapes)."""
-
     verbose: bool = False
     """Attach the full internal traceback to warnings about fallbacks."""
 

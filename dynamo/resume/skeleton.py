@@ -63,8 +63,10 @@ def build_skeleton(base: CodeType, entry_call: list, stops: dict[int, Stop],
         key = (edge.target, edge.layout, edge.inner)
         if key not in trampolines:
             label = trampolines[key] = Label()
-            tail.extend([label, *_call_region(region_for(edge), edge, slots, cells, lineno),
-                         emit.Jump(dispatch, lineno=lineno)])
+            # a traceback through a region shows this frame at the line the region starts
+            where = _line_of(decoded, edge.target) or lineno
+            tail.extend([label, *_call_region(region_for(edge), edge, slots, cells, where),
+                         emit.Jump(dispatch, lineno=where)])
         return trampolines[key]
 
     prologue = prologue_of(body)
@@ -78,6 +80,11 @@ def build_skeleton(base: CodeType, entry_call: list, stops: dict[int, Stop],
     code = assemble(skeleton, base)
     values = {slots: slots_of(code, state_names(base)), cells: _cell_slots(code, base)}
     return patch_constants(code, values)
+
+
+def _line_of(decoded, index: int):
+    instructions = decoded.instructions
+    return instructions[index].lineno if index < len(instructions) else None
 
 
 def _cell_slots(code: CodeType, base: CodeType) -> tuple:

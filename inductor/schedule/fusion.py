@@ -186,6 +186,9 @@ class FusedGroup:
                for member in self.nodes):
             return False
         node_map = placements[node].mapping(node, outer, inner)
+        if not any(access.name in self.written for access in node.reads) and \
+                not self._shares_a_load(node, node_map, placements, outer, inner):
+            return False
         for access in node.reads:
             producer = self.written.get(access.name)
             if producer is None:
@@ -199,6 +202,21 @@ class FusedGroup:
             if placements[producer].kind == "inner" and placements[node].kind == "outer":
                 return False
         return True
+
+    def _shares_a_load(self, node, node_map, placements, outer, inner) -> bool:
+        """Horizontal fusion pays only when both sides load the same elements (one load
+        serves both); reading one buffer along different axes would make one side strided."""
+        for access in node.reads:
+            if access.index is None or access.name not in self.read:
+                continue
+            for member in self.nodes:
+                member_map = placements[member].mapping(member, outer, inner)
+                for other in member.reads:
+                    if other.name == access.name and other.index is not None and \
+                            self._same_element(other.index, member_map, access.index,
+                                               node_map, outer, inner):
+                        return True
+        return False
 
     @staticmethod
     def _same_element(write, write_map, read, read_map, outer, inner) -> bool:

@@ -53,6 +53,7 @@ class KernelPlan:
     stages: list
     loads: list                 # buffers read from memory
     stores: list                # buffers written to memory
+    tiling: Optional[object] = None   # GPU grid mapping (`schedule/tiling.py`), None for C++
 
     def members(self) -> list:
         return [member for stage in self.stages for member in stage.members]
@@ -88,6 +89,8 @@ class KernelPlan:
                 where = "memory" if member.store else "registers"
                 members.append(f"{member.name}{' ' + kind if kind else ''} -> {where}")
             lines.append(f"  {stage.kind} stage: {'; '.join(members)}")
+        if self.tiling is not None:
+            lines.append(f"  tiling: {self.tiling.describe()}")
         return "\n".join(lines)
 
 
@@ -101,7 +104,7 @@ class ScatterPlan(KernelPlan):
 def build_scatter(node: SchedulerNode, name: str) -> ScatterPlan:
     """The plan of a scatter node: it loads everything its bodies read, stores its buffer."""
     loads = sorted({access.name for access in node.reads} - {node.name})
-    return ScatterPlan(name, list(node.outer_sizes), [], [], loads, [node.name], node)
+    return ScatterPlan(name, list(node.outer_sizes), [], [], loads, [node.name], node=node)
 
 
 @dataclasses.dataclass

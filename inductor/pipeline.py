@@ -190,12 +190,19 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: Callable) -> Callab
     aliases = aten_graph.output_aliases
     grad_mode = aten_graph.grad_mode_after
     plain = not any(aliases) and grad_mode is None
+    rebuild = _fast_unflatten(spec)
+    inner_run = inner.run
+
+    if plain and not constants:
+        def run(*inputs):
+            return rebuild(inner_run(*inputs))
+        return run
 
     def run(*inputs):
         arguments = constants + inputs if constants else inputs
-        results = inner(*arguments)
+        results = inner_run(*arguments)
         if plain:
-            return pytree.tree_unflatten(list(results), spec)
+            return rebuild(results)
         results = list(results)
         for position, alias in enumerate(aliases):
             if alias is None:
@@ -209,6 +216,16 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: Callable) -> Callab
         return pytree.tree_unflatten(results, spec)
 
     return run
+
+
+def _fast_unflatten(spec) -> Callable:
+    """Rebuild the output structure from the flat list (tuples and lists of tensors are built
+    directly: pytree's general unflatten costs microseconds per call)."""
+    if spec.type in (tuple, list) and spec.num_leaves == spec.num_children:
+        return tuple if spec.type is tuple else list
+    if spec.is_leaf():
+        return lambda results: results[0]
+    return lambda results: pytree.tree_unflatten(list(results), spec)
 
 
 def _fallback_runner(gm: torch.fx.GraphModule, output_strides, report: GraphReport) -> Callable:

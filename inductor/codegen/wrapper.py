@@ -109,8 +109,9 @@ class WrapperWriter:
                 self.lines.append(f"    del {free_name}")
                 return
         dtype = self.constant(layout.dtype)
-        self.lines.append(f"    {name} = empty_strided({size}, {stride}, dtype={dtype}, "
-                          f"device={self.constant(layout.device)})")
+        device = "" if layout.device.type == "cpu" else \
+            f", device={self.constant(layout.device)}"
+        self.lines.append(f"    {name} = empty_strided({size}, {stride}, dtype={dtype}{device})")
 
     def free(self, names) -> None:
         for name in names:

@@ -3,8 +3,9 @@ callable `check(L, G) -> bool`, readable failure reasons, and descriptions).
 
 A `GuardSet` keeps guards deduplicated in insertion order and runs them by rank: type and
 identity checks first, then constants and other plain values, object snapshots, all tensors
-together, and torch global state once. `compile()` generates one straight-line function (see
-`guards.codegen`); `failures()` is the slow path that explains a rejection guard by guard.
+together (in one native call when `guards.native` is available), and torch global state once.
+`compile()` generates one straight-line function (see `guards.codegen`); `failures()` is the
+slow path that explains a rejection guard by guard.
 
 When an object held by an identity guard dies, the set dies with it: its check's code is swapped
 for one that rejects every frame (so the fast path pays nothing for liveness), and the callbacks
@@ -17,6 +18,7 @@ from typing import Callable, Iterable, Iterator
 
 from guards.codegen import REJECT_CODE, CheckWriter
 from guards.kinds.base import Guard
+from guards.kinds.tensors import TensorMatchGuard, emit_together
 from guards.sources import Source
 
 log = logging.getLogger("framejit.guards")
@@ -71,7 +73,15 @@ class GuardSet:
         if self._check is not None:
             return self._check
         writer = CheckWriter()
-        for guard in self.ordered():
+        ordered = self.ordered()
+        tensors = [guard for guard in ordered if isinstance(guard, TensorMatchGuard)]
+        together = False
+        for guard in ordered:
+            if isinstance(guard, TensorMatchGuard):
+                if guard is tensors[0]:
+                    together = emit_together(tensors, writer)
+                if together:
+                    continue
             guard.emit(writer)
         check, text = writer.build()
         check.guard_set = self

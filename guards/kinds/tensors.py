@@ -157,6 +157,22 @@ def tensor_conditions(variable: str, properties: TensorProperties, writer: Any) 
     return conditions
 
 
+def emit_together(guards: list, writer: Any) -> bool:
+    """Write one native check of every guard's tensor (see `guards.native`); returns False,
+    writing nothing, when the native matcher is off or unavailable."""
+    from guards import native
+
+    matcher = native.tensor_matcher([guard.properties for guard in guards])
+    if matcher is None:
+        return False
+    variables = []
+    for guard in guards:
+        variables.append(writer.fetch(guard.source))
+        writer.comment(guard.describe())
+    writer.require([f"{writer.bind(matcher, 'tensors_match')}({', '.join(variables)})"])
+    return True
+
+
 class TensorMatchGuard(Guard):
     """The value is a tensor with exactly the captured `TensorProperties`."""
 

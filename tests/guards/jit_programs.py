@@ -81,10 +81,9 @@ class Program:
 programs = st.lists(st.sampled_from(STATEMENTS), min_size=1, max_size=4).map(
     lambda statements: Program(tuple(statements)))
 
-# Tensors every generated statement accepts: no complex dtypes. Inference tensors are left out
-# until capture accepts them (test_inference_tensor_inputs_are_captured marks the bug).
-plain_tensor_specs = tensor_specs().filter(
-    lambda spec: not spec.dtype.is_complex and spec.wrapper != "inference")
+# Tensors every generated statement accepts: no complex dtypes. Inference tensors and
+# nn.Parameters stay in: guards must tell them apart from plain tensors.
+plain_tensor_specs = tensor_specs().filter(lambda spec: not spec.dtype.is_complex)
 
 
 @dataclasses.dataclass(frozen=True)

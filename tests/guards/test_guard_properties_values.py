@@ -54,14 +54,14 @@ def test_stability_an_equal_rebuilt_value_passes(spec):
 
 
 @given(VALUES, VALUES)
-def test_soundness_check_agrees_with_oracle_on_independent_values(first, second):
+def test_soundness_check_agrees_with_oracle_on_independent_values(check_mode, first, second):
     captured, candidate = build(first), build(second)
     _, check = compiled(captured)
     assert check({"x": candidate}, {}) == same_guarded(captured, candidate)
 
 
 @given(TENSOR_VALUES, st.data())
-def test_soundness_check_agrees_with_oracle_after_one_tensor_change(spec, data):
+def test_soundness_check_agrees_with_oracle_after_one_tensor_change(check_mode, spec, data):
     leaves = tensor_leaves(spec)
     path, leaf = data.draw(st.sampled_from(leaves))
     replacement = data.draw(tensor_specs())
@@ -71,7 +71,7 @@ def test_soundness_check_agrees_with_oracle_after_one_tensor_change(spec, data):
 
 
 @given(VALUES, VALUES)
-def test_fast_and_slow_paths_agree(first, second):
+def test_fast_and_slow_paths_agree(check_mode, first, second):
     guard_set, check = compiled(build(first))
     frame = {"x": build(second)}
     assert check(frame, {}) == (guard_set.failures(frame, {}) == [])
@@ -106,7 +106,7 @@ def test_reason_names_the_single_changed_tensor_property(spec, change):
 
 
 @given(tensor_specs(max_dims=3), st.data())
-def test_any_size_entries_accept_every_size_there(spec, data):
+def test_any_size_entries_accept_every_size_there(check_mode, spec, data):
     assume(spec.shape and spec.view == "contiguous")
     dims = data.draw(st.sets(st.integers(0, len(spec.shape) - 1), min_size=1))
     all_dims = range(len(spec.shape))

@@ -40,7 +40,7 @@ def test_check_order_is_by_rank_then_insertion():
     assert [guard.source for guard in tensors] == [X, Y]
 
 
-def test_compiled_check_attributes_and_source():
+def test_compiled_check_attributes_and_source(python_checks):
     guard_set = GuardSet(install_for(torch.ones(2, 3), X) + install_for(5, N))
     check = guard_set.compile()
     assert check.guard_set is guard_set

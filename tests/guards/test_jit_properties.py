@@ -305,9 +305,6 @@ def test_entries_die_with_the_objects_they_identity_guard(factors, data):
         torch.testing.assert_close(jitted(x, function), call_through(x, function))
 
 
-@pytest.mark.xfail(strict=True, reason="capture reads `_version` of inference tensors "
-                   "(dynamo/trace/graph.py); remove this mark and the exclusion in "
-                   "jit_programs.plain_tensor_specs when it is fixed")
 def test_inference_tensor_inputs_are_captured():
     def add_one(x):
         return (x + 1).sum()

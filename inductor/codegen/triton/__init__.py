@@ -1,0 +1,1 @@
+"""Stage "codegen" for GPUs: kernel plans become Triton source (see docs/triton.md)."""

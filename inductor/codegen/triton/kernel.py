@@ -1,0 +1,445 @@
+"""The Triton kernel printer: one tiled `KernelPlan` becomes one or two `@triton.jit`
+functions.
+
+Input: a kernel plan whose `tiling` (`schedule/tiling.py`) says how it maps onto programs,
+and the dtypes of the buffers it touches. Output: `KernelFunction`s (source text with a
+placeholder name) and a `LaunchSpec` telling the runtime the grid, the block parameters and
+the scratch memory each needs:
+
+- "pointwise": one flat index `xindex` over the outer loops, masked past the end;
+- "tiled": a `[YBLOCK, XBLOCK]` tile, the leading loops on Y and the rest on X;
+- reductions over `[XBLOCK, RBLOCK]` tiles, rows on X and the row on R: "persistent" (the
+  whole row in one block; every stage reuses the loaded values), "looped" (each stage loops
+  over the row in blocks, accumulating elementwise, reducing the block at the end), and
+  "split" (a partial kernel reduces a chunk of each row into scratch memory, a combine
+  kernel merges the partials in a fixed order and runs the once-per-row stages).
+
+Names inside a function depend only on its content, so identical kernels (repeated layers)
+print identically and share one compilation.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import sympy
+import torch
+
+from inductor.codegen.triton.expressions import index_text
+from inductor.codegen.triton.ops import TritonOpsHandler, TritonValue
+from inductor.codegen.triton.reductions import Accumulator, result_dtype, whole_row
+from inductor.ir.ops import use_handler
+from inductor.ir.symbols import simplify_index, substitute
+from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
+
+NAME = "KERNEL_NAME"     # placeholder for the function name in `KernelFunction.text`
+
+
+@dataclasses.dataclass
+class KernelFunction:
+    """One `@triton.jit` function: its role, source (named `NAME`) and block parameters."""
+
+    role: str               # "main", "looped", "partial" or "combine"
+    text: str
+    blocks: list            # constexpr block parameters, e.g. ["XBLOCK", "RBLOCK"]
+    name: str = ""          # the final name, set when the module is assembled
+
+
+@dataclasses.dataclass
+class LaunchSpec:
+    """What the runtime needs to launch a kernel plan's functions."""
+
+    kind: str               # "pointwise", "tiled", "reduction", "split" or "scatter"
+    xnumel: int
+    ynumel: int = 1
+    rnumel: int = 1
+    split: int = 1
+    chunk: int = 0          # split: reduction elements per partial program
+    outer_contiguous: bool = False
+    strategy: str = ""      # reduction: the strategy of the "main" function
+    workspaces: list = dataclasses.field(default_factory=list)   # dtypes, xnumel*split each
+    status: bool = False    # the functions report errors through a status word
+
+
+class Lines:
+    """Indented Python lines."""
+
+    def __init__(self, depth: int = 1):
+        self.lines: list[str] = []
+        self.depth = depth
+
+    def add(self, *texts: str) -> None:
+        for text in texts:
+            self.lines.append("    " * self.depth + text)
+
+
+def _product(sizes) -> int:
+    result = 1
+    for size in sizes:
+        result *= int(size)
+    return result
+
+
+class TritonKernel:
+    """Prints one kernel plan (see the module docstring). `checks`: report out-of-range
+    indices and integer division by zero through a status word (CPU runs only: on GPUs
+    reading it back would synchronise)."""
+
+    def __init__(self, plan: KernelPlan, dtype_of, checks: bool = False):
+        self.plan = plan
+        self.tiling = plan.tiling
+        self.dtype_of = dtype_of
+        self.checks = checks
+        self.ranges = plan.variable_ranges()
+        self.pointers = {name: f"pointer{position}"
+                         for position, name in enumerate(self.arguments())}
+        self.local_names = {member.name: f"m{position}"
+                            for position, member in enumerate(plan.members())}
+        self.spec = self._launch_spec()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.lines = Lines()
+        self.available: dict = {}
+        self.counter = 0
+        self.axes: dict = {}          # loop symbol -> "x", "y" or "r"
+        self.scope_axes: tuple = ()
+        self.uses_status = False
+
+    # -- interface -------------------------------------------------------------------------
+    def arguments(self) -> list[str]:
+        """Graph buffer names in parameter order (loads, then stores)."""
+        names = list(self.plan.loads)
+        names += [name for name in self.plan.stores if name not in names]
+        return names
+
+    def functions(self) -> list[KernelFunction]:
+        """The functions of this plan (two for a split reduction; a persistent reduction
+        with a looped alternative also gets the looped one)."""
+        tiling = self.tiling
+        if tiling.kind == "pointwise":
+            return [self._function("main", self._pointwise, ["XBLOCK"])]
+        if tiling.kind == "tiled":
+            return [self._function("main", self._tiled, ["YBLOCK", "XBLOCK"])]
+        if tiling.strategy == "split":
+            return [self._function("partial", self._split_partial, ["XBLOCK", "RBLOCK"]),
+                    self._function("combine", self._split_combine, ["XBLOCK", "SBLOCK"])]
+        result = []
+        for strategy in (tiling.strategy,) + tuple(tiling.alternatives):
+            body = self._persistent if strategy == "persistent" else self._looped
+            role = "main" if not result else strategy
+            result.append(self._function(role, body, ["XBLOCK", "RBLOCK"]))
+        return result
+
+    def _launch_spec(self) -> LaunchSpec:
+        tiling, plan = self.tiling, self.plan
+        if tiling.kind == "pointwise":
+            return LaunchSpec("pointwise", _product(plan.outer_sizes))
+        if tiling.kind == "tiled":
+            return LaunchSpec("tiled", _product(plan.outer_sizes[tiling.y_loops:]),
+                              ynumel=_product(plan.outer_sizes[:tiling.y_loops]))
+        rnumel = _product(plan.inner_sizes)
+        spec = LaunchSpec("reduction", _product(plan.outer_sizes), rnumel=rnumel,
+                          outer_contiguous=tiling.outer_contiguous, strategy=tiling.strategy)
+        if tiling.strategy == "split":
+            spec.kind, spec.split = "split", tiling.split
+            spec.chunk = -(-rnumel // tiling.split)
+            for accumulator in self._accumulators(plan.stages[0].members):
+                spec.workspaces += [dtype for _name, dtype in accumulator.variables()]
+        return spec
+
+    def _function(self, role: str, body, blocks: list) -> KernelFunction:
+        self._reset()
+        extra = body()
+        parameters = [self.pointers[name] for name in self.arguments()] + list(extra or [])
+        if self.uses_status:
+            parameters.append("status_pointer")
+            self.spec.status = True
+        parameters += [f"{block}: tl.constexpr" for block in blocks]
+        head = ["@triton.jit", f"def {NAME}({', '.join(parameters)}):"]
+        return KernelFunction(role, "\n".join(head + self.lines.lines) + "\n", blocks)
+
+    # -- scope services for the ops handler --------------------------------------------------
+    def add_line(self, text: str) -> None:
+        self.lines.add(text)
+
+    def pointer(self, name: str) -> str:
+        return self.pointers[name]
+
+    def index_text(self, expr) -> str:
+        return index_text(self._simplified(expr))
+
+    def _simplified(self, expr):
+        return simplify_index(sympy.expand(sympy.sympify(expr)), self.ranges)
+
+    def mask_for(self, index) -> Optional[str]:
+        """The lane mask a load or store at `index` needs in the current scope."""
+        axes = set()
+        for symbol in sympy.sympify(index).free_symbols:
+            axis = self.axes.get(symbol)
+            axes |= {axis} if axis else set(self.scope_axes)
+        return " & ".join(f"{axis}mask" for axis in ("y", "x", "r") if axis in axes) or None
+
+    def lane_mask(self) -> str:
+        return " & ".join(f"{axis}mask" for axis in self.scope_axes)
+
+    def check(self, condition: str, code: int, predicate: Optional[str]) -> None:
+        """Record error `code` in the status word for the lanes where `condition` holds."""
+        if not self.checks:
+            return
+        self.uses_status = True
+        failing = f"({condition}) & {self.lane_mask()}"
+        if predicate:
+            failing += f" & {predicate}"
+        self.add_line(f"tl.store(status_pointer + ({failing}).to(tl.int32) * 0, {code}, "
+                      f"{failing})")
+
+    def forwarded(self, name: str, index) -> Optional[TritonValue]:
+        known = self.available.get(name)
+        if known is None:
+            return None
+        known_index, value = known
+        if sympy.expand(self._simplified(index) - self._simplified(known_index)) == 0:
+            return value
+        return None
+
+    # -- shared pieces -----------------------------------------------------------------------
+    def _handler(self) -> TritonOpsHandler:
+        self.counter += 1
+        return TritonOpsHandler(self, prefix=f"t{self.counter}_")
+
+    def _program_offset(self, axis: int, block: str) -> str:
+        pid = f"tl.program_id({axis})"
+        if self.tiling.index_bits == 64:
+            pid += ".to(tl.int64)"
+        return f"{pid} * {block}"
+
+    def _decompose(self, index: str, variables: list, sizes: list, axis: str) -> None:
+        """Define each loop variable of `variables` from the flat `index`."""
+        stride = _product(sizes)
+        for position, (symbol, size) in enumerate(zip(variables, sizes)):
+            stride //= int(size)
+            if len(variables) == 1:
+                text = index
+            elif position == 0:
+                text = f"{index} // {stride}"
+            elif stride == 1:
+                text = f"{index} % {size}"
+            else:
+                text = f"({index} // {stride}) % {size}"
+            self.add_line(f"{symbol.name} = {text}")
+            self.axes[symbol] = axis
+
+    def _x_axis(self, shape: str) -> None:
+        plan = self.plan
+        self.add_line(f"xnumel = {_product(plan.outer_sizes)}",
+                      f"xoffset = {self._program_offset(0, 'XBLOCK')}",
+                      f"xindex = xoffset + tl.arange(0, XBLOCK){shape}",
+                      "xmask = xindex < xnumel")
+        self._decompose("xindex", plan.outer_vars(), plan.outer_sizes, "x")
+
+    def _r_axis(self, start: Optional[str] = None, limit: Optional[str] = None) -> None:
+        """Define rindex/rmask and the inner loop variables for one block of the row."""
+        base = "tl.arange(0, RBLOCK)[None, :]"
+        if self.tiling.index_bits == 64:
+            base += ".to(tl.int64)"
+        self.add_line(f"rindex = {start + ' + ' if start else ''}{base}")
+        mask = "rindex < rnumel"
+        if limit:
+            mask = f"({mask}) & ({limit})"
+        self.add_line(f"rmask = {mask}")
+        self._decompose("rindex", self.plan.inner_vars(), self.plan.inner_sizes, "r")
+
+    def _evaluate(self, member: Member, handler: TritonOpsHandler) -> TritonValue:
+        node = member.node
+        data = node.buffer.data
+        outer = [sympy.expand(substitute(expr, member.replacements)) for expr in node.outer_index]
+        with use_handler(handler):
+            if member.kind == "reduction":
+                inner = [sympy.expand(substitute(expr, member.replacements))
+                         for expr in node.inner_index]
+                return data.inner_fn(outer, inner)
+            return data.inner_fn(outer)
+
+    def _write_index(self, member: Member):
+        return sympy.expand(substitute(member.node.write.index, member.replacements))
+
+    def _publish(self, member: Member, value: TritonValue, handler: TritonOpsHandler) -> None:
+        """Make a member's value available to later readers; store it if the plan says."""
+        if not isinstance(value, TritonValue):
+            raise NotImplementedError(f"body of {member.name} produced no value")
+        index = self._write_index(member)
+        self.available[member.name] = (index, value)
+        if member.store:
+            self.add_line(handler.store_text(member.node.written_name(), index, value))
+
+    def _compute_and_store(self, member: Member, handler: TritonOpsHandler) -> None:
+        self._publish(member, self._evaluate(member, handler), handler)
+
+    def _reduction_index(self, member: Member) -> str:
+        linear = substitute(reduction_linear_index(member.node), member.replacements)
+        return self.index_text(linear)
+
+    def _reduction_value(self, member: Member, handler) -> tuple[str, torch.dtype]:
+        value = self._evaluate(member, handler)
+        return handler.tensor(value) if value.bare else value.name, value.dtype
+
+    def _accumulators(self, members: list) -> list[Accumulator]:
+        return [Accumulator(f"{self.local_names[member.name]}_acc",
+                            member.node.buffer.data.reduction_type,
+                            _compute(member.node.buffer.data.src_dtype)) for member in members]
+
+    def _result(self, member: Member, dtype: torch.dtype, handler) -> None:
+        name = f"{self.local_names[member.name]}_value"
+        reduction = member.node.buffer.data.reduction_type
+        self._publish(member, TritonValue(name, result_dtype(reduction, dtype)), handler)
+
+    # -- pointwise ---------------------------------------------------------------------------
+    def _pointwise(self):
+        self.scope_axes = ("x",)
+        self._x_axis("")
+        handler = self._handler()
+        for member in self.plan.members():
+            self._compute_and_store(member, handler)
+
+    def _tiled(self):
+        plan, split = self.plan, self.tiling.y_loops
+        variables, sizes = plan.outer_vars(), plan.outer_sizes
+        self.scope_axes = ("y", "x")
+        self.add_line(f"ynumel = {_product(sizes[:split])}",
+                      f"xnumel = {_product(sizes[split:])}",
+                      f"yoffset = {self._program_offset(1, 'YBLOCK')}",
+                      "yindex = yoffset + tl.arange(0, YBLOCK)[:, None]",
+                      "ymask = yindex < ynumel",
+                      f"xoffset = {self._program_offset(0, 'XBLOCK')}",
+                      "xindex = xoffset + tl.arange(0, XBLOCK)[None, :]",
+                      "xmask = xindex < xnumel")
+        self._decompose("yindex", variables[:split], sizes[:split], "y")
+        self._decompose("xindex", variables[split:], sizes[split:], "x")
+        handler = self._handler()
+        for member in plan.members():
+            self._compute_and_store(member, handler)
+
+    # -- persistent reductions ---------------------------------------------------------------
+    def _persistent(self):
+        self._x_axis("[:, None]")
+        self.add_line(f"rnumel = {_product(self.plan.inner_sizes)}")
+        self._r_axis()
+        self.scope_axes = ("x", "r")
+        handler = self._handler()
+        for stage in self.plan.stages:
+            for member in stage.members:
+                if stage.kind != "reduction":
+                    self._compute_and_store(member, handler)
+                    continue
+                value, dtype = self._reduction_value(member, handler)
+                result = f"{self.local_names[member.name]}_value"
+                data = member.node.buffer.data
+                self.add_line(*whole_row(data.reduction_type, dtype, value, "xmask & rmask",
+                                         self._reduction_index(member),
+                                         _product(self.plan.inner_sizes), result))
+                self._result(member, dtype, handler)
+
+    # -- looped reductions -------------------------------------------------------------------
+    def _looped(self):
+        self._x_axis("[:, None]")
+        self.add_line(f"rnumel = {_product(self.plan.inner_sizes)}")
+        outer_handler = self._handler()
+        for stage in self.plan.stages:
+            if stage.kind == "outer":
+                self.scope_axes = ("x",)
+                for member in stage.members:
+                    self._compute_and_store(member, outer_handler)
+            elif stage.kind == "inner":
+                self._inner_loop(stage.members)
+            else:
+                self._reduction_loop(stage.members, outer_handler)
+
+    def _open_row_loop(self, end: str = "rnumel", base: str = "roffset", limit=None) -> None:
+        self.add_line(f"for roffset in range(0, {end}, RBLOCK):")
+        self.lines.depth += 1
+        self._r_axis(base, limit)
+        self.scope_axes = ("x", "r")
+
+    def _close_loop(self) -> None:
+        self.lines.depth -= 1
+        self.scope_axes = ("x",)
+
+    def _inner_loop(self, members: list) -> None:
+        saved = dict(self.available)
+        self._open_row_loop()
+        handler = self._handler()
+        for member in members:
+            self._compute_and_store(member, handler)
+        self._close_loop()
+        self.available = saved
+
+    def _fold_loop(self, members: list, accumulators: list, end="rnumel", base="roffset",
+                   limit=None) -> None:
+        """One loop over the row folding each member's values into its accumulator."""
+        for accumulator in accumulators:
+            self.add_line(*accumulator.declare("[XBLOCK, RBLOCK]"))
+        saved = dict(self.available)
+        self._open_row_loop(end, base, limit)
+        handler = self._handler()
+        for member, accumulator in zip(members, accumulators):
+            value, _dtype = self._reduction_value(member, handler)
+            self.add_line(*accumulator.update(value, "xmask & rmask",
+                                              self._reduction_index(member)))
+        self._close_loop()
+        self.available = saved
+
+    def _reduction_loop(self, members: list, outer_handler) -> None:
+        accumulators = self._accumulators(members)
+        self._fold_loop(members, accumulators)
+        for member, accumulator in zip(members, accumulators):
+            self.add_line(*accumulator.finish(f"{self.local_names[member.name]}_value"))
+            self._result(member, accumulator.dtype, outer_handler)
+
+    # -- split reductions --------------------------------------------------------------------
+    def _workspace_names(self) -> list[str]:
+        return [f"workspace{position}" for position in range(len(self.spec.workspaces))]
+
+    def _split_partial(self):
+        members = self.plan.stages[0].members
+        accumulators = self._accumulators(members)
+        self._x_axis("[:, None]")
+        self.add_line(f"rnumel = {_product(self.plan.inner_sizes)}",
+                      f"rstart = {self._program_offset(1, str(self.spec.chunk))}")
+        self._fold_loop(members, accumulators, str(self.spec.chunk), "rstart + roffset",
+                        limit=f"rindex < rstart + {self.spec.chunk}")
+        workspaces = iter(self._workspace_names())
+        for accumulator in accumulators:
+            self.add_line(*accumulator.finish_partials())
+            for name, _dtype in accumulator.variables():
+                self.add_line(f"tl.store({next(workspaces)} + (tl.program_id(1) * xnumel + "
+                              f"xindex), {name}[:, None], xmask)")
+        return self._workspace_names()
+
+    def _split_combine(self):
+        plan = self.plan
+        self._x_axis("[:, None]")
+        self.add_line("sindex = tl.arange(0, SBLOCK)[None, :]",
+                      f"smask = sindex < {self.spec.split}")
+        handler = self._handler()
+        self.scope_axes = ("x",)
+        workspaces = iter(self._workspace_names())
+        members = plan.stages[0].members
+        for member, accumulator in zip(members, self._accumulators(members)):
+            loads = []
+            for position, (name, _dtype) in enumerate(accumulator.variables()):
+                loads.append(f"{name}_partials")
+                self.add_line(f"{name}_partials = tl.load({next(workspaces)} + (sindex * xnumel"
+                              f" + xindex), xmask & smask, "
+                              f"other={accumulator.partial_filler(position)})")
+            self.add_line(*accumulator.combine_partials(
+                loads, f"{self.local_names[member.name]}_value"))
+            self._result(member, accumulator.dtype, handler)
+        for stage in plan.stages[1:]:
+            for member in stage.members:
+                self._compute_and_store(member, handler)
+        return self._workspace_names()
+
+
+def _compute(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype

@@ -1,0 +1,354 @@
+"""The Triton `ops` handler: loop-body operations become Triton statements.
+
+Input: `ops.*` calls made by loop bodies (through `inner_fn`) inside a scope the kernel
+printer opens. Output: lines `tmp3 = tl.exp(tmp2)` appended to that scope, with common
+subexpressions shared. Values carry their compute dtype: float16 and bfloat16 are loaded as
+float32 and rounded only where the graph casts to them or stores them, as in eager.
+
+The scope (a `TritonKernel`) provides `add_line`, `pointer`, `dtype_of`, `forwarded`,
+`index_text`, `mask_for` (the lane mask an index needs), `lane_mask` (every lane of the
+scope) and `check` (report a run-time error code for the lanes of a condition).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from inductor.codegen.triton.expressions import compute_dtype, literal, triton_type
+from inductor.ir.ops import OpsHandler
+from inductor.ir.symbols import signed_symbol
+
+ERROR_ZERO_DIVISION = 1
+ERROR_INDEX = 2
+
+LIBDEVICE_UNARY = (
+    "expm1", "log1p", "log10", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
+    "acosh", "atanh", "erf", "erfc", "erfinv", "lgamma", "sin", "cos", "trunc", "rsqrt",
+)
+TL_UNARY = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2",
+            "floor": "tl.floor", "ceil": "tl.ceil"}
+COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+SMALL_INTEGERS = (torch.int8, torch.uint8, torch.int16)
+BITS = {torch.int8: 8, torch.uint8: 8, torch.int16: 16, torch.int32: 32, torch.int64: 64,
+        torch.bool: 1}
+
+
+class TritonValue:
+    """A Triton expression (a temporary's name, or an inline constant) and its dtype."""
+
+    __slots__ = ("name", "dtype", "bare")
+
+    def __init__(self, name: str, dtype: torch.dtype, bare: bool = False):
+        self.name = name
+        self.dtype = dtype
+        self.bare = bare        # a Python literal: not a tensor until wrapped
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TritonOpsHandler(OpsHandler):
+    """Emits Triton for one scope of a kernel (see the module docstring)."""
+
+    def __init__(self, scope, prefix: str = "tmp"):
+        self.scope = scope
+        self.prefix = prefix
+        self.cse: dict = {}
+        self.count = 0
+        self.predicate: Optional[str] = None
+        self.indirect_count = 0
+
+    # -- emission --------------------------------------------------------------------------
+    def emit(self, text: str, dtype: torch.dtype) -> TritonValue:
+        key = (text, dtype)
+        if key in self.cse:
+            return self.cse[key]
+        name = f"{self.prefix}{self.count}"
+        self.count += 1
+        self.scope.add_line(f"{name} = {text}")
+        value = TritonValue(name, dtype)
+        self.cse[key] = value
+        return value
+
+    def tensor(self, value: TritonValue) -> str:
+        """`value` as text that is a Triton tensor (bare literals wrapped in `tl.full`)."""
+        if value.bare:
+            return f"tl.full([], {value.name}, {triton_type(value.dtype)})"
+        return value.name
+
+    # -- memory ----------------------------------------------------------------------------
+    def load(self, name, index):
+        known = self.scope.forwarded(name, index)
+        if known is not None:
+            return known
+        dtype = self.scope.dtype_of(name)
+        mask = self._mask(index)
+        arguments = f"{self.scope.pointer(name)} + ({self.scope.index_text(index)})"
+        if mask:
+            arguments += f", {mask}, other=0"
+        text = f"tl.load({arguments})"
+        if dtype in (torch.float16, torch.bfloat16):
+            text += ".to(tl.float32)"
+        return self.emit(text, compute_dtype(dtype))
+
+    def _mask(self, index) -> Optional[str]:
+        mask = self.scope.mask_for(index)
+        if self.predicate is not None:
+            mask = f"{mask} & {self.predicate}" if mask else self.predicate
+        return mask
+
+    def store_text(self, name: str, index, value: TritonValue) -> str:
+        """The statement writing `value` into buffer `name` at `index`."""
+        dtype = self.scope.dtype_of(name)
+        text = self.tensor(value)
+        if dtype != value.dtype:
+            text = f"{text}.to({triton_type(dtype)})"
+        mask = self.scope.mask_for(index)
+        mask_text = f", {mask}" if mask else ""
+        return f"tl.store({self.scope.pointer(name)} + ({self.scope.index_text(index)}), " \
+               f"{text}{mask_text})"
+
+    def indirect_indexing(self, value, size, check=True):
+        name = f"{self.prefix}_index{self.indirect_count}"
+        self.indirect_count += 1
+        bound = self.scope.index_text(size)
+        wrapped = f"tl.where({value.name} < 0, {value.name} + {bound}, {value.name})"
+        self.scope.add_line(f"{name} = {wrapped}")
+        if check:
+            outside = f"({name} < 0) | ({name} >= {bound})"
+            self.scope.check(outside, ERROR_INDEX, self.predicate)
+            self.scope.add_line(f"{name} = tl.where({outside}, 0, {name})")
+        return signed_symbol(name)
+
+    def masked(self, mask, body, other):
+        saved = self.predicate
+        mask_name = self.tensor(mask)
+        self.predicate = mask_name if saved is None else \
+            self.emit(f"{saved} & {mask_name}", torch.bool).name
+        saved_cse = dict(self.cse)
+        result = body()
+        self.cse = saved_cse
+        self.predicate = saved
+        if isinstance(other, TritonValue):
+            other_text = other.name
+        else:
+            other_text = literal(other, result.dtype)[0]
+        return self.emit(f"tl.where({mask_name}, {result.name}, {other_text})", result.dtype)
+
+    # -- values ----------------------------------------------------------------------------
+    def constant(self, value, dtype):
+        text, bare = literal(value, dtype)
+        return TritonValue(text, compute_dtype(dtype), bare)
+
+    def index_expr(self, expr, dtype):
+        dtype = compute_dtype(dtype)
+        text = self.scope.index_text(expr)
+        if not any(True for _ in getattr(expr, "free_symbols", ())):
+            return TritonValue(f"tl.full([], {text}, {triton_type(dtype)})", dtype)
+        return self.emit(f"({text}).to({triton_type(dtype)})", dtype)
+
+    def to_dtype(self, value, dtype, src_dtype=None):
+        target = compute_dtype(dtype)
+        if dtype in (torch.bfloat16, torch.float16):
+            source = value if value.dtype == torch.float32 else \
+                self.to_dtype(value, torch.float32)
+            return self.emit(f"{self.tensor(source)}.to({triton_type(dtype)}).to(tl.float32)",
+                             torch.float32)
+        if value.dtype == target:
+            return value
+        if target == torch.bool:
+            return self.emit(f"{self.tensor(value)} != 0", torch.bool)
+        if value.dtype.is_floating_point and target in SMALL_INTEGERS:
+            # Out-of-range floats wrap like eager's (through int32).
+            return self.emit(f"{self.tensor(value)}.to(tl.int32).to({triton_type(target)})",
+                             target)
+        return self.emit(f"{self.tensor(value)}.to({triton_type(target)})", target)
+
+    def bitcast(self, value, dtype):
+        return self.emit(f"{self.tensor(value)}.to({triton_type(dtype)}, bitcast=True)", dtype)
+
+    def where(self, condition, a, b):
+        return self.emit(f"tl.where({condition.name}, {a.name}, {b.name})", a.dtype)
+
+    def random(self, seed, offset, distribution):
+        """`distribution` ("rand" or "randn") float32 values at integer `offset`s."""
+        helper = "jit_rand" if distribution == "rand" else "jit_randn"
+        return self.emit(f"{helper}({self.tensor(seed)}, {self.tensor(offset)})", torch.float32)
+
+    # -- arithmetic ------------------------------------------------------------------------
+    def _binary(self, operator: str, a, b):
+        if a.bare and b.bare:
+            return self.emit(f"{self.tensor(a)} {operator} {b.name}", a.dtype)
+        return self.emit(f"{a.name} {operator} {b.name}", a.dtype)
+
+    def add(self, a, b):
+        return self._binary("+", a, b)
+
+    def sub(self, a, b):
+        return self._binary("-", a, b)
+
+    def mul(self, a, b):
+        return self._binary("*", a, b)
+
+    def truediv(self, a, b):
+        if a.dtype in (torch.float32, torch.float64):
+            return self.emit(f"tl.math.div_rn({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+        return self._binary("/", a, b)
+
+    def _integer_division(self, helper: str, a, b):
+        self.scope.check(f"{self.tensor(b)} == 0", ERROR_ZERO_DIVISION, self.predicate)
+        return self.emit(f"{helper}({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+
+    def floordiv(self, a, b):
+        if a.dtype.is_floating_point:
+            return self.emit(f"jit_floordiv_float({self.tensor(a)}, {self.tensor(b)})",
+                             a.dtype)
+        return self._integer_division("jit_floordiv_int", a, b)
+
+    def truncdiv(self, a, b):
+        if a.dtype.is_floating_point:
+            return self.emit(f"libdevice.trunc(tl.math.div_rn({self.tensor(a)}, "
+                             f"{self.tensor(b)}))", a.dtype)
+        return self._integer_division("jit_truncdiv_int", a, b)
+
+    def remainder(self, a, b):
+        if a.dtype.is_floating_point:
+            return self.emit(f"jit_remainder_float({self.tensor(a)}, {self.tensor(b)})",
+                             a.dtype)
+        return self._integer_division("jit_remainder_int", a, b)
+
+    def fmod(self, a, b):
+        if a.dtype.is_floating_point:
+            return self.emit(f"libdevice.fmod({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+        return self._integer_division("jit_fmod_int", a, b)
+
+    def pow(self, a, b):
+        if a.dtype.is_floating_point:
+            return self.emit(f"libdevice.pow({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+        return self.emit(f"jit_ipow({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+
+    def maximum(self, a, b):
+        if a.dtype == torch.bool:
+            return self.emit(f"{self.tensor(a)} | {self.tensor(b)}", a.dtype)
+        if a.dtype.is_floating_point:
+            return self.emit(f"jit_maximum({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+        return self.emit(f"tl.maximum({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+
+    def minimum(self, a, b):
+        if a.dtype == torch.bool:
+            return self.emit(f"{self.tensor(a)} & {self.tensor(b)}", a.dtype)
+        if a.dtype.is_floating_point:
+            return self.emit(f"jit_minimum({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+        return self.emit(f"tl.minimum({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+
+    def fmax(self, a, b):
+        return self.emit(f"jit_fmax({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+
+    def fmin(self, a, b):
+        return self.emit(f"jit_fmin({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+
+    def _libdevice(self, name: str, *values):
+        arguments = ", ".join(self.tensor(value) for value in values)
+        return self.emit(f"libdevice.{name}({arguments})", values[0].dtype)
+
+    def atan2(self, a, b):
+        return self._libdevice("atan2", a, b)
+
+    def hypot(self, a, b):
+        return self._libdevice("hypot", a, b)
+
+    def copysign(self, a, b):
+        return self._libdevice("copysign", a, b)
+
+    def nextafter(self, a, b):
+        return self._libdevice("nextafter", a, b)
+
+    def _truth(self, value) -> str:
+        return self.tensor(value) if value.dtype == torch.bool else f"({self.tensor(value)} != 0)"
+
+    def logical_and(self, a, b):
+        return self.emit(f"{self._truth(a)} & {self._truth(b)}", torch.bool)
+
+    def logical_or(self, a, b):
+        return self.emit(f"{self._truth(a)} | {self._truth(b)}", torch.bool)
+
+    def logical_xor(self, a, b):
+        return self.emit(f"{self._truth(a)} ^ {self._truth(b)}", torch.bool)
+
+    def bitwise_and(self, a, b):
+        return self._binary("&", a, b)
+
+    def bitwise_or(self, a, b):
+        return self._binary("|", a, b)
+
+    def bitwise_xor(self, a, b):
+        return self._binary("^", a, b)
+
+    def left_shift(self, a, b):
+        return self.emit(f"jit_shift_left({self.tensor(a)}, {self.tensor(b)}, {BITS[a.dtype]})",
+                         a.dtype)
+
+    def right_shift(self, a, b):
+        return self.emit(f"jit_shift_right({self.tensor(a)}, {self.tensor(b)}, "
+                         f"{BITS[a.dtype]})", a.dtype)
+
+    def default(self, name, *args, **kwargs):
+        if name in COMPARISONS and len(args) == 2:
+            first, second = args
+            left = self.tensor(first) if first.bare and second.bare else first.name
+            return self.emit(f"{left} {COMPARISONS[name]} {second.name}", torch.bool)
+        if len(args) == 1:
+            return self._unary(name, args[0])
+        raise NotImplementedError(f"Triton code generation has no operation {name!r}")
+
+    def _unary(self, name: str, value):
+        text = self.tensor(value)
+        dtype = value.dtype
+        if name in TL_UNARY:
+            return self.emit(f"{TL_UNARY[name]}({text})", dtype)
+        if name in LIBDEVICE_UNARY:
+            return self.emit(f"libdevice.{name}({text})", dtype)
+        special = _special_unary(name, text, dtype)
+        if special is None:
+            raise NotImplementedError(f"Triton code generation has no operation {name!r}")
+        result, result_dtype = special
+        return self.emit(result, result_dtype)
+
+
+def _one(dtype: torch.dtype) -> str:
+    return f"tl.full([], 1.0, {triton_type(dtype)})"
+
+
+def _special_unary(name: str, text: str, dtype: torch.dtype):
+    """(Triton text, result dtype) of the unary operations without a library function."""
+    integer = "tl.int64" if dtype == torch.float64 else "tl.int32"
+    table = {
+        "neg": (f"-{text}", dtype),
+        "abs": (f"tl.abs({text})", dtype),
+        "sqrt": (f"tl.sqrt_rn({text})" if dtype == torch.float32 else f"tl.sqrt({text})",
+                 dtype),
+        "reciprocal": (f"tl.math.div_rn({_one(dtype)}, {text})", dtype),
+        "sigmoid": (f"tl.math.div_rn({_one(dtype)}, 1.0 + tl.exp(-{text}))", dtype),
+        "round": (f"libdevice.nearbyint({text})", dtype),
+        "sign": (f"({text} > 0).to({triton_type(dtype)}) - ({text} < 0).to("
+                 f"{triton_type(dtype)})", dtype),
+        "signbit": (f"{text}.to({integer}, bitcast=True) < 0", torch.bool),
+        "isnan": (f"{text} != {text}", torch.bool),
+        "isinf": (f'tl.abs({text}) == float("inf")', torch.bool),
+        "isfinite": (f'tl.abs({text}) < float("inf")', torch.bool),
+        "logical_not": (f"{text} == 0", torch.bool),
+        "bitwise_not": (f"~{text}", dtype),
+        "square": (f"{text} * {text}", dtype),
+    }
+    if name == "sign" and dtype == torch.bool:
+        return text, dtype
+    if name in ("signbit",) and not dtype.is_floating_point:
+        return f"{text} < 0", torch.bool
+    if name in ("isnan", "isinf") and not dtype.is_floating_point:
+        return f"{text} != {text}", torch.bool
+    if name == "isfinite" and not dtype.is_floating_point:
+        return f"{text} == {text}", torch.bool
+    if name == "bitwise_not" and dtype == torch.bool:
+        return f"{text} == 0", torch.bool
+    return table.get(name)

@@ -1,0 +1,215 @@
+"""The Triton prelude: text pasted at the top of every generated module.
+
+Input: nothing. Output: `PRELUDE`, Triton helpers with torch's semantics (NaN-propagating
+max/min, integer division and modulo rounding like Python, shifts past the width, integer
+powers), the combine functions of every reduction (argmax/argmin with NaN and index
+tie-break, Welford), and a Philox 4x32-10 counter-based generator for random numbers.
+
+Generated code calls only these helpers and core `triton.language` builtins, never Triton's
+own `@jit` library functions (`tl.sum`, `tl.max`, `tl.rand`, ...): those are decorated when
+Triton is imported, so under the CPU interpreter (`TRITON_INTERPRET=1` set only while a
+module is loaded) they would not run. Mathematical functions outside `tl` go through
+`libdevice`, which the CPU loader replaces with NumPy equivalents.
+"""
+from __future__ import annotations
+
+PRELUDE = '''\
+import triton
+import triton.language as tl
+try:
+    from triton.language.extra import libdevice
+except ImportError:  # triton without the device-neutral module
+    from triton.language.extra.cuda import libdevice
+
+
+@triton.jit
+def jit_maximum(a, b):
+    return tl.where((a != a) | (a >= b), a, b)
+
+
+@triton.jit
+def jit_minimum(a, b):
+    return tl.where((a != a) | (a <= b), a, b)
+
+
+@triton.jit
+def jit_fmax(a, b):
+    return tl.where(b != b, a, tl.where(a != a, b, tl.where(a >= b, a, b)))
+
+
+@triton.jit
+def jit_fmin(a, b):
+    return tl.where(b != b, a, tl.where(a != a, b, tl.where(a <= b, a, b)))
+
+
+@triton.jit
+def jit_floordiv_int(a, b):
+    divisor = tl.where(b == 0, 1, b)
+    quotient = a // divisor
+    remainder = a % divisor
+    quotient = tl.where((remainder != 0) & ((remainder < 0) != (b < 0)), quotient - 1, quotient)
+    return tl.where(b == -1, -a, tl.where(b == 0, 0, quotient))
+
+
+@triton.jit
+def jit_truncdiv_int(a, b):
+    divisor = tl.where(b == 0, 1, b)
+    return tl.where(b == -1, -a, tl.where(b == 0, 0, a // divisor))
+
+
+@triton.jit
+def jit_remainder_int(a, b):
+    divisor = tl.where((b == 0) | (b == -1), 1, b)
+    remainder = a % divisor
+    remainder = tl.where((remainder != 0) & ((remainder < 0) != (b < 0)), remainder + b,
+                         remainder)
+    return tl.where((b == 0) | (b == -1), 0, remainder)
+
+
+@triton.jit
+def jit_fmod_int(a, b):
+    divisor = tl.where((b == 0) | (b == -1), 1, b)
+    return tl.where((b == 0) | (b == -1), 0, a % divisor)
+
+
+@triton.jit
+def jit_floordiv_float(a, b):
+    modulo = libdevice.fmod(a, b)
+    quotient = tl.math.div_rn(a - modulo, b)
+    quotient = tl.where((modulo != 0) & ((b < 0) != (modulo < 0)), quotient - 1, quotient)
+    rounded = tl.floor(quotient)
+    rounded = tl.where(quotient - rounded > 0.5, rounded + 1, rounded)
+    ratio = tl.math.div_rn(a, b)
+    rounded = tl.where(quotient == 0, libdevice.copysign(quotient - quotient, ratio), rounded)
+    return tl.where(b == 0, ratio, rounded)
+
+
+@triton.jit
+def jit_remainder_float(a, b):
+    modulo = libdevice.fmod(a, b)
+    return tl.where((modulo != 0) & ((b < 0) != (modulo < 0)), modulo + b, modulo)
+
+
+@triton.jit
+def jit_shift_left(a, b, BITS: tl.constexpr):
+    outside = (b < 0) | (b >= BITS)
+    return tl.where(outside, a - a, a << tl.where(outside, b - b, b))
+
+
+@triton.jit
+def jit_shift_right(a, b, BITS: tl.constexpr):
+    outside = (b < 0) | (b >= BITS)
+    shifted = a >> tl.where(outside, b - b, b)
+    return tl.where(outside, tl.where(a < 0, a - a - 1, a - a), shifted)
+
+
+@triton.jit
+def jit_ipow(base, exponent):
+    result = base - base + 1
+    power = base
+    remaining = exponent
+    for _ in tl.static_range(64):
+        result = tl.where((remaining & 1) != 0, result * power, result)
+        power = power * power
+        remaining = remaining >> 1
+    one = base - base + 1
+    negative = tl.where(base == 1, one,
+                        tl.where(base == -1, tl.where((exponent & 1) != 0, -one, one), one - one))
+    return tl.where(exponent < 0, negative, result)
+
+
+@triton.jit
+def jit_sum(a, b):
+    return a + b
+
+
+@triton.jit
+def jit_prod(a, b):
+    return a * b
+
+
+@triton.jit
+def jit_any(a, b):
+    return a | b
+
+
+@triton.jit
+def jit_all(a, b):
+    return a & b
+
+
+@triton.jit
+def jit_argmax(value_a, index_a, value_b, index_b):
+    nan_a = value_a != value_a
+    nan_b = value_b != value_b
+    earlier = index_b < index_a
+    take = tl.where(nan_a, nan_b & earlier,
+                    nan_b | (value_b > value_a) | ((value_b == value_a) & earlier))
+    return tl.where(take, value_b, value_a), tl.where(take, index_b, index_a)
+
+
+@triton.jit
+def jit_argmin(value_a, index_a, value_b, index_b):
+    nan_a = value_a != value_a
+    nan_b = value_b != value_b
+    earlier = index_b < index_a
+    take = tl.where(nan_a, nan_b & earlier,
+                    nan_b | (value_b < value_a) | ((value_b == value_a) & earlier))
+    return tl.where(take, value_b, value_a), tl.where(take, index_b, index_a)
+
+
+@triton.jit
+def jit_welford_update(mean, m2, weight, value, mask):
+    new_weight = weight + tl.where(mask, 1.0, 0.0)
+    delta = value - mean
+    new_mean = mean + tl.where(mask, delta / tl.where(new_weight == 0, 1.0, new_weight), 0.0)
+    new_m2 = m2 + tl.where(mask, delta * (value - new_mean), 0.0)
+    return new_mean, new_m2, new_weight
+
+
+@triton.jit
+def jit_welford_combine(mean_a, m2_a, weight_a, mean_b, m2_b, weight_b):
+    weight = weight_a + weight_b
+    delta = mean_b - mean_a
+    fraction = tl.where(weight == 0, 0.0, weight_b / tl.where(weight == 0, 1.0, weight))
+    return mean_a + delta * fraction, m2_a + m2_b + delta * delta * weight_a * fraction, weight
+
+
+@triton.jit
+def jit_philox(seed, offset):
+    # Philox 4x32-10 of the counter (offset, 0, 0, 0) under the 64-bit key `seed`; the
+    # first two 32-bit words of the result.
+    c0 = offset.to(tl.uint32)
+    c1 = (offset.to(tl.int64) >> 32).to(tl.uint32)
+    c2 = c0 - c0
+    c3 = c0 - c0
+    k0 = seed.to(tl.uint32)
+    k1 = (seed.to(tl.int64) >> 32).to(tl.uint32)
+    multiplier0 = tl.full([], 0xD2511F53, tl.uint32)
+    multiplier1 = tl.full([], 0xCD9E8D57, tl.uint32)
+    step0 = tl.full([], 0x9E3779B9, tl.uint32)
+    step1 = tl.full([], 0xBB67AE85, tl.uint32)
+    for _ in tl.static_range(10):
+        high0 = tl.umulhi(multiplier0, c0)
+        high1 = tl.umulhi(multiplier1, c2)
+        low0 = multiplier0 * c0
+        low1 = multiplier1 * c2
+        c0, c1, c2, c3 = high1 ^ c1 ^ k0, low1, high0 ^ c3 ^ k1, low0
+        k0 = k0 + step0
+        k1 = k1 + step1
+    return c0, c1
+
+
+@triton.jit
+def jit_rand(seed, offset):
+    first, _ = jit_philox(seed, offset)
+    return (first >> 8).to(tl.float32) * 5.9604644775390625e-08
+
+
+@triton.jit
+def jit_randn(seed, offset):
+    first, second = jit_philox(seed, offset)
+    radius = ((first >> 8).to(tl.float32) + 1.0) * 5.9604644775390625e-08
+    angle = (second >> 8).to(tl.float32) * 5.9604644775390625e-08
+    return tl.sqrt(-2.0 * tl.log(radius)) * tl.cos(6.283185307179586 * angle)
+'''

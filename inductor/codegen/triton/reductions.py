@@ -1,0 +1,150 @@
+"""Triton text for reductions: whole-row reductions held in registers, block accumulators of
+looped and split reductions, and the combine of split partials.
+
+Input: a reduction type, the compute dtype of the reduced values, the value's Triton text
+and the lane mask. Output: lines and the name of a `[XBLOCK, 1]` result. Every reduction goes
+through `tl.reduce` with a prelude combine function (NaN-propagating max/min, argmax/argmin
+with index tie-break, Welford merge), so the interpreter and the GPU run the same code.
+"""
+from __future__ import annotations
+
+import torch
+
+from inductor.codegen.triton.expressions import literal, triton_type
+
+COMBINE = {"sum": "jit_sum", "prod": "jit_prod", "max": "jit_maximum", "min": "jit_minimum",
+           "any": "jit_any", "all": "jit_all", "argmax": "jit_argmax", "argmin": "jit_argmin"}
+LAST_INDEX = "9223372036854775807"
+
+
+def identity(reduction_type: str, dtype: torch.dtype) -> str:
+    """The neutral element of a reduction over `dtype` values, as Triton text."""
+    if reduction_type in ("sum", "var_m2"):
+        return literal(0, dtype)[0]
+    if reduction_type == "prod":
+        return literal(1, dtype)[0]
+    if reduction_type == "any":
+        return "False"
+    if reduction_type == "all":
+        return "True"
+    low, high = _bounds(dtype)
+    if reduction_type in ("max", "argmax"):
+        return literal(low, dtype)[0]
+    if reduction_type in ("min", "argmin"):
+        return literal(high, dtype)[0]
+    raise NotImplementedError(reduction_type)
+
+
+def _bounds(dtype: torch.dtype) -> tuple:
+    if dtype.is_floating_point:
+        return float("-inf"), float("inf")
+    if dtype == torch.bool:
+        return 0, 1
+    information = torch.iinfo(dtype)
+    return information.min, information.max
+
+
+def result_dtype(reduction_type: str, dtype: torch.dtype) -> torch.dtype:
+    return torch.int64 if reduction_type in ("argmax", "argmin") else dtype
+
+
+class Accumulator:
+    """The state of one reduction accumulated over blocks of a row (looped and split).
+
+    `name` prefixes its variables; `dtype` is the compute dtype of the reduced values.
+    """
+
+    def __init__(self, name: str, reduction_type: str, dtype: torch.dtype):
+        self.name = name
+        self.type = reduction_type
+        self.dtype = dtype
+
+    def variables(self) -> list:
+        """(name, dtype) of each accumulator variable (and of each split partial)."""
+        if self.type == "var_m2":
+            return [(f"{self.name}_mean", self.dtype), (f"{self.name}_m2", self.dtype),
+                    (f"{self.name}_weight", self.dtype)]
+        if self.type in ("argmax", "argmin"):
+            return [(self.name, self.dtype), (f"{self.name}_index", torch.int64)]
+        return [(self.name, self.dtype)]
+
+    def declare(self, shape: str) -> list[str]:
+        lines = []
+        for position, (name, dtype) in enumerate(self.variables()):
+            start = LAST_INDEX if position == 1 and self.type in ("argmax", "argmin") else \
+                identity(self.type if self.type != "var_m2" else "sum", dtype)
+            lines.append(f"{name} = tl.full({shape}, {start}, {triton_type(dtype)})")
+        return lines
+
+    def update(self, value: str, mask: str, index: str) -> list[str]:
+        """Fold `value` (at reduction positions `index`) into the accumulator."""
+        name = self.name
+        masked = f"tl.where({mask}, {value}, {identity(self.type, self.dtype)})"
+        if self.type == "var_m2":
+            return [f"{name}_mean, {name}_m2, {name}_weight = jit_welford_update("
+                    f"{name}_mean, {name}_m2, {name}_weight, {value}, {mask})"]
+        if self.type in ("argmax", "argmin"):
+            return [f"{name}, {name}_index = {COMBINE[self.type]}({name}, {name}_index, "
+                    f"{masked}, tl.where({mask}, ({index}).to(tl.int64), {LAST_INDEX}))"]
+        return [f"{name} = {COMBINE[self.type]}({name}, {masked})"]
+
+    def finish(self, result: str) -> list[str]:
+        """Reduce the block accumulator along the row into `result` ([XBLOCK, 1])."""
+        names = ", ".join(name for name, _dtype in self.variables())
+        if self.type == "var_m2":
+            return [f"_, {result}, _ = tl.reduce(({names}), 1, jit_welford_combine)",
+                    f"{result} = {result}[:, None]"]
+        if self.type in ("argmax", "argmin"):
+            return [f"_, {result} = tl.reduce(({names}), 1, {COMBINE[self.type]})",
+                    f"{result} = {result}[:, None]"]
+        return [f"{result} = tl.reduce({names}, 1, {COMBINE[self.type]})[:, None]"]
+
+    def finish_partials(self) -> list[str]:
+        """Reduce each accumulator variable along the row, in place (split partial kernel)."""
+        names = [name for name, _dtype in self.variables()]
+        joined = ", ".join(names)
+        if self.type == "var_m2":
+            return [f"{joined} = tl.reduce(({joined}), 1, jit_welford_combine)"]
+        if self.type in ("argmax", "argmin"):
+            return [f"{joined} = tl.reduce(({joined}), 1, {COMBINE[self.type]})"]
+        return [f"{joined} = tl.reduce({joined}, 1, {COMBINE[self.type]})"]
+
+    def combine_partials(self, loads: list, result: str) -> list[str]:
+        """Combine partials loaded as `[XBLOCK, SBLOCK]` tensors (one per variable)."""
+        joined = ", ".join(loads)
+        if self.type == "var_m2":
+            return [f"_, {result}, _ = tl.reduce(({joined}), 1, jit_welford_combine)",
+                    f"{result} = {result}[:, None]"]
+        if self.type in ("argmax", "argmin"):
+            return [f"_, {result} = tl.reduce(({joined}), 1, {COMBINE[self.type]})",
+                    f"{result} = {result}[:, None]"]
+        return [f"{result} = tl.reduce({joined}, 1, {COMBINE[self.type]})[:, None]"]
+
+    def partial_filler(self, position: int) -> str:
+        """What a missing partial (masked lane) holds for variable `position`."""
+        if self.type == "var_m2":
+            return "0.0"
+        if position == 1 and self.type in ("argmax", "argmin"):
+            return LAST_INDEX
+        return identity(self.type, self.dtype)
+
+
+def whole_row(reduction_type: str, dtype: torch.dtype, value: str, mask: str, index: str,
+              count: int, result: str) -> list[str]:
+    """A reduction of a row held in registers ([XBLOCK, RBLOCK]) into `result`."""
+    neutral = identity(reduction_type, dtype)
+    if reduction_type == "var_m2":
+        zero = literal(0, dtype)[0]
+        return [f"{result}_sum = tl.reduce(tl.where({mask}, {value}, {zero}), 1, jit_sum)"
+                f"[:, None]",
+                f"{result}_mean = {result}_sum / {count}",
+                f"{result}_deviation = tl.where({mask}, {value} - {result}_mean, {zero})",
+                f"{result} = tl.reduce({result}_deviation * {result}_deviation, 1, "
+                f"jit_sum)[:, None]"]
+    masked = f"tl.where({mask}, {value}, {neutral})"
+    if reduction_type in ("argmax", "argmin"):
+        positions = f"tl.where({mask}, ({index}).to(tl.int64), {LAST_INDEX})"
+        return [f"_, {result} = tl.reduce(({masked}, {positions}), 1, "
+                f"{COMBINE[reduction_type]})",
+                f"{result} = {result}[:, None]"]
+    return [f"{result} = tl.reduce({masked}, 1, {COMBINE[reduction_type]})[:, None]"]

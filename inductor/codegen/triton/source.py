@@ -1,0 +1,69 @@
+"""Triton modules: the kernels of one graph become one Python module of `@triton.jit`
+functions.
+
+Input: a `GraphPlan` whose kernels carry a `tiling`. Output: a `TritonModule`: the module text
+(the prelude, then each distinct function once, named by a hash of its text so repeated
+layers share one function and one compilation) and, per kernel plan, a `TritonKernelSource`
+naming its functions, the graph buffers it takes, and its `LaunchSpec`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+from inductor.codegen.triton.kernel import NAME, LaunchSpec, TritonKernel
+from inductor.codegen.triton.prelude import PRELUDE
+from inductor.codegen.triton.scatter import TritonScatterKernel
+from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
+
+
+@dataclasses.dataclass
+class TritonKernelSource:
+    """One kernel plan's functions and launch needs."""
+
+    plan_name: str
+    step: int                   # index of the plan in the graph plan's steps
+    arguments: list             # graph buffer names, in parameter order
+    functions: list             # KernelFunction, named
+    spec: LaunchSpec
+    in_place: list              # positions of arguments the kernel both reads and writes
+
+    def source(self) -> str:
+        """The text of this kernel's functions (the autotuning cache key hashes it)."""
+        return "\n\n".join(function.text.replace(NAME, function.name)
+                           for function in self.functions)
+
+
+@dataclasses.dataclass
+class TritonModule:
+    """The generated module of one graph."""
+
+    text: str
+    kernels: list               # TritonKernelSource per kernel plan, in step order
+
+
+def function_name(role: str, text: str) -> str:
+    """A name that depends only on the function's text."""
+    return f"triton_{role}_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def generate(plan: GraphPlan, dtype_of, checks: bool) -> TritonModule:
+    """Print every kernel of `plan` (see the module docstring). `checks`: kernels report
+    out-of-range indices and integer division by zero through a status word."""
+    kernels, texts = [], {}
+    for position, step in enumerate(plan.steps):
+        if not isinstance(step, KernelPlan):
+            continue
+        kind = TritonScatterKernel if isinstance(step, ScatterPlan) else TritonKernel
+        printer = kind(step, dtype_of, checks)
+        functions = printer.functions()
+        for function in functions:
+            function.name = function_name(function.role, function.text)
+            texts.setdefault(function.name, function.text.replace(NAME, function.name))
+        arguments = printer.arguments()
+        in_place = [index for index, name in enumerate(arguments)
+                    if name in step.loads and name in step.stores]
+        kernels.append(TritonKernelSource(step.name, position, arguments, functions,
+                                          printer.spec, in_place))
+    text = PRELUDE + "\n\n" + "\n\n".join(texts.values())
+    return TritonModule(text, kernels)

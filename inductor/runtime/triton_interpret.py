@@ -1,0 +1,95 @@
+"""Stage "build", CPU side: loading generated Triton modules for Triton's interpreter.
+
+Input: a module's source file. Output: the module with its `@triton.jit` functions decorated
+while `TRITON_INTERPRET=1` (so they run on CPU tensors through NumPy), and `libdevice`
+replaced by `libdevice_on_cpu`: Triton's interpreter has no `libdevice`, so each function the
+generated code calls is computed by the matching torch function on the lanes' values (the
+same values eager computes). Triton itself must be imported before the variable is set, so
+its own library stays compiled-mode.
+
+This is how CI tests every Triton code path without a GPU (`JIT_CPU_BACKEND=triton`). The
+shim reads interpreter values (`tensor.handle.data`, a NumPy array): an internal of Triton's
+interpreter, checked here so a change fails with a clear message.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import types
+
+import numpy
+import torch
+
+UNARY = {
+    "expm1": torch.expm1, "log1p": torch.log1p, "log10": torch.log10, "tan": torch.tan,
+    "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh,
+    "cosh": torch.cosh, "tanh": torch.tanh, "asinh": torch.asinh, "acosh": torch.acosh,
+    "atanh": torch.atanh, "erf": torch.erf, "erfc": torch.erfc, "erfinv": torch.erfinv,
+    "lgamma": torch.lgamma, "sin": torch.sin, "cos": torch.cos, "trunc": torch.trunc,
+    "rsqrt": torch.rsqrt, "nearbyint": torch.round, "exp": torch.exp, "log": torch.log,
+    "sqrt": torch.sqrt,
+}
+BINARY = {
+    "fmod": torch.fmod, "pow": torch.pow, "atan2": torch.atan2, "hypot": torch.hypot,
+    "copysign": torch.copysign, "nextafter": torch.nextafter,
+}
+
+
+class InterpreterChanged(RuntimeError):
+    """Triton's interpreter no longer exposes values the way this shim expects (a newer
+    Triton). The CPU Triton backend cannot run; use `inductor.config.cpu_backend = "cpp"`."""
+
+
+def _lanes(value):
+    """(torch tensor of the lanes, the value's Triton type) of an interpreter value."""
+    handle = getattr(value, "handle", None)
+    data = getattr(handle, "data", None)
+    if not isinstance(data, numpy.ndarray):
+        raise InterpreterChanged(f"unexpected interpreter value {type(value).__name__}")
+    return torch.from_numpy(numpy.ascontiguousarray(data)), value.type
+
+
+def _wrap(result: torch.Tensor, types_: list):
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    scalar = types_[0].scalar
+    shapes = [list(kind.shape) for kind in types_ if isinstance(kind, tl.block_type)]
+    if shapes:
+        shape = list(torch.broadcast_shapes(*[tuple(shape) for shape in shapes]))
+        kind = tl.block_type(scalar, shape)
+        data = result.expand(shape) if list(result.shape) != shape else result
+    else:
+        kind, data = scalar, result.reshape(-1)[:1]
+    return tl.tensor(TensorHandle(numpy.ascontiguousarray(data.numpy()), scalar), kind)
+
+
+def _elementwise(function):
+    def call(*values):
+        lanes, types_ = zip(*(_lanes(value) for value in values))
+        with torch.no_grad():
+            result = function(*lanes)
+        return _wrap(result.to(lanes[0].dtype), list(types_))
+    call.__name__ = getattr(function, "__name__", "libdevice_function")
+    return call
+
+
+libdevice_on_cpu = types.SimpleNamespace(
+    **{name: _elementwise(function) for name, function in {**UNARY, **BINARY}.items()})
+
+
+@contextlib.contextmanager
+def interpreting():
+    """Decorate the functions defined inside the block for Triton's interpreter."""
+    import triton  # noqa: F401  (Triton's own library must load compiled-mode first)
+    import triton.language  # noqa: F401
+
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = saved

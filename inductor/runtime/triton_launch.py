@@ -1,0 +1,176 @@
+"""Launching generated Triton kernels: the callable the wrapper runs for each kernel plan.
+
+Input: a kernel's functions (loaded by `triton_build.py`), its `LaunchSpec` and candidates
+(`triton_autotune.py`). Output: a `Launcher`, called with the graph buffers the kernel takes.
+On the first call with more than one candidate it times them on those tensors (restoring
+any buffer the kernel updates in place) and keeps the fastest, also on disk. Each call
+allocates the scratch memory split reductions need, launches on the current stream, and, for
+interpreted kernels that report errors, raises what eager raises.
+
+After tuning, a GPU launcher calls Triton's compiled kernel directly (`CompiledKernel[grid]`)
+when the tensors' 16-byte alignment is what the kernel was compiled for; otherwise, and on
+Triton versions without that entry point, it goes through the `@triton.jit` function.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+import torch
+
+from inductor.config import config
+from inductor.runtime import triton_autotune as autotune
+
+log = logging.getLogger("framejit.inductor")
+
+
+def cdiv(numerator: int, denominator: int) -> int:
+    return -(-numerator // denominator)
+
+
+class Launcher:
+    """Runs one kernel plan's Triton functions (see the module docstring)."""
+
+    def __init__(self, source, module, device: torch.device, argument_dtypes: list,
+                 exhaustive: bool, interpret: bool):
+        self.name = source.plan_name
+        self.spec = source.spec
+        self.device = device
+        self.interpret = interpret
+        self.exhaustive = exhaustive
+        self.in_place = list(source.in_place)
+        self.source_text = source.source()
+        functions = source.functions
+        self.functions = [(function.role, getattr(module, function.name), function.name)
+                          for function in functions]
+        self.variants = self._variants([function.role for function in functions])
+        roles = [function.role for function in functions]
+        self.candidates = autotune.candidates(self.spec, roles, exhaustive, interpret)
+        self.argument_dtypes = list(argument_dtypes) + list(self.spec.workspaces)
+        self.choice: Optional[autotune.Candidate] = \
+            self.candidates[0] if len(self.candidates) == 1 or interpret else None
+        self.fast: Optional[list] = None
+        self.alignment: Optional[tuple] = None
+
+    def _variants(self, roles: list) -> list:
+        """Per variant, the indices of its functions in launch order."""
+        if self.spec.kind in ("split", "scatter"):
+            return [list(range(len(roles)))]
+        return [[position] for position in range(len(roles))]
+
+    # -- compilation ----------------------------------------------------------------------
+    def compile_tasks(self) -> dict:
+        """Function name -> a callable compiling it for every candidate configuration."""
+        if self.interpret:
+            return {}
+        wanted: dict = {}
+        for candidate in self.candidates:
+            for position, kwargs in zip(self.variants[candidate.variant], candidate.arguments):
+                role, function, name = self.functions[position]
+                wanted.setdefault(name, (function, []))
+                if kwargs not in wanted[name][1]:
+                    wanted[name][1].append(kwargs)
+        signature = self.argument_dtypes + ([torch.int32] if self.spec.status else [])
+
+        def task(function, configurations):
+            def compile_all():
+                for kwargs in configurations:
+                    function.warmup(*signature, grid=(1,), **kwargs)
+            return compile_all
+        return {name: task(*value) for name, value in wanted.items()}
+
+    # -- running --------------------------------------------------------------------------
+    def __call__(self, *tensors) -> None:
+        if self.spec.xnumel == 0:
+            return
+        if self.fast is not None and self._aligned(tensors) == self.alignment:
+            scratch = self._scratch()
+            for runner, blocks in self.fast:
+                runner(*tensors, *scratch, *blocks)
+            return
+        if self.choice is None:
+            self.choice = self._tune(tensors)
+        self._launch(self.choice, tensors)
+
+    def _scratch(self) -> list:
+        extra = [torch.empty(self.spec.xnumel * self.spec.split, dtype=dtype, device=self.device)
+                 for dtype in self.spec.workspaces]
+        if self.spec.status:
+            extra.append(torch.zeros(1, dtype=torch.int32, device=self.device))
+        return extra
+
+    def _grid(self, role: str, kwargs: dict) -> tuple:
+        spec = self.spec
+        if spec.kind == "tiled":
+            return (cdiv(spec.xnumel, kwargs["XBLOCK"]), cdiv(spec.ynumel, kwargs["YBLOCK"]))
+        if role == "partial":
+            return (cdiv(spec.xnumel, kwargs["XBLOCK"]), spec.split)
+        if role == "write":
+            return (cdiv(spec.rnumel, kwargs["XBLOCK"]),)
+        return (cdiv(spec.xnumel, kwargs["XBLOCK"]),)
+
+    def _launch(self, candidate, tensors, record: bool = True) -> None:
+        extra = self._scratch()
+        compiled = []
+        for position, kwargs in zip(self.variants[candidate.variant], candidate.arguments):
+            role, function, _name = self.functions[position]
+            if role == "write" and self.spec.rnumel == 0:
+                continue
+            grid = self._grid(role, kwargs)
+            compiled.append((function[grid](*tensors, *extra, **kwargs), grid, kwargs))
+        if self.spec.status:
+            status = int(extra[-1].item())
+            if status:
+                from inductor.codegen.wrapper import KernelError
+                KernelError.raise_for(status)
+        if record and not self.interpret and self.fast is None and candidate is self.choice:
+            self._make_fast(compiled, tensors)
+
+    # -- the direct path --------------------------------------------------------------------
+    @staticmethod
+    def _aligned(tensors) -> tuple:
+        return tuple(tensor.data_ptr() % 16 == 0 for tensor in tensors)
+
+    def _make_fast(self, compiled: list, tensors) -> None:
+        """Keep `CompiledKernel[grid]` runners for the next calls, where Triton has them."""
+        if not config.triton_direct_launch or self.spec.status:
+            return
+        runners = []
+        for kernel, grid, kwargs in compiled:
+            if kernel is None or not hasattr(kernel, "__getitem__"):
+                return
+            try:
+                runner = kernel[grid]
+            except Exception:  # noqa: BLE001  (an older Triton: keep the jit path)
+                return
+            blocks = [value for key, value in kwargs.items()
+                      if key.endswith("BLOCK")]
+            runners.append((runner, blocks))
+        self.fast = runners
+        self.alignment = self._aligned(tensors)
+
+    # -- tuning ---------------------------------------------------------------------------
+    def _tune(self, tensors) -> autotune.Candidate:
+        device_name = torch.cuda.get_device_name(self.device)
+        key = autotune.record_key(self.source_text, self.spec, device_name, self.exhaustive)
+        known = autotune.recorded(key, self.candidates)
+        if known is not None:
+            return known
+        saved = [tensors[position].clone() for position in self.in_place]
+        timings, best, best_time = {}, self.candidates[0], float("inf")
+        for candidate in self.candidates:
+            try:
+                elapsed = autotune.time_launch(
+                    lambda: self._launch(candidate, tensors, record=False))
+            except Exception as error:  # noqa: BLE001  (e.g. out of resources: skip it)
+                log.debug("Triton config %s of %s failed: %s", candidate.describe(),
+                          self.name, error)
+                continue
+            timings[candidate.describe()] = elapsed
+            if elapsed < best_time:
+                best, best_time = candidate, elapsed
+        for position, value in zip(self.in_place, saved):
+            tensors[position].copy_(value)
+        autotune.remember(key, best, timings)
+        log.debug("tuned %s: %s (%.4f ms)", self.name, best.describe(), best_time)
+        return best

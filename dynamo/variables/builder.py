@@ -71,8 +71,7 @@ def wrap(tx, value: Any, source: Optional[Source]) -> Variable:
     if kind in (list, tuple, torch.Size) or (isinstance(value, tuple) and hasattr(kind, "_fields")) \
             or (isinstance(value, list) and _modelled_subclass(kind, source)):
         return _wrap_sequence(tx, value, source)
-    if kind in (dict, collections.OrderedDict, collections.defaultdict, types.MappingProxyType) or \
-            _modelled_subclass(kind, source):
+    if kind in _MAPPINGS or _modelled_subclass(kind, source):
         return _wrap_mapping(tx, value, source)
     if kind is set:
         return _wrap_set(tx, value, source)
@@ -116,6 +115,9 @@ def _guard_immutable(tx, value: Any, source: Source) -> None:
             raise Unsupported(UNSUPPORTED_OBJECT, f"a {type(value).__name__} whose {part} "
                               "cannot be guarded")
         tx.guards.add(ConstantGuard(AttrSource(source, part), attribute))
+
+
+_MAPPINGS = (dict, collections.OrderedDict, collections.defaultdict, types.MappingProxyType)
 
 
 def _guard(tx, source: Optional[Source], make) -> None:

@@ -5,7 +5,6 @@ Pure builtins on constant arguments fold at trace time. The rest have a rule eac
 """
 from __future__ import annotations
 
-import builtins
 import math
 import operator
 from typing import Any, Callable

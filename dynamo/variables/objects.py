@@ -17,7 +17,6 @@ from dynamo.variables.attributes import (MISSING, bind_class_attribute, class_lo
                                          generic_getattr, generic_hasattr, preexisting_box,
                                          python_override)
 from dynamo.variables.base import NULL, NotConstant, Variable, variable
-from dynamo.variables.constant import ConstantVariable
 from guards.sources import AttrSource, Source
 
 __all__ = ["UserObjectVariable", "NewObjectVariable", "ClassVariable", "SuperVariable",

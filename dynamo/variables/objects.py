@@ -183,6 +183,8 @@ def zero_argument_super(tx) -> SuperVariable:
         obj = realize(tx, obj)
     if obj is None and first in tx.cells:
         obj = tx.cells[first].contents(tx)
+    if obj is None:
+        raise Unsupported(UNSUPPORTED_CALL, f"super() with its first argument {first!r} unbound")
     return SuperVariable(tx.cells["__class__"].contents(tx), obj)
 
 

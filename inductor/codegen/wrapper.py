@@ -162,6 +162,21 @@ class WrapperWriter:
                 self.lines.append(f"    if {name}.stride() != {stride}:")
                 self.lines.append(f"        {name} = restride({name}, {size}, {stride})")
 
+    def _outputs(self) -> list:
+        """Output expressions; a buffer returned twice comes back as two tensor objects (eager's
+        `detach` or `alias` outputs are distinct objects over one storage)."""
+        texts, seen = [], set()
+        for value in self.plan.outputs:
+            text = self.output(value)
+            if text in seen and isinstance(value, Buffer) and value.layout is not None:
+                layout = value.layout
+                text = (f"as_strided({text}, {self.constant(tuple(int(s) for s in layout.size))}"
+                        f", {self.constant(tuple(int(s) for s in layout.stride))}, "
+                        f"{text}.storage_offset())")
+            seen.add(text)
+            texts.append(text)
+        return texts
+
     def output(self, value) -> str:
         if isinstance(value, (Buffer, ReinterpretView)):
             return self.reference(value)
@@ -183,8 +198,7 @@ class WrapperWriter:
             for index in range(position, last + 1):
                 self.free(self.plan.frees.get(index, []))
             position = last + 1
-        outputs = ", ".join(self.output(value) for value in self.plan.outputs)
-        self.lines.append(f"    return [{outputs}]")
+        self.lines.append(f"    return [{', '.join(self._outputs())}]")
         return "\n".join(self.lines) + "\n"
 
 

@@ -152,7 +152,8 @@ class GraphLowering(torch.fx.Interpreter):
             return self._mutate_input(*args)
         lowering = None if str(getattr(target, "overloadpacket", "")) in \
             self.forced_fallbacks else lowering_for(target)
-        if lowering is not None and not _has_unsupported_arguments(args, kwargs):
+        if lowering is not None and not _has_unsupported_arguments(
+                args, kwargs, self.current.meta.get("val")):
             try:
                 result = lowering(*args, **kwargs)
             except NotImplementedError:
@@ -253,14 +254,20 @@ def _realize_if_costly(box: TensorBox) -> None:
         storage.realize()
 
 
-def _has_unsupported_arguments(args, kwargs) -> bool:
-    """Arguments the lowerings do not model (symbolic sizes, non-CPU tensors for codegen)."""
+UNSUPPORTED_DTYPES = (torch.complex32, torch.complex64, torch.complex128)
+
+
+def _has_unsupported_arguments(args, kwargs, example=None) -> bool:
+    """Values the lowerings do not model: symbolic sizes, tensors on devices without a code
+    generator (CPU and CUDA have one), complex numbers (in arguments or results)."""
     for value in pytree.tree_leaves((args, kwargs)):
-        if isinstance(value, torch.SymInt):
+        if isinstance(value, (torch.SymInt, complex)):
             return True
-        if isinstance(value, TensorBox) and value.get_device().type != "cpu":
+        if isinstance(value, TensorBox) and (value.get_device().type not in ("cpu", "cuda")
+                                             or value.get_dtype() in UNSUPPORTED_DTYPES):
             return True
-    return False
+    return any(isinstance(value, torch.Tensor) and value.dtype in UNSUPPORTED_DTYPES
+               for value in pytree.tree_leaves(example))
 
 
 def lower(gm: torch.fx.GraphModule, example_inputs: Sequence,

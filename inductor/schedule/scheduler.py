@@ -38,6 +38,10 @@ def _live_nodes(graph, outputs: set) -> list[SchedulerNode]:
             live.append(node)
             needed |= node.read_names()
     live.reverse()
+    # In-place updates of inputs go last: every reader of the old value (including outputs
+    # realized after the update was lowered) must run before the input is overwritten.
+    live = [node for node in live if not getattr(node.buffer, "mutated_input", None)] + \
+        [node for node in live if getattr(node.buffer, "mutated_input", None)]
     for order, node in enumerate(live):
         node.order = order
     return live

@@ -96,3 +96,27 @@ def test_report_lists_fallbacks_and_kernels():
     assert "aten.cumsum" in report.fallback_ops
     assert compiled.kernel_count == report.kernel_count
     assert "aten.cumsum" in report.summary()
+
+
+def test_in_place_update_waits_for_readers_of_the_old_value():
+    """`x.add_(y); return x * 1`: the output is lowered after the update, yet reads `x`."""
+    def function(x, y):
+        x.add_(y)
+        return x * 1, y - x
+    check_same(function, torch.randn(3, 4), torch.randn(3, 4))
+
+
+def test_complex_tensors_run_through_eager_kernels_between_kernels():
+    def function(x):
+        spectrum = torch.view_as_complex(x.reshape(4, 2)) * 2
+        return torch.view_as_real(spectrum).sum() + x.exp().sum()
+    compiled = check_same(function, torch.randn(8))
+    assert compiled.fallback_ops and compiled.kernel_count >= 1
+
+
+def test_an_output_returned_twice_is_two_tensor_objects():
+    def function(x):
+        y = x * 2
+        return y, y.detach()
+    first, second = compile_function(function, torch.randn(3))(torch.randn(3))
+    assert first is not second and first.data_ptr() == second.data_ptr()

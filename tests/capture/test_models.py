@@ -113,3 +113,22 @@ def test_model_output_rebuilt_as_its_class():
     torch.testing.assert_close(actual["pooler_output"], expected.pooler_output)
     assert actual.hidden_states is None and actual.attentions is None
     assert len(actual.to_tuple()) == len(expected.to_tuple())
+
+
+def test_config_change_recompiles():
+    """Config attributes the trace read are guarded: flipping `config.return_dict` compiles
+    again and returns what eager returns (a tuple), flipping it back reuses the first graph."""
+    import dynamo
+    from tests.capture.differential import assert_same, break_reasons
+    model, inputs = bert()
+    counting = dynamo.CountingBackend()
+    jitted = dynamo.jit(model, backend=counting)
+    with torch.no_grad():
+        assert_same(model(**inputs), jitted(**inputs))
+        model.config.return_dict = False
+        tupled = jitted(**inputs)
+        assert type(tupled) is tuple
+        assert_same(model(**inputs), tupled)
+        model.config.return_dict = True
+        assert_same(model(**inputs), jitted(**inputs))
+    assert counting.frame_count == 2 and not break_reasons(jitted)

@@ -39,8 +39,9 @@ def run_regrtest(prefix: list[str], tmp_path) -> tuple[str, str]:
                              capture_output=True, text=True, env=env, timeout=900)
     output = process.stdout + process.stderr
     assert process.returncode == 0, output[-4000:]
-    counts = re.search(r"Total tests: (.*)", output)
-    assert counts and "Result: SUCCESS" in output, output[-2000:]
+    # "Total tests: run=N skipped=M" from 3.11.5 on; older releases only say "All N tests OK"
+    counts = re.search(r"Total tests: (.*)", output) or re.search(r"All (\d+) tests OK", output)
+    assert counts and re.search(r"result: SUCCESS", output, re.IGNORECASE), output[-2000:]
     return counts.group(1).strip(), output
 
 
@@ -48,5 +49,6 @@ def test_regression_tests_pass_identically_with_every_frame_rewritten(tmp_path):
     plain, _ = run_regrtest(["-m"], tmp_path)
     rewritten, output = run_regrtest(["-m", "dynamo", "nop-rewrite", "-m"], tmp_path)
     assert rewritten == plain, output[-2000:]
-    assert int(re.match(r"run=([\d,]+)", plain).group(1).replace(",", "")) > 3000, plain
+    if plain.startswith("run="):  # a count of test cases, not only of modules
+        assert int(re.match(r"run=([\d,]+)", plain).group(1).replace(",", "")) > 3000, plain
     assert output.count("] nop-rewrite ") > 5000  # the test functions really were rewritten

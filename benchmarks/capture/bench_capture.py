@@ -23,6 +23,7 @@ import os
 import platform
 import statistics
 import sys
+import textwrap
 import time
 import timeit
 from typing import Callable
@@ -147,9 +148,10 @@ def markdown(results: dict) -> str:
     lines += ["", f"`x + 1` (8 floats): eager {fixed['eager_us']:.1f} us, ours "
               f"{fixed['ours_us']:.1f} us, torch.compile(backend=\"eager\") "
               f"{fixed['torch_us']:.1f} us per call.", "",
-              f"Python {machine['python']}, torch {machine['torch']}, {machine['threads']} "
-              f"thread(s); {machine['note']}; capture: median of {results['trials']} cold "
-              f"starts; cache hit: median of {results['repeats']} timing runs."]
+              *textwrap.wrap(f"Python {machine['python']}, torch {machine['torch']}, "
+                             f"{machine['threads']} thread(s); {machine['note']}; capture: "
+                             f"median of {results['trials']} cold starts; cache hit: median "
+                             f"of {results['repeats']} timing runs.", 96)]
     return "\n".join(lines) + "\n"
 
 

@@ -8,10 +8,12 @@ process and on the same inputs:
 - `eager fn`: the benchmarked function called eagerly;
 - `torch.compile fn`: the same function under `torch.compile(backend="eager")`, a cache hit, so
   `torch.compile fn - eager fn` is torch.compile's fixed cost per call (guards + frame hook);
-- `guards check`: our compiled `check(L, G)` on a prebuilt frame view (guards alone);
+- `guards check`: our compiled `check(L, G)` on a prebuilt frame view (guards alone; tensors
+  through the native matcher, or Python conditions with `JIT_NATIVE_GUARDS=0`);
 - `check + L`: the same including building `L` from the arguments, as the frame hook will.
 
 Run: `PYTHONPATH=. python benchmarks/guards/bench_check.py [--no-torch-compile] [--profile]`.
+The whole cache hit (hook, check, glue) is measured by `bench_cache_hit.py`.
 """
 from __future__ import annotations
 

@@ -134,5 +134,6 @@ def resume_calls(inner: tuple, stack: tuple, codes: tuple):
         items = stack if position == len(codes) - 1 else below + (value,)
         region = types.FunctionType(codes[position], function.__globals__, function.__name__,
                                     None, function.__closure__)
-        value = region((items, values))[1][0]
+        state = (items, values)
+        value = (region(None, state) if codes[position].co_argcount == 2 else region(state))[1][0]
     return value

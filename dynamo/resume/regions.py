@@ -182,8 +182,9 @@ def _build(base: CodeType, start: int, layout: Layout, exits: dict,
         [emit.Jump(entry, lineno=lineno)]
     region = Bytecode(emit.resolve_jumps(prologue + items))
     region._copy_attr_from(body)
-    region.argnames = [STATE]
-    region.argcount, region.posonlyargcount, region.kwonlyargcount = 1, 0, 0
+    first = first_argument(base)
+    region.argnames = [first, STATE] if first else [STATE]  # see first_argument
+    region.argcount, region.posonlyargcount, region.kwonlyargcount = len(region.argnames), 0, 0
     region.flags = CompilerFlags(body.flags & ~(CompilerFlags.VARARGS |
                                                 CompilerFlags.VARKEYWORDS | CompilerFlags.NOFREE))
     region.cellvars = []
@@ -192,6 +193,25 @@ def _build(base: CodeType, start: int, layout: Layout, exits: dict,
     code = code.replace(co_name=base.co_name, co_qualname=base.co_qualname,
                         co_filename=base.co_filename, co_firstlineno=base.co_firstlineno)
     return patch_constants(code, {slots: slots_of(code, state_names(base))})
+
+
+def first_argument(base: CodeType):
+    """The local a region keeps in slot 0: the original's first argument, because zero-argument
+    `super()` reads `self` from the frame's first slot (`enter` overwrites the placeholder the
+    caller passes). None when slot 0 holds no plain argument."""
+    if base in _regions:
+        name = base.co_varnames[0]
+        return None if name == STATE else name
+    from dynamo.rewrite import arg_slot_count
+    if arg_slot_count(base) == 0 or not base.co_varnames:
+        return None
+    name = base.co_varnames[0]
+    return None if name in base.co_cellvars else name
+
+
+def call_arguments(region: CodeType) -> int:
+    """How many arguments a region takes: its state, after a placeholder for slot 0."""
+    return region.co_argcount
 
 
 def patch_constants(code: CodeType, values: dict) -> CodeType:

@@ -139,13 +139,16 @@ def _call_region(region: CodeType, edge: Edge, slots, cells, lineno: int) -> lis
     """[..., stack of `layout`] -> [..., region(pack(stack, SLOTS))]. A nested stop's edge
     first packs the innermost call's stack, which sits on top."""
     inner = emit.pack_layout(edge.inner[-1].layout, lineno) if edge.inner else []
+    placeholder = [Instr("LOAD_CONST", None, lineno=lineno), Instr("SWAP", 2, lineno=lineno)] \
+        if region.co_argcount == 2 else []  # slot 0 (see regions.first_argument)
     return [*inner, *emit.pack_layout(edge.layout, lineno),
             *emit.call_helper_on_top(_frame_state.pack, (slots,), lineno),
             Instr("PUSH_NULL", lineno=lineno), Instr("SWAP", 2, lineno=lineno),
             *emit.call_helper(_frame_state.function,
                               [[Instr("LOAD_CONST", region, lineno=lineno)],
                                [Instr("LOAD_CONST", cells, lineno=lineno)]], lineno),
-            Instr("SWAP", 2, lineno=lineno), *emit.call(1, lineno)]
+            Instr("SWAP", 2, lineno=lineno), *placeholder,
+            *emit.call(region.co_argcount, lineno)]
 
 
 def _dispatch(base, stops, stop_labels, trampoline, slots, lineno: int) -> list:

@@ -147,11 +147,13 @@ class ResumeCallsVariable(Variable):
             names = state_names(codes[position])
             locals_ = tuple(LazyVariable.of(item, ResumedSource(frame_source, 2, index, name))
                             for index, (name, item) in enumerate(zip(names, values)))
+            arguments = [RegionStateVariable(items, locals_)]
+            if codes[position].co_argcount == 2:  # slot 0's placeholder
+                arguments.insert(0, ConstantVariable(None))
             result = inline_function(
                 tx, codes[position], function.__globals__,
                 globals_source_for(tx, function.__globals__), function.__qualname__,
-                [RegionStateVariable(items, locals_)], {}, (), {},
-                function_variable._closure(tx))
+                arguments, {}, (), {}, function_variable._closure(tx))
             value = result.items[1].items[0]
         return value
 

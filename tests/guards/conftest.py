@@ -6,9 +6,13 @@
     HYPOTHESIS_PROFILE=thorough python -m pytest tests/guards -q
 """
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# the property tests import their helpers by module name (guard_strategies, guard_oracle...)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # function_scoped_fixture: `check_mode` below is meant to hold for every example of a test.
 _SUPPRESSED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]

@@ -187,6 +187,14 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
         with fake_mode:
             functional = make_fx(torch.func.functionalize(lifted, remove="mutations_and_views"),
                                  tracing_mode="real")(*all_fakes)
+        # Functionalization may record new tensor constants (e.g. from `lift_fresh_copy`).
+        extra, functional = lift_constants(functional)
+        if extra:
+            constants = extra + constants
+            all_fakes = fake_inputs_for(extra, fake_mode) + all_fakes
+            for alias in aliases:
+                if alias is not None and alias.base_kind == "input":
+                    alias.base_index += len(extra)
     else:
         functional = lifted
     functional.graph.eliminate_dead_code()
@@ -258,6 +266,8 @@ def _observable_outputs(decomposed: torch.fx.GraphModule):
 
 
 def _alias_of(value, placeholders, earlier_outputs) -> Optional[OutputAlias]:
+    if value.is_neg() or value.is_conj():
+        return None  # a lazily negated/conjugated view: as_strided would drop the bit
     storage = value.untyped_storage()._cdata
     for kind, candidates in (("input", placeholders), ("output", earlier_outputs)):
         for index, candidate in enumerate(candidates):

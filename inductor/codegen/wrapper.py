@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import torch
 
-from inductor.ir.nodes import Buffer, MultiOutput, ReinterpretView, TensorArgument
+from inductor.ir.nodes import (Buffer, ConstantBuffer, MultiOutput, ReinterpretView,
+                               TensorArgument)
 from inductor.schedule.plans import ExternStep, GraphPlan, KernelPlan
 
 
@@ -52,6 +53,10 @@ class WrapperWriter:
         self.pool: list = []        # (nbytes, dtype, device, name) of dead buffers
         self.allocated = set(plan.allocated)
         self.inputs = {buffer.get_name() for buffer in plan.inputs}
+        for name, buffer in plan.buffers.items():
+            if isinstance(buffer, ConstantBuffer):
+                self.globals[name] = buffer.value
+                self.inputs.add(name)
 
     # -- helpers -----------------------------------------------------------------------
     def constant(self, value) -> str:

@@ -150,6 +150,15 @@ class InputBuffer(Buffer):
     """A graph input (user tensor, parameter or lifted constant)."""
 
 
+class ConstantBuffer(InputBuffer):
+    """A tensor the graph holds as an attribute (`get_attr`): read through a reference to the
+    live tensor, which the wrapper binds by name."""
+
+    def __init__(self, name: str, layout: Layout, value):
+        super().__init__(name, layout)
+        self.value = value
+
+
 class ComputedBuffer(Buffer):
     """A buffer filled by a generated loop (`data` is a Pointwise or Reduction).
 

@@ -81,6 +81,8 @@ class ModularIndexing(sympy.Function):
             return sympy.Integer(0)
         if base.is_Integer and divisor.is_Integer and modulus.is_Integer:
             return sympy.Integer((int(base) // int(divisor)) % int(modulus))
+        if isinstance(base, FloorDiv):
+            return ModularIndexing(base.args[0], base.args[1] * divisor, modulus)
         if isinstance(base, sympy.Add) and divisor.is_Integer and modulus.is_Integer:
             whole, rest = _split_multiples(base, divisor * modulus)
             if whole != 0 and is_nonnegative(rest):

@@ -24,7 +24,7 @@ def verify_graph(graph) -> None:
     from inductor.ir.symbols import index_symbol
 
     known = set()
-    for buffer in graph.inputs:
+    for buffer in graph.inputs + graph.constants:
         _check(buffer.get_name() not in known, f"duplicate input {buffer.get_name()}")
         known.add(buffer.get_name())
     for buffer in graph.buffers:
@@ -67,7 +67,8 @@ def verify_plan(plan) -> None:
     """Check a `GraphPlan`: every buffer a step reads is an input or written earlier."""
     from inductor.schedule.plans import ExternStep
 
-    written = {buffer.get_name() for buffer in plan.inputs}
+    written = {name for name, buffer in plan.buffers.items()
+               if buffer in plan.inputs or type(buffer).__name__ == "ConstantBuffer"}
     for step in plan.steps:
         if isinstance(step, ExternStep):
             reads = step.node.read_names()

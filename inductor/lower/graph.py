@@ -20,8 +20,8 @@ import torch.utils._pytree as pytree
 
 from inductor.config import config
 from inductor.ir.layout import Layout
-from inductor.ir.nodes import (Buffer, ComputedBuffer, InputBuffer, Pointwise, ReinterpretView,
-                               StorageBox, TensorBox, building)
+from inductor.ir.nodes import (Buffer, ComputedBuffer, ConstantBuffer, InputBuffer, Pointwise,
+                               ReinterpretView, StorageBox, TensorBox, building)
 from inductor.ir.ops import OpsHandler, ops, use_handler
 from inductor.ir.symbols import index_symbol
 from inductor.lower import extern
@@ -45,9 +45,10 @@ class LoopGraph:
     outputs: list                     # per output: Buffer, ReinterpretView, Python value or None
     fallback_ops: dict                # ATen op name -> nodes run through eager kernels
     library_calls: dict               # ATen op name -> nodes kept as library calls
+    constants: list = dataclasses.field(default_factory=list)  # ConstantBuffers (get_attr)
 
     def buffer(self, name: str) -> Buffer:
-        for buffer in self.inputs + self.buffers:
+        for buffer in self.inputs + self.constants + self.buffers:
             if buffer.get_name() == name:
                 return buffer
         raise KeyError(name)
@@ -93,6 +94,7 @@ class GraphLowering(torch.fx.Interpreter):
         self.example_inputs = list(example_inputs)
         self.output_strides = list(output_strides or [])
         self.inputs: list = []
+        self.constants: list = []
         self.buffers: list = []
         self.fallback_ops: dict = {}
         self.library_calls: dict = {}
@@ -122,7 +124,7 @@ class GraphLowering(torch.fx.Interpreter):
             for buffer in self.buffers:
                 buffer.layout.freeze() if buffer.layout is not None else None
         return LoopGraph(self.inputs, self.buffers, outputs, self.fallback_ops,
-                         self.library_calls)
+                         self.library_calls, self.constants)
 
     def run_node(self, node: torch.fx.Node) -> Any:
         self.current = node
@@ -143,7 +145,15 @@ class GraphLowering(torch.fx.Interpreter):
         return TensorBox.create(buffer)
 
     def get_attr(self, target, args, kwargs):
-        raise NotImplementedError("get_attr nodes must be lifted to placeholders first")
+        """A tensor attribute of the module: read in place through a reference."""
+        value = operator.attrgetter(target)(self.module)
+        if not isinstance(value, torch.Tensor):
+            return value
+        layout = Layout(value.device, value.dtype, value.shape, value.stride(), 0)
+        buffer = ConstantBuffer(f"const{len(self.constants)}", layout, value)
+        buffer.origin = self.current.name
+        self.constants.append(buffer)
+        return TensorBox.create(buffer)
 
     def call_function(self, target, args, kwargs):
         if target is operator.getitem:

@@ -75,6 +75,13 @@ for _name in ("floor", "ceil", "trunc", "round"):
     register_lowering(getattr(aten, _name), overloads_only=False)(_rounding(_name))
 
 
+@register_lowering(aten._neg_view)
+def neg_view(x):
+    """A view with the negative bit set in eager; its value is what matters here (generated
+    code reads memory directly, so the bit would otherwise be lost)."""
+    return make_pointwise(ops.neg, x)
+
+
 @register_lowering(aten.frac)
 def frac(x):
     return make_pointwise(lambda value: ops.sub(value, ops.trunc(value)), x)

@@ -80,7 +80,8 @@ def schedule(graph) -> GraphPlan:
             steps.append(build_scatter(step, f"kernel{len(steps)}"))
         else:
             steps.append(ExternStep(step))
-    buffers = {buffer.get_name(): buffer for buffer in graph.inputs + graph.buffers}
+    buffers = {buffer.get_name(): buffer for buffer in
+               graph.inputs + graph.constants + graph.buffers}
     allocated, frees = _lifetimes(steps, graph, outputs)
     return GraphPlan(steps, graph.inputs, graph.outputs, buffers, allocated, frees)
 
@@ -99,7 +100,7 @@ def _step_writes(step) -> list:
 
 def _lifetimes(steps, graph, outputs: set):
     """Buffers the wrapper allocates (kernel stores) and the step after which each dies."""
-    inputs = {buffer.get_name() for buffer in graph.inputs}
+    inputs = {buffer.get_name() for buffer in graph.inputs + graph.constants}
     allocated, last_use = [], {}
     for position, step in enumerate(steps):
         for name in _step_writes(step):

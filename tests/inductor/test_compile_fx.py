@@ -120,3 +120,26 @@ def test_an_output_returned_twice_is_two_tensor_objects():
         return y, y.detach()
     first, second = compile_function(function, torch.randn(3))(torch.randn(3))
     assert first is not second and first.data_ptr() == second.data_ptr()
+
+
+def test_compile_aten_reads_tensor_attributes_in_place():
+    """Graphs from the training engineer keep constants as `get_attr`."""
+    module = torch.nn.Module()
+    module.table = torch.arange(6.0).reshape(2, 3)
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    table = graph.get_attr("table")
+    graph.output((graph.call_function(torch.ops.aten.add.Tensor, (x, table)),))
+    compiled = inductor.compile_aten(torch.fx.GraphModule(module, graph), [torch.ones(2, 3)])
+    torch.testing.assert_close(compiled(torch.ones(2, 3))[0], module.table + 1)
+    module.table.mul_(2)  # a reference, not a copy
+    torch.testing.assert_close(compiled(torch.ones(2, 3))[0], module.table + 1)
+
+
+def test_negated_view_output_keeps_its_sign():
+    """`z.conj().imag` is a view with the negative bit: rebuilt by as_strided it would lose
+    the sign, so it is computed instead."""
+    def function(x):
+        z = torch.complex(x, x * 2)
+        return torch.view_as_real(z), z.conj().imag
+    check_same(function, torch.randn(4))

@@ -133,3 +133,11 @@ def test_extern_between_kernels_splits_them_and_frees_at_last_use():
     assert kinds == ["KernelPlan", "ExternStep", "KernelPlan"]
     assert isinstance(plan.steps[0], KernelPlan)
     assert any("buf0" in names for names in plan.frees.values())
+
+
+def test_modulo_of_a_quotient_is_one_modulo():
+    x = index_symbol("x", 0)
+    assert ModularIndexing(FloorDiv(x, 128), 1, 16) == ModularIndexing(x, 128, 16)
+    index = (2048 * FloorDiv(FloorDiv(x, 128), 16) + 128 * ModularIndexing(FloorDiv(x, 128), 1, 16)
+             + ModularIndexing(x, 1, 128))
+    assert simplify_index(index, {x: sympy.Integer(4096)}) == x

@@ -225,7 +225,9 @@ class CppKernel:
         known_index, value = known
         index = simplify_index(sympy.expand(sympy.sympify(index)), self.ranges)
         known_index = simplify_index(sympy.expand(sympy.sympify(known_index)), self.ranges)
-        if sympy.expand(index - known_index) == 0:
+        if sympy.expand(index - known_index) == 0 or name not in self.pointers:
+            # Fusion admitted only same-element reads of buffers written in this kernel, so a
+            # buffer kept in registers is this value even where simplification cannot show it.
             return value
         return None
 

@@ -156,7 +156,11 @@ def tensor_matcher(properties: Sequence) -> Optional[Callable[..., bool]]:
     module = load()
     if module is None:
         return None
-    return module.TensorMatcher([_spec(item) for item in properties])
+    try:
+        return module.TensorMatcher([_spec(item) for item in properties])
+    except (TypeError, ValueError, OverflowError) as error:  # e.g. a symbolic (nested) size
+        log.debug("tensor guards kept in Python: %s", error)
+        return None
 
 
 def _spec(properties) -> tuple:

@@ -104,6 +104,13 @@ def test_native_matcher_on_sparse_and_meta_tensors():
     assert matcher(torch.empty(2, 3, device="meta")) and not matcher(torch.empty(2, 3))
 
 
+def test_properties_the_matcher_cannot_hold_stay_in_python():
+    symbolic = dataclasses.replace(TensorProperties.of(torch.ones(2)), sizes=("j1",))
+    assert native.tensor_matcher([symbolic]) is None
+    check = GuardSet([TensorMatchGuard(X, symbolic)]).compile()
+    assert "tensors_match" not in check.source_text and not check({"x": torch.ones(2)}, {})
+
+
 def test_without_a_compiler_checks_fall_back_to_python(tmp_path):
     code = ("import torch, guards\n"
             "from guards import native\n"

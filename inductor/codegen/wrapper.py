@@ -163,8 +163,14 @@ class WrapperWriter:
         if buffer.layout is not None:
             stride = self.constant(tuple(int(s) for s in buffer.layout.stride))
             size = self.constant(tuple(int(s) for s in buffer.layout.size))
-            if any(int(extent) > 1 for extent in buffer.layout.size):
-                self.lines.append(f"    if {name}.stride() != {stride}:")
+            # Only dimensions longer than one have a stride that addresses anything.
+            dims = [dim for dim, extent in enumerate(buffer.layout.size) if int(extent) > 1]
+            if dims:
+                actual = f"{name}.stride()"
+                checks = " or ".join(f"{actual}[{dim}] != {int(buffer.layout.stride[dim])}"
+                                     for dim in dims) if len(dims) <= 4 else \
+                    f"{actual} != {stride}"
+                self.lines.append(f"    if {checks}:")
                 self.lines.append(f"        {name} = restride({name}, {size}, {stride})")
 
     def _outputs(self) -> list:

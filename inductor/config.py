@@ -28,7 +28,30 @@ class Config:
     """Run every ATen op through its eager kernel: no lowering, no code generation."""
 
     cpu_backend: str = "cpp"
-    """Code generator for CPU tensors: "cpp" (C++/OpenMP) or "triton" (interpreted; issue 7)."""
+    """Code generator for CPU tensors: "cpp" (C++/OpenMP) or "triton" (Triton kernels run by
+    Triton's interpreter, so every Triton path is testable without a GPU)."""
+
+    autotune: bool = True
+    """Time a few block configurations of each Triton kernel on its first call and keep the
+    fastest (remembered on disk); off: the first candidate (GPU only)."""
+
+    triton_persistent_limit: int = 16384
+    """Longest reduction row (elements) a Triton kernel may keep in registers; longer rows
+    loop over blocks."""
+
+    triton_split_reductions: bool = True
+    """Split long reductions with few rows over several programs (partials + combine)."""
+
+    triton_direct_launch: bool = True
+    """After tuning, launch Triton's compiled kernels directly (less Python per launch)."""
+
+    cudagraph_max_records: int = 8
+    """mode="reduce-overhead": CUDA graphs recorded per compiled graph (one per input shape
+    and static-input address set); further signatures run without CUDA graphs."""
+
+    cudagraph_copy_outputs: bool = True
+    """mode="reduce-overhead": return copies of the recorded outputs (valid across calls);
+    False returns the recorded buffers themselves, overwritten by the next replay."""
 
     cxx: str = "g++"
     """The C++ compiler used to build kernels (`JIT_CXX`)."""

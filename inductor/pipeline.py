@@ -5,6 +5,8 @@ a callable taking the same flat tensors and returning what the graph returns.
 
     torch-level FX graph --decompose--> functional ATen graph --lower--> loop IR
         --schedule--> kernel plans --codegen--> C++ source + Python wrapper --build--> callable
+                                   (GPU, or cpu_backend "triton": tiling --> Triton source
+                                    --build--> launchers; mode "reduce-overhead": CUDA graphs)
 
 `compile_fx` handles what only a torch-level graph has (training, global-state calls, input
 mutation, outputs that alias inputs); `compile_aten` compiles an already functional ATen graph.
@@ -28,14 +30,25 @@ log = logging.getLogger("framejit.inductor")
 output_code = logging.getLogger("framejit.output_code")
 
 
-def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence) -> CompiledGraph:
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
+               mode: Optional[str] = None) -> CompiledGraph:
     """Compile a torch-level FX graph (torch's backend signature) into a `CompiledGraph`.
+
+    `mode` (for graphs on GPUs): None or "default"; "reduce-overhead" replays the whole graph
+    as a CUDA graph; "max-autotune" also times more kernel configurations;
+    "max-autotune-no-cudagraphs" only the latter.
 
     With grad mode on and an input (or a parameter of `gm`) requiring grad, delegates to
     `inductor.autograd.compile_training`; where that package is missing, runs `gm` as is so
     results and gradients stay correct. Graphs that cannot be compiled (symbolic inputs,
     unpaired autocast regions) also run as is; the reason is on the result's `report`.
     """
+    if mode not in MODES:
+        raise ValueError(f"inductor.compile_fx: unknown mode {mode!r}; expected one of "
+                         f"{', '.join(repr(known) for known in MODES)}")
     started = time.perf_counter()
     if _needs_autograd(gm, example_inputs):
         try:
@@ -48,7 +61,11 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence) -> CompiledGr
     except UnsupportedGraph as error:
         return _as_is(gm, str(error), started)
     inner = compile_aten(_without_alias_outputs(aten_graph), aten_graph.fake_inputs,
-                         output_strides=aten_graph.output_strides)
+                         output_strides=aten_graph.output_strides, mode=mode)
+    if mode in ("reduce-overhead", "max-autotune") and inner.report.reason is None and \
+            _device_of(example_inputs).type == "cuda":
+        from inductor.runtime.cudagraphs import CudaGraphRunner
+        inner = CompiledGraph(CudaGraphRunner(inner, aten_graph), inner.report)
     run = _wrap_observable_behaviour(aten_graph, inner)
     report = inner.report
     report.compile_seconds = time.perf_counter() - started
@@ -56,18 +73,20 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence) -> CompiledGr
 
 
 def compile_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
-                 output_strides: Optional[Sequence] = None) -> CompiledGraph:
+                 output_strides: Optional[Sequence] = None, *,
+                 mode: Optional[str] = None) -> CompiledGraph:
     """Compile a decomposed, functional ATen-level graph with no autograd.
 
     `example_inputs` are real or fake tensors, one per placeholder. Trailing `aten.copy_`
     nodes into placeholders write the new values into those inputs. The result returns a
-    list of outputs in the order of the graph's output node.
+    list of outputs in the order of the graph's output node. `mode`: as for `compile_fx`
+    (here only the autotuning part; CUDA graphs wrap the result in `compile_fx`).
     """
     started = time.perf_counter()
     reason = _eager_only_reason(example_inputs)
     if reason is None:
         try:
-            compiled = _generate(gm, example_inputs, output_strides)
+            compiled = _generate(gm, example_inputs, output_strides, mode)
             compiled.report.compile_seconds = time.perf_counter() - started
             return compiled
         except Exception as error:  # noqa: BLE001  (any compiler bug: fall back, or raise)
@@ -87,15 +106,31 @@ def _eager_only_reason(example_inputs: Sequence) -> Optional[str]:
     if config.fallback_only:
         return "inductor.config.fallback_only is set"
     devices = {value.device.type for value in example_inputs if isinstance(value, torch.Tensor)}
-    if devices - {"cpu"}:
-        return f"no code generator for {', '.join(sorted(devices - {'cpu'}))} tensors yet"
-    if config.cpu_backend != "cpp":
-        return f"cpu_backend {config.cpu_backend!r} is not available yet"
+    if len(devices) > 1:
+        return f"inputs on several devices ({', '.join(sorted(devices))})"
+    if devices - {"cpu", "cuda"}:
+        return f"no code generator for {', '.join(sorted(devices - {'cpu'}))} tensors"
+    if devices == {"cuda"} or config.cpu_backend == "triton":
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            return "Triton is not installed"
     return None
 
 
+def _device_of(example_inputs: Sequence) -> torch.device:
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor):
+            return value.device
+    return torch.device("cpu")
+
+
+def _uses_triton(device: torch.device) -> bool:
+    return device.type == "cuda" or config.cpu_backend == "triton"
+
+
 def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
-              output_strides: Optional[Sequence]) -> CompiledGraph:
+              output_strides: Optional[Sequence], mode: Optional[str] = None) -> CompiledGraph:
     """lower -> schedule -> codegen -> build (the stages of `compile_aten`)."""
     from inductor import lower as lowering
     from inductor.codegen import wrapper
@@ -111,6 +146,9 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
     if config.verify_ir:
         verify_plan(plan)
     dtype_of = _dtype_lookup(plan)
+    device = _device_of(example_inputs)
+    if _uses_triton(device):
+        return _generate_triton(plan, loop_graph, dtype_of, device, mode)
     segments = cpp_source.segments(plan, dtype_of, config.resolved_threads(),
                                    config.parallel_threshold, config.vectorize)
     workers = config.compile_workers or os.cpu_count() or 1
@@ -126,6 +164,37 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
     report = GraphReport(kernel_count=len(plan.kernels()),
                          fallback_ops=dict(loop_graph.fallback_ops),
                          library_calls=dict(loop_graph.library_calls), source=source)
+    return CompiledGraph(run, report)
+
+
+def _generate_triton(plan, loop_graph, dtype_of, device: torch.device,
+                     mode: Optional[str]) -> CompiledGraph:
+    """tiling -> Triton source -> build (parallel compilation) -> launchers -> wrapper."""
+    from inductor.codegen.triton import source as triton_source
+    from inductor.codegen.triton import wrapper as triton_wrapper
+    from inductor.runtime import triton_build
+    from inductor.runtime.triton_launch import Launcher
+    from inductor.schedule.tiling import tile, target_for
+
+    interpret = device.type == "cpu"
+    tile(plan, target_for(device))
+    module = triton_source.generate(plan, dtype_of, interpret)
+    loaded = triton_build.load(module.text, interpret)
+    exhaustive = mode in ("max-autotune", "max-autotune-no-cudagraphs")
+    launchers, arguments, tasks = {}, {}, {}
+    for kernel in module.kernels:
+        launcher = Launcher(kernel, loaded, device, [dtype_of(name) for name in kernel.arguments],
+                            exhaustive, interpret)
+        launchers[kernel.step], arguments[kernel.step] = launcher, kernel.arguments
+        tasks.update(launcher.compile_tasks())
+    triton_build.precompile(list(tasks.values()), config.compile_workers or os.cpu_count() or 1)
+    text, run = triton_wrapper.generate(plan, launchers, arguments)
+    output_code.debug("generated code for a graph:\n%s\n%s\n%s", text, plan.describe(),
+                      module.text)
+    report = GraphReport(kernel_count=len(plan.kernels()),
+                         fallback_ops=dict(loop_graph.fallback_ops),
+                         library_calls=dict(loop_graph.library_calls),
+                         source=text + "\n" + module.text)
     return CompiledGraph(run, report)
 
 

@@ -106,10 +106,11 @@ def persistent_configs(spec, exhaustive: bool, interpret: bool) -> list:
 
 
 def looped_configs(spec, exhaustive: bool, interpret: bool, row: Optional[int] = None) -> list:
+    split = row is not None
     row = power_of_two(row or spec.rnumel)
     rows = power_of_two(spec.xnumel)
-    if interpret:
-        return [{"XBLOCK": min(rows, 64), "RBLOCK": min(row, 64)}]
+    if interpret:  # small blocks exercise the loop; split chunks are long, take bigger ones
+        return [{"XBLOCK": min(rows, 64), "RBLOCK": min(row, 1024 if split else 64)}]
     if spec.outer_contiguous:
         shapes = [(64, 16, 4), (128, 8, 4), (32, 32, 4)]
         if exhaustive:

@@ -72,10 +72,12 @@ def load(text: str, interpret: bool):
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         if interpret:
-            from inductor.runtime.triton_interpret import interpreting, libdevice_on_cpu
+            from inductor.runtime.triton_interpret import (interpreting, libdevice_on_cpu,
+                                                            tree_reduce)
             with interpreting():
                 spec.loader.exec_module(module)
             module.libdevice = libdevice_on_cpu
+            module.jit_reduce = tree_reduce
         else:
             use_cache_directory()
             spec.loader.exec_module(module)

@@ -74,6 +74,41 @@ def _elementwise(function):
     return call
 
 
+def _block(data: numpy.ndarray, scalar):
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    data = numpy.ascontiguousarray(data)
+    kind = tl.block_type(scalar, list(data.shape)) if data.ndim else scalar
+    return tl.tensor(TensorHandle(data, scalar), kind)
+
+
+def tree_reduce(input, axis, combine_fn, keep_dims=False):
+    """`tl.reduce` for the interpreter, combining halves of the axis pairwise with NumPy
+    (the interpreter's own reduce calls a custom combine function once per element)."""
+    values = list(input) if isinstance(input, tuple) else [input]
+    scalars = [value.dtype.scalar if hasattr(value.dtype, "scalar") else value.dtype
+               for value in values]
+    datas = [_lanes(value)[0].numpy() for value in values]
+    while datas[0].shape[axis] > 1:
+        length = datas[0].shape[axis]
+        half = length // 2
+        first = [_block(numpy.take(data, range(half), axis=axis), scalar)
+                 for data, scalar in zip(datas, scalars)]
+        second = [_block(numpy.take(data, range(half, 2 * half), axis=axis), scalar)
+                  for data, scalar in zip(datas, scalars)]
+        combined = combine_fn.fn(*first, *second)
+        combined = combined if isinstance(combined, tuple) else (combined,)
+        merged = [value.handle.data for value in combined]
+        if length % 2:
+            merged = [numpy.concatenate([data, numpy.take(old, [length - 1], axis=axis)],
+                                        axis=axis) for data, old in zip(merged, datas)]
+        datas = [data.astype(old.dtype, copy=False) for data, old in zip(merged, datas)]
+    results = [_block(data if keep_dims else numpy.squeeze(data, axis=axis), scalar)
+               for data, scalar in zip(datas, scalars)]
+    return tuple(results) if isinstance(input, tuple) else results[0]
+
+
 libdevice_on_cpu = types.SimpleNamespace(
     **{name: _elementwise(function) for name, function in {**UNARY, **BINARY}.items()})
 

@@ -186,3 +186,19 @@ def _reduction_tiling(kernel: KernelPlan, target: Target, bits: int) -> Tiling:
                       outer_contiguous=outer_contiguous, index_bits=bits)
     return Tiling("reduction", strategy="looped", outer_contiguous=outer_contiguous,
                   index_bits=bits)
+
+
+def target_for(device) -> Target:
+    """The tiling target of `device` ("cuda", or "cpu" for interpreted Triton), from its
+    properties and `inductor.config`."""
+    from inductor.config import config
+
+    if device.type == "cuda":
+        import torch
+        processors = torch.cuda.get_device_properties(device).multi_processor_count
+        return Target("cuda", processors, config.triton_persistent_limit,
+                      config.triton_split_reductions)
+    # The interpreter runs programs one after another: splitting buys nothing there but
+    # is kept reachable at small sizes so tests cover it.
+    return Target("cpu", 8, config.triton_persistent_limit, config.triton_split_reductions,
+                  split_min_row=1024)

@@ -90,7 +90,14 @@ def python_literal(value, dtype: torch.dtype) -> str:
         if math.isinf(value):
             return f'float("{"-" if value < 0 else ""}inf")'
         return repr(value)
-    return str(int(value))
+    return str(_wrapped(int(value), dtype))
+
+
+def _wrapped(value: int, dtype: torch.dtype) -> int:
+    """`value` wrapped into `dtype`'s range, as a C cast of a wider integer wraps."""
+    information = torch.iinfo(dtype)
+    span = information.max - information.min + 1
+    return (value - information.min) % span + information.min
 
 
 def literal(value, dtype: torch.dtype) -> tuple[str, bool]:

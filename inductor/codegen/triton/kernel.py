@@ -81,15 +81,17 @@ def _product(sizes) -> int:
 
 
 class TritonKernel:
-    """Prints one kernel plan (see the module docstring). `checks`: report out-of-range
-    indices and integer division by zero through a status word (CPU runs only: on GPUs
-    reading it back would synchronise)."""
+    """Prints one kernel plan (see the module docstring). `interpret`: for Triton's CPU
+    interpreter: report out-of-range indices and integer division by zero through a status
+    word (on GPUs reading it back would synchronise), and round to bfloat16 in software
+    (the interpreter truncates)."""
 
-    def __init__(self, plan: KernelPlan, dtype_of, checks: bool = False):
+    def __init__(self, plan: KernelPlan, dtype_of, interpret: bool = False):
         self.plan = plan
         self.tiling = plan.tiling
         self.dtype_of = dtype_of
-        self.checks = checks
+        self.checks = interpret
+        self.software_bf16 = interpret
         self.ranges = plan.variable_ranges()
         self.pointers = {name: f"pointer{position}"
                          for position, name in enumerate(self.arguments())}
@@ -104,7 +106,6 @@ class TritonKernel:
         self.counter = 0
         self.axes: dict = {}          # loop symbol -> "x", "y" or "r"
         self.scope_axes: tuple = ()
-        self.uses_status = False
 
     # -- interface -------------------------------------------------------------------------
     def arguments(self) -> list[str]:
@@ -152,7 +153,7 @@ class TritonKernel:
         self._reset()
         extra = body()
         parameters = [self.pointers[name] for name in self.arguments()] + list(extra or [])
-        if self.uses_status:
+        if self.checks:  # every function takes the status word, used or not
             parameters.append("status_pointer")
             self.spec.status = True
         parameters += [f"{block}: tl.constexpr" for block in blocks]
@@ -160,8 +161,8 @@ class TritonKernel:
         return KernelFunction(role, "\n".join(head + self.lines.lines) + "\n", blocks)
 
     # -- scope services for the ops handler --------------------------------------------------
-    def add_line(self, text: str) -> None:
-        self.lines.add(text)
+    def add_line(self, *texts: str) -> None:
+        self.lines.add(*texts)
 
     def pointer(self, name: str) -> str:
         return self.pointers[name]
@@ -187,7 +188,6 @@ class TritonKernel:
         """Record error `code` in the status word for the lanes where `condition` holds."""
         if not self.checks:
             return
-        self.uses_status = True
         failing = f"({condition}) & {self.lane_mask()}"
         if predicate:
             failing += f" & {predicate}"

@@ -105,9 +105,12 @@ class TritonOpsHandler(OpsHandler):
         if dtype != value.dtype:
             text = f"{text}.to({triton_type(dtype)})"
         mask = self.scope.mask_for(index)
-        mask_text = f", {mask}" if mask else ""
-        return f"tl.store({self.scope.pointer(name)} + ({self.scope.index_text(index)}), " \
-               f"{text}{mask_text})"
+        offset = self.scope.index_text(index)
+        if not mask:
+            # One element for every lane: spread the pointer over the X lanes (values may be
+            # blocks of them) and let the first lane's mask decide.
+            offset, mask = f"{offset} + xindex * 0", "xmask"
+        return f"tl.store({self.scope.pointer(name)} + ({offset}), {text}, {mask})"
 
     def indirect_indexing(self, value, size, check=True):
         name = f"{self.prefix}_index{self.indirect_count}"
@@ -153,6 +156,8 @@ class TritonOpsHandler(OpsHandler):
         if dtype in (torch.bfloat16, torch.float16):
             source = value if value.dtype == torch.float32 else \
                 self.to_dtype(value, torch.float32)
+            if dtype == torch.bfloat16 and self.scope.software_bf16:
+                return self.emit(f"jit_round_bf16({self.tensor(source)})", torch.float32)
             return self.emit(f"{self.tensor(source)}.to({triton_type(dtype)}).to(tl.float32)",
                              torch.float32)
         if value.dtype == target:
@@ -193,7 +198,7 @@ class TritonOpsHandler(OpsHandler):
 
     def truediv(self, a, b):
         if a.dtype in (torch.float32, torch.float64):
-            return self.emit(f"tl.math.div_rn({self.tensor(a)}, {self.tensor(b)})", a.dtype)
+            return self.emit(f"jit_div({self.tensor(a)}, {self.tensor(b)})", a.dtype)
         return self._binary("/", a, b)
 
     def _integer_division(self, helper: str, a, b):
@@ -208,8 +213,8 @@ class TritonOpsHandler(OpsHandler):
 
     def truncdiv(self, a, b):
         if a.dtype.is_floating_point:
-            return self.emit(f"libdevice.trunc(tl.math.div_rn({self.tensor(a)}, "
-                             f"{self.tensor(b)}))", a.dtype)
+            return self.emit(f"libdevice.trunc(jit_div({self.tensor(a)}, {self.tensor(b)}))",
+                             a.dtype)
         return self._integer_division("jit_truncdiv_int", a, b)
 
     def remainder(self, a, b):
@@ -328,8 +333,8 @@ def _special_unary(name: str, text: str, dtype: torch.dtype):
         "abs": (f"tl.abs({text})", dtype),
         "sqrt": (f"tl.sqrt_rn({text})" if dtype == torch.float32 else f"tl.sqrt({text})",
                  dtype),
-        "reciprocal": (f"tl.math.div_rn({_one(dtype)}, {text})", dtype),
-        "sigmoid": (f"tl.math.div_rn({_one(dtype)}, 1.0 + tl.exp(-{text}))", dtype),
+        "reciprocal": (f"jit_div({_one(dtype)}, {text})", dtype),
+        "sigmoid": (f"jit_div({_one(dtype)}, 1.0 + tl.exp(-{text}))", dtype),
         "round": (f"libdevice.nearbyint({text})", dtype),
         "sign": (f"({text} > 0).to({triton_type(dtype)}) - ({text} < 0).to("
                  f"{triton_type(dtype)})", dtype),

@@ -21,6 +21,17 @@ try:
 except ImportError:  # triton without the device-neutral module
     from triton.language.extra.cuda import libdevice
 
+# Every reduction goes through this name (the CPU loader swaps in a NumPy tree reduction).
+jit_reduce = tl.reduce
+
+@triton.jit
+def jit_div(a, b):
+    # Correctly rounded division (`/` on float32 is a faster, 2-ulp approximation on GPUs).
+    if a.dtype == tl.float32:
+        return tl.math.div_rn(a, b)
+    else:
+        return a / b
+
 
 @triton.jit
 def jit_maximum(a, b):
@@ -46,40 +57,62 @@ def jit_fmin(a, b):
 def jit_floordiv_int(a, b):
     divisor = tl.where(b == 0, 1, b)
     quotient = a // divisor
-    remainder = a % divisor
-    quotient = tl.where((remainder != 0) & ((remainder < 0) != (b < 0)), quotient - 1, quotient)
-    return tl.where(b == -1, -a, tl.where(b == 0, 0, quotient))
+    if b.dtype.is_int_unsigned():
+        return tl.where(b == 0, 0, quotient)
+    else:
+        remainder = a % divisor
+        quotient = tl.where((remainder != 0) & ((remainder < 0) != (b < 0)), quotient - 1,
+                            quotient)
+        return tl.where(b == -1, -a, tl.where(b == 0, 0, quotient))
 
 
 @triton.jit
 def jit_truncdiv_int(a, b):
     divisor = tl.where(b == 0, 1, b)
-    return tl.where(b == -1, -a, tl.where(b == 0, 0, a // divisor))
+    if b.dtype.is_int_unsigned():
+        return tl.where(b == 0, 0, a // divisor)
+    else:
+        return tl.where(b == -1, -a, tl.where(b == 0, 0, a // divisor))
 
 
 @triton.jit
 def jit_remainder_int(a, b):
-    divisor = tl.where((b == 0) | (b == -1), 1, b)
-    remainder = a % divisor
-    remainder = tl.where((remainder != 0) & ((remainder < 0) != (b < 0)), remainder + b,
-                         remainder)
-    return tl.where((b == 0) | (b == -1), 0, remainder)
+    if b.dtype.is_int_unsigned():
+        return tl.where(b == 0, 0, a % tl.where(b == 0, 1, b))
+    else:
+        divisor = tl.where((b == 0) | (b == -1), 1, b)
+        remainder = a % divisor
+        remainder = tl.where((remainder != 0) & ((remainder < 0) != (b < 0)), remainder + b,
+                             remainder)
+        return tl.where((b == 0) | (b == -1), 0, remainder)
 
 
 @triton.jit
 def jit_fmod_int(a, b):
-    divisor = tl.where((b == 0) | (b == -1), 1, b)
-    return tl.where((b == 0) | (b == -1), 0, a % divisor)
+    if b.dtype.is_int_unsigned():
+        return tl.where(b == 0, 0, a % tl.where(b == 0, 1, b))
+    else:
+        divisor = tl.where((b == 0) | (b == -1), 1, b)
+        return tl.where((b == 0) | (b == -1), 0, a % divisor)
+
+
+@triton.jit
+def jit_round_bf16(value):
+    # float32 -> nearest bfloat16 (ties to even), as float32; NaN stays NaN. Bit arithmetic
+    # rather than a conversion: Triton's interpreter truncates in `.to(tl.bfloat16)`.
+    bits = value.to(tl.uint32, bitcast=True)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & tl.full([], 0xFFFF0000, tl.uint32)
+    return tl.where(value != value, value, rounded.to(tl.float32, bitcast=True))
 
 
 @triton.jit
 def jit_floordiv_float(a, b):
     modulo = libdevice.fmod(a, b)
-    quotient = tl.math.div_rn(a - modulo, b)
+    quotient = jit_div(a - modulo, b)
     quotient = tl.where((modulo != 0) & ((b < 0) != (modulo < 0)), quotient - 1, quotient)
     rounded = tl.floor(quotient)
     rounded = tl.where(quotient - rounded > 0.5, rounded + 1, rounded)
-    ratio = tl.math.div_rn(a, b)
+    ratio = jit_div(a, b)
     rounded = tl.where(quotient == 0, libdevice.copysign(quotient - quotient, ratio), rounded)
     return tl.where(b == 0, ratio, rounded)
 

@@ -3,7 +3,7 @@ looped and split reductions, and the combine of split partials.
 
 Input: a reduction type, the compute dtype of the reduced values, the value's Triton text
 and the lane mask. Output: lines and the name of a `[XBLOCK, 1]` result. Every reduction goes
-through `tl.reduce` with a prelude combine function (NaN-propagating max/min, argmax/argmin
+through `jit_reduce` (`tl.reduce`) with a prelude combine function (NaN-propagating max/min, argmax/argmin
 with index tie-break, Welford merge), so the interpreter and the GPU run the same code.
 """
 from __future__ import annotations
@@ -92,33 +92,33 @@ class Accumulator:
         """Reduce the block accumulator along the row into `result` ([XBLOCK, 1])."""
         names = ", ".join(name for name, _dtype in self.variables())
         if self.type == "var_m2":
-            return [f"_, {result}, _ = tl.reduce(({names}), 1, jit_welford_combine)",
+            return [f"_, {result}, _ = jit_reduce(({names}), 1, jit_welford_combine)",
                     f"{result} = {result}[:, None]"]
         if self.type in ("argmax", "argmin"):
-            return [f"_, {result} = tl.reduce(({names}), 1, {COMBINE[self.type]})",
+            return [f"_, {result} = jit_reduce(({names}), 1, {COMBINE[self.type]})",
                     f"{result} = {result}[:, None]"]
-        return [f"{result} = tl.reduce({names}, 1, {COMBINE[self.type]})[:, None]"]
+        return [f"{result} = jit_reduce({names}, 1, {COMBINE[self.type]})[:, None]"]
 
     def finish_partials(self) -> list[str]:
         """Reduce each accumulator variable along the row, in place (split partial kernel)."""
         names = [name for name, _dtype in self.variables()]
         joined = ", ".join(names)
         if self.type == "var_m2":
-            return [f"{joined} = tl.reduce(({joined}), 1, jit_welford_combine)"]
+            return [f"{joined} = jit_reduce(({joined}), 1, jit_welford_combine)"]
         if self.type in ("argmax", "argmin"):
-            return [f"{joined} = tl.reduce(({joined}), 1, {COMBINE[self.type]})"]
-        return [f"{joined} = tl.reduce({joined}, 1, {COMBINE[self.type]})"]
+            return [f"{joined} = jit_reduce(({joined}), 1, {COMBINE[self.type]})"]
+        return [f"{joined} = jit_reduce({joined}, 1, {COMBINE[self.type]})"]
 
     def combine_partials(self, loads: list, result: str) -> list[str]:
         """Combine partials loaded as `[XBLOCK, SBLOCK]` tensors (one per variable)."""
         joined = ", ".join(loads)
         if self.type == "var_m2":
-            return [f"_, {result}, _ = tl.reduce(({joined}), 1, jit_welford_combine)",
+            return [f"_, {result}, _ = jit_reduce(({joined}), 1, jit_welford_combine)",
                     f"{result} = {result}[:, None]"]
         if self.type in ("argmax", "argmin"):
-            return [f"_, {result} = tl.reduce(({joined}), 1, {COMBINE[self.type]})",
+            return [f"_, {result} = jit_reduce(({joined}), 1, {COMBINE[self.type]})",
                     f"{result} = {result}[:, None]"]
-        return [f"{result} = tl.reduce({joined}, 1, {COMBINE[self.type]})[:, None]"]
+        return [f"{result} = jit_reduce({joined}, 1, {COMBINE[self.type]})[:, None]"]
 
     def partial_filler(self, position: int) -> str:
         """What a missing partial (masked lane) holds for variable `position`."""
@@ -135,16 +135,16 @@ def whole_row(reduction_type: str, dtype: torch.dtype, value: str, mask: str, in
     neutral = identity(reduction_type, dtype)
     if reduction_type == "var_m2":
         zero = literal(0, dtype)[0]
-        return [f"{result}_sum = tl.reduce(tl.where({mask}, {value}, {zero}), 1, jit_sum)"
+        return [f"{result}_sum = jit_reduce(tl.where({mask}, {value}, {zero}), 1, jit_sum)"
                 f"[:, None]",
                 f"{result}_mean = {result}_sum / {count}",
                 f"{result}_deviation = tl.where({mask}, {value} - {result}_mean, {zero})",
-                f"{result} = tl.reduce({result}_deviation * {result}_deviation, 1, "
+                f"{result} = jit_reduce({result}_deviation * {result}_deviation, 1, "
                 f"jit_sum)[:, None]"]
     masked = f"tl.where({mask}, {value}, {neutral})"
     if reduction_type in ("argmax", "argmin"):
         positions = f"tl.where({mask}, ({index}).to(tl.int64), {LAST_INDEX})"
-        return [f"_, {result} = tl.reduce(({masked}, {positions}), 1, "
+        return [f"_, {result} = jit_reduce(({masked}, {positions}), 1, "
                 f"{COMBINE[reduction_type]})",
                 f"{result} = {result}[:, None]"]
-    return [f"{result} = tl.reduce({masked}, 1, {COMBINE[reduction_type]})[:, None]"]
+    return [f"{result} = jit_reduce({masked}, 1, {COMBINE[reduction_type]})[:, None]"]

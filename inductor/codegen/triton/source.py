@@ -47,15 +47,15 @@ def function_name(role: str, text: str) -> str:
     return f"triton_{role}_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def generate(plan: GraphPlan, dtype_of, checks: bool) -> TritonModule:
-    """Print every kernel of `plan` (see the module docstring). `checks`: kernels report
-    out-of-range indices and integer division by zero through a status word."""
+def generate(plan: GraphPlan, dtype_of, interpret: bool) -> TritonModule:
+    """Print every kernel of `plan` (see the module docstring); `interpret`: for Triton's CPU
+    interpreter (kernels report errors eager raises through a status word)."""
     kernels, texts = [], {}
     for position, step in enumerate(plan.steps):
         if not isinstance(step, KernelPlan):
             continue
         kind = TritonScatterKernel if isinstance(step, ScatterPlan) else TritonKernel
-        printer = kind(step, dtype_of, checks)
+        printer = kind(step, dtype_of, interpret)
         functions = printer.functions()
         for function in functions:
             function.name = function_name(function.role, function.text)

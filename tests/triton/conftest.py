@@ -1,0 +1,85 @@
+"""Triton tests: kernels for CPU tensors through Triton's interpreter
+(`inductor.config.cpu_backend = "triton"`), and for CUDA tensors when a GPU is present.
+
+A fresh kernel cache per session (CI starts cold), the IR verifiers on, compiler errors
+raised. `device` parametrizes tests over "cpu" (interpreted) and, when available, "cuda".
+"""
+import copy
+
+import pytest
+import torch
+
+import inductor
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _triton_settings(tmp_path_factory):
+    pytest.importorskip("triton")
+    saved = inductor.config.snapshot()
+    inductor.config.cache_dir = str(tmp_path_factory.mktemp("kernel-cache"))
+    inductor.config.verify_ir = True
+    inductor.config.fallback_on_error = False
+    inductor.config.cpu_backend = "triton"
+    yield
+    inductor.config.update(**saved)
+
+
+@pytest.fixture
+def settings():
+    """Change `inductor.config` for one test."""
+    saved = inductor.config.snapshot()
+    yield inductor.config
+    inductor.config.update(**saved)
+
+
+def compile_function(function, *inputs, mode=None):
+    """`inductor.compile_fx` on `function` traced by torch.fx (placeholders = `inputs`)."""
+    graph = torch.fx.symbolic_trace(function)
+    return inductor.compile_fx(graph, list(inputs), mode=mode)
+
+
+def check_same(function, *inputs, atol=None, rtol=None, mode=None, calls=1):
+    """Run eager and compiled (`calls` times) on copies of `inputs`; compare results and
+    mutated inputs after each call. Returns the compiled graph."""
+    eager_inputs = copy.deepcopy(inputs)
+    compiled_inputs = copy.deepcopy(inputs)
+    compiled = compile_function(function, *compiled_inputs, mode=mode)
+    for _ in range(calls):
+        expected = function(*eager_inputs)
+        actual = compiled(*compiled_inputs)
+        torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True)
+        torch.testing.assert_close(compiled_inputs, eager_inputs, atol=atol, rtol=rtol,
+                                   equal_nan=True)
+    return compiled
+
+
+def kernel_source(compiled) -> str:
+    """The generated kernels of a compiled graph (the prelude left out)."""
+    from inductor.codegen.triton.prelude import PRELUDE
+    return compiled.report.source.replace(PRELUDE, "")
+
+
+def launchers(compiled) -> list:
+    """The kernel launchers of a compiled graph (found through its wrapper's globals)."""
+    from inductor.runtime.compiled_graph import CompiledGraph
+    from inductor.runtime.triton_launch import Launcher
+
+    seen, pending, found = set(), [compiled], []
+    while pending:
+        value = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, CompiledGraph):
+            pending.append(value.run)
+        elif hasattr(value, "compiled"):
+            pending.append(value.compiled)
+        globals_ = getattr(value, "__globals__", None)
+        if globals_ is not None and "__builtins__" in globals_ and \
+                any(isinstance(item, Launcher) for item in globals_.values()):
+            found += [item for item in globals_.values() if isinstance(item, Launcher)]
+        for cell in getattr(value, "__closure__", None) or ():
+            pending.append(cell.cell_contents)
+    return found

@@ -1,0 +1,94 @@
+"""Autotuning: candidate sets per kernel kind and mode, timing on the first call (with
+in-place buffers restored), the winner remembered on disk and reused, and the tiling
+decisions the candidates follow."""
+import json
+import os
+
+import pytest
+import torch
+
+import inductor
+from inductor.codegen.triton.kernel import LaunchSpec
+from inductor.runtime import triton_autotune as autotune
+from inductor.runtime.triton_launch import Launcher
+from tests.triton.conftest import compile_function, launchers
+
+
+def test_candidate_sets_grow_with_max_autotune():
+    spec = LaunchSpec("pointwise", 1 << 20)
+    default = autotune.candidates(spec, ["main"], exhaustive=False, interpret=False)
+    exhaustive = autotune.candidates(spec, ["main"], exhaustive=True, interpret=False)
+    assert 2 <= len(default) < len(exhaustive)
+    assert len(autotune.candidates(spec, ["main"], False, interpret=True)) == 1
+    blocks = {candidate.arguments[0]["XBLOCK"] for candidate in exhaustive}
+    assert blocks >= {512, 1024, 2048}
+
+
+def test_reduction_candidates_follow_the_strategy():
+    rows = LaunchSpec("reduction", 4096, rnumel=32768, strategy="persistent")
+    options = autotune.candidates(rows, ["main", "looped"], False, False)
+    persistent = [option for option in options if option.variant == 0]
+    looped = [option for option in options if option.variant == 1]
+    assert persistent and looped
+    assert all(option.arguments[0]["RBLOCK"] == 32768 for option in persistent)
+    assert all(option.arguments[0]["RBLOCK"] < 32768 for option in looped)
+    columns = LaunchSpec("reduction", 4096, rnumel=4096, strategy="looped",
+                         outer_contiguous=True)
+    assert all(option.arguments[0]["XBLOCK"] >= 32 for option in
+               autotune.candidates(columns, ["main"], False, False))
+    split = LaunchSpec("split", 1, rnumel=1 << 24, split=264, chunk=(1 << 24) // 264 + 1)
+    for option in autotune.candidates(split, ["partial", "combine"], False, False):
+        assert option.arguments[1]["SBLOCK"] == 512
+
+
+def test_small_sizes_clamp_blocks():
+    spec = LaunchSpec("tiled", 20, ynumel=3)
+    for option in autotune.candidates(spec, ["main"], True, False):
+        assert option.arguments[0]["YBLOCK"] <= 4 and option.arguments[0]["XBLOCK"] <= 32
+
+
+def _launcher_of(compiled) -> Launcher:
+    (launcher,) = launchers(compiled)
+    return launcher
+
+
+def test_tuning_restores_in_place_buffers_and_remembers_the_winner(monkeypatch, settings):
+    def step(x):
+        x.add_(1)
+        return x * 2
+
+    x = torch.zeros(1000)
+    compiled = compile_function(step, x)
+    launcher = _launcher_of(compiled)
+    launcher.candidates = [autotune.Candidate(0, [{"XBLOCK": block}]) for block in (64, 256)]
+    launcher.choice = None
+    times = iter([2.0, 1.0])
+
+    def fake_time(launch):
+        launch()
+        launch()
+        return next(times)
+
+    monkeypatch.setattr(autotune, "time_launch", fake_time)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "test device")
+    result = compiled(x)
+    assert torch.equal(x, torch.ones(1000)) and torch.equal(result, torch.full((1000,), 2.0))
+    assert launcher.choice.arguments == [{"XBLOCK": 256}]
+    key = autotune.record_key(launcher.source_text, launcher.spec, "test device", False)
+    path = autotune._record_path(key)
+    with open(path) as handle:
+        assert json.load(handle)["arguments"] == [{"XBLOCK": 256}]
+    again = autotune.recorded(key, launcher.candidates)
+    assert again is launcher.candidates[1]
+    os.remove(path)
+    assert autotune.recorded(key, launcher.candidates) is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_max_autotune_on_gpu_times_more_configs():
+    x = torch.randn(1 << 20, device="cuda")
+    graph = torch.fx.symbolic_trace(lambda t: torch.relu(t) * 3)
+    compiled = inductor.compile_fx(graph, [x], mode="max-autotune-no-cudagraphs")
+    torch.testing.assert_close(compiled(x), torch.relu(x) * 3)
+    launcher = _launcher_of(compiled)
+    assert len(launcher.candidates) > 3 and launcher.choice is not None

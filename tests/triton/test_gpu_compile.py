@@ -1,0 +1,107 @@
+"""The GPU variants of generated kernels compile for an H100 (sm_90) without a GPU.
+
+The interpreter runs kernels as NumPy, so it accepts programs the GPU compiler rejects (type
+mismatches, unsupported casts, non-constexpr globals). Here representative graphs are printed
+for a CUDA target (`interpret=False`: no status word, native bfloat16 rounding) and every
+function is compiled through Triton's compiler for sm_90 with its first two candidate
+configurations. Skipped where Triton lacks its NVIDIA backend.
+"""
+import pytest
+import torch
+
+from inductor.codegen.triton import source as triton_source
+from inductor.decompose import trace_aten
+from inductor.lower import lower
+from inductor.runtime import triton_autotune as autotune
+from inductor.runtime import triton_build
+from inductor.schedule.scheduler import schedule
+from inductor.schedule.tiling import Target, tile
+
+POINTER_TYPES = {
+    torch.float32: "*fp32", torch.float64: "*fp64", torch.bfloat16: "*bf16",
+    torch.float16: "*fp16", torch.int64: "*i64", torch.int32: "*i32", torch.int16: "*i16",
+    torch.int8: "*i8", torch.uint8: "*u8", torch.bool: "*i1",
+}
+
+
+def gpu_module(function, *inputs, persistent_limit=16384):
+    """The generated module (for a 132-SM CUDA target) of `function` on `inputs`."""
+    graph = torch.fx.symbolic_trace(function)
+    aten_graph = trace_aten(graph, list(inputs))
+    loop_graph = lower(aten_graph.module, aten_graph.fake_inputs, aten_graph.output_strides)
+    plan = schedule(loop_graph)
+    tile(plan, Target("cuda", 132, persistent_limit))
+
+    def dtype_of(name):
+        return plan.buffers[name].get_dtype()
+    return triton_source.generate(plan, dtype_of, interpret=False), dtype_of
+
+
+def compile_all(function, *inputs, **options):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    module, dtype_of = gpu_module(function, *inputs, **options)
+    loaded = triton_build.load(module.text, interpret=False)
+    compiled = 0
+    for kernel in module.kernels:
+        roles = [function.role for function in kernel.functions]
+        candidates = autotune.candidates(kernel.spec, roles, exhaustive=False, interpret=False)
+        pointers = [POINTER_TYPES[dtype_of(name)] for name in kernel.arguments] + \
+            [POINTER_TYPES[dtype] for dtype in kernel.spec.workspaces]
+        for candidate in candidates[:2]:
+            positions = range(len(roles)) if kernel.spec.kind in ("split", "scatter") \
+                else [candidate.variant]
+            for position, kwargs in zip(positions, candidate.arguments):
+                text = kernel.functions[position]
+                jit = getattr(loaded, text.name)
+                blocks = {key: value for key, value in kwargs.items() if key.endswith("BLOCK")}
+                names = jit.arg_names
+                signature = dict(zip(names, pointers))
+                signature.update({name: "constexpr" for name in blocks})
+                source = ASTSource(jit, signature, blocks)
+                triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                               options={"num_warps": kwargs.get("num_warps", 4)})
+                compiled += 1
+    return compiled
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_nvidia_backend():
+    pytest.importorskip("triton.backends.nvidia")
+    try:
+        compile_all(lambda x: x + 1, torch.randn(8))
+    except Exception as error:  # noqa: BLE001  (no ptxas or no backend: nothing to check)
+        pytest.skip(f"cannot compile for sm_90 here: {type(error).__name__}: {error}")
+
+
+def test_pointwise_math_and_half_types_compile():
+    def function(x, y, z):
+        return (torch.sigmoid(x) * torch.erf(y) + torch.atan2(x, y) + torch.remainder(x, y),
+                (x.to(torch.bfloat16) * 3).to(torch.float16), torch.div(z, z + 5, rounding_mode="floor"),
+                torch.bitwise_left_shift(z, z.abs() % 9), z.abs() ** 3, torch.isfinite(x / y))
+
+    assert compile_all(function, torch.randn(33, 70), torch.randn(33, 70),
+                       torch.randint(-9, 9, (33, 70))) >= 2
+
+
+def test_reductions_compile_in_every_form():
+    def rows(x):
+        return (x.sum(-1), x.argmax(-1), torch.var(x, -1), (x > 0).any(-1), x.amin(-1),
+                torch.softmax(x, -1))
+
+    assert compile_all(rows, torch.randn(64, 3000), persistent_limit=4096) >= 2
+    assert compile_all(rows, torch.randn(64, 300)) >= 2
+    assert compile_all(lambda x: (x.sum(), x.var(), x.argmax()), torch.randn(1 << 16)) >= 2
+    assert compile_all(lambda x: (x.sum(0), x.argmin(0)), torch.randn(4096, 64)) >= 2
+
+
+def test_tiles_scatters_and_random_compile():
+    def function(x, index, source):
+        transposed = x.t().contiguous() * 2
+        added = torch.zeros(64, 32).scatter_add(0, index, source)
+        return transposed, added, torch.rand_like(x) + torch.randn_like(x)
+
+    x = torch.randn(64, 32)
+    assert compile_all(function, x, torch.randint(0, 64, (8, 32)), torch.randn(8, 32)) >= 3

@@ -1,0 +1,141 @@
+"""Pointwise Triton kernels: fusion into one kernel, masks at ragged sizes, 2-D tiles for
+transposes, broadcasts, integer semantics, 64-bit indices, errors eager raises, scatters."""
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import inductor
+from tests.triton.conftest import DEVICES, check_same, compile_function, kernel_source
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_chain_is_one_kernel_with_no_temporaries(device):
+    def chain(x, y):
+        return torch.sigmoid(torch.relu(x * 2 + y) * 3 - 1)
+
+    x, y = torch.randn(64, 256, device=device), torch.randn(64, 256, device=device)
+    compiled = check_same(chain, x, y)
+    assert compiled.report.kernel_count == 1
+    source = kernel_source(compiled)
+    assert source.count("@triton.jit") == 1
+    assert source.count("empty_strided") == 1 and "YBLOCK" not in source
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_ragged_sizes_and_broadcasts_are_masked(device):
+    def function(x, bias, scale):
+        return (x + bias) * scale - x.mean()
+
+    check_same(function, torch.randn(7, 13, device=device), torch.randn(13, device=device),
+               torch.randn(7, 1, device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape, permutation", [((300, 256), (1, 0)), ((4, 40, 33), (0, 2, 1)),
+                                                 ((3, 17, 5, 19), (0, 3, 1, 2))])
+def test_transposes_use_2d_tiles(device, shape, permutation):
+    def transpose(x):
+        return x.permute(permutation).contiguous() * 2
+
+    x = torch.randn(shape, device=device)
+    compiled = check_same(transpose, x)
+    assert "YBLOCK" in kernel_source(compiled)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_transposed_input_added_to_contiguous_one(device):
+    x = torch.randn(48, 40, device=device)
+    y = torch.randn(40, 48, device=device)
+    compiled = check_same(lambda a, b: a + b.t(), x, y)
+    assert "YBLOCK" in kernel_source(compiled)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_half_types_round_like_eager(device):
+    def function(x, y):
+        return (x * y + 1).to(torch.float32), torch.exp(x) * y
+
+    for dtype in (torch.bfloat16, torch.float16):
+        x = torch.randn(33, 65, device=device).to(dtype)
+        y = torch.randn(33, 65, device=device).to(dtype)
+        check_same(function, x, y)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_semantics(device):
+    def function(a, b):
+        return (torch.div(a, b, rounding_mode="floor"), torch.remainder(a, b),
+                torch.fmod(a, b), a ** (b.abs() % 4), torch.bitwise_left_shift(a, b.abs() % 70),
+                torch.bitwise_right_shift(a, b.abs() % 70), a.to(torch.int8) * 3)
+
+    a = torch.randint(-1000, 1000, (257,), device=device)
+    b = torch.randint(-9, 9, (257,), device=device)
+    b[b == 0] = 3
+    b[:4] = torch.tensor([-1, 1, -7, 7])
+    check_same(function, a, b)
+
+
+def test_integer_division_by_zero_raises_like_eager():
+    def divide(a, b):
+        return torch.div(a, b, rounding_mode="floor")
+
+    compiled = compile_function(divide, torch.tensor([1, 2, 3]), torch.tensor([1, 2, 1]))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        compiled(torch.tensor([1, 2, 3]), torch.tensor([1, 0, 1]))
+
+
+def test_out_of_range_index_raises_like_eager():
+    def lookup(table, index):
+        return torch.nn.functional.embedding(index, table) * 2
+
+    table = torch.randn(10, 4)
+    compiled = check_same(lookup, table, torch.tensor([[1, 9], [0, 3]]))
+    with pytest.raises(IndexError):
+        compiled(table, torch.tensor([[1, 10], [0, 2]]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gather_cat_pad_where(device):
+    def function(x, index, y):
+        gathered = torch.gather(x, 1, index)
+        joined = torch.cat([x, y], dim=1)
+        padded = torch.nn.functional.pad(x, (1, 2, 0, 1), value=-1.0)
+        return gathered, joined, padded, torch.where(x > 0, x, y[:, :5])
+
+    x = torch.randn(6, 5, device=device)
+    check_same(function, x, torch.randint(0, 5, (6, 3), device=device),
+               torch.randn(6, 7, device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_scatters_copy_then_write(device):
+    def function(x, index, source):
+        added = torch.zeros(5, 4, device=x.device).scatter_add(0, index, source)
+        replaced = x.index_put((index[0],), source[0] * 2)
+        return added, replaced
+
+    index = torch.tensor([[0, 1, 2, 0], [4, 4, 1, 3]], device=device)
+    check_same(function, torch.randn(5, 4, device=device), index,
+               torch.randn(2, 4, device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_input_mutation_writes_through(device):
+    def step(x, counter):
+        counter.add_(1)
+        return x * counter
+
+    check_same(step, torch.ones(3, device=device), torch.zeros(3, device=device), calls=2)
+
+
+def test_index_width_follows_sizes():
+    def double(x):
+        return x * 2
+
+    small = compile_function(double, torch.randn(1024))
+    assert "to(tl.int64)" not in kernel_source(small)
+    with FakeTensorMode():
+        huge = torch.empty(2 ** 31 + 64, dtype=torch.int8)
+    graph = torch.fx.symbolic_trace(double)
+    large = inductor.compile_fx(graph, [huge])
+    assert "tl.program_id(0).to(tl.int64)" in kernel_source(large)

@@ -47,9 +47,12 @@ class Launcher:
         roles = [function.role for function in functions]
         self.candidates = autotune.candidates(self.spec, roles, exhaustive, interpret)
         self.argument_dtypes = list(argument_dtypes) + list(self.spec.workspaces)
+        if not config.autotune and not interpret:
+            self.candidates = self.candidates[:1]
         self.choice: Optional[autotune.Candidate] = \
             self.candidates[0] if len(self.candidates) == 1 or interpret else None
         self.fast: Optional[list] = None
+        self.fast_proven = False
         self.alignment: Optional[tuple] = None
 
     def _variants(self, roles: list) -> list:
@@ -85,9 +88,19 @@ class Launcher:
             return
         if self.fast is not None and self._aligned(tensors) == self.alignment:
             scratch = self._scratch()
-            for runner, blocks in self.fast:
-                runner(*tensors, *scratch, *blocks)
-            return
+            if self.fast_proven:
+                for runner, blocks in self.fast:
+                    runner(*tensors, *scratch, *blocks)
+                return
+            try:        # the first direct launch: a Triton whose launcher differs fails here
+                for runner, blocks in self.fast:
+                    runner(*tensors, *scratch, *blocks)
+                self.fast_proven = True
+                return
+            except Exception as error:  # noqa: BLE001  (go back to the jit path for good)
+                log.info("direct Triton launch unavailable (%s: %s)", type(error).__name__,
+                         error)
+                self.fast = None
         if self.choice is None:
             self.choice = self._tune(tensors)
         self._launch(self.choice, tensors)

@@ -40,9 +40,12 @@ def compile_function(function, *inputs, mode=None):
     return inductor.compile_fx(graph, list(inputs), mode=mode)
 
 
-def check_same(function, *inputs, atol=None, rtol=None, mode=None, calls=1):
-    """Run eager and compiled (`calls` times) on copies of `inputs`; compare results and
-    mutated inputs after each call. Returns the compiled graph."""
+def check_same(function, *inputs, atol=None, rtol=None, mode=None, calls=None):
+    """Run eager and compiled (`calls` times: by default once on CPU, twice on CUDA, where
+    the second call takes the direct launch path) on copies of `inputs`; compare results
+    and mutated inputs after each call. Returns the compiled graph."""
+    if calls is None:
+        calls = 2 if any(getattr(value, "is_cuda", False) for value in inputs) else 1
     eager_inputs = copy.deepcopy(inputs)
     compiled_inputs = copy.deepcopy(inputs)
     compiled = compile_function(function, *compiled_inputs, mode=mode)

@@ -52,36 +52,33 @@ def _launcher_of(compiled) -> Launcher:
     return launcher
 
 
-def test_tuning_restores_in_place_buffers_and_remembers_the_winner(monkeypatch, settings):
-    def step(x):
-        x.add_(1)
-        return x * 2
-
-    x = torch.zeros(1000)
-    compiled = compile_function(step, x)
+def test_tuning_restores_updated_buffers_and_remembers_the_winner(monkeypatch):
+    x = torch.arange(1000, dtype=torch.float32)
+    compiled = compile_function(lambda t: t * 2, x)
     launcher = _launcher_of(compiled)
     launcher.candidates = [autotune.Candidate(0, [{"XBLOCK": block}]) for block in (64, 256)]
     launcher.choice = None
+    launcher.in_place = [0]   # as if the kernel updated its input: timing runs must not show
     times = iter([2.0, 1.0])
 
     def fake_time(launch):
         launch()
-        launch()
+        x.add_(5)             # what a repeated in-place update would leave behind
         return next(times)
 
     monkeypatch.setattr(autotune, "time_launch", fake_time)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "test device")
     result = compiled(x)
-    assert torch.equal(x, torch.ones(1000)) and torch.equal(result, torch.full((1000,), 2.0))
+    assert torch.equal(x, torch.arange(1000, dtype=torch.float32))
     assert launcher.choice.arguments == [{"XBLOCK": 256}]
     key = autotune.record_key(launcher.source_text, launcher.spec, "test device", False)
     path = autotune._record_path(key)
     with open(path) as handle:
         assert json.load(handle)["arguments"] == [{"XBLOCK": 256}]
-    again = autotune.recorded(key, launcher.candidates)
-    assert again is launcher.candidates[1]
+    assert autotune.recorded(key, launcher.candidates) is launcher.candidates[1]
     os.remove(path)
     assert autotune.recorded(key, launcher.candidates) is None
+    assert torch.equal(result, x * 2)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -79,7 +79,8 @@ def _needs_nvidia_backend():
 def test_pointwise_math_and_half_types_compile():
     def function(x, y, z):
         return (torch.sigmoid(x) * torch.erf(y) + torch.atan2(x, y) + torch.remainder(x, y),
-                (x.to(torch.bfloat16) * 3).to(torch.float16), torch.div(z, z + 5, rounding_mode="floor"),
+                (x.to(torch.bfloat16) * 3).to(torch.float16),
+                torch.div(z, z + 5, rounding_mode="floor"),
                 torch.bitwise_left_shift(z, z.abs() % 9), z.abs() ** 3, torch.isfinite(x / y))
 
     assert compile_all(function, torch.randn(33, 70), torch.randn(33, 70),

@@ -139,3 +139,25 @@ def test_index_width_follows_sizes():
     graph = torch.fx.symbolic_trace(double)
     large = inductor.compile_fx(graph, [huge])
     assert "tl.program_id(0).to(tl.int64)" in kernel_source(large)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_random_numbers_repeat_per_seed_and_have_the_right_law(device):
+    def noise(x):
+        return (torch.rand_like(x), torch.randn_like(x) * 2 + x,
+                torch.nn.functional.dropout(x + 1, 0.25, training=True))
+
+    x = torch.zeros(64, 1000, device=device)
+    compiled = compile_function(noise, x)
+    torch.manual_seed(1)
+    uniform, normal, dropped = compiled(x)
+    torch.manual_seed(1)
+    again = compiled(x)
+    assert all(torch.equal(a, b) for a, b in zip((uniform, normal, dropped), again))
+    assert not torch.equal(compiled(x)[0], uniform)
+    assert 0.0 <= float(uniform.min()) and float(uniform.max()) < 1.0
+    assert abs(float(uniform.mean()) - 0.5) < 0.01
+    assert abs(float(normal.mean())) < 0.03 and abs(float(normal.std()) - 2) < 0.03
+    kept = dropped != 0
+    assert abs(float(kept.float().mean()) - 0.75) < 0.01
+    torch.testing.assert_close(dropped[kept], torch.full_like(dropped[kept], 1 / 0.75))

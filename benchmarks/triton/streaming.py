@@ -1,0 +1,191 @@
+"""Streaming kernels on a GPU: bandwidth of framejit's Triton kernels against a measured copy
+and against torch.compile.
+
+Cases (bf16): `x*2+1`; `gelu(a*w+b)` with w, b broadcast along rows; sum over the last and
+over the first dimension; softmax and layer norm over rows of 1024, 4096 and 32768. Each
+moves the bytes it must (inputs read once, outputs written once); GB/s counts those bytes
+over the median time of CUDA-event-timed batches, after warm-up (autotuning included), with
+three input sets rotated so the 50 MB L2 does not serve repeats. The copy reference is
+`out.copy_(x)` of 512 MiB (bytes read + written).
+
+    python -m benchmarks.triton.streaming [--elements 67108864] [--cases x2p1,softmax4096]
+        [--mode default] [--output results.jsonl] [--no-torch-compile]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+CASES = {}
+
+
+def case(name):
+    def register(function):
+        CASES[name] = function
+        return function
+    return register
+
+
+def _bytes(*tensors) -> int:
+    return sum(tensor.numel() * tensor.element_size() for tensor in tensors)
+
+
+@case("x2p1")
+def pointwise(elements):
+    def function(x):
+        return x * 2 + 1
+    x = torch.randn(elements, device="cuda", dtype=torch.bfloat16)
+    return function, (x,), 2 * _bytes(x)
+
+
+@case("gelu_affine")
+def gelu_affine(elements):
+    def function(a, w, b):
+        return F.gelu(a * w + b)
+    columns = 4096
+    a = torch.randn(elements // columns, columns, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(columns, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(columns, device="cuda", dtype=torch.bfloat16)
+    return function, (a, w, b), 2 * _bytes(a) + _bytes(w, b)
+
+
+def _sum(dim):
+    def build(elements):
+        def function(x):
+            return x.sum(dim)
+        x = torch.randn(elements // 4096, 4096, device="cuda", dtype=torch.bfloat16)
+        out = x.shape[1 - dim] * x.element_size()
+        return function, (x,), _bytes(x) + out
+    return build
+
+
+CASES["sum_last"] = _sum(1)
+CASES["sum_first"] = _sum(0)
+
+
+def _softmax(row):
+    def build(elements):
+        def function(x):
+            return torch.softmax(x, -1)
+        x = torch.randn(elements // row, row, device="cuda", dtype=torch.bfloat16)
+        return function, (x,), 2 * _bytes(x)
+    return build
+
+
+def _layer_norm(row):
+    def build(elements):
+        def function(x, weight, bias):
+            return F.layer_norm(x, (row,), weight, bias)
+        x = torch.randn(elements // row, row, device="cuda", dtype=torch.bfloat16)
+        weight = torch.randn(row, device="cuda", dtype=torch.bfloat16)
+        bias = torch.randn(row, device="cuda", dtype=torch.bfloat16)
+        return function, (x, weight, bias), 2 * _bytes(x) + _bytes(weight, bias)
+    return build
+
+
+for _row in (1024, 4096, 32768):
+    CASES[f"softmax{_row}"] = _softmax(_row)
+    CASES[f"layernorm{_row}"] = _layer_norm(_row)
+
+
+def time_rotating(function, input_sets, repeats: int = 20, trials: int = 7) -> float:
+    """Median seconds per call over `trials` batches, each batch `repeats` calls rotating
+    through `input_sets`."""
+    for inputs in input_sets:
+        function(*inputs)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(trials):
+        start.record()
+        for call in range(repeats):
+            function(*input_sets[call % len(input_sets)])
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / 1000 / repeats)
+    return statistics.median(samples)
+
+
+def copy_bandwidth() -> float:
+    x = torch.empty(256 * 2 ** 20, device="cuda", dtype=torch.float16).normal_()
+    outs = [torch.empty_like(x) for _ in range(2)]
+    seconds = time_rotating(lambda out: out.copy_(x), [(out,) for out in outs])
+    return 2 * _bytes(x) / seconds / 1e9
+
+
+def compile_ours(function, inputs, mode):
+    import inductor
+    graph = torch.fx.symbolic_trace(function)
+    started = time.perf_counter()
+    compiled = inductor.compile_fx(graph, list(inputs), mode=mode)
+    compiled(*inputs)
+    torch.cuda.synchronize()
+    return compiled, time.perf_counter() - started, compiled.report
+
+
+def compile_torch(function, inputs):
+    compiled = torch.compile(function, dynamic=False)
+    started = time.perf_counter()
+    compiled(*inputs)
+    torch.cuda.synchronize()
+    return compiled, time.perf_counter() - started
+
+
+def run_case(name, elements, mode, with_torch_compile, reference):
+    function, inputs, moved = CASES[name](elements)
+    input_sets = [inputs] + [tuple(value.clone() for value in inputs) for _ in range(2)]
+    expected = function(*inputs)
+    ours, our_compile, report = compile_ours(function, inputs, mode)
+    torch.testing.assert_close(ours(*inputs), expected, atol=3e-2, rtol=3e-2)
+    row = {"case": name, "elements": elements, "bytes": moved, "mode": mode or "default",
+           "copy_gbps": reference, "kernels": report.kernel_count,
+           "ours_compile_s": round(our_compile, 2)}
+    row["eager_ms"] = time_rotating(function, input_sets) * 1e3
+    row["ours_ms"] = time_rotating(ours, input_sets) * 1e3
+    if with_torch_compile:
+        theirs, their_compile = compile_torch(function, inputs)
+        row["torch_compile_ms"] = time_rotating(theirs, input_sets) * 1e3
+        row["torch_compile_compile_s"] = round(their_compile, 2)
+    for key in ("eager", "ours", "torch_compile"):
+        if f"{key}_ms" in row:
+            row[f"{key}_gbps"] = moved / (row[f"{key}_ms"] / 1e3) / 1e9
+    row["ours_of_copy"] = row["ours_gbps"] / reference
+    return row
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--elements", type=int, default=64 * 2 ** 20)
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--mode", default=None)
+    parser.add_argument("--output", default=None)
+    parser.add_argument("--no-torch-compile", action="store_true")
+    options = parser.parse_args(argv)
+    reference = copy_bandwidth()
+    print(f"{torch.cuda.get_device_name()}: copy {reference:.0f} GB/s (read + write)")
+    print(f"{'case':<14}{'eager':>8}{'tc':>8}{'ours':>8}  GB/s   ours/copy  ours/tc  compile s"
+          " (ours/tc)")
+    for name in options.cases.split(","):
+        try:
+            row = run_case(name, options.elements, options.mode, not options.no_torch_compile,
+                           reference)
+        except Exception as error:  # noqa: BLE001  (report and go on with the next case)
+            print(f"{name:<14} failed: {type(error).__name__}: {str(error)[:300]}")
+            continue
+        tc = row.get("torch_compile_gbps", float("nan"))
+        print(f"{name:<14}{row['eager_gbps']:8.0f}{tc:8.0f}{row['ours_gbps']:8.0f}"
+              f"  {row['ours_of_copy']:9.2f}  {row['ours_gbps'] / tc:7.2f}  "
+              f"{row['ours_compile_s']:.1f}/{row.get('torch_compile_compile_s', 0):.1f}",
+              flush=True)
+        if options.output:
+            with open(options.output, "a") as handle:
+                handle.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -119,7 +119,10 @@ def main(argv=None) -> None:
     parser.add_argument("--only", default="", help="run cases whose name contains this")
     parser.add_argument("--trials", type=int, default=21)
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: keep)")
     options = parser.parse_args(argv)
+    if options.threads:
+        torch.set_num_threads(options.threads)
     dtype = getattr(torch, options.dtype)
     warm_imports()
     rows = []
@@ -134,7 +137,8 @@ def main(argv=None) -> None:
     print(table(rows))
     directory = os.path.join(os.path.dirname(__file__), "results")
     os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, f"micro-{options.dtype}.jsonl"), "w") as handle:
+    suffix = f"-{options.threads}thread" if options.threads else ""
+    with open(os.path.join(directory, f"micro-{options.dtype}{suffix}.jsonl"), "w") as handle:
         for row in rows:
             handle.write(json.dumps(row) + "\n")
 

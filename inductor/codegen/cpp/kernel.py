@@ -279,13 +279,20 @@ class CppKernel:
         self.available = saved
 
     # -- reductions ------------------------------------------------------------------------
-    def _accumulators(self, members: list, lanes: int, suffix: str = "") -> list:
+    def _accumulators(self, members: list, lanes: int, suffix: str = "",
+                      terms: Optional[int] = None) -> list:
+        """Accumulators of `members`; `terms` is how many values each folds (default: the
+        whole inner iteration space)."""
+        if terms is None:
+            terms = 1
+            for size in self.plan.inner_sizes:
+                terms *= size
         accumulators = []
         for member in members:
             data = member.node.buffer.data
             name = f"{self.local_names[member.name]}_acc{suffix}"
             accumulators.append(Accumulator(name, data.reduction_type,
-                                            _compute(data.src_dtype), lanes))
+                                            _compute(data.src_dtype), lanes, terms))
         return accumulators
 
     def _reduction_index(self, member: Member) -> str:
@@ -379,7 +386,8 @@ class CppKernel:
                        f"{granule} * {granule};",
                        "const int64_t begin = thread * chunk;",
                        f"const int64_t end = begin + chunk < {size} ? begin + chunk : {size};")
-        local = self._accumulators(members, lanes, suffix="_local")
+        local = self._accumulators(members, lanes, suffix="_local",
+                                   terms=-(-size // self.threads))
         for accumulator in local:
             self.lines.add(*accumulator.declare())
         self._innermost_reduction_loop(members, local, name, "begin", "end", lanes)

@@ -71,15 +71,19 @@ class Accumulator:
     holds a value and an int64 index).
     """
 
-    def __init__(self, name: str, reduction_type: str, value_dtype: torch.dtype, lanes: int):
+    def __init__(self, name: str, reduction_type: str, value_dtype: torch.dtype, lanes: int,
+                 terms: int = 0):
         self.name = name
         self.type = reduction_type
         self.dtype = value_dtype
         self.c_type = storage_type(value_dtype)
         self.lanes = lanes
-        # Float sums fold their lanes into a double every FLUSH_BLOCKS vector blocks, so no
-        # lane accumulates more than a few thousand terms in single precision.
-        self.blocked = reduction_type == "sum" and value_dtype == torch.float32
+        # Long float sums (more than `terms` > FLUSH_BLOCKS blocks) fold their lanes into a
+        # double every FLUSH_BLOCKS vector blocks, so no lane accumulates more than a few
+        # thousand terms in single precision; short ones stay in float (a double scalar would
+        # turn the final fold into a chain of scalar adds).
+        self.blocked = reduction_type == "sum" and value_dtype == torch.float32 and \
+            terms > FLUSH_BLOCKS * max(lanes, LANES)
         self.scalar_type = "double" if self.blocked else self.c_type
 
     # -- declarations ----------------------------------------------------------------------
@@ -188,9 +192,22 @@ class Accumulator:
             reassociate = {"sum": "+", "prod": "*", "any": "||", "all": "&&"}.get(self.type)
             if reassociate:
                 lines.append(f"#pragma omp simd reduction({reassociate}:{name})")
+            else:
+                lines += self._tree_fold()
+                lanes = 1
             lines.append(f"for (int lane = 0; lane < {lanes}; ++lane) {name} = "
                          f"{combine(self.type, name, f'{name}_lanes[lane]')};")
         return lines, name
+
+    def _tree_fold(self) -> list[str]:
+        """Halve the lanes until one is left: log2(lanes) vectorised steps instead of a chain
+        of `lanes` dependent max/min operations (order is irrelevant to max and min)."""
+        slot = f"{self.name}_lanes"
+        return [f"for (int width = {self.lanes // 2}; width > 0; width /= 2) {{",
+                "  #pragma omp simd",
+                f"  for (int lane = 0; lane < width; ++lane) {slot}[lane] = "
+                f"{combine(self.type, f'{slot}[lane]', f'{slot}[lane + width]')};",
+                "}"]
 
     def result_dtype(self) -> torch.dtype:
         return torch.int64 if self.type in ("argmax", "argmin") else self.dtype

@@ -7,7 +7,8 @@
 # call of the device tool ends inside its 10 minutes:
 #   run(command="bash benchmarks/triton/gpu.sh tests streaming models", carry=[".whl"])
 # Phases (arguments, in order): tests, streaming, models, models-tc (models with
-# torch.compile timed too). Extra environment: STREAM_ARGS, MODEL_ARGS, TEST_ARGS.
+# torch.compile timed too). Extra environment: STREAM_ARGS, MODEL_ARGS, TEST_ARGS and the
+# phase limits TEST_TIMEOUT, STREAM_TIMEOUT, MODEL_TIMEOUT (seconds).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-benchmarks/results/tmp}
@@ -25,15 +26,15 @@ for phase in "$@"; do
   started=$(date +%s)
   case "$phase" in
     tests)
-      timeout 270 python3 -m pytest -q -p no:warnings -n 8 --durations=15 tests/triton \
+      timeout ${TEST_TIMEOUT:-270} python3 -m pytest -q -p no:warnings -n 8 --durations=15 tests/triton \
         ${TEST_ARGS:-} > "$OUT/tests.log" 2>&1
       tail -40 "$OUT/tests.log" ;;
     streaming)
-      timeout 220 python3 -m benchmarks.triton.streaming --output "$OUT/streaming.jsonl" \
+      timeout ${STREAM_TIMEOUT:-220} python3 -m benchmarks.triton.streaming --output "$OUT/streaming.jsonl" \
         ${STREAM_ARGS:-} 2>&1 | grep -v '^W[0-9]' | tee "$OUT/streaming.log" ;;
     models|models-tc)
       extra=""; [ "$phase" = models-tc ] && extra="--torch-compile"
-      timeout 240 python3 -m benchmarks.triton.models --output "$OUT/models.jsonl" $extra \
+      timeout ${MODEL_TIMEOUT:-240} python3 -m benchmarks.triton.models --output "$OUT/models.jsonl" $extra \
         ${MODEL_ARGS:-} > "$OUT/models.log" 2>&1
       grep '^{' "$OUT/models.log" | cut -c1-400; grep -E 'Error|error' "$OUT/models.log" \
         | tail -5 ;;

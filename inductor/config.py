@@ -35,7 +35,7 @@ class Config:
     """Time a few block configurations of each Triton kernel on its first call and keep the
     fastest (remembered on disk); off: the first candidate (GPU only)."""
 
-    triton_persistent_limit: int = 16384
+    triton_persistent_limit: int = 32768
     """Longest reduction row (elements) a Triton kernel may keep in registers; longer rows
     loop over blocks."""
 

@@ -128,6 +128,53 @@ def compile_ours(function, inputs, mode):
     return compiled, time.perf_counter() - started, compiled.report
 
 
+def choices(compiled) -> str:
+    """The variant and block sizes autotuning chose for each kernel of a compiled graph."""
+    from inductor.runtime.triton_launch import Launcher
+    found, pending, seen = [], [compiled], set()
+    while pending:
+        value = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        for attribute in ("run", "compiled"):
+            if hasattr(value, attribute):
+                pending.append(getattr(value, attribute))
+        for item in (getattr(value, "__globals__", None) or {}).values():
+            if isinstance(item, Launcher) and item.choice is not None:
+                found.append(f"{item.spec.kind}/{item.spec.strategy or '-'} "
+                             f"{item.choice.describe()}")
+        for cell in getattr(value, "__closure__", None) or ():
+            pending.append(cell.cell_contents)
+    return " | ".join(found)
+
+
+def launch_overhead(calls: int = 2000) -> dict:
+    """Host microseconds per call of a one-kernel graph (`x * 2 + 1` on 1024 elements):
+    eager (two ops), ours in both modes, torch.compile."""
+    import inductor
+    x = torch.randn(1024, device="cuda")
+
+    def function(t):
+        return t * 2 + 1
+    graph = torch.fx.symbolic_trace(function)
+    variants = {"eager": function,
+                "ours": inductor.compile_fx(graph, [x]),
+                "ours_reduce_overhead": inductor.compile_fx(graph, [x], mode="reduce-overhead"),
+                "torch_compile": torch.compile(function, dynamic=False)}
+    result = {}
+    for name, variant in variants.items():
+        for _ in range(20):
+            variant(x)
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        for _ in range(calls):
+            variant(x)
+        torch.cuda.synchronize()
+        result[name] = (time.perf_counter() - started) / calls * 1e6
+    return result
+
+
 def compile_torch(function, inputs):
     compiled = torch.compile(function, dynamic=False)
     started = time.perf_counter()
@@ -155,6 +202,7 @@ def run_case(name, elements, mode, with_torch_compile, reference):
         if f"{key}_ms" in row:
             row[f"{key}_gbps"] = moved / (row[f"{key}_ms"] / 1e3) / 1e9
     row["ours_of_copy"] = row["ours_gbps"] / reference
+    row["choices"] = choices(ours)
     return row
 
 
@@ -165,7 +213,16 @@ def main(argv=None) -> None:
     parser.add_argument("--mode", default=None)
     parser.add_argument("--output", default=None)
     parser.add_argument("--no-torch-compile", action="store_true")
+    parser.add_argument("--overhead", action="store_true",
+                        help="also measure the host cost per call of a one-kernel graph")
     options = parser.parse_args(argv)
+    if options.overhead:
+        overhead = launch_overhead()
+        print("host us per call:", ", ".join(f"{key} {value:.1f}"
+                                             for key, value in overhead.items()))
+        if options.output:
+            with open(options.output, "a") as handle:
+                handle.write(json.dumps({"case": "launch_overhead_us", **overhead}) + "\n")
     reference = copy_bandwidth()
     print(f"{torch.cuda.get_device_name()}: copy {reference:.0f} GB/s (read + write)")
     print(f"{'case':<14}{'eager':>8}{'tc':>8}{'ours':>8}  GB/s   ours/copy  ours/tc  compile s"
@@ -180,8 +237,8 @@ def main(argv=None) -> None:
         tc = row.get("torch_compile_gbps", float("nan"))
         print(f"{name:<14}{row['eager_gbps']:8.0f}{tc:8.0f}{row['ours_gbps']:8.0f}"
               f"  {row['ours_of_copy']:9.2f}  {row['ours_gbps'] / tc:7.2f}  "
-              f"{row['ours_compile_s']:.1f}/{row.get('torch_compile_compile_s', 0):.1f}",
-              flush=True)
+              f"{row['ours_compile_s']:.1f}/{row.get('torch_compile_compile_s', 0):.1f}  "
+              f"{row['choices']}", flush=True)
         if options.output:
             with open(options.output, "a") as handle:
                 handle.write(json.dumps(row) + "\n")

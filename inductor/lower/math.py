@@ -267,8 +267,8 @@ def power(base, exponent):
             return make_pointwise(lambda x: ops.mul(x, x), base)
         if exponent == 1:
             return cast(base, dtype)
-        if exponent == 0.5 and dtype != torch.float16:
-            return make_pointwise(ops.sqrt, base)   # eager's float16 kernel calls pow instead
+        if exponent == 0.5 and (dtype != torch.float16 or base.get_device().type == "cuda"):
+            return make_pointwise(ops.sqrt, base)   # eager's CPU float16 kernel calls pow
         if exponent == -1:
             return make_pointwise(ops.reciprocal, base)
     if not is_tensor(exponent) and not dtype.is_floating_point and exponent == 2:

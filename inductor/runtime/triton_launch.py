@@ -87,14 +87,11 @@ class Launcher:
         if self.spec.xnumel == 0:
             return
         if self.fast is not None and self._aligned(tensors) == self.alignment:
-            scratch = self._scratch()
             if self.fast_proven:
-                for runner, blocks in self.fast:
-                    runner(*tensors, *scratch, *blocks)
+                self._run_fast(tensors)
                 return
             try:        # the first direct launch: a Triton whose launcher differs fails here
-                for runner, blocks in self.fast:
-                    runner(*tensors, *scratch, *blocks)
+                self._run_fast(tensors)
                 self.fast_proven = True
                 return
             except Exception as error:  # noqa: BLE001  (go back to the jit path for good)
@@ -145,22 +142,29 @@ class Launcher:
         return tuple(tensor.data_ptr() % 16 == 0 for tensor in tensors)
 
     def _make_fast(self, compiled: list, tensors) -> None:
-        """Keep `CompiledKernel[grid]` runners for the next calls, where Triton has them."""
+        """Keep each compiled kernel's own launcher (`CompiledKernel.run`: the C function
+        Triton calls after its Python bookkeeping) for the next calls."""
         if not config.triton_direct_launch or self.spec.status:
             return
         runners = []
         for kernel, grid, kwargs in compiled:
-            if kernel is None or not hasattr(kernel, "__getitem__"):
-                return
             try:
-                runner = kernel[grid]
-            except Exception:  # noqa: BLE001  (an older Triton: keep the jit path)
+                kernel[grid]    # binds the loaded module's handles
+                launch = (kernel.run, kernel.function, kernel.packed_metadata)
+            except Exception:  # noqa: BLE001  (an older or newer Triton: keep the jit path)
                 return
-            blocks = [value for key, value in kwargs.items()
-                      if key.endswith("BLOCK")]
-            runners.append((runner, blocks))
+            grid = tuple(grid) + (1,) * (3 - len(grid))
+            blocks = [value for key, value in kwargs.items() if key.endswith("BLOCK")]
+            runners.append((launch, grid, blocks))
         self.fast = runners
         self.alignment = self._aligned(tensors)
+
+    def _run_fast(self, tensors) -> None:
+        stream = _current_stream(self.device)
+        scratch = self._scratch()
+        for (run, function, metadata), grid, blocks in self.fast:
+            run(grid[0], grid[1], grid[2], stream, function, metadata, None, None, None,
+                *tensors, *scratch, *blocks)
 
     # -- tuning ---------------------------------------------------------------------------
     def _tune(self, tensors) -> autotune.Candidate:
@@ -187,3 +191,12 @@ class Launcher:
         autotune.remember(key, best, timings)
         log.debug("tuned %s: %s (%.4f ms)", self.name, best.describe(), best_time)
         return best
+
+
+def _current_stream(device: torch.device) -> int:
+    """The raw handle of the current CUDA stream of `device`."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(index)
+    return torch.cuda.current_stream(index).cuda_stream

@@ -176,7 +176,7 @@ def _reduction_tiling(kernel: KernelPlan, target: Target, bits: int) -> Tiling:
     programs = -(-rows // rows_per_program)
     if target.split_reductions and splittable(kernel) and row >= target.split_min_row \
             and programs < target.processors:
-        split = max(2, min(2 * target.processors // max(programs, 1), row // 512, 256))
+        split = max(2, min(-(-4 * target.processors // max(programs, 1)), row // 512, 256))
         return Tiling("reduction", strategy="split", split=split,
                       outer_contiguous=outer_contiguous, index_bits=bits)
     persistent_limit = 64 if outer_contiguous else target.persistent_limit

@@ -66,7 +66,9 @@ def test_replays_match_the_default_mode():
 
 
 @cuda
-def test_new_shapes_and_moved_static_inputs_record_again():
+def test_moved_static_inputs_record_again():
+    # A compiled graph is specialised to its input shapes (the frame's guards recompile, and
+    # so record anew, on new shapes); within one, only static inputs' addresses can change.
     parameter = torch.nn.Parameter(torch.randn(16, device="cuda"), requires_grad=False)
 
     def scale(x, p):
@@ -75,19 +77,19 @@ def test_new_shapes_and_moved_static_inputs_record_again():
     graphs = compile_function(scale, torch.randn(8, 16, device="cuda"), parameter,
                               mode="reduce-overhead")
     runner = _runner(graphs)
-    for rows in (8, 8, 4, 4, 8):
-        x = torch.randn(rows, 16, device="cuda")
+    for _ in range(3):
+        x = torch.randn(8, 16, device="cuda")
         torch.testing.assert_close(graphs(x, parameter), x * parameter + 1)
-    assert runner.recorded == 2
+    assert runner.recorded == 1
     moved = torch.nn.Parameter(parameter.detach().clone(), requires_grad=False)
     x = torch.randn(8, 16, device="cuda")
     graphs(x, moved)
     torch.testing.assert_close(graphs(x, moved), x * moved + 1)
-    assert runner.recorded == 3
+    assert runner.recorded == 2
     with torch.no_grad():
         moved.mul_(2)       # same address, new values: read in place, no re-recording
     torch.testing.assert_close(graphs(x, moved), x * moved + 1)
-    assert runner.recorded == 3
+    assert runner.recorded == 2
 
 
 @cuda

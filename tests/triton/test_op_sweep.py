@@ -48,10 +48,15 @@ def run_batch(ops: dict, inputs: tuple, dtype, device: str) -> list:
     return failures
 
 
-def float_ops(dtype) -> dict:
+def float_ops(dtype, device: str = "cpu") -> dict:
     ops = {**sweep._unary(sweep.FLOAT_UNARY), **sweep.FLOAT_BINARY}
     if dtype in (torch.bfloat16, torch.float16):
         ops.pop("to_int32")  # eager rounds the clamp to a half type first; ulp-level flips
+    if device == "cuda" and dtype == torch.float64:
+        # Eager's CUDA kernels multiply by a float32 1/6 even for float64 (hardswish(100)
+        # is 100.000003 there); ours computes in float64, as eager's CPU kernels do.
+        ops.pop("hardswish")
+        ops.pop("hardsigmoid")
     return ops
 
 
@@ -85,7 +90,7 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GP
 @cuda
 @pytest.mark.parametrize("dtype, layout", CUDA_CASES, ids=str)
 def test_float_ops_cuda(dtype, layout):
-    assert run_batch(float_ops(dtype), float_inputs(dtype, layout), dtype, "cuda") == []
+    assert run_batch(float_ops(dtype, "cuda"), float_inputs(dtype, layout), dtype, "cuda") == []
 
 
 @cuda

@@ -83,15 +83,13 @@ def _product(sizes) -> int:
 class TritonKernel:
     """Prints one kernel plan (see the module docstring). `interpret`: for Triton's CPU
     interpreter: report out-of-range indices and integer division by zero through a status
-    word (on GPUs reading it back would synchronise), and round to bfloat16 in software
-    (the interpreter truncates)."""
+    word (on GPUs reading it back would synchronise)."""
 
     def __init__(self, plan: KernelPlan, dtype_of, interpret: bool = False):
         self.plan = plan
         self.tiling = plan.tiling
         self.dtype_of = dtype_of
         self.checks = interpret
-        self.software_bf16 = interpret
         self.ranges = plan.variable_ranges()
         self.pointers = {name: f"pointer{position}"
                          for position, name in enumerate(self.arguments())}
@@ -355,7 +353,9 @@ class TritonKernel:
             else:
                 self._reduction_loop(stage.members, outer_handler)
 
-    def _open_row_loop(self, end: str = "rnumel", base: str = "roffset", limit=None) -> None:
+    def _open_row_loop(self, end: Optional[str] = None, base: str = "roffset",
+                       limit=None) -> None:
+        end = end or str(_product(self.plan.inner_sizes))
         self.add_line(f"for roffset in range(0, {end}, RBLOCK):")
         self.lines.depth += 1
         self._r_axis(base, limit)
@@ -374,7 +374,7 @@ class TritonKernel:
         self._close_loop()
         self.available = saved
 
-    def _fold_loop(self, members: list, accumulators: list, end="rnumel", base="roffset",
+    def _fold_loop(self, members: list, accumulators: list, end=None, base="roffset",
                    limit=None) -> None:
         """One loop over the row folding each member's values into its accumulator."""
         for accumulator in accumulators:

@@ -156,10 +156,8 @@ class TritonOpsHandler(OpsHandler):
         if dtype in (torch.bfloat16, torch.float16):
             source = value if value.dtype == torch.float32 else \
                 self.to_dtype(value, torch.float32)
-            if dtype == torch.bfloat16 and self.scope.software_bf16:
-                return self.emit(f"jit_round_bf16({self.tensor(source)})", torch.float32)
-            return self.emit(f"{self.tensor(source)}.to({triton_type(dtype)}).to(tl.float32)",
-                             torch.float32)
+            helper = "jit_round_bf16" if dtype == torch.bfloat16 else "jit_round_fp16"
+            return self.emit(f"{helper}({self.tensor(source)})", torch.float32)
         if value.dtype == target:
             return value
         if target == torch.bool:

@@ -96,13 +96,25 @@ def jit_fmod_int(a, b):
         return tl.where((b == 0) | (b == -1), 0, a % divisor)
 
 
+# Rounding float32 to the half types (ties to even) and back, by bit arithmetic: a
+# conversion round trip `.to(tl.bfloat16).to(tl.float32)` was measured not to round on an
+# H100 (Triton 3.6), and Triton's interpreter truncates in `.to(tl.bfloat16)`.
 @triton.jit
 def jit_round_bf16(value):
-    # float32 -> nearest bfloat16 (ties to even), as float32; NaN stays NaN. Bit arithmetic
-    # rather than a conversion: Triton's interpreter truncates in `.to(tl.bfloat16)`.
     bits = value.to(tl.uint32, bitcast=True)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & tl.full([], 0xFFFF0000, tl.uint32)
     return tl.where(value != value, value, rounded.to(tl.float32, bitcast=True))
+
+
+@triton.jit
+def jit_round_fp16(value):
+    bits = value.to(tl.uint32, bitcast=True)
+    normal = ((bits + 0xFFF + ((bits >> 13) & 1)) & tl.full([], 0xFFFFE000, tl.uint32)).to(
+        tl.float32, bitcast=True)
+    tiny = libdevice.nearbyint(value * 16777216.0) * 5.9604644775390625e-08
+    rounded = tl.where(tl.abs(value) < 6.103515625e-05, tiny, normal)
+    rounded = tl.where(tl.abs(rounded) > 65504.0, value * float("inf"), rounded)
+    return tl.where(value != value, value, rounded)
 
 
 @triton.jit

@@ -3,8 +3,9 @@ looped and split reductions, and the combine of split partials.
 
 Input: a reduction type, the compute dtype of the reduced values, the value's Triton text
 and the lane mask. Output: lines and the name of a `[XBLOCK, 1]` result. Every reduction goes
-through `jit_reduce` (`tl.reduce`) with a prelude combine function (NaN-propagating max/min, argmax/argmin
-with index tie-break, Welford merge), so the interpreter and the GPU run the same code.
+through `jit_reduce` (`tl.reduce` on GPUs) with a prelude combine function (NaN-propagating
+max/min, argmax/argmin with index tie-break, Welford merge), so the interpreter and the GPU
+run the same code.
 """
 from __future__ import annotations
 

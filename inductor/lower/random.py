@@ -57,7 +57,8 @@ def random_box(size, dtype: torch.dtype, device: torch.device, kind: str,
     def inner_fn(index):
         position = sum((value * stride for value, stride in zip(index, strides)),
                        sympy.Integer(0))
-        value = ops.random(ops.load(seed, sympy.Integer(0)), ops.index_expr(position, torch.int64), kind)
+        offset = ops.index_expr(position, torch.int64)
+        value = ops.random(ops.load(seed, sympy.Integer(0)), offset, kind)
         if transform is not None:
             value = transform(value)
         return ops.to_dtype(value, dtype)

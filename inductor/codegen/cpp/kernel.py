@@ -66,6 +66,7 @@ class CppKernel:
         self.pointers = {name: f"p{position}" for position, name in enumerate(self.arguments())}
         self.local_names = {member.name: f"m{position}"
                             for position, member in enumerate(plan.members())}
+        self.reciprocals: dict = {}   # per-row float value -> its reciprocal (see truediv)
 
     # -- interface -------------------------------------------------------------------------
     def arguments(self) -> list[str]:
@@ -213,7 +214,7 @@ class CppKernel:
         self.counter += 1
         return CppOpsHandler(_LineSink(self.lines), self.dtype_of, self._forwarded,
                              self._index, prefix=f"t{self.counter}_",
-                             pointer=self.pointers.__getitem__)
+                             pointer=self.pointers.__getitem__, reciprocals=self.reciprocals)
 
     def _index(self, expr) -> str:
         return index_text(simplify_index(sympy.expand(sympy.sympify(expr)), self.ranges))
@@ -360,12 +361,23 @@ class CppKernel:
             dtype = accumulator.result_dtype()
             name = f"{self.local_names[member.name]}_value"
             self.lines.add(f"const {storage_type(dtype)} {name} = {result};")
+            if dtype in (torch.float32, torch.float64) and self._inner_stage_follows(member):
+                one = "1.0f" if dtype == torch.float32 else "1.0"
+                self.lines.add(f"const {storage_type(dtype)} {name}_reciprocal = {one} / {name};")
+                self.reciprocals[name] = f"{name}_reciprocal"
             value = CppValue(name, dtype)
             index = self._write_index(member)
             self.available[member.name] = (index, value)
             if member.store:
                 handler = self._handler()
                 self.lines.add(handler.store_text(member.node.written_name(), index, value))
+
+    def _inner_stage_follows(self, member: Member) -> bool:
+        """Whether an inner loop runs after `member`'s reduction in this kernel (only then can
+        a reciprocal save divisions)."""
+        stages = self.plan.stages
+        position = next(index for index, stage in enumerate(stages) if member in stage.members)
+        return any(stage.kind == "inner" for stage in stages[position + 1:])
 
     def _split_reduction(self, members: list) -> None:
         """Each thread folds a chunk of the single inner loop; partials combine in order."""

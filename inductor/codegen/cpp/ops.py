@@ -55,9 +55,11 @@ class CppOpsHandler(OpsHandler):
     """
 
     def __init__(self, lines: list, dtype_of: Callable, forwarded: Callable,
-                 index_hook: Callable, prefix: str = "tmp", pointer: Callable = str):
+                 index_hook: Callable, prefix: str = "tmp", pointer: Callable = str,
+                 reciprocals: Optional[dict] = None):
         self.lines = lines
         self.pointer = pointer
+        self.reciprocals = reciprocals or {}
         self.dtype_of = dtype_of
         self.forwarded = forwarded
         self.index_hook = index_hook
@@ -172,6 +174,11 @@ class CppOpsHandler(OpsHandler):
         return self._binary("*", a, b)
 
     def truediv(self, a, b):
+        reciprocal = self.reciprocals.get(b.name)
+        if reciprocal is not None and a.dtype == b.dtype:
+            # Dividing by a per-row value inside a loop: multiply by its reciprocal, computed
+            # once per row (as eager's softmax kernel does; within 1.5 ulp of division).
+            return self.emit(f"{a.name} * {reciprocal}", a.dtype)
         return self.emit(f"{a.name} / {b.name}", a.dtype)
 
     def floordiv(self, a, b):

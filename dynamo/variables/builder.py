@@ -264,10 +264,14 @@ def _is_bound_builtin_method(value: Any) -> bool:
     return is_method_descriptor(class_lookup(type(owner), getattr(value, "__name__", "")))
 
 
+_builtin_ids: list = [0, frozenset()]  # (size of the registries, ids of their functions)
+
+
 def _is_builtin(value: Any) -> bool:
-    if type(value).__hash__ is None:
-        return False
-    if value in BUILTIN_RULES or value in PURE:
+    size = len(BUILTIN_RULES) + len(PURE)
+    if _builtin_ids[0] != size:  # rules registered since
+        _builtin_ids[:] = [size, frozenset(id(function) for function in (*BUILTIN_RULES, *PURE))]
+    if id(value) in _builtin_ids[1]:  # by identity: `in` on a dict would run the value's __eq__
         return True
     module = getattr(value, "__module__", None)
     return isinstance(value, (types.BuiltinFunctionType, type)) and module in _BUILTIN_MODULES

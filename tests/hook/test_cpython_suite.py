@@ -32,10 +32,21 @@ calls of a new `__eq__`; the cache entry made on that first call adds objects (d
 pytestmark = pytest.mark.skipif(not hook.SUPPORTED, reason=str(hook.unsupported_reason()))
 
 
+def shipped(modules: list[str]) -> list[str]:
+    """The test modules this interpreter ships (some distributions install only part of
+    CPython's test package, e.g. the GPU machine's Python has no test.test_enum)."""
+    import importlib.util
+    return [name for name in modules if importlib.util.find_spec(f"test.{name}") is not None]
+
+
 def run_regrtest(prefix: list[str], tmp_path) -> tuple[str, str]:
     """Run the modules under `python PREFIX test ...`; returns the totals line and the output."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), JIT_LOGS="hook")
-    process = subprocess.run([sys.executable, *prefix, "test", *REQUIRED, *EXTRA], cwd=tmp_path,
+    missing = [name for name in REQUIRED if name not in shipped(REQUIRED)]
+    if missing:
+        pytest.skip(f"this Python ships no {missing} (a partial test package)")
+    process = subprocess.run([sys.executable, *prefix, "test", *REQUIRED, *shipped(EXTRA)],
+                             cwd=tmp_path,
                              capture_output=True, text=True, env=env, timeout=900)
     output = process.stdout + process.stderr
     assert process.returncode == 0, output[-4000:]
@@ -49,6 +60,6 @@ def test_regression_tests_pass_identically_with_every_frame_rewritten(tmp_path):
     plain, _ = run_regrtest(["-m"], tmp_path)
     rewritten, output = run_regrtest(["-m", "dynamo", "nop-rewrite", "-m"], tmp_path)
     assert rewritten == plain, output[-2000:]
-    if plain.startswith("run="):  # a count of test cases, not only of modules
+    if plain.startswith("run=") and len(shipped(EXTRA)) == len(EXTRA):  # test cases, not modules
         assert int(re.match(r"run=([\d,]+)", plain).group(1).replace(",", "")) > 3000, plain
     assert output.count("] nop-rewrite ") > 5000  # the test functions really were rewritten

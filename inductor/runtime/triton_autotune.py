@@ -112,7 +112,7 @@ def looped_configs(spec, exhaustive: bool, interpret: bool, row: Optional[int] =
     if interpret:  # small blocks exercise the loop; split chunks are long, take bigger ones
         return [{"XBLOCK": min(rows, 64), "RBLOCK": min(row, 1024 if split else 64)}]
     if spec.outer_contiguous:
-        shapes = [(64, 16, 4), (128, 16, 8), (256, 16, 8), (64, 64, 8)]
+        shapes = [(64, 16, 4), (128, 16, 8), (256, 16, 8), (64, 64, 8), (128, 32, 8)]
         if exhaustive:
             shapes += [(128, 8, 4), (32, 32, 4), (256, 32, 8), (512, 8, 8)]
     else:

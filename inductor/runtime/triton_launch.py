@@ -32,7 +32,7 @@ class Launcher:
     """Runs one kernel plan's Triton functions (see the module docstring)."""
 
     def __init__(self, source, module, device: torch.device, argument_dtypes: list,
-                 exhaustive: bool, interpret: bool):
+                 exhaustive: bool, interpret: bool, outside: Optional[list] = None):
         self.name = source.plan_name
         self.spec = source.spec
         self.device = device
@@ -54,6 +54,10 @@ class Launcher:
         self.fast: Optional[list] = None
         self.fast_proven = False
         self.alignment: Optional[tuple] = None
+        # Arguments whose alignment can vary between calls (graph inputs, which may be
+        # views); buffers the wrapper allocates always start 16-byte aligned.
+        self.outside = list(range(len(source.arguments))) if outside is None else outside
+        self.needs_scratch = bool(self.spec.workspaces) or self.spec.status
 
     def _variants(self, roles: list) -> list:
         """Per variant, the indices of its functions in launch order."""
@@ -88,7 +92,11 @@ class Launcher:
             return
         if self.fast is not None and self._aligned(tensors) == self.alignment:
             if self.fast_proven:
-                self._run_fast(tensors)
+                stream = _current_stream(self.device)
+                scratch = self._scratch() if self.needs_scratch else ()
+                for (run, function, metadata), grid, blocks in self.fast:
+                    run(grid[0], grid[1], grid[2], stream, function, metadata, None, None,
+                        None, *tensors, *scratch, *blocks)
                 return
             try:        # the first direct launch: a Triton whose launcher differs fails here
                 self._run_fast(tensors)
@@ -137,9 +145,8 @@ class Launcher:
             self._make_fast(compiled, tensors)
 
     # -- the direct path --------------------------------------------------------------------
-    @staticmethod
-    def _aligned(tensors) -> tuple:
-        return tuple(tensor.data_ptr() % 16 == 0 for tensor in tensors)
+    def _aligned(self, tensors) -> tuple:
+        return tuple(tensors[position].data_ptr() % 16 == 0 for position in self.outside)
 
     def _make_fast(self, compiled: list, tensors) -> None:
         """Keep each compiled kernel's own launcher (`CompiledKernel.run`: the C function

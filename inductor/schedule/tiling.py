@@ -11,6 +11,9 @@ anything itself:
   the row in blocks otherwise ("looped"), or, when there are too few rows to fill the
   device, split each row over several programs writing partials that a second kernel
   combines ("split");
+- a looped sum of `exp(v - max(v))` over the values of a max reduction in an earlier stage
+  (softmax, log-softmax, logsumexp) joins that max's loop as an online softmax (a running
+  maximum and a rescaled running sum), saving one pass over the row;
 - indices are 32-bit unless some buffer or iteration space needs 64.
 """
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Optional
 
 import sympy
 
+from inductor.ir.ops import OpsHandler, use_handler
 from inductor.ir.symbols import linear_coefficient, substitute
 from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 
@@ -50,6 +54,7 @@ class Tiling:
     split: int = 1              # split: programs (and partials) per row
     outer_contiguous: bool = False  # reduction whose reads walk the rows, not the row
     index_bits: int = 32
+    online: dict = dataclasses.field(default_factory=dict)  # sum member -> its max member
 
     def describe(self) -> str:
         """One line for `GraphPlan.describe()`."""
@@ -62,6 +67,8 @@ class Tiling:
                 parts.append("or " + ", ".join(self.alternatives))
             if self.outer_contiguous:
                 parts.append("outer-contiguous")
+            for total, maximum in self.online.items():
+                parts.append(f"{total} joins {maximum} (online softmax)")
         parts.append(f"int{self.index_bits} indices")
         return ", ".join(parts)
 
@@ -169,6 +176,69 @@ def splittable(kernel: KernelPlan) -> bool:
     return not any(member.node.read_names() & written for member in kernel.stages[0].members)
 
 
+class _ExpressionRecorder(OpsHandler):
+    """Evaluates a body into a hashable expression tree (None where it reads indirectly)."""
+
+    def load(self, name, index):
+        return ("load", name, sympy.expand(index))
+
+    def constant(self, value, dtype):
+        return ("constant", value, dtype)
+
+    def index_expr(self, expr, dtype):
+        return ("index", sympy.expand(expr), dtype)
+
+    def indirect_indexing(self, value, size, check=True):
+        raise _Unrecognised
+
+    def masked(self, mask, body, other):
+        raise _Unrecognised
+
+    def default(self, name, *args, **kwargs):
+        return (name,) + args + tuple(sorted(kwargs.items()))
+
+
+class _Unrecognised(Exception):
+    pass
+
+
+def _expression(member):
+    """The reduced value of a reduction member as an expression tree in kernel variables."""
+    node = member.node
+    outer = [sympy.expand(substitute(expr, member.replacements)) for expr in node.outer_index]
+    inner = [sympy.expand(substitute(expr, member.replacements)) for expr in node.inner_index]
+    try:
+        with use_handler(_ExpressionRecorder()):
+            return node.buffer.data.inner_fn(outer, inner)
+    except _Unrecognised:
+        return None
+
+
+def online_softmax_pairs(kernel: KernelPlan) -> dict:
+    """{sum member: max member} for sums of `exp(v - m)` where m is the max of the same v,
+    computed in an earlier reduction stage of the kernel."""
+    pairs, maxima = {}, []
+    for stage in kernel.stages:
+        if stage.kind != "reduction":
+            continue
+        for member in stage.members:
+            data = member.node.buffer.data
+            if data.reduction_type == "sum" and data.src_dtype.is_floating_point:
+                body = _expression(member)
+                for candidate, values in maxima:
+                    written = sympy.expand(substitute(candidate.node.write.index,
+                                                      candidate.replacements))
+                    if body == ("exp", ("sub", values, ("load", candidate.name, written))):
+                        pairs[member.name] = candidate.name
+                        break
+        for member in stage.members:
+            if member.node.buffer.data.reduction_type == "max":
+                values = _expression(member)
+                if values is not None:
+                    maxima.append((member, values))
+    return pairs
+
+
 def _reduction_tiling(kernel: KernelPlan, target: Target, bits: int) -> Tiling:
     rows, row = _product(kernel.outer_sizes), _product(kernel.inner_sizes)
     outer_contiguous = _outer_contiguous(kernel)
@@ -180,12 +250,13 @@ def _reduction_tiling(kernel: KernelPlan, target: Target, bits: int) -> Tiling:
         return Tiling("reduction", strategy="split", split=split,
                       outer_contiguous=outer_contiguous, index_bits=bits)
     persistent_limit = 64 if outer_contiguous else target.persistent_limit
+    online = online_softmax_pairs(kernel)
     if row <= persistent_limit:
         alternatives = ("looped",) if row > 1024 and not outer_contiguous else ()
         return Tiling("reduction", strategy="persistent", alternatives=alternatives,
-                      outer_contiguous=outer_contiguous, index_bits=bits)
+                      outer_contiguous=outer_contiguous, index_bits=bits, online=online)
     return Tiling("reduction", strategy="looped", outer_contiguous=outer_contiguous,
-                  index_bits=bits)
+                  index_bits=bits, online=online)
 
 
 def target_for(device) -> Target:

@@ -27,7 +27,8 @@ import torch
 
 from inductor.codegen.triton.expressions import index_text
 from inductor.codegen.triton.ops import TritonOpsHandler, TritonValue
-from inductor.codegen.triton.reductions import Accumulator, result_dtype, whole_row
+from inductor.codegen.triton.reductions import (Accumulator, OnlineSoftmax, result_dtype,
+                                                 whole_row)
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import simplify_index, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
@@ -90,6 +91,7 @@ class TritonKernel:
         self.tiling = plan.tiling
         self.dtype_of = dtype_of
         self.checks = interpret
+        self.interpret = interpret
         self.ranges = plan.variable_ranges()
         self.pointers = {name: f"pointer{position}"
                          for position, name in enumerate(self.arguments())}
@@ -390,10 +392,28 @@ class TritonKernel:
         self.available = saved
 
     def _reduction_loop(self, members: list, outer_handler) -> None:
+        online = self.tiling.online                   # sum member -> its max member
+        partner = {maximum: total for total, maximum in online.items()}
+        by_name = {member.name: member for member in self.plan.members()}
+        members = [member for member in members if member.name not in online]
+        if not members:
+            return
         accumulators = self._accumulators(members)
+        for position, member in enumerate(members):
+            if member.name in partner:
+                accumulators[position] = OnlineSoftmax(accumulators[position].name,
+                                                       accumulators[position].dtype)
         self._fold_loop(members, accumulators)
         for member, accumulator in zip(members, accumulators):
-            self.add_line(*accumulator.finish(f"{self.local_names[member.name]}_value"))
+            result = f"{self.local_names[member.name]}_value"
+            if isinstance(accumulator, OnlineSoftmax):
+                total = by_name[partner[member.name]]
+                self.add_line(*accumulator.finish_pair(
+                    result, f"{self.local_names[total.name]}_value"))
+                self._result(member, accumulator.dtype, outer_handler)
+                self._result(total, accumulator.dtype, outer_handler)
+                continue
+            self.add_line(*accumulator.finish(result))
             self._result(member, accumulator.dtype, outer_handler)
 
     # -- split reductions --------------------------------------------------------------------

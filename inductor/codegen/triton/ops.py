@@ -58,6 +58,7 @@ class TritonOpsHandler(OpsHandler):
         self.count = 0
         self.predicate: Optional[str] = None
         self.indirect_count = 0
+        self.rounded: dict = {}   # name of a value rounded to a half type -> (dtype, source)
 
     # -- emission --------------------------------------------------------------------------
     def emit(self, text: str, dtype: torch.dtype) -> TritonValue:
@@ -102,6 +103,9 @@ class TritonOpsHandler(OpsHandler):
         """The statement writing `value` into buffer `name` at `index`."""
         dtype = self.scope.dtype_of(name)
         text = self.tensor(value)
+        known = self.rounded.get(value.name)
+        if known is not None and known[0] == dtype and not self.scope.interpret:
+            text = known[1]     # the store's own conversion rounds: skip the rounding step
         if dtype != value.dtype:
             text = f"{text}.to({triton_type(dtype)})"
         mask = self.scope.mask_for(index)
@@ -156,8 +160,11 @@ class TritonOpsHandler(OpsHandler):
         if dtype in (torch.bfloat16, torch.float16):
             source = value if value.dtype == torch.float32 else \
                 self.to_dtype(value, torch.float32)
-            helper = "jit_round_bf16" if dtype == torch.bfloat16 else "jit_round_fp16"
-            return self.emit(f"{helper}({self.tensor(source)})", torch.float32)
+            helper = "jit_round_fp16" if dtype == torch.float16 else \
+                "jit_round_bf16" if self.scope.interpret else "jit_round_bf16_native"
+            result = self.emit(f"{helper}({self.tensor(source)})", torch.float32)
+            self.rounded[result.name] = (dtype, self.tensor(source))
+            return result
         if value.dtype == target:
             return value
         if target == torch.bool:

@@ -96,9 +96,17 @@ def jit_fmod_int(a, b):
         return tl.where((b == 0) | (b == -1), 0, a % divisor)
 
 
-# Rounding float32 to the half types (ties to even) and back, by bit arithmetic: a
-# conversion round trip `.to(tl.bfloat16).to(tl.float32)` was measured not to round on an
-# H100 (Triton 3.6), and Triton's interpreter truncates in `.to(tl.bfloat16)`.
+# Rounding float32 to the half types (ties to even) and back. A conversion round trip
+# `.to(tl.bfloat16).to(tl.float32)` was measured not to round on an H100 (Triton 3.6), so
+# the way back widens the bits by integer operations the compiler cannot cancel against the
+# narrowing; Triton's interpreter truncates in `.to(tl.bfloat16)`, so on CPUs the whole
+# rounding is bit arithmetic (`jit_round_bf16`). float16 (rare in models) always is.
+@triton.jit
+def jit_round_bf16_native(value):
+    narrow = value.to(tl.bfloat16).to(tl.uint16, bitcast=True)
+    return (narrow.to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+
+
 @triton.jit
 def jit_round_bf16(value):
     bits = value.to(tl.uint32, bitcast=True)

@@ -130,6 +130,38 @@ class Accumulator:
         return identity(self.type, self.dtype)
 
 
+class OnlineSoftmax(Accumulator):
+    """A max reduction and the sum of `exp(v - max)` over the same values in one pass: per
+    lane a running maximum and a running sum rescaled whenever the maximum grows."""
+
+    def __init__(self, name: str, dtype: torch.dtype):
+        super().__init__(name, "max", dtype)
+
+    def variables(self) -> list:
+        return [(self.name, self.dtype), (f"{self.name}_sum", self.dtype)]
+
+    def declare(self, shape: str) -> list[str]:
+        kind = triton_type(self.dtype)
+        return [f'{self.name} = tl.full({shape}, float("-inf"), {kind})',
+                f"{self.name}_sum = tl.full({shape}, 0, {kind})"]
+
+    def update(self, value: str, mask: str, index: str) -> list[str]:
+        name = self.name
+        return [f'{name}_value = tl.where({mask}, {value}, float("-inf"))',
+                f"{name}_next = jit_maximum({name}, {name}_value)",
+                f'{name}_sum = tl.where({name}_next == float("-inf"), 0.0, {name}_sum * '
+                f"tl.exp({name} - {name}_next) + tl.exp({name}_value - {name}_next))",
+                f"{name} = {name}_next"]
+
+    def finish_pair(self, maximum: str, total: str) -> list[str]:
+        """The row's maximum into `maximum` and its sum of exp(v - maximum) into `total`."""
+        name = self.name
+        return [f"{maximum} = jit_reduce({name}, 1, jit_maximum)[:, None]",
+                f'{name}_scaled = tl.where({name} == float("-inf"), 0.0, '
+                f"{name}_sum * tl.exp({name} - {maximum}))",
+                f"{total} = jit_reduce({name}_scaled, 1, jit_sum)[:, None]"]
+
+
 def whole_row(reduction_type: str, dtype: torch.dtype, value: str, mask: str, index: str,
               count: int, result: str) -> list[str]:
     """A reduction of a row held in registers ([XBLOCK, RBLOCK]) into `result`."""

@@ -24,6 +24,7 @@ from inductor.codegen.cpp.expressions import index_text, storage_type
 from inductor.codegen.cpp.ops import CppOpsHandler, CppValue
 from inductor.codegen.cpp.reductions import (LANES, WIDE_LANES, Accumulator, combine,
                                               lanes_for)
+from inductor.codegen.cpp.reuse import StructureTracker, find_reuses
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import linear_coefficient, simplify_index, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
@@ -67,6 +68,7 @@ class CppKernel:
         self.local_names = {member.name: f"m{position}"
                             for position, member in enumerate(plan.members())}
         self.reciprocals: dict = {}   # per-row float value -> its reciprocal (see truediv)
+        self.reuses: list = []        # summands stored into a later loop's output (reuse.py)
 
     # -- interface -------------------------------------------------------------------------
     def arguments(self) -> list[str]:
@@ -152,6 +154,11 @@ class CppKernel:
         elif mode == "outer_lanes":
             self._outer_lanes()
         else:
+            if mode == "rows":
+                self.reuses = find_reuses(self.plan.stages, self._evaluate, self.ranges,
+                                          self.dtype_of,
+                                          lambda member: _compute(member.node.buffer.data
+                                                                  .src_dtype))
             self._rows(split=mode == "split")
         return self.lines.lines
 
@@ -273,6 +280,17 @@ class CppKernel:
         saved = dict(self.available)
         opened = self._open_inner_loops(simd=True, parallel=parallel)
         handler = self._handler()
+        preloaded = {}
+        for reuse in self.reuses:
+            if reuse.reader in members:
+                # Load the kept summand before any member of the stage stores (the reader
+                # overwrites the same element with its own result).
+                with use_handler(handler):
+                    kept = handler.load(reuse.reader.node.written_name(),
+                                        self._write_index(reuse.reader))
+                preloaded[reuse.key] = lambda kept=kept: kept
+        if preloaded:
+            handler = StructureTracker(handler, self.ranges, preloaded)
         for member in members:
             self._compute_and_store(member, handler)
         for _ in range(opened):
@@ -306,6 +324,10 @@ class CppKernel:
         handler = self._handler()
         for member, accumulator in zip(members, accumulators):
             value = self._evaluate(member, handler)
+            for reuse in self.reuses:
+                if reuse.reduction is member:   # keep the summand for the later loop
+                    self.lines.add(handler.store_text(reuse.reader.node.written_name(),
+                                                      self._write_index(reuse.reader), value))
             index = self._reduction_index(member)
             lines = accumulator.update_lane(value.name, lane, index) if lane is not None \
                 else accumulator.update_scalar(value.name, index)

@@ -1,0 +1,119 @@
+"""Reusing a reduction's summand in a later loop of the same kernel.
+
+Input: the members of a row kernel (reduction stages followed by inner stages). Output: the
+pairs where an inner stage recomputes, element by element, a non-trivial value a reduction
+already computed (softmax's `exp(x - max)`), so the reduction loop can store that value into
+the inner stage's output and the inner stage can load it back (from cache) instead of
+recomputing it.
+
+Values are compared by structure: `StructureTracker` wraps any `ops` handler and names each
+result by the operation that made it (`exp(sub(load(arg0,1000*x0 + y0),...))`); a tracker given
+`preloaded` structures returns the stored value instead of recomputing a matching one.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+import sympy
+
+from inductor.ir.ops import OPERATIONS
+from inductor.ir.symbols import simplify_index
+
+OPAQUE = ("masked", "indirect_indexing")
+
+
+class StructureTracker:
+    """An `ops` handler wrapper recording each value's structure (see the module docstring)."""
+
+    def __init__(self, inner, ranges: dict, preloaded: Optional[dict] = None):
+        self.inner = inner
+        self.ranges = ranges
+        self.preloaded = preloaded or {}
+        self.structure: dict = {}
+        self.seen: set = set()
+
+    def key_of(self, value) -> str:
+        known = self.structure.get(id(value))
+        if known is not None:
+            return known
+        if isinstance(value, sympy.Basic):
+            return str(simplify_index(sympy.expand(value), self.ranges))
+        return repr(value)
+
+    def __getattr__(self, name: str) -> Callable:
+        target = getattr(self.inner, name)
+        if name not in OPERATIONS:
+            return target  # e.g. store_text: not an operation of loop bodies
+
+        def call(*args, **kwargs):
+            if name in OPAQUE:
+                result = target(*args, **kwargs)
+                self.structure[id(result)] = f"{name}#{len(self.structure)}"
+                return result
+            arguments = [self.key_of(argument) for argument in args]
+            arguments += [f"{key}={self.key_of(value)}" for key, value in kwargs.items()]
+            key = f"{name}({','.join(arguments)})"
+            if key in self.preloaded:
+                result = self.preloaded[key]()
+            else:
+                result = target(*args, **kwargs)
+            self.structure[id(result)] = key
+            self.seen.add(key)
+            return result
+        return call
+
+
+class Placeholders:
+    """An `ops` handler whose every result is a fresh object (for structure-only runs)."""
+
+    def __init__(self):
+        self.values: list = []
+
+    def __getattr__(self, name: str) -> Callable:
+        def call(*args, **kwargs):
+            if name == "masked":
+                args[1]()
+            if name == "indirect_indexing":
+                return sympy.Symbol(f"indirect{len(self.values)}", integer=True)
+            value = object()
+            self.values.append(value)
+            return value
+        return call
+
+
+@dataclasses.dataclass
+class Reuse:
+    """`reduction`'s summand (structure `key`) is stored into `reader`'s output."""
+
+    reduction: object   # Member
+    reader: object      # Member
+    key: str
+
+
+def find_reuses(stages: list, evaluate: Callable, ranges: dict, dtype_of: Callable,
+                value_dtype: Callable) -> list:
+    """Pairs (reduction member, later inner member) where the inner member's body contains
+    the reduction's summand and can hold it in its own output (same compute dtype)."""
+    summands = []
+    reuses: list = []
+    for stage in stages:
+        for member in stage.members:
+            tracker = StructureTracker(Placeholders(), ranges)
+            value = evaluate(member, tracker)
+            if stage.kind == "reduction":
+                key = tracker.key_of(value)
+                if not key.startswith(("load(", "constant(", "index_expr(")):
+                    summands.append((member, key))
+                continue
+            if stage.kind != "inner" or not member.store:
+                continue
+            if getattr(member.node.buffer, "mutated_input", None):
+                continue
+            for reduction, key in summands:
+                taken = any(reuse.reduction is reduction or reuse.reader is member
+                            for reuse in reuses)
+                if key in tracker.seen and not taken and \
+                        dtype_of(member.node.written_name()) == value_dtype(reduction):
+                    reuses.append(Reuse(reduction, member, key))
+    return reuses

@@ -37,7 +37,8 @@ def calls_per_trial(function: Callable, budget: float = 0.05) -> int:
 
 
 def interleaved(variants: dict, trials: int = 21, warmup: int = 3) -> dict:
-    """{name: (median seconds per call, relative spread)} over interleaved trials."""
+    """{name: (median seconds per call, relative spread, best trial)} over interleaved
+    trials. On a loaded machine the best trial is the steadier estimate of the true cost."""
     for function in variants.values():
         for _ in range(warmup):
             function()
@@ -56,7 +57,8 @@ def interleaved(variants: dict, trials: int = 21, warmup: int = 3) -> dict:
     for name, values in samples.items():
         median = statistics.median(values)
         quartiles = statistics.quantiles(values, n=4)
-        results[name] = (median, (quartiles[2] - quartiles[0]) / median if median else 0.0)
+        results[name] = (median, (quartiles[2] - quartiles[0]) / median if median else 0.0,
+                         min(values))
     return results
 
 

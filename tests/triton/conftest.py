@@ -86,3 +86,23 @@ def launchers(compiled) -> list:
         for cell in getattr(value, "__closure__", None) or ():
             pending.append(cell.cell_contents)
     return found
+
+
+def gpu_module(function, *inputs, persistent_limit=32768):
+    """(generated module, dtype lookup, graph plan) of `function` on `inputs` printed for a
+    132-SM CUDA target (no GPU needed: nothing runs)."""
+    from inductor.codegen.triton import source as triton_source
+    from inductor.decompose import trace_aten
+    from inductor.lower import lower
+    from inductor.schedule.scheduler import schedule
+    from inductor.schedule.tiling import Target, tile
+
+    graph = torch.fx.symbolic_trace(function)
+    aten_graph = trace_aten(graph, list(inputs))
+    loop_graph = lower(aten_graph.module, aten_graph.fake_inputs, aten_graph.output_strides)
+    plan = schedule(loop_graph)
+    tile(plan, Target("cuda", 132, persistent_limit))
+
+    def dtype_of(name):
+        return plan.buffers[name].get_dtype()
+    return triton_source.generate(plan, dtype_of, interpret=False), dtype_of, plan

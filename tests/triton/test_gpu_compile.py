@@ -9,13 +9,9 @@ configurations. Skipped where Triton lacks its NVIDIA backend.
 import pytest
 import torch
 
-from inductor.codegen.triton import source as triton_source
-from inductor.decompose import trace_aten
-from inductor.lower import lower
 from inductor.runtime import triton_autotune as autotune
 from inductor.runtime import triton_build
-from inductor.schedule.scheduler import schedule
-from inductor.schedule.tiling import Target, tile
+from tests.triton.conftest import gpu_module
 
 POINTER_TYPES = {
     torch.float32: "*fp32", torch.float64: "*fp64", torch.bfloat16: "*bf16",
@@ -24,25 +20,12 @@ POINTER_TYPES = {
 }
 
 
-def gpu_module(function, *inputs, persistent_limit=16384):
-    """The generated module (for a 132-SM CUDA target) of `function` on `inputs`."""
-    graph = torch.fx.symbolic_trace(function)
-    aten_graph = trace_aten(graph, list(inputs))
-    loop_graph = lower(aten_graph.module, aten_graph.fake_inputs, aten_graph.output_strides)
-    plan = schedule(loop_graph)
-    tile(plan, Target("cuda", 132, persistent_limit))
-
-    def dtype_of(name):
-        return plan.buffers[name].get_dtype()
-    return triton_source.generate(plan, dtype_of, interpret=False), dtype_of
-
-
 def compile_all(function, *inputs, **options):
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    module, dtype_of = gpu_module(function, *inputs, **options)
+    module, dtype_of, _plan = gpu_module(function, *inputs, **options)
     loaded = triton_build.load(module.text, interpret=False)
     compiled = 0
     for kernel in module.kernels:

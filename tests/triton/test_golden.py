@@ -1,0 +1,41 @@
+"""Golden files of generated Triton (as printed for an H100-sized CUDA target): a pointwise
+chain, a transpose (2-D tile), softmax with rows in registers and looped (online softmax),
+layer norm, a sum over the first dimension (outer-contiguous) and a full sum (split). Each
+file holds the kernel plans with their tiling, then the kernels (prelude left out). Review
+diffs there when the code generator changes; regenerate with JIT_UPDATE_GOLDEN=1."""
+import os
+import pathlib
+
+import pytest
+import torch
+
+from inductor.codegen.triton.prelude import PRELUDE
+from tests.triton.conftest import gpu_module
+
+GOLDEN = pathlib.Path(__file__).parent / "golden"
+UPDATE = os.environ.get("JIT_UPDATE_GOLDEN") == "1"
+
+CASES = {
+    "pointwise_chain": (lambda x, y: torch.sigmoid(torch.relu(x * 2 + y) * 3 - 1),
+                        lambda: (torch.randn(64, 256), torch.randn(64, 256)), {}),
+    "transpose": (lambda x: x.t().contiguous() * 2, lambda: (torch.randn(300, 256),), {}),
+    "softmax_persistent": (lambda x: torch.softmax(x, -1),
+                           lambda: (torch.randn(64, 1000, dtype=torch.bfloat16),), {}),
+    "softmax_online": (lambda x: torch.softmax(x, -1), lambda: (torch.randn(64, 1000),),
+                       {"persistent_limit": 256}),
+    "layer_norm": (lambda x, w, b: torch.nn.functional.layer_norm(x, (256,), w, b),
+                   lambda: (torch.randn(64, 256), torch.randn(256), torch.randn(256)), {}),
+    "sum_dim0": (lambda x: x.sum(0), lambda: (torch.randn(3000, 256),), {}),
+    "sum_split": (lambda x: x.sum(), lambda: (torch.randn(1 << 20),), {}),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_generated_triton_matches_golden(name):
+    function, make_inputs, options = CASES[name]
+    module, _dtype_of, plan = gpu_module(function, *make_inputs(), **options)
+    text = plan.describe() + "\n\n" + module.text.replace(PRELUDE, "").strip() + "\n"
+    path = GOLDEN / f"{name}.txt"
+    if UPDATE or not path.exists():
+        path.write_text(text)
+    assert text == path.read_text(), f"generated Triton for {name} changed; see {path}"

@@ -38,6 +38,20 @@ def _nbytes(layout) -> int:
     return int(layout.storage_size()) * torch.empty((), dtype=layout.dtype).element_size()
 
 
+def _viewed_by_library_calls(plan: GraphPlan) -> set:
+    """Buffers passed to an eager op that may return a view of its input (its schema says
+    so): the view outlives the buffer's last use, so its memory is never handed on."""
+    viewed = set()
+    for step in plan.steps:
+        buffer = getattr(getattr(step, "node", None), "buffer", None)
+        schema = getattr(getattr(buffer, "kernel", None), "_schema", None)
+        if schema is None or not isinstance(step, ExternStep):
+            continue
+        if any(result.alias_info is not None for result in schema.returns):
+            viewed |= step.node.read_names()
+    return viewed
+
+
 class WrapperWriter:
     """Builds the wrapper's source line by line (see the module docstring)."""
 
@@ -52,6 +66,7 @@ class WrapperWriter:
                               "inf": math.inf, "nan": math.nan}
         self.pool: list = []        # (nbytes, dtype, device, name) of dead buffers
         self.allocated = set(plan.allocated)
+        self.viewed = _viewed_by_library_calls(plan)
         self.inputs = {buffer.get_name() for buffer in plan.inputs}
         for name, buffer in plan.buffers.items():
             if isinstance(buffer, ConstantBuffer):
@@ -121,7 +136,8 @@ class WrapperWriter:
     def free(self, names) -> None:
         for name in names:
             buffer = self.plan.buffers.get(name)
-            if name in self.allocated and isinstance(buffer, Buffer) and buffer.layout:
+            if name in self.allocated and name not in self.viewed and \
+                    isinstance(buffer, Buffer) and buffer.layout:
                 self.pool.append((_nbytes(buffer.layout), buffer.layout.dtype,
                                   buffer.layout.device, name))
             else:

@@ -143,3 +143,19 @@ def test_negated_view_output_keeps_its_sign():
         z = torch.complex(x, x * 2)
         return torch.view_as_real(z), z.conj().imag
     check_same(function, torch.randn(4))
+
+
+def test_memory_of_a_buffer_viewed_by_an_eager_op_is_not_reused():
+    """With `as_strided` forced through its eager kernel, the kernel returns a view of its
+    input, which must survive the input's last use (its memory is not handed on)."""
+    def function(x):
+        windows = (x * 2).unfold(0, 4, 2)
+        fresh = (x + 100).exp()
+        return windows.sum(-1) + fresh[:31], fresh
+    saved = inductor.config.snapshot()
+    inductor.config.fallback_ops = "aten.as_strided"
+    try:
+        compiled = check_same(function, torch.randn(64))
+    finally:
+        inductor.config.update(**saved)
+    assert "aten.as_strided" in compiled.fallback_ops

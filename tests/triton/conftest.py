@@ -2,7 +2,8 @@
 (`inductor.config.cpu_backend = "triton"`), and for CUDA tensors when a GPU is present.
 
 A fresh kernel cache per session (CI starts cold), the IR verifiers on, compiler errors
-raised. `device` parametrizes tests over "cpu" (interpreted) and, when available, "cuda".
+raised, all set around each test and restored after it. `DEVICES` parametrizes tests over
+"cpu" (interpreted) and, when available, "cuda".
 """
 import copy
 
@@ -14,14 +15,18 @@ import inductor
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _triton_settings(tmp_path_factory):
+@pytest.fixture(scope="session")
+def _triton_cache(tmp_path_factory) -> str:
     pytest.importorskip("triton")
+    return str(tmp_path_factory.mktemp("triton-kernel-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _triton_settings(_triton_cache):
+    """Per test (so other directories' tests in the same session keep their backend)."""
     saved = inductor.config.snapshot()
-    inductor.config.cache_dir = str(tmp_path_factory.mktemp("kernel-cache"))
-    inductor.config.verify_ir = True
-    inductor.config.fallback_on_error = False
-    inductor.config.cpu_backend = "triton"
+    inductor.config.update(cache_dir=_triton_cache, verify_ir=True, fallback_on_error=False,
+                           cpu_backend="triton")
     yield
     inductor.config.update(**saved)
 

@@ -136,7 +136,8 @@ def main(argv=None) -> None:
         row = run_case(name, function, inputs, options.trials)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
-    print(f"threads={torch.get_num_threads()} cpu={platform.processor() or platform.machine()} "
+    print(f"threads={torch.get_num_threads()} OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} "
+          f"cpu={platform.processor() or platform.machine()} "
           f"torch={torch.__version__} load={load_average()} date={time.strftime('%Y-%m-%d')}")
     print(table(rows))
     directory = os.path.join(os.path.dirname(__file__), "results")

@@ -92,7 +92,8 @@ def measure(name: str, batch: int, trials: int) -> dict:
         times = interleaved({"eager": lambda: model(**inputs),
                              "torch.compile": lambda: theirs(**inputs),
                              "framejit": lambda: ours(**inputs)}, trials=trials, warmup=2)
-    return {"model": name, "batch": batch, "eager_ms": times["eager"][0] * 1e3,
+    return {"model": name, "batch": batch, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            "eager_ms": times["eager"][0] * 1e3,
             "torch_compile_ms": times["torch.compile"][0] * 1e3,
             "framejit_ms": times["framejit"][0] * 1e3,
             "eager_best_ms": times["eager"][2] * 1e3,

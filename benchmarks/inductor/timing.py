@@ -19,7 +19,13 @@ from typing import Callable
 
 
 def fresh_caches() -> str:
-    """Point both compilers at empty cache directories (call before importing torch)."""
+    """Point both compilers at empty cache directories (call before importing torch).
+
+    Also sets `OMP_WAIT_POLICY=PASSIVE` unless the environment chose a policy: on a shared,
+    oversubscribed machine, OpenMP threads spinning at barriers for a descheduled team mate
+    turned 50 ms forwards into 2 s ones, for eager and both compilers alike (one OpenMP
+    runtime serves all three)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     root = tempfile.mkdtemp(prefix="framejit-bench-")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "torchinductor")
     os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"

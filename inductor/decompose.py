@@ -184,6 +184,9 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes
     if _mutates(lifted):
+        if _inputs_share_storage(all_fakes):
+            raise UnsupportedGraph("the graph writes into inputs that share memory with other "
+                                   "inputs (views of one tensor passed separately)")
         with fake_mode:
             functional = make_fx(torch.func.functionalize(lifted, remove="mutations_and_views"),
                                  tracing_mode="real")(*all_fakes)
@@ -201,6 +204,19 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     functional.recompile()
     return AtenGraph(functional, constants, all_fakes, spec_box[0], aliases, strides,
                      grad_mode_after)
+
+
+def _inputs_share_storage(fakes) -> bool:
+    """Whether two inputs are views of one storage (fake tensors keep that relation)."""
+    seen = set()
+    for value in fakes:
+        if not isinstance(value, torch.Tensor):
+            continue
+        storage = value.untyped_storage()._cdata
+        if storage in seen:
+            return True
+        seen.add(storage)
+    return False
 
 
 def _mutates(gm: torch.fx.GraphModule) -> bool:

@@ -159,3 +159,14 @@ def test_memory_of_a_buffer_viewed_by_an_eager_op_is_not_reused():
     finally:
         inductor.config.update(**saved)
     assert "aten.as_strided" in compiled.fallback_ops
+
+
+def test_writing_into_one_of_two_aliased_inputs_runs_as_is():
+    def function(x, row):
+        x.add_(1)
+        return row * 2
+    base = torch.zeros(3, 4)
+    compiled = compile_function(function, base, base[0])
+    result = compiled(base, base[0])
+    torch.testing.assert_close(result, torch.full((4,), 2.0))
+    assert "share memory" in compiled.report.reason

@@ -42,13 +42,16 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 
-# dynamo's frame hook is a C extension: build it for this Python (internal headers ship with it).
+# dynamo's C extensions (the frame hook, frame state across graph breaks): build them for this
+# Python (its internal headers ship with it).
 SUFFIX=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-if [ ! -f "dynamo/_C$SUFFIX" ]; then
-  INCLUDE=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-  gcc -O2 -shared -fPIC -I"$INCLUDE" dynamo/hook/eval_frame.c -o "dynamo/_C$SUFFIX" \
-    || { echo "building dynamo._C failed: framejit rows will record the error"; }
-fi
+INCLUDE=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+for pair in _C:dynamo/hook/eval_frame.c _frame_state:dynamo/resume/frame_state.c; do
+  if [ ! -f "dynamo/${pair%%:*}$SUFFIX" ]; then
+    gcc -O2 -shared -fPIC -I"$INCLUDE" "${pair#*:}" -o "dynamo/${pair%%:*}$SUFFIX" \
+      || echo "building dynamo.${pair%%:*} failed: framejit rows will record the error"
+  fi
+done
 
 "$PYTHON" - <<'EOF' 2>&1 | tee -a "$LOG"
 import torch, triton, bytecode, transformers

@@ -144,3 +144,21 @@ def test_threads_setting_reaches_the_kernels(private_cache):
     finally:
         inductor.config.update(**saved)
     assert "num_threads(3)" in compiled.report.source
+
+
+def test_unpinned_kernels_follow_torch_set_num_threads(private_cache):
+    """Without `threads`, teams take the OpenMP maximum at run time (torch's setting)."""
+    saved = inductor.config.snapshot()
+    inductor.config.threads = 0
+    inductor.config.parallel_threshold = 1
+    previous = torch.get_num_threads()
+    try:
+        compiled = compile_function(lambda x: x.sum(), torch.randn(100000))
+        assert "num_threads(jit_teams)" in compiled.report.source
+        assert "jit_teams = omp_get_max_threads()" in compiled.report.source
+        torch.set_num_threads(1)
+        x = torch.randn(100000, dtype=torch.float64).float()
+        torch.testing.assert_close(compiled(x), x.sum(), atol=1e-3, rtol=1e-5)
+    finally:
+        torch.set_num_threads(previous)
+        inductor.config.update(**saved)

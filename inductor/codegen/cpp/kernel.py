@@ -21,6 +21,7 @@ import sympy
 import torch
 
 from inductor.codegen.cpp.expressions import index_text, storage_type
+from inductor.config import config
 from inductor.codegen.cpp.ops import CppOpsHandler, CppValue
 from inductor.codegen.cpp.reductions import (LANES, WIDE_LANES, Accumulator, combine,
                                               lanes_for)
@@ -58,6 +59,9 @@ class CppKernel:
         self.plan = plan
         self.dtype_of = dtype_of
         self.threads = threads
+        # Pinned thread counts are printed; otherwise teams follow the OpenMP runtime's current
+        # maximum, which torch.set_num_threads sets (one libgomp serves torch and the kernels).
+        self.clause = f" num_threads({threads})" if config.threads > 0 else ""
         self.threshold = threshold
         self.vectorize = vectorize
         self.ranges = plan.variable_ranges()
@@ -173,8 +177,8 @@ class CppKernel:
             if level is not None and position == 0:
                 collapse = f" collapse({level + 1})" if level > 0 else ""
                 simd = " simd" if simd_innermost and level == count - 1 else ""
-                pragma = f"#pragma omp parallel for{simd}{collapse} num_threads(" \
-                         f"{self.threads}) schedule(static)"
+                pragma = f"#pragma omp parallel for{simd}{collapse}{self.clause} " \
+                         f"schedule(static)"
             elif simd_innermost and position == count - 1 and self.vectorize and \
                     (level is None or level < count - 1):
                 pragma = "#pragma omp simd"
@@ -268,8 +272,7 @@ class CppKernel:
         for position, size in enumerate(sizes):
             last = position == len(sizes) - 1
             if last and parallel:
-                self.lines.add(f"#pragma omp parallel for simd num_threads({self.threads}) "
-                               f"schedule(static)")
+                self.lines.add(f"#pragma omp parallel for simd{self.clause} schedule(static)")
             elif last and simd and self.vectorize:
                 self.lines.add("#pragma omp simd")
             name = variables[position].name
@@ -407,7 +410,9 @@ class CppKernel:
         name = self.plan.inner_vars()[0].name
         lanes = lanes_for(size // self.threads) if self.vectorize else 0
         granule = max(lanes, 1)
-        threads = self.threads
+        threads = "jit_teams"
+        teams = self.threads if self.clause else "omp_get_max_threads()"
+        self.lines.add(f"const int jit_teams = {teams};")
         partials = self._accumulators(members, 0)
         for accumulator in partials:
             self.lines.add(*accumulator.declare())
@@ -446,8 +451,7 @@ class CppKernel:
         block = f"{last}_block"
         width = WIDE_LANES if extent >= 2 * WIDE_LANES else LANES
         if opened == 0 and self._parallel_level([extent // width]) is not None:
-            self.lines.add(f"#pragma omp parallel for num_threads({self.threads}) "
-                           f"schedule(static)")
+            self.lines.add(f"#pragma omp parallel for{self.clause} schedule(static)")
         self.lines.open(f"for (int64_t {block} = 0; {block} < {extent - extent % width}; "
                         f"{block} += {width})")
         accumulators = self._accumulators(reductions, width)
@@ -531,14 +535,17 @@ def _lane_result(accumulator: Accumulator, lane: str) -> str:
     return f"{name}_lanes[{lane}]"
 
 
-def _partial_arrays(accumulator: Accumulator, threads: int) -> list[str]:
+def _partial_arrays(accumulator: Accumulator, threads: str) -> list[str]:
+    """Per-thread partials, sized at run time (`threads` is C++ text)."""
     name, c_type = accumulator.name, accumulator.scalar_type
+    loop = f"for (int part = 0; part < {threads}; ++part)"
     if accumulator.type == "var_m2":
-        return [f"Welford<{c_type}> {name}_partial[{threads}] = {{}};"]
-    lines = [f"{c_type} {name}_partial[{threads}];",
-             f"for (int part = 0; part < {threads}; ++part) {name}_partial[part] = {name};"]
+        return [f"Welford<{c_type}> {name}_partial[{threads}];",
+                f"{loop} {name}_partial[part] = Welford<{c_type}>{{0, 0, 0}};"]
+    lines = [f"{c_type} {name}_partial[{threads}];", f"{loop} {name}_partial[part] = {name};"]
     if accumulator.type in ("argmax", "argmin"):
-        lines.append(f"int64_t {name}_partial_index[{threads}] = {{}};")
+        lines += [f"int64_t {name}_partial_index[{threads}];",
+                  f"{loop} {name}_partial_index[part] = 0;"]
     return lines
 
 
@@ -549,7 +556,7 @@ def _store_partial(local: Accumulator, target: str) -> list[str]:
     return [f"{target}_partial[thread] = {local.name};"]
 
 
-def _combine_partials(partial: Accumulator, threads: int) -> list[str]:
+def _combine_partials(partial: Accumulator, threads: str) -> list[str]:
     name = partial.name
     loop = f"for (int part = 0; part < {threads}; ++part)"
     if partial.type == "var_m2":

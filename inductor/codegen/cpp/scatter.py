@@ -14,6 +14,7 @@ import sympy
 from inductor.codegen.cpp.expressions import index_text, storage_type
 from inductor.codegen.cpp.kernel import Lines, _LineSink
 from inductor.codegen.cpp.ops import CppOpsHandler
+from inductor.config import config
 from inductor.ir.ops import ops, use_handler
 from inductor.ir.symbols import index_symbol, simplify_index
 
@@ -57,7 +58,8 @@ class CppScatterKernel:
             work *= int(size)
         for position, (symbol, size) in enumerate(zip(symbols, sizes)):
             if parallel and position == 0 and work >= self.threshold and self.threads > 1:
-                self.lines.add(f"#pragma omp parallel for num_threads({self.threads})")
+                clause = f" num_threads({self.threads})" if config.threads > 0 else ""
+                self.lines.add(f"#pragma omp parallel for{clause}")
             elif parallel and position == len(sizes) - 1 and self.vectorize:
                 self.lines.add("#pragma omp simd")
             self.lines.open(f"for (int64_t {symbol.name} = 0; {symbol.name} < {int(size)}; "

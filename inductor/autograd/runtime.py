@@ -37,11 +37,26 @@ class DoubleBackwardError(RuntimeError):
 
 
 def invoke(compiled: Callable, arguments: list) -> Any:
-    """Call a `compile_inner` result: with the list itself when it declares
-    `takes_argument_list = True` (it may clear the list to free inputs early), else spread."""
-    if getattr(compiled, "takes_argument_list", False):
-        return compiled(arguments)
+    """Call a `compile_inner` result with the list itself when it takes one (it may clear the
+    list to free inputs early), else with the values spread. A result takes a list when it
+    declares `takes_argument_list = True`, or when its function (itself, or its `run`, as for
+    inductor's `CompiledGraph`) carries a `with_argument_list` variant, as the generated
+    wrapper's `call` does."""
+    boxed = argument_list_callable(compiled)
+    if boxed is not None:
+        return boxed(arguments)
     return compiled(*arguments)
+
+
+def argument_list_callable(compiled: Callable) -> Optional[Callable]:
+    """The variant of `compiled` that takes one list of inputs and may empty it, or None."""
+    if getattr(compiled, "takes_argument_list", False):
+        return compiled
+    for function in (compiled, getattr(compiled, "run", None)):
+        boxed = getattr(function, "with_argument_list", None)
+        if boxed is not None:
+            return boxed
+    return None
 
 
 def output_strides(graph: torch.fx.GraphModule) -> list:

@@ -2,13 +2,26 @@
 
 Input: a `GraphPlan`, its C++ segments and their loaded entry points. Output: Python source
 (kept for people and logs) and the function compiled from it, which allocates buffers with
-`empty_strided` (reusing a dead buffer of the same byte size when one exists), calls each
-segment's entry point with data pointers, calls library kernels and eager fallbacks through
-ATen, frees each buffer after its last reader, and returns the outputs.
+`empty_strided`, calls each segment's entry point with data pointers, calls library kernels and
+eager fallbacks through ATen, frees each buffer and each input after its last reader, and
+returns the outputs.
+
+Calling conventions: `call(*inputs)`, and `call.with_argument_list(inputs)`, which takes one
+list and empties it, so that an input the caller no longer holds (a backward graph's saved
+activations) is freed right after its last reader instead of when the call returns.
+
+Memory reuse: a dead buffer's memory is handed to a later buffer of the same byte size, dtype
+and device only where keeping it alive in between does not raise the graph's peak of live bytes
+(`plan_reuse`, computed over the whole call before any line is written). Otherwise it is freed
+at once: on CPU an unconditional pool held dead buffers until a later match that might be far
+away or never come, which raised peaks by tens of megabytes in training graphs.
 """
 from __future__ import annotations
 
 import math
+from typing import Optional
+
+import numpy
 import torch
 
 from inductor.ir.nodes import (Buffer, ConstantBuffer, MultiOutput, ReinterpretView,
@@ -52,6 +65,84 @@ def _viewed_by_library_calls(plan: GraphPlan) -> set:
     return viewed
 
 
+def _step_names(step) -> set:
+    """Every buffer name a step reads or writes."""
+    if isinstance(step, ExternStep):
+        return step.node.read_names() | {step.name}
+    return set(step.loads) | set(step.stores)
+
+
+def _output_names(plan: GraphPlan) -> set:
+    names = set()
+    for value in plan.outputs:
+        if isinstance(value, (Buffer, ReinterpretView)):
+            names.add(value.get_name())
+    return names
+
+
+def input_last_uses(plan: GraphPlan) -> dict:
+    """Step index -> graph inputs whose last reader (or writer) is that step. Inputs that are
+    outputs, or that no step touches, are not listed (the latter are dropped on entry)."""
+    inputs = [buffer.get_name() for buffer in plan.inputs
+              if not isinstance(buffer, ConstantBuffer)]
+    kept = _output_names(plan)
+    last: dict = {}
+    for position, step in enumerate(plan.steps):
+        for name in _step_names(step):
+            last[name] = position
+    uses: dict = {}
+    for name in inputs:
+        if name in last and name not in kept:
+            uses.setdefault(last[name], []).append(name)
+    return uses
+
+
+class ReusePlanner:
+    """Decides which dead buffers hand their memory to later allocations.
+
+    Fed the wrapper's allocations and frees in the order the call makes them, with byte
+    counts, it keeps the curve of live bytes; `plan()` then walks the allocations in order and
+    lets one reuse the most recently freed poolable buffer of the same kind only if holding
+    that buffer from its free to this allocation keeps the curve at or below its peak (an
+    older candidate would be held longer, over a superset of the same points, so it is never
+    better). Returns {allocated name: donor name}."""
+
+    def __init__(self, initial_bytes: int):
+        self.events: list = []      # (kind, name, nbytes, key or None)
+        self.initial = initial_bytes
+
+    def allocate(self, name: str, nbytes: int, key: Optional[tuple]) -> None:
+        self.events.append(("allocate", name, nbytes, key))
+
+    def free(self, name: str, nbytes: int, key: Optional[tuple]) -> None:
+        self.events.append(("free", name, nbytes, key))
+
+    def plan(self) -> dict:
+        deltas = [nbytes if kind == "allocate" else -nbytes
+                  for kind, _, nbytes, _ in self.events]
+        live = self.initial + numpy.cumsum(numpy.array(deltas, dtype=numpy.int64)) \
+            if deltas else numpy.zeros(0, dtype=numpy.int64)
+        peak = int(live.max()) if len(live) else 0
+        pools: dict = {}            # key -> [(event index, name)] of dead poolable buffers
+        reuse: dict = {}
+        for index, (kind, name, nbytes, key) in enumerate(self.events):
+            if key is None:
+                continue
+            if kind == "free":
+                pools.setdefault(key, []).append((index, name))
+                continue
+            candidates = pools.get(key)
+            if not candidates:
+                continue
+            freed_at, donor = candidates[-1]
+            held = live[freed_at:index]
+            if len(held) and int(held.max()) + nbytes <= peak:
+                held += nbytes
+                candidates.pop()
+                reuse[name] = donor
+        return reuse
+
+
 class WrapperWriter:
     """Builds the wrapper's source line by line (see the module docstring)."""
 
@@ -64,8 +155,11 @@ class WrapperWriter:
                               "as_strided": torch.as_strided, "kernel_error": KernelError.raise_for,
                               "restride": _restride, "device": torch.device,
                               "inf": math.inf, "nan": math.nan}
-        self.pool: list = []        # (nbytes, dtype, device, name) of dead buffers
         self.allocated = set(plan.allocated)
+        self.input_frees = input_last_uses(plan)
+        self.recorder: Optional[ReusePlanner] = None   # set while recording (first pass)
+        self.reuse: dict = {}       # allocated name -> dead buffer whose memory it takes
+        self.donors: set = set()
         self.viewed = _viewed_by_library_calls(plan)
         self.inputs = {buffer.get_name() for buffer in plan.inputs}
         for name, buffer in plan.buffers.items():
@@ -116,18 +210,34 @@ class WrapperWriter:
         return self.constant(value)
 
     # -- steps -------------------------------------------------------------------------
+    def _poolable(self, name: str) -> Optional[tuple]:
+        """(bytes, dtype, device) of a buffer whose memory may be handed on, else None."""
+        buffer = self.plan.buffers.get(name)
+        if name in self.allocated and name not in self.viewed and \
+                isinstance(buffer, Buffer) and buffer.layout:
+            layout = buffer.layout
+            return (_nbytes(layout), layout.dtype, layout.device)
+        return None
+
+    def _bytes_of(self, name: str) -> int:
+        buffer = self.plan.buffers.get(name)
+        layout = getattr(buffer, "layout", None)
+        if layout is None or isinstance(buffer, ConstantBuffer):
+            return 0
+        return _nbytes(layout)
+
     def allocate(self, name: str) -> None:
         buffer = self.plan.buffers[name]
         layout = buffer.layout
         size = self.constant(tuple(int(s) for s in layout.size))
         stride = self.constant(tuple(int(s) for s in layout.stride))
-        nbytes = _nbytes(layout)
-        for position, (free_bytes, dtype, device, free_name) in enumerate(self.pool):
-            if free_bytes == nbytes and dtype == layout.dtype and device == layout.device:
-                del self.pool[position]
-                self.lines.append(f"    {name} = as_strided({free_name}, {size}, {stride}, 0)")
-                self.lines.append(f"    del {free_name}")
-                return
+        if self.recorder is not None:
+            self.recorder.allocate(name, _nbytes(layout), self._poolable(name))
+        donor = self.reuse.get(name)
+        if donor is not None:
+            self.lines.append(f"    {name} = as_strided({donor}, {size}, {stride}, 0)")
+            self.lines.append(f"    del {donor}")
+            return
         dtype = self.constant(layout.dtype)
         device = "" if layout.device.type == "cpu" else \
             f", device={self.constant(layout.device)}"
@@ -135,12 +245,9 @@ class WrapperWriter:
 
     def free(self, names) -> None:
         for name in names:
-            buffer = self.plan.buffers.get(name)
-            if name in self.allocated and name not in self.viewed and \
-                    isinstance(buffer, Buffer) and buffer.layout:
-                self.pool.append((_nbytes(buffer.layout), buffer.layout.dtype,
-                                  buffer.layout.device, name))
-            else:
+            if self.recorder is not None:
+                self.recorder.free(name, self._bytes_of(name), self._poolable(name))
+            if name not in self.donors:
                 self.lines.append(f"    del {name}")
 
     def segment_call(self, position: int) -> int:
@@ -165,6 +272,8 @@ class WrapperWriter:
     def extern_call(self, step: ExternStep) -> None:
         buffer = step.node.buffer
         name = buffer.get_name()
+        if self.recorder is not None:
+            self.recorder.allocate(name, self._bytes_of(name), None)
         if isinstance(buffer, MultiOutput):
             path = "".join(f"[{index}]" for index in buffer.path)
             self.lines.append(f"    {name} = {buffer.parent.get_name()}{path}")
@@ -210,8 +319,29 @@ class WrapperWriter:
         return self.constant(value)
 
     def write(self) -> str:
-        arguments = ", ".join(buffer.get_name() for buffer in self.plan.inputs)
-        self.lines = [f"def call({arguments}):"]
+        """The wrapper's source: a first pass records allocations and frees to plan memory
+        reuse (`ReusePlanner`), the second writes the lines."""
+        initial = sum(self._bytes_of(buffer.get_name()) for buffer in self.plan.inputs)
+        self.recorder = ReusePlanner(initial)
+        saved_globals = dict(self.globals)
+        self._write_body()
+        self.globals = saved_globals        # the second pass names its globals afresh
+        self.reuse = self.recorder.plan()
+        self.donors = set(self.reuse.values())
+        self.recorder = None
+        return self._write_body()
+
+    def _write_body(self) -> str:
+        names = [buffer.get_name() for buffer in self.plan.inputs]
+        self.lines = ["def call_with_argument_list(arguments):"]
+        if names:
+            self.lines.append(f"    {', '.join(names)}, = arguments")
+            self.lines.append("    arguments.clear()")
+        freed_later = {name for group in self.input_frees.values() for name in group}
+        kept = _output_names(self.plan)
+        unused = [name for name in names if name not in freed_later and name not in kept]
+        if unused:
+            self.lines.append(f"    del {', '.join(unused)}")
         self._defined: set = set()
         position = 0
         steps = self.plan.steps
@@ -224,9 +354,21 @@ class WrapperWriter:
                 last = position
             for index in range(position, last + 1):
                 self.free(self.plan.frees.get(index, []))
+                self._free_inputs(self.input_frees.get(index, []))
             position = last + 1
         self.lines.append(f"    return [{', '.join(self._outputs())}]")
+        self.lines += ["", "", "def call(*arguments):",
+                       "    return call_with_argument_list(list(arguments))", "",
+                       "", "call.with_argument_list = call_with_argument_list"]
         return "\n".join(self.lines) + "\n"
+
+    def _free_inputs(self, names) -> None:
+        """Drop the wrapper's references to inputs after their last reader."""
+        if self.recorder is not None:
+            for name in names:
+                self.recorder.free(name, self._bytes_of(name), None)
+        if names:
+            self.lines.append(f"    del {', '.join(names)}")
 
 
 def generate(plan: GraphPlan, segments: list, entries: list):

@@ -14,8 +14,8 @@ import sympy
 import torch
 
 from inductor.ir.nodes import Pointwise, TensorBox
-from inductor.ir.ops import ops
-from inductor.ir.symbols import to_expr
+from inductor.ir.ops import OpsHandler, ops, use_handler
+from inductor.ir.symbols import index_symbol, to_expr
 
 HALF_TYPES = (torch.float16, torch.bfloat16)
 
@@ -115,9 +115,61 @@ def broadcast_loader(loader: Callable, size: Sequence, target: Sequence) -> Call
     return load
 
 
+class _CostCounter(OpsHandler):
+    def __init__(self):
+        self.loads = 0
+        self.operations = 0
+
+    def load(self, name, index):
+        self.loads += 1
+        return "value"
+
+    def indirect_indexing(self, value, size, check=True):
+        self.operations += 1
+        return index_symbol("t", 0)
+
+    def masked(self, mask, body, other):
+        self.operations += 1
+        return body()
+
+    def default(self, name, *args, **kwargs):
+        self.operations += 1
+        return "value"
+
+
+def body_cost(loops: Pointwise) -> tuple[int, int]:
+    """(loads, operations) of one evaluation of a pointwise body."""
+    counter = _CostCounter()
+    index = [index_symbol("i", position) for position in range(len(loops.ranges))]
+    with use_handler(counter):
+        loops.inner_fn(index)
+    return counter.loads, counter.operations
+
+
+# A computed operand broadcast into a consumer at least this many times larger is realized
+# once (BatchNorm's per-channel scale would otherwise be recomputed, with a square root and a
+# division, for every pixel).
+BROADCAST_REALIZE_RATIO = 8
+
+
+def _realize_if_broadcast(value, size: Sequence) -> None:
+    storage = value.storage()
+    if storage is None or storage.is_realized() or not isinstance(storage.data, Pointwise):
+        return
+    source = 1
+    for extent in value.get_size():
+        source *= int(extent)
+    target = 1
+    for extent in size:
+        target *= int(extent)
+    if target >= BROADCAST_REALIZE_RATIO * max(source, 1) and body_cost(storage.data)[1] > 1:
+        storage.realize()
+
+
 def value_loader(value, size: Sequence, dtype: torch.dtype) -> Callable:
     """A loader over `size` yielding `value` (tensor or scalar) converted to `dtype`."""
     if is_tensor(value):
+        _realize_if_broadcast(value, size)
         inner = broadcast_loader(value.make_loader(), value.get_size(), size)
         source = value.get_dtype()
         if opmath_dtype(source) == dtype or source == dtype:

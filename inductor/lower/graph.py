@@ -22,10 +22,9 @@ from inductor.config import config
 from inductor.ir.layout import Layout
 from inductor.ir.nodes import (Buffer, ComputedBuffer, ConstantBuffer, InputBuffer, Pointwise,
                                ReinterpretView, StorageBox, TensorBox, building)
-from inductor.ir.ops import OpsHandler, ops, use_handler
-from inductor.ir.symbols import index_symbol
+from inductor.ir.ops import ops
 from inductor.lower import extern
-from inductor.lower.elementwise import opmath_dtype, value_loader
+from inductor.lower.elementwise import body_cost, opmath_dtype, value_loader
 from inductor.lower.registry import lowering_for
 
 aten = torch.ops.aten
@@ -52,37 +51,6 @@ class LoopGraph:
             if buffer.get_name() == name:
                 return buffer
         raise KeyError(name)
-
-
-class _CostCounter(OpsHandler):
-    def __init__(self):
-        self.loads = 0
-        self.operations = 0
-
-    def load(self, name, index):
-        self.loads += 1
-        return "value"
-
-    def indirect_indexing(self, value, size, check=True):
-        self.operations += 1
-        return index_symbol("t", 0)
-
-    def masked(self, mask, body, other):
-        self.operations += 1
-        return body()
-
-    def default(self, name, *args, **kwargs):
-        self.operations += 1
-        return "value"
-
-
-def body_cost(loops: Pointwise) -> tuple[int, int]:
-    """(loads, operations) of one evaluation of a pointwise body."""
-    counter = _CostCounter()
-    index = [index_symbol("i", position) for position in range(len(loops.ranges))]
-    with use_handler(counter):
-        loops.inner_fn(index)
-    return counter.loads, counter.operations
 
 
 class GraphLowering(torch.fx.Interpreter):

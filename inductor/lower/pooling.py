@@ -33,6 +33,15 @@ def _output_extent(size, kernel, stride, padding, dilation, ceil_mode) -> int:
     return extent
 
 
+def _materialized(x: TensorBox) -> TensorBox:
+    """A pooling window reads each input element several times: a computed input (a
+    convolution's BatchNorm and ReLU) is realized once rather than recomputed per read."""
+    storage = x.storage()
+    if storage is not None and not storage.is_realized():
+        storage.realize()
+    return x
+
+
 def _geometry(x, kernel_size, stride, padding, dilation, ceil_mode):
     kernel = _pair(kernel_size)
     stride = _pair(stride, kernel)
@@ -76,6 +85,7 @@ def max_pool2d_with_indices(x, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False):
     size, kernel, stride, padding, dilation, out = _geometry(x, kernel_size, stride, padding,
                                                              dilation, ceil_mode)
+    x = _materialized(x)
     loader = x.make_loader()
     dtype = x.get_dtype()
     out_size = size[:-2] + out
@@ -120,6 +130,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     size, kernel, stride, padding, dilation, out = _geometry(x, kernel_size, stride, padding,
                                                              1, ceil_mode)
+    x = _materialized(x)
     loader = x.make_loader()
     dtype = x.get_dtype()
     compute = opmath_dtype(dtype)

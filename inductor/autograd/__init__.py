@@ -31,7 +31,7 @@ from inductor.autograd.global_state import GlobalState
 from inductor.autograd.joint import trace_inference, trace_joint
 from inductor.autograd.partition import PartitionPolicy, partition, policy
 from inductor.autograd.runtime import (DoubleBackwardError, InferenceVariant, TrainingVariant,
-                                       compile_graph)
+                                       compile_graph, output_strides)
 from inductor.autograd.signature import UnsupportedGraph, analyze, lift_attributes
 
 __all__ = ["compile_training", "aot_eager", "run_graph", "CompiledTraining", "DoubleBackwardError",
@@ -96,7 +96,8 @@ class CompiledTraining:
             joint = trace_joint(graph, signature, arguments, state, self.decompositions)
             parts = partition(joint, signature.mutated_inputs)
             log.debug("partitioned: %s", parts.describe())
-            compiled = compile_graph(self.compile_inner, parts.forward, list(arguments))
+            saved = range(parts.function_output_count, len(output_strides(parts.forward)))
+            compiled = compile_graph(self.compile_inner, parts.forward, list(arguments), saved)
             variant = TrainingVariant(signature, parts, compiled, self.compile_inner)
         else:
             traced = trace_inference(graph, signature, arguments, state, self.decompositions)

@@ -24,6 +24,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from inductor.autograd.global_state import autocast_off, current_autocast
+from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.signature import GraphSignature, OutputKind, TensorMeta
 
 log = logging.getLogger("framejit.training")
@@ -70,17 +71,24 @@ def output_strides(graph: torch.fx.GraphModule) -> list:
 
 
 def compile_graph(compile_inner: Callable, graph: torch.fx.GraphModule,
-                  example_inputs: list) -> Callable:
+                  example_inputs: list, view_positions: Sequence[int] = ()) -> Callable:
     """`compile_inner(graph, example_inputs)`, also passing `output_strides` (the traced
     strides) when it accepts them: the backward reads saved values with the strides they had
-    when traced, and views of outputs are rebuilt from those strides."""
+    when traced, and views of outputs are rebuilt from those strides. In that case the
+    outputs at `view_positions` that are views come back as their bases and are rebuilt
+    after each call (`output_views`), instead of being copied by the code generator."""
     try:
         accepts = "output_strides" in inspect.signature(compile_inner).parameters
     except (TypeError, ValueError):
         accepts = False
-    if accepts:
-        return compile_inner(graph, example_inputs, output_strides=output_strides(graph))
-    return compile_inner(graph, example_inputs)
+    if not accepts:
+        return compile_inner(graph, example_inputs)
+    views = OutputViews(graph, view_positions)
+    compiled = compile_inner(views.graph, example_inputs,
+                             output_strides=output_strides(views.graph))
+    if not views.views:
+        return compiled
+    return WithRebuiltViews(compiled, views, invoke)
 
 
 def _rebuild_view(base: torch.Tensor, meta: TensorMeta, base_offset: int) -> torch.Tensor:
@@ -182,8 +190,9 @@ class TrainingVariant:
         """The compiled backward, compiling it now if this is the first backward."""
         if self.compiled_backward is None:
             log.debug("compiling backward graph:\n%s", self.partition.backward.code)
-            self.compiled_backward = compile_graph(self.compile_inner, self.partition.backward,
-                                                   list(example))
+            backward = self.partition.backward
+            self.compiled_backward = compile_graph(self.compile_inner, backward, list(example),
+                                                   range(len(output_strides(backward))))
         return self.compiled_backward
 
 

@@ -71,6 +71,12 @@ class Config:
     compile_workers: int = 0
     """Processes building independent kernels in parallel; 0 means one per CPU core."""
 
+    channels_last: bool = True
+    """In graphs with 2-D convolutions on CPU tensors (C++ backend) whose activations outweigh
+    their weights, keep 4-D activations channels-last (NHWC): oneDNN's convolutions run
+    faster on them (mobilenet_v3_large 32.6 -> 23.6 ms at batch 1, resnet18 134 -> 129 ms
+    at batch 8; measured on the shared 2-core machine). Outputs keep eager's strides."""
+
     max_fusion_nodes: int = 64
     """Upper bound on the scheduler nodes fused into one kernel."""
 

@@ -163,7 +163,8 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
     output_code.debug("generated code for a graph:\n%s", source)
     report = GraphReport(kernel_count=len(plan.kernels()),
                          fallback_ops=dict(loop_graph.fallback_ops),
-                         library_calls=dict(loop_graph.library_calls), source=source)
+                         library_calls=dict(loop_graph.library_calls), source=source,
+                         channels_last=loop_graph.channels_last)
     return CompiledGraph(run, report)
 
 
@@ -196,7 +197,8 @@ def _generate_triton(plan, loop_graph, dtype_of, device: torch.device,
     report = GraphReport(kernel_count=len(plan.kernels()),
                          fallback_ops=dict(loop_graph.fallback_ops),
                          library_calls=dict(loop_graph.library_calls),
-                         source=text + "\n" + module.text)
+                         source=text + "\n" + module.text,
+                         channels_last=loop_graph.channels_last)
     return CompiledGraph(run, report)
 
 

@@ -22,6 +22,8 @@ class GraphReport:
     reason: why the whole graph runs as is, or None.
     compile_seconds: wall time of the compilation.
     source: the generated code (wrapper and kernels), for people.
+    channels_last: whether 4-D activations were kept channels-last (graphs with 2-D
+        convolutions on CPU whose activations outweigh their weights).
     """
 
     kernel_count: int = 0
@@ -30,6 +32,7 @@ class GraphReport:
     reason: Optional[str] = None
     compile_seconds: float = 0.0
     source: str = ""
+    channels_last: bool = False
 
     def summary(self) -> str:
         """One line: kernels, library calls and fallbacks."""
@@ -40,6 +43,8 @@ class GraphReport:
         if self.fallback_ops:
             parts.append("eager fallbacks: " + ", ".join(
                 f"{name} x{count}" for name, count in sorted(self.fallback_ops.items())))
+        if self.channels_last:
+            parts.append("channels-last activations")
         if self.reason:
             parts.append(f"ran as is: {self.reason}")
         return "; ".join(parts)

@@ -1,0 +1,170 @@
+"""Channels-last activations in graphs with 2-D convolutions (lower/graph.py
+`prefers_channels_last`, the `convolution` lowering in lower/extern.py): results and output
+strides match eager whatever layout the graph keeps inside."""
+import pytest
+import torch
+
+import inductor
+from tests.inductor.conftest import compile_function
+
+functional = torch.nn.functional
+
+
+class SmallNet(torch.nn.Module):
+    """Convolution, BatchNorm, ReLU, pooling, a residual add, a depthwise convolution and a
+    linear head: the ops a CNN runs between its convolutions."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False)
+        self.norm = torch.nn.BatchNorm2d(8)
+        self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=8)
+        self.pointwise = torch.nn.Conv2d(8, 8, 1)
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = functional.relu(self.norm(self.stem(x)))
+        x = functional.max_pool2d(x, 3, 2, 1)
+        y = self.pointwise(functional.hardswish(self.depthwise(x)))
+        x = functional.relu(x + y)
+        x = functional.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.head(x)
+
+
+def _small_net():
+    torch.manual_seed(0)
+    model = SmallNet().eval()
+    with torch.no_grad():
+        model.norm.running_mean.uniform_(-0.5, 0.5)
+        model.norm.running_var.uniform_(0.5, 2.0)
+    return model
+
+
+def _check_layouts(function, *inputs, channels_last=True):
+    """Compile `function`, compare values and strides of every output with eager."""
+    compiled = compile_function(function, *inputs)
+    assert compiled.report.channels_last == channels_last
+    expected = function(*inputs)
+    actual = compiled(*inputs)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    for mine, theirs in zip(actual, expected):
+        torch.testing.assert_close(mine, theirs, atol=1e-4, rtol=1e-4)
+        assert mine.stride() == theirs.stride()
+    return compiled
+
+
+def test_small_cnn_matches_eager_in_channels_last():
+    model = _small_net()
+    x = torch.randn(4, 3, 32, 32)
+    with torch.no_grad():
+        compiled = _check_layouts(model, x)
+    assert "channels-last" in compiled.report.summary()
+    assert compiled.report.library_calls.get("aten.convolution") == 3
+
+
+def test_switching_channels_last_off_gives_the_same_values(monkeypatch):
+    model = _small_net()
+    x = torch.randn(4, 3, 32, 32)
+    monkeypatch.setattr(inductor.config, "channels_last", False)
+    with torch.no_grad():
+        _check_layouts(model, x, channels_last=False)
+
+
+@pytest.mark.parametrize("returned", ["convolution", "relu", "both", "pooled"])
+def test_four_dimensional_outputs_keep_eager_strides(returned):
+    weight = torch.randn(6, 4, 3, 3)
+    bias = torch.randn(6)
+
+    def function(x):
+        y = functional.conv2d(x, weight, bias, padding=1)
+        z = torch.relu(y) * 2
+        if returned == "convolution":
+            return y
+        if returned == "relu":
+            return z
+        if returned == "pooled":
+            return functional.max_pool2d(z, 2)
+        return y, z
+
+    _check_layouts(function, torch.randn(2, 4, 10, 10))
+
+
+def test_channels_last_input_and_output_as_in_eager():
+    weight = torch.randn(6, 4, 3, 3)
+
+    def function(x):
+        return torch.relu(functional.conv2d(x, weight)) + 1
+
+    x = torch.randn(2, 4, 10, 10).to(memory_format=torch.channels_last)
+    _check_layouts(function, x)
+
+
+def test_strided_and_sliced_inputs():
+    weight = torch.randn(6, 4, 3, 3)
+
+    def function(x):
+        return functional.conv2d(x[:, :, 1:, ::2].sigmoid(), weight, stride=2)
+
+    _check_layouts(function, torch.randn(2, 4, 13, 20).transpose(2, 3))
+
+
+def test_transposed_convolution():
+    weight = torch.randn(4, 3, 3, 3)
+
+    def function(x):
+        y = functional.conv_transpose2d(torch.relu(x), weight, stride=2, padding=1,
+                                        output_padding=1)
+        return y.tanh()
+
+    _check_layouts(function, torch.randn(2, 4, 9, 9))
+
+
+def test_weight_heavy_graph_stays_contiguous():
+    """Large weights, small activations (resnet18 at batch 1): copying every weight to
+    channels-last per call would cost more than the convolution gains."""
+    weight = torch.randn(64, 64, 3, 3)
+
+    def function(x):
+        return torch.relu(functional.conv2d(x, weight, padding=1))
+
+    _check_layouts(function, torch.randn(1, 64, 4, 4), channels_last=False)
+
+
+def test_one_and_three_dimensional_convolutions_are_untouched():
+    weight1 = torch.randn(4, 3, 3)
+    weight3 = torch.randn(4, 3, 1, 3, 3)
+
+    def function(x, v):
+        return torch.relu(functional.conv1d(x, weight1)), functional.conv3d(v, weight3)
+
+    _check_layouts(function, torch.randn(2, 3, 20), torch.randn(2, 3, 4, 8, 8),
+                   channels_last=False)
+
+
+def test_double_precision_and_bfloat16():
+    for dtype, tolerance in ((torch.float64, 1e-9), (torch.bfloat16, 2e-2)):
+        weight = torch.randn(6, 4, 3, 3, dtype=dtype)
+
+        def function(x):
+            return functional.gelu(functional.conv2d(x, weight, padding=1)).sum(1)
+
+        x = torch.randn(2, 4, 10, 10, dtype=dtype)
+        compiled = compile_function(function, x)
+        assert compiled.report.channels_last
+        torch.testing.assert_close(compiled(x), function(x), atol=tolerance, rtol=tolerance)
+
+
+def test_triton_backend_on_cpu_keeps_eager_layouts(monkeypatch):
+    """Graphs through the Triton generator (the GPU path) do not switch layouts."""
+    pytest.importorskip("triton")
+    monkeypatch.setattr(inductor.config, "cpu_backend", "triton")
+    weight = torch.randn(6, 4, 3, 3)
+
+    def function(x):
+        return torch.relu(functional.conv2d(x, weight, padding=1)) + 1
+
+    x = torch.randn(2, 4, 8, 8)
+    compiled = compile_function(function, x)
+    assert not compiled.report.channels_last
+    torch.testing.assert_close(compiled(x), function(x), atol=1e-4, rtol=1e-4)

@@ -47,6 +47,37 @@ def run_graph(aten_graph: torch.fx.GraphModule, example_inputs: Sequence[Any]):
     return module
 
 
+class StridedGraphRunner:
+    """`run_graph`'s list-taking runner whose outputs are copied to the traced strides where
+    an eager kernel returned others (what a `compile_inner` that ran a graph as is returns, but
+    freeing each input at its last use). Carries the inner compiler's `report`."""
+
+    takes_argument_list = True
+
+    def __init__(self, graph: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                 output_strides: Sequence, report: Any = None):
+        self.run = run_graph(graph, example_inputs)
+        self.strides = list(output_strides)
+        self.report = report
+
+    def __call__(self, arguments: list) -> list:
+        results = list(self.run(arguments))
+        for position, stride in enumerate(self.strides):
+            value = results[position]
+            if stride is not None and isinstance(value, torch.Tensor) and \
+                    not _same_layout(value, stride):
+                results[position] = torch.empty_strided(
+                    value.shape, stride, dtype=value.dtype, device=value.device).copy_(value)
+        return results
+
+
+def _same_layout(value: torch.Tensor, stride: Sequence[int]) -> bool:
+    if value.numel() == 0:
+        return True
+    return all(size == 1 or actual == expected
+               for size, actual, expected in zip(value.shape, value.stride(), stride))
+
+
 _IN_PLACE = {
     torch.ops.aten.index_put.default: torch.ops.aten.index_put_.default,
     torch.ops.aten.scatter_add.default: torch.ops.aten.scatter_add_.default,

@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from torch.utils import _pytree as pytree
 
+from inductor.autograd.boxed import StridedGraphRunner
 from inductor.autograd.global_state import autocast_off, current_autocast
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.signature import GraphSignature, OutputKind, TensorMeta
@@ -84,8 +85,12 @@ def compile_graph(compile_inner: Callable, graph: torch.fx.GraphModule,
     if not accepts:
         return compile_inner(graph, example_inputs)
     views = OutputViews(graph, view_positions)
-    compiled = compile_inner(views.graph, example_inputs,
-                             output_strides=output_strides(views.graph))
+    strides = output_strides(views.graph)
+    compiled = compile_inner(views.graph, example_inputs, output_strides=strides)
+    report = getattr(compiled, "report", None)
+    if getattr(report, "reason", None) is not None:
+        # Run as is (the code generator gave up): op by op, freeing inputs at last use.
+        compiled = StridedGraphRunner(views.graph, example_inputs, strides, report)
     if not views.views:
         return compiled
     return WithRebuiltViews(compiled, views, invoke)

@@ -79,10 +79,13 @@ def compile_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
 
     `example_inputs` are real or fake tensors, one per placeholder. Trailing `aten.copy_`
     nodes into placeholders write the new values into those inputs. The result returns a
-    list of outputs in the order of the graph's output node. `mode`: as for `compile_fx`
-    (here only the autotuning part; CUDA graphs wrap the result in `compile_fx`).
+    list of outputs in the order of the graph's output node, with `output_strides` (default:
+    the strides of the output nodes' recorded `val` metas, where recorded). `mode`: as for
+    `compile_fx` (here only the autotuning part; CUDA graphs wrap the result in `compile_fx`).
     """
     started = time.perf_counter()
+    if output_strides is None:
+        output_strides = recorded_output_strides(gm)
     reason = _eager_only_reason(example_inputs)
     if reason is None:
         try:
@@ -299,6 +302,21 @@ def _fast_unflatten(spec) -> Callable:
     if spec.is_leaf():
         return lambda results: results[0]
     return lambda results: pytree.tree_unflatten(list(results), spec)
+
+
+def recorded_output_strides(gm: torch.fx.GraphModule) -> list:
+    """Per output of `gm`: the strides of its node's recorded example value (`meta["val"]`,
+    as make_fx records), or None."""
+    output_node = next((node for node in reversed(gm.graph.nodes) if node.op == "output"), None)
+    if output_node is None:
+        return []
+    values = output_node.args[0]
+    values = list(values) if isinstance(values, (list, tuple)) else [values]
+    strides = []
+    for value in values:
+        example = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+        strides.append(tuple(example.stride()) if isinstance(example, torch.Tensor) else None)
+    return strides
 
 
 def _fallback_runner(gm: torch.fx.GraphModule, output_strides, report: GraphReport) -> Callable:

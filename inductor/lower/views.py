@@ -77,6 +77,20 @@ def expand(x, size, *, implicit=False):
     return make_view(x, new, reindex)
 
 
+@register_lowering(torch.ops.prims.broadcast_in_dim)
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+    """`x`'s dimension `p` becomes dimension `broadcast_dimensions[p]` of `shape` (expanded
+    where `x` has extent 1); the other dimensions of `shape` are new, broadcast ones."""
+    old = x.get_size()
+    new = [to_expr(extent) for extent in shape]
+    dims = [_wrap_dim(int(dim), len(new)) for dim in broadcast_dimensions]
+
+    def reindex(index):
+        return [sympy.Integer(0) if old[position] == 1 and new[dim] != 1 else index[dim]
+                for position, dim in enumerate(dims)]
+    return make_view(x, new, reindex)
+
+
 @register_lowering(aten.unsqueeze, aten.unsqueeze_copy)
 def unsqueeze(x, dim):
     rank = len(x.get_size())

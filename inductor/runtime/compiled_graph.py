@@ -51,7 +51,8 @@ class GraphReport:
 
 
 class CompiledGraph:
-    """A compiled graph: call it with the graph's tensors as positional arguments.
+    """A compiled graph: call it with the graph's tensors as positional arguments, or with
+    one list of them through `with_argument_list` (which empties the list).
 
     Attributes: `report` (a `GraphReport`), and for convenience `kernel_count` and
     `fallback_ops` (the same values as on the report).
@@ -65,6 +66,17 @@ class CompiledGraph:
 
     def __call__(self, *args):
         return self.run(*args)
+
+    def with_argument_list(self, arguments: list):
+        """The boxed calling convention: the graph's inputs as one list, which this call
+        empties, so that an input the caller no longer holds is freed after its last reader
+        (where the generated wrapper supports that) rather than when the call returns."""
+        boxed = getattr(self.run, "with_argument_list", None)
+        if boxed is not None:
+            return boxed(arguments)
+        values = list(arguments)
+        arguments.clear()
+        return self.run(*values)
 
     @property
     def kernel_count(self) -> int:

@@ -271,6 +271,12 @@ def power(base, exponent):
             return make_pointwise(ops.sqrt, base)   # eager's CPU float16 kernel calls pow
         if exponent == -1:
             return make_pointwise(ops.reciprocal, base)
+        # Eager's kernels multiply too (GELU's tanh form cubes); its bfloat16 kernel rounds
+        # each product, so bfloat16 keeps the pow call (as close as before).
+        if exponent == 3 and dtype != torch.bfloat16:
+            return make_pointwise(lambda x: ops.mul(ops.mul(x, x), x), base)
+        if exponent == -2 and dtype != torch.bfloat16:
+            return make_pointwise(lambda x: ops.reciprocal(ops.mul(x, x)), base)
     if not is_tensor(exponent) and not dtype.is_floating_point and exponent == 2:
         return make_pointwise(lambda x: ops.mul(x, x), base)
     return make_pointwise(ops.pow, base, exponent, dtype=dtype, compute_dtype=compute)

@@ -162,10 +162,10 @@ class WithRebuiltViews:
 
     takes_argument_list = True
 
-    def __init__(self, compiled: Callable, views: OutputViews, invoke: Callable):
+    def __init__(self, compiled: Callable, views: OutputViews, run: Callable):
         self.compiled = compiled
         self.views = views
-        self.invoke = invoke
+        self.run = run                  # `compiled` as a callable taking the argument list
         self.input_indices = list(dict.fromkeys(views.input_indices))
 
     @property
@@ -175,4 +175,4 @@ class WithRebuiltViews:
 
     def __call__(self, arguments: list) -> list:
         inputs = {index: arguments[index] for index in self.input_indices}
-        return self.views.rebuild(self.invoke(self.compiled, arguments), inputs)
+        return self.views.rebuild(self.run(arguments), inputs)

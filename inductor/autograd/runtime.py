@@ -41,24 +41,24 @@ class DoubleBackwardError(RuntimeError):
 def invoke(compiled: Callable, arguments: list) -> Any:
     """Call a `compile_inner` result with the list itself when it takes one (it may clear the
     list to free inputs early), else with the values spread. A result takes a list when it
-    declares `takes_argument_list = True`, or when its function (itself, or its `run`, as for
-    inductor's `CompiledGraph`) carries a `with_argument_list` variant, as the generated
-    wrapper's `call` does."""
-    boxed = argument_list_callable(compiled)
-    if boxed is not None:
-        return boxed(arguments)
-    return compiled(*arguments)
+    declares `takes_argument_list = True`, or when it (or its `run` function) carries a
+    `with_argument_list` form, as inductor's `CompiledGraph` and generated wrapper do."""
+    return list_callable(compiled)(arguments)
 
 
-def argument_list_callable(compiled: Callable) -> Optional[Callable]:
-    """The variant of `compiled` that takes one list of inputs and may empty it, or None."""
+def list_callable(compiled: Callable) -> Callable:
+    """`compiled` as a callable taking one list of inputs (which it may empty). Resolved once
+    per compiled graph by the variants, so a call costs no attribute lookups."""
     if getattr(compiled, "takes_argument_list", False):
         return compiled
     for function in (compiled, getattr(compiled, "run", None)):
         boxed = getattr(function, "with_argument_list", None)
         if boxed is not None:
             return boxed
-    return None
+
+    def spread(arguments: list) -> Any:
+        return compiled(*arguments)
+    return spread
 
 
 def output_strides(graph: torch.fx.GraphModule) -> list:
@@ -93,7 +93,7 @@ def compile_graph(compile_inner: Callable, graph: torch.fx.GraphModule,
         compiled = StridedGraphRunner(views.graph, example_inputs, strides, report)
     if not views.views:
         return compiled
-    return WithRebuiltViews(compiled, views, invoke)
+    return WithRebuiltViews(compiled, views, list_callable(compiled))
 
 
 def _rebuild_view(base: torch.Tensor, meta: TensorMeta, base_offset: int) -> torch.Tensor:
@@ -153,12 +153,13 @@ class Epilogue:
         return pytree.tree_unflatten(flat, self.spec)
 
 
-def _run_without_autocast(compiled: Callable, arguments: list) -> Any:
+def _run_without_autocast(run: Callable, arguments: list) -> Any:
+    """`run(arguments)` (a `list_callable`) with autocast off: casts are graph nodes."""
     state = current_autocast()
     if not state:
-        return invoke(compiled, arguments)
+        return run(arguments)
     with autocast_off(state):
-        return invoke(compiled, arguments)
+        return run(arguments)
 
 
 class InferenceVariant:
@@ -166,10 +167,11 @@ class InferenceVariant:
 
     def __init__(self, signature: GraphSignature, compiled: Callable):
         self.compiled = compiled
+        self.run = list_callable(compiled)
         self.epilogue = Epilogue(signature)
 
     def __call__(self, arguments: list) -> Any:
-        outputs = _run_without_autocast(self.compiled, list(arguments))
+        outputs = _run_without_autocast(self.run, list(arguments))
         return self.epilogue(arguments, outputs)
 
 
@@ -181,7 +183,9 @@ class TrainingVariant:
         self.signature = signature
         self.partition = partition
         self.compiled_forward = compiled_forward
+        self.run_forward = list_callable(compiled_forward)
         self.compiled_backward: Optional[Callable] = None
+        self.run_backward: Optional[Callable] = None
         self.compile_inner = compile_inner
         self.epilogue = Epilogue(signature)
         self.differentiable = [output.differentiable for output in signature.function_outputs]
@@ -192,13 +196,14 @@ class TrainingVariant:
         return self.epilogue(arguments, outputs)
 
     def backward_callable(self, example: list) -> Callable:
-        """The compiled backward, compiling it now if this is the first backward."""
+        """The compiled backward as a `list_callable`, compiling it now on the first backward."""
         if self.compiled_backward is None:
             log.debug("compiling backward graph:\n%s", self.partition.backward.code)
             backward = self.partition.backward
             self.compiled_backward = compile_graph(self.compile_inner, backward, list(example),
                                                    range(len(output_strides(backward))))
-        return self.compiled_backward
+            self.run_backward = list_callable(self.compiled_backward)
+        return self.run_backward
 
 
 def _make_function(variant: TrainingVariant) -> type:
@@ -212,7 +217,7 @@ def _make_function(variant: TrainingVariant) -> type:
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *primals):
-            outputs = _run_without_autocast(variant.compiled_forward, list(primals))
+            outputs = _run_without_autocast(variant.run_forward, list(primals))
             function_outputs = tuple(outputs[:count])
             ctx.save_for_backward(*outputs[count:], *[primals[i] for i in saved_primals])
             ctx.mark_non_differentiable(*[function_outputs[i] for i in non_differentiable])

@@ -187,25 +187,41 @@ def _fake(value, mode):
 
 
 def require_channels_last(x: TensorBox):
-    """`x` (4-D) realized with channels-last strides: a flexible layout is given them, a
-    fixed one that differs is copied."""
+    """`x` (4-D) realized with channels-last strides (see `require_strides`)."""
     from inductor.lower.graph import channels_last_strides
-    strides = channels_last_strides(x.get_size())
-    storage = x.storage()
-    if storage is not None and x.data is storage:
-        if not storage.is_realized():
-            storage.preferred_stride = strides
-        buffer = storage.realize()
-        buffer.layout.decide(strides)
-        if all(int(extent) == 1 or int(actual) == wanted for extent, actual, wanted in
-               zip(buffer.layout.size, buffer.layout.stride, strides)):
-            buffer.layout.freeze()
-            return buffer
+    return require_strides(x, channels_last_strides(x.get_size()))
+
+
+def require_strides(x, strides) -> Buffer:
+    """`x` realized with `strides` (dimensions of extent 1 excepted): a flexible layout is
+    given them, a fixed one that differs is copied."""
+    strides = [int(stride) for stride in strides]
+    if isinstance(x, TensorBox) and isinstance(x.data, ReinterpretView):
+        x = x.data
+    if isinstance(x, (Buffer, ReinterpretView)):
+        if _strides_match(x.layout, strides):
+            return x
+    else:
+        storage = x.storage()
+        if storage is not None and x.data is storage:
+            if not storage.is_realized():
+                storage.preferred_stride = strides
+            buffer = storage.realize()
+            if not buffer.layout.fixed:
+                buffer.layout.decide(strides)
+            if _strides_match(buffer.layout, strides):
+                buffer.layout.freeze()
+                return buffer
     copy = TensorBox.create(Pointwise(x.get_device(), x.get_dtype(), x.make_loader(),
                                       x.get_size()), preferred_stride=strides)
     buffer = copy.realize()
     buffer.layout.freeze()
     return buffer
+
+
+def _strides_match(layout, strides) -> bool:
+    return all(int(extent) == 1 or int(actual) == wanted
+               for extent, actual, wanted in zip(layout.size, layout.stride, strides))
 
 
 @register_lowering(aten.convolution)

@@ -184,7 +184,7 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes
     if _mutates(lifted):
-        if _inputs_share_storage(all_fakes):
+        if _writes_into_shared_inputs(lifted):
             raise UnsupportedGraph("the graph writes into inputs that share memory with other "
                                    "inputs (views of one tensor passed separately)")
         with fake_mode:
@@ -206,16 +206,36 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
                      grad_mode_after)
 
 
-def _inputs_share_storage(fakes) -> bool:
-    """Whether two inputs are views of one storage (fake tensors keep that relation)."""
-    seen = set()
-    for value in fakes:
-        if not isinstance(value, torch.Tensor):
+def _storage_of(value):
+    return value.untyped_storage()._cdata if isinstance(value, torch.Tensor) else None
+
+
+def _writes_into_shared_inputs(gm: torch.fx.GraphModule) -> bool:
+    """Whether an in-place op writes into the memory of a placeholder that shares its storage
+    with another placeholder (views of one tensor passed separately: functionalization would
+    not see the write through the other view). Writes into intermediates (T5's `add_`) are
+    fine; a written value without a recorded example counts as shared."""
+    counts: dict = {}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            storage = _storage_of(node.meta.get("val"))
+            counts[storage] = counts.get(storage, 0) + 1
+    shared = {storage for storage, count in counts.items() if storage is not None and count > 1}
+    if not shared:
+        return False
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or not schema.is_mutable:
             continue
-        storage = value.untyped_storage()._cdata
-        if storage in seen:
-            return True
-        seen.add(storage)
+        for position, argument in enumerate(schema.arguments):
+            if argument.alias_info is None or not argument.alias_info.is_write:
+                continue
+            value = node.args[position] if position < len(node.args) else \
+                node.kwargs.get(argument.name)
+            storage = _storage_of(value.meta.get("val")) \
+                if isinstance(value, torch.fx.Node) else None
+            if storage is None or storage in shared:
+                return True
     return False
 
 

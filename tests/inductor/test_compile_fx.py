@@ -183,3 +183,22 @@ def test_small_integer_powers_multiply_exactly_as_eager():
             assert "pow" not in compiled.report.source
             torch.testing.assert_close(compiled(x), x ** exponent, rtol=0, atol=0,
                                        equal_nan=True)
+
+
+def test_aliased_inputs_compile_when_writes_go_elsewhere():
+    """T5's graph (input ids and a slice of them as decoder ids) updates an intermediate in
+    place: only a write into one of the aliased inputs makes the graph run as is."""
+    def into_intermediate(x, row):
+        y = x * 2
+        y.add_(row)
+        return y
+
+    def into_unaliased_input(x, row, other):
+        other.mul_(3)
+        return x.sum(0) + row + other
+
+    base = torch.arange(12.0).reshape(3, 4)
+    compiled = check_same(into_intermediate, base, base[0])
+    assert compiled.report.reason is None and compiled.kernel_count >= 1
+    compiled = check_same(into_unaliased_input, base, base[0], torch.ones(4))
+    assert compiled.report.reason is None and compiled.kernel_count >= 1

@@ -121,8 +121,8 @@ def test_transposed_convolution():
 
 
 def test_weight_heavy_graph_stays_contiguous():
-    """Large weights, small activations (resnet18 at batch 1): copying every weight to
-    channels-last per call would cost more than the convolution gains."""
+    """Large weights, small activations: copying the weight to channels-last per call would
+    cost more than the convolution gains, and no other convolution wants channels-last."""
     weight = torch.randn(64, 64, 3, 3)
 
     def function(x):
@@ -168,3 +168,21 @@ def test_triton_backend_on_cpu_keeps_eager_layouts(monkeypatch):
     compiled = compile_function(function, x)
     assert not compiled.report.channels_last
     torch.testing.assert_close(compiled(x), function(x), atol=1e-4, rtol=1e-4)
+
+
+def test_weight_heavy_convolution_in_a_channels_last_graph_runs_contiguous():
+    """Per convolution: an activation-heavy first convolution runs channels-last, a
+    weight-heavy second one (resnet18's last stage) gets a contiguous input and the weight as
+    it is, and the values and output strides stay eager's."""
+    first = torch.randn(32, 3, 3, 3)
+    second = torch.randn(128, 32, 3, 3)
+
+    def function(x):
+        y = torch.relu(functional.conv2d(x, first, padding=1))
+        y = functional.max_pool2d(y, 4)
+        return torch.relu(functional.conv2d(y, second, padding=1)) + 1
+
+    compiled = _check_layouts(function, torch.randn(2, 3, 32, 32))
+    source = compiled.report.source
+    assert "(27, 1, 9, 3)" in source            # the first weight copied channels-last
+    assert "(288, 1, 96, 32)" not in source     # the second read in place, contiguous

@@ -106,6 +106,7 @@ class TritonKernel:
         self.counter = 0
         self.axes: dict = {}          # loop symbol -> "x", "y" or "r"
         self.scope_axes: tuple = ()
+        self.unsynchronised: set = set()  # buffers stored since the last barrier
 
     # -- interface -------------------------------------------------------------------------
     def arguments(self) -> list[str]:
@@ -194,6 +195,18 @@ class TritonKernel:
         self.add_line(f"tl.store(status_pointer + ({failing}).to(tl.int32) * 0, {code}, "
                       f"{failing})")
 
+    def synchronise_before_load(self, name: str) -> None:
+        """A barrier before reading back a buffer this program stored earlier in the kernel.
+        Its lanes may lie in other threads of the program than the ones that stored them
+        (a load whose index the compiler cannot prove contiguous gets another layout), and
+        stores of one thread become visible to the others only at a barrier. Without it, on
+        an H100, a layer-norm backward kernel reading its result back through a view for a
+        bfloat16 cast read stale memory (the interpreter runs programs sequentially and
+        cannot show this)."""
+        if name in self.unsynchronised:
+            self.add_line("tl.debug_barrier()")
+            self.unsynchronised.clear()
+
     def forwarded(self, name: str, index) -> Optional[TritonValue]:
         known = self.available.get(name)
         if known is None:
@@ -272,6 +285,7 @@ class TritonKernel:
         self.available[member.name] = (index, value)
         if member.store:
             self.add_line(handler.store_text(member.node.written_name(), index, value))
+            self.unsynchronised.add(member.node.written_name())
 
     def _compute_and_store(self, member: Member, handler: TritonOpsHandler) -> None:
         self._publish(member, self._evaluate(member, handler), handler)

@@ -91,6 +91,8 @@ class TritonOpsHandler(OpsHandler):
         text = f"tl.load({arguments})"
         if dtype in (torch.float16, torch.bfloat16):
             text += ".to(tl.float32)"
+        if (text, compute_dtype(dtype)) not in self.cse:
+            self.scope.synchronise_before_load(name)
         return self.emit(text, compute_dtype(dtype))
 
     def _mask(self, index) -> Optional[str]:

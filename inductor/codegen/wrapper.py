@@ -214,6 +214,7 @@ class WrapperWriter:
         """(bytes, dtype, device) of a buffer whose memory may be handed on, else None."""
         buffer = self.plan.buffers.get(name)
         if name in self.allocated and name not in self.viewed and \
+                name not in self.plan.in_place.values() and \
                 isinstance(buffer, Buffer) and buffer.layout:
             layout = buffer.layout
             return (_nbytes(layout), layout.dtype, layout.device)
@@ -231,8 +232,13 @@ class WrapperWriter:
         layout = buffer.layout
         size = self.constant(tuple(int(s) for s in layout.size))
         stride = self.constant(tuple(int(s) for s in layout.stride))
+        in_place = self.plan.in_place.get(name)     # a buffer dying in the same kernel
         if self.recorder is not None:
-            self.recorder.allocate(name, _nbytes(layout), self._poolable(name))
+            self.recorder.allocate(name, _nbytes(layout),
+                                   None if in_place else self._poolable(name))
+        if in_place is not None:
+            self.lines.append(f"    {name} = {in_place}")
+            return
         donor = self.reuse.get(name)
         if donor is not None:
             self.lines.append(f"    {name} = as_strided({donor}, {size}, {stride}, 0)")

@@ -128,6 +128,7 @@ class GraphPlan:
     buffers: dict               # name -> Buffer (inputs included)
     allocated: list             # names of buffers the wrapper allocates, in order
     frees: dict                 # step index -> names whose last reader is that step
+    in_place: dict = dataclasses.field(default_factory=dict)  # output -> donor (in_place.py)
 
     def kernels(self) -> list:
         return [step for step in self.steps if isinstance(step, KernelPlan)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from inductor.ir.nodes import MultiOutput, ReinterpretView
 from inductor.schedule.fusion import FusedGroup, fuse
+from inductor.schedule.in_place import in_place_outputs
 from inductor.schedule.nodes import SchedulerNode
 from inductor.schedule.plans import (ExternStep, GraphPlan, KernelPlan, build_kernel,
                                      build_scatter)
@@ -83,7 +84,9 @@ def schedule(graph) -> GraphPlan:
     buffers = {buffer.get_name(): buffer for buffer in
                graph.inputs + graph.constants + graph.buffers}
     allocated, frees = _lifetimes(steps, graph, outputs)
-    return GraphPlan(steps, graph.inputs, graph.outputs, buffers, allocated, frees)
+    plan = GraphPlan(steps, graph.inputs, graph.outputs, buffers, allocated, frees)
+    plan.in_place = in_place_outputs(plan)
+    return plan
 
 
 def _step_reads(step) -> set:

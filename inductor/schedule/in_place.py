@@ -1,0 +1,108 @@
+"""Stage "schedule", last step: which kernel outputs may take the memory of a buffer that
+dies in the same kernel (in-place reuse).
+
+Input: a `GraphPlan`. Output: {output name: donor name}, stored on the plan as `in_place`;
+the C++ wrapper then binds the output to the donor's tensor instead of allocating (a fresh
+allocation of tens of megabytes costs page faults on every call: BatchNorm + ReLU after each
+convolution of a CNN). CPU buffers only.
+
+Legal only where no element of the donor is read after it is overwritten: the kernel is one
+stage of point-wise work (no reduction, no second loop) storing exactly one buffer, every read
+of the donor in it is at the element being stored (same index expression in kernel loop
+variables, same layout), and nothing else may see the donor's memory: it is a buffer the
+wrapper allocated or a library call's fresh result (an op whose schema returns no alias of
+its inputs), never passed to an op that may return a view of it, never a graph input, output
+or constant.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import sympy
+
+from inductor.ir.nodes import ComputedBuffer, ExternKernel, MultiOutput
+from inductor.ir.symbols import simplify_index, substitute
+from inductor.schedule.plans import ExternStep, GraphPlan, KernelPlan
+
+
+def in_place_outputs(plan: GraphPlan) -> dict:
+    """{kernel output: dying buffer whose memory it takes} (see the module docstring)."""
+    viewed = _viewed_by_library_calls(plan)
+    result: dict = {}
+    for position, step in enumerate(plan.steps):
+        single = _single_store(step)
+        if single is None or single.name not in plan.allocated:
+            continue
+        ranges = step.variable_ranges()
+        target = _kernel_index(single, single.node.write.index, ranges)
+        out_layout = plan.buffers[single.name].layout
+        if out_layout is None or out_layout.device.type != "cpu":
+            continue        # GPU graphs allocate as before (not measured there)
+        dying = set(plan.frees.get(position, []))
+        for donor in step.loads:
+            if donor not in dying or donor in viewed or donor in result.values():
+                continue
+            if not _fresh_memory(plan, donor) or \
+                    not _same_layout(plan.buffers[donor].layout, out_layout):
+                continue
+            indexes = [_kernel_index(member, access.index, ranges)
+                       for member in step.members() for access in member.node.reads
+                       if access.name == donor]
+            if target is not None and indexes and all(index is not None and index == target
+                                                      for index in indexes):
+                result[single.name] = donor
+                break
+    return result
+
+
+def _single_store(step):
+    """The one stored member of a single-stage point-wise kernel writing its own buffer."""
+    if not isinstance(step, KernelPlan) or len(step.stages) != 1 or \
+            step.stages[0].kind == "reduction" or len(step.stores) != 1:
+        return None
+    stored = [member for member in step.members() if member.store]
+    if len(stored) != 1 or stored[0].node.written_name() != stored[0].name or \
+            stored[0].node.write.index is None:
+        return None
+    return stored[0]
+
+
+def _kernel_index(member, index, ranges) -> Optional[sympy.Expr]:
+    if index is None:
+        return None
+    return sympy.expand(simplify_index(substitute(index, member.replacements), ranges))
+
+
+def _same_layout(first, second) -> bool:
+    if first is None or second is None:
+        return False
+    return (first.dtype == second.dtype and first.device == second.device
+            and [int(s) for s in first.size] == [int(s) for s in second.size]
+            and [int(s) for s in first.stride] == [int(s) for s in second.stride]
+            and int(first.offset) == 0 and int(second.offset) == 0)
+
+
+def _fresh_memory(plan: GraphPlan, name: str) -> bool:
+    """Whether `name` owns memory nobody else can see: allocated by the wrapper, or returned
+    fresh by a library call or fallback whose schema returns no alias."""
+    buffer = plan.buffers.get(name)
+    if name in plan.allocated:
+        return isinstance(buffer, ComputedBuffer) and \
+            getattr(buffer, "mutated_input", None) is None
+    if not isinstance(buffer, ExternKernel) or isinstance(buffer, MultiOutput):
+        return False
+    schema = getattr(buffer.kernel, "_schema", None)
+    return schema is not None and len(schema.returns) == 1 and \
+        schema.returns[0].alias_info is None
+
+
+def _viewed_by_library_calls(plan: GraphPlan) -> set:
+    """Buffers passed to an eager op that may return a view of them."""
+    viewed = set()
+    for step in plan.steps:
+        if not isinstance(step, ExternStep):
+            continue
+        schema = getattr(getattr(step.node.buffer, "kernel", None), "_schema", None)
+        if schema is None or any(result.alias_info is not None for result in schema.returns):
+            viewed |= step.node.read_names()
+    return viewed

@@ -5,7 +5,12 @@ Input: nothing. Output: a dict from ATen operator overloads to Python decomposit
 exists, so that the graphs given to `compile_inner` are in the form the code generator expects;
 until then a local table built from `torch._decomp`'s core ATen decompositions.
 
-On top of either, `native_dropout` on CPU is decomposed the way eager CPU dropout draws its
+Captured `torch.lstm` calls are traced as matrix products and pointwise gates on every device
+(`LstmAsGates`): torch's decomposition picks oneDNN's fused `mkldnn_rnn_layer` on CPU when the input
+does not require grad, and that op's workspace, needed by its backward, comes back undefined
+from a traced forward (a compiled LSTM training step failed in its backward).
+
+Also, `native_dropout` on CPU is decomposed the way eager CPU dropout draws its
 mask (a Bernoulli sample of the input's shape, then a scale), so that for the same seed a
 compiled training step drops exactly the elements eager drops. On other devices eager uses a
 fused kernel whose stream cannot be reproduced, and the table's own decomposition stays.
@@ -38,6 +43,42 @@ def decomposition_table() -> dict[object, Callable]:
     fallback = table.get(aten.native_dropout.default)
     table[aten.native_dropout.default] = functools.partial(_native_dropout, fallback)
     return table
+
+
+class LstmAsGates(torch.overrides.TorchFunctionMode):
+    """While tracing, `torch.lstm` calls (the padded-input form, as `nn.LSTM` makes them) run
+    `_lstm_as_gates`. torch's own LSTM decomposition runs at the autograd key, before
+    `make_fx`'s table is consulted, so the call is redirected above it."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.lstm and len(args) == 9 and not kwargs and \
+                isinstance(args[1], (tuple, list)) and _reference_lstm_helpers() is not None:
+            return _lstm_as_gates(*args)
+        return func(*args, **kwargs)
+
+
+def _reference_lstm_helpers():
+    """torch's one-layer LSTM pieces (`torch._decomp.decompositions`), or None where absent."""
+    from torch._decomp import decompositions as reference
+    names = ("gather_params", "_rnn_helper", "one_layer_lstm")
+    if not all(hasattr(reference, name) for name in names):
+        return None
+    return reference
+
+
+def _lstm_as_gates(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                   batch_first):
+    """`aten.lstm.input` as matrix products and gates, layer by layer (never oneDNN's fused
+    layer, whose backward needs a workspace a traced forward does not produce)."""
+    reference = _reference_lstm_helpers()
+    params = reference.gather_params(params, has_biases, hx[0].size(2) != hx[1].size(2))
+    hidden = list(zip(hx[0], hx[1]))
+    out, final = reference._rnn_helper(input, hidden, params, has_biases, num_layers, dropout,
+                                       train, bidirectional, batch_first,
+                                       reference.one_layer_lstm)
+    final = list(zip(*final))
+    return out, torch.stack(final[0], 0), torch.stack(final[1], 0)
 
 
 def _native_dropout(fallback, input: torch.Tensor, p: float, train: bool):

@@ -26,6 +26,7 @@ import torch.fx
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
+from inductor.autograd.decompositions import LstmAsGates
 from inductor.autograd.global_state import GlobalState, autocast_off
 from inductor.autograd.functional import (fake_mode, from_functional, functionalization,
                                           to_functional)
@@ -112,7 +113,7 @@ def trace_joint(gm: torch.fx.GraphModule, signature: GraphSignature, inputs: Seq
     primals = _fake_arguments(mode, inputs)
     tangents = _tangents(mode, signature)
     joint = _joint_function(gm, signature, state)
-    with mode:
+    with mode, LstmAsGates():
         traced = make_fx(joint, decomposition_table=decompositions)(primals, tangents)
     output_node = next(node for node in traced.graph.nodes if node.op == "output")
     flat_outputs = list(output_node.args[0])

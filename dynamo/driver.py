@@ -27,7 +27,6 @@ from dynamo.settings import config
 from guards.kinds.base import RANK_TYPE, Guard
 from guards.sources import GlobalStateSource
 
-_NOP = rewrite.NopRewriteDriver()
 _log_recompiles = logs.get("recompiles")
 _log_bytecode = logs.get("bytecode")
 _log_graph = logs.get("graph")
@@ -72,6 +71,7 @@ class FrameDriver:
         self.settings = settings
         self._allowed: "weakref.WeakSet[CodeType]" = weakref.WeakSet()
         self.records: list[CompileRecord] = []
+        self._nop = None  # rewrites frames when the `nop_rewrite` option is on
 
     def allow(self, code: CodeType) -> None:
         """Capture frames of `code` even if it lives in a library file."""
@@ -85,7 +85,9 @@ class FrameDriver:
         code = view.f_code
         hook.note_seen(code)
         if self.option("nop_rewrite"):
-            return _NOP(view)
+            if self._nop is None:
+                self._nop = rewrite.NopRewriteDriver(owner=self)
+            return self._nop(view)
         origin = regions.origin_of(code)
         if skips.is_own(code) or (skips.is_library(origin) and origin not in self._allowed):
             return hook.SKIP

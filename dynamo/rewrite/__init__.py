@@ -8,6 +8,7 @@ parameters, then `*args` and `**kwargs`, exactly as CPython bound them.
 """
 from __future__ import annotations
 
+import weakref
 from types import CodeType
 
 from bytecode import Bytecode, CompilerFlags, Instr
@@ -81,7 +82,20 @@ def nop_rewrite(code: CodeType) -> CodeType:
 
 class NopRewriteDriver:
     """A frame callback that NOP-rewrites every frame but framejit's own, caching the result
-    with an always-true check (used by `python -m dynamo nop-rewrite` and `JIT_NOP_REWRITE`)."""
+    (used by `python -m dynamo nop-rewrite` and `JIT_NOP_REWRITE`).
+
+    Cache entries live on code objects, shared by every callback; a rewritten entry therefore
+    answers only while its `owner` (this driver, or the `jit` driver that delegates to it) is
+    the thread's callback. Otherwise a function first run under `nop-rewrite` would keep running
+    its NOP copy inside a later `dynamo.jit` call, and never be captured."""
+
+    def __init__(self, owner=None):
+        self._owner = weakref.ref(self if owner is None else owner)
+
+    def _check(self):
+        from dynamo import _C
+        current, owner = _C.get_callback, self._owner
+        return lambda frame_locals, frame_globals: current() is owner()
 
     def __call__(self, view):
         from dynamo import hook, logs, skips
@@ -100,7 +114,7 @@ class NopRewriteDriver:
                 raise
             _report_failure(logs.get("hook"), code, error)
             return None
-        hook.add_entry(code, None, replacement)
+        hook.add_entry(code, self._check(), replacement)
         logs.get("hook").debug("nop-rewrite %s (%s:%d)", code.co_qualname, code.co_filename,
                                code.co_firstlineno)
         return replacement

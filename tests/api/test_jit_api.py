@@ -135,6 +135,38 @@ def test_nop_rewrite_inside_jit_regions_and_reset():
     assert hook.entries(outer.__code__) == [] and hook.entries(inner.__code__) == []
 
 
+def test_frames_rewritten_by_nop_rewrite_are_still_captured_by_jit():
+    """A NOP-rewritten entry answers only under the driver that made it: a function first run
+    under `python -m dynamo nop-rewrite` is captured when called through `jit` afterwards, and
+    entries made inside one jit wrapper's nop-rewrite region do not answer another's."""
+    from dynamo.rewrite import NopRewriteDriver
+
+    def scale(x):
+        return x * 2 + 1
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    previous = hook.set_callback(NopRewriteDriver())
+    try:
+        scale(torch.ones(2))
+        assert len(hook.entries(scale.__code__)) == 1
+        assert torch.equal(dynamo.jit(scale, backend=backend)(torch.ones(2)), torch.full((2,), 3.))
+    finally:
+        hook.set_callback(previous)
+    assert len(graphs) == 1
+    dynamo.reset()
+    rewriting = dynamo.jit(scale, backend=backend, options={"nop_rewrite": True})
+    rewriting(torch.ones(2))
+    assert len(graphs) == 1
+    dynamo.jit(scale, backend=backend)(torch.ones(2))
+    assert len(graphs) == 2
+    dynamo.reset()
+
+
 def run_python(code: str, **env) -> subprocess.CompletedProcess:
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **env)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

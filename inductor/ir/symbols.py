@@ -8,6 +8,7 @@ loaded from memory and used as indices) that every later stage reads, compares a
 from __future__ import annotations
 
 import functools
+import math
 from typing import Iterable, Mapping, Sequence
 
 import sympy
@@ -161,7 +162,32 @@ def simplify_index(expr: Expr, ranges: Mapping[sympy.Symbol, Expr]) -> Expr:
     return expr
 
 
+def _drop_small_remainder(node, ranges):
+    """`(k*a + r) // (k*m) -> a // m` (and the same inside a modulo) where `0 <= r < k` by the
+    ranges: a flat index over a view, `(64*x0 + y0) // 1024` with `y0 < 64`, becomes
+    `x0 // 16`, so that a read through the view matches the store it follows."""
+    base, divisor = node.args[0], node.args[1]
+    if not isinstance(base, sympy.Add) or not divisor.is_Integer:
+        return None
+    candidates = set()
+    for term in base.args:
+        coefficient, _ = term.as_coeff_Mul()
+        if coefficient.is_Integer:
+            candidates.add(math.gcd(int(coefficient), int(divisor)))
+    for step in sorted(candidates - {0, 1}, reverse=True):
+        whole, rest = _split_multiples(base, sympy.Integer(step))
+        bound = upper_bound(rest, ranges) if is_nonnegative(rest) else None
+        if whole != 0 and bound is not None and bound <= step:
+            if isinstance(node, FloorDiv):
+                return FloorDiv(whole, divisor // step)
+            return ModularIndexing(whole, divisor // step, node.args[2])
+    return None
+
+
 def _simplify_division(node, ranges):
+    simpler = _drop_small_remainder(node, ranges)
+    if simpler is not None:
+        return simpler
     base = node.args[0]
     bound = upper_bound(base, ranges)
     if isinstance(node, FloorDiv):

@@ -141,3 +141,13 @@ def test_modulo_of_a_quotient_is_one_modulo():
     index = (2048 * FloorDiv(FloorDiv(x, 128), 16) + 128 * ModularIndexing(FloorDiv(x, 128), 1, 16)
              + ModularIndexing(x, 1, 128))
     assert simplify_index(index, {x: sympy.Integer(4096)}) == x
+
+
+def test_small_remainders_drop_out_of_divisions():
+    """A flat index over a view, `(64*i0 + i1) // 1024` with `i1 < 64`, is `i0 // 16`: the
+    read-back of a stored value through the view matches the store's own index."""
+    ranges = {i0: sympy.Integer(2048), i1: sympy.Integer(64)}
+    view = i1 + 1024 * FloorDiv(64 * i0 + i1, 1024) + 64 * ModularIndexing(64 * i0 + i1, 64, 16)
+    assert simplify_index(sympy.expand(view), ranges) == 64 * i0 + i1
+    wider = {i0: sympy.Integer(2048), i1: sympy.Integer(65)}   # i1 may reach 64: kept
+    assert simplify_index(FloorDiv(64 * i0 + i1, 1024), wider) == FloorDiv(64 * i0 + i1, 1024)

@@ -123,6 +123,8 @@ def make_extern(kernel, args, kwargs, example, kind: str, device=None):
                                 is_leaf=lambda value: isinstance(value, (TensorBox, Buffer,
                                                                          ReinterpretView)))
     device = device or _device_of(example, inputs)
+    if kind == "library" and device.type == "cpu":
+        example = _example_for_inputs(kernel, arguments, inputs, example)
     graph = current_graph()
     if isinstance(example, torch.Tensor):
         layout = layout_of(example)
@@ -133,6 +135,36 @@ def make_extern(kernel, args, kwargs, example, kind: str, device=None):
     node = ExternKernel(None, None, kernel, inputs, arguments, kind, device)
     graph.register_buffer(node)
     return _multi_outputs(node, example, ())
+
+
+def _example_for_inputs(kernel, arguments, inputs, example):
+    """The library call's result metadata for the layouts its inputs really have (their
+    realized buffers or views), where the graph's recorded `example` assumed others: CPU
+    attention returns a layout that follows its inputs', and a mismatch cost a copy of every
+    attention output at run time. Falls back to `example` when the fake kernel fails or
+    disagrees on anything but strides."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    if not isinstance(kernel, torch._ops.OpOverload):
+        return example
+    try:
+        mode = FakeTensorMode()
+        fakes = [_fake(value, mode) for value in inputs]
+        args, kwargs = pytree.tree_map(
+            lambda value: fakes[value.position] if isinstance(value, TensorArgument) else value,
+            arguments)
+        with mode:
+            refreshed = kernel(*args, **kwargs)
+    except Exception:  # noqa: BLE001  (no fake kernel, or one that refuses: keep the record)
+        return example
+    old_leaves, old_spec = pytree.tree_flatten(example)
+    new_leaves, new_spec = pytree.tree_flatten(refreshed)
+    if old_spec != new_spec or any(
+            isinstance(old, torch.Tensor) != isinstance(new, torch.Tensor) or
+            (isinstance(old, torch.Tensor) and (old.shape != new.shape or
+                                                old.dtype != new.dtype))
+            for old, new in zip(old_leaves, new_leaves)):
+        return example
+    return refreshed
 
 
 def _multi_outputs(node: ExternKernel, example, path: tuple):

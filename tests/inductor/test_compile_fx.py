@@ -202,3 +202,25 @@ def test_aliased_inputs_compile_when_writes_go_elsewhere():
     assert compiled.report.reason is None and compiled.kernel_count >= 1
     compiled = check_same(into_unaliased_input, base, base[0], torch.ones(4))
     assert compiled.report.reason is None and compiled.kernel_count >= 1
+
+
+def test_library_call_layout_follows_the_inputs_it_is_given():
+    """CPU attention returns a layout that follows its inputs': the lowering asks the fake
+    kernel with the strides the inputs really have (views of a product here; the traced
+    `permute_copy` recorded contiguous ones), so the result is not copied after every call to
+    the layout recorded when the graph was traced (T5: one copy per attention)."""
+    weights = [torch.randn(32, 32) for _ in range(3)]
+
+    def function(x):
+        x = x * 1
+        x.add_(1)       # an in-place op: the graph is functionalized, views become *_copy ops
+        q, k, v = [(x @ weight).view(1, 16, 4, 8).transpose(1, 2) for weight in weights]
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        return out.transpose(1, 2).reshape(16, 32) * 2
+
+    x = torch.randn(16, 32)
+    compiled = check_same(function, x, atol=1e-5, rtol=1e-5)
+    with torch.profiler.profile() as profile:
+        compiled(x)
+    copies = [event for event in profile.key_averages() if event.key == "aten::copy_"]
+    assert not copies, "a library call's result was copied to another layout"

@@ -230,6 +230,10 @@ class GraphLowering(torch.fx.Interpreter):
             if stride is None or _strides_match(buffer.layout, stride):
                 return buffer
         view = value.data if isinstance(value.data, ReinterpretView) else None
+        if view is None and storage is None:
+            # A view of a realized buffer (the logits' reshape of the vocabulary product):
+            # returned as a strided view, as eager does, not copied (131 MB per call in llama).
+            view = extern.strided_view(value)
         if view is not None and (stride is None or _strides_match(view.layout, stride)):
             return view
         copy = TensorBox.create(Pointwise(value.get_device(), value.get_dtype(),

@@ -238,3 +238,18 @@ def test_an_output_viewing_a_library_result_is_not_copied():
     assert compiled.kernel_count == 0
     first, second = compiled(torch.randn(6, 16))
     assert first.stride() == (192, 64, 1) and second.stride() == (1, 64)
+
+
+def test_concatenations_of_many_inputs_are_eager_copies():
+    """A cat of up to four inputs is inlined into its readers; beyond that (DenseNet's dense
+    blocks concatenate up to 25 feature maps) the copy runs as eager's cat, since inline every
+    element would test its position against every input."""
+    def few(a, b):
+        return torch.relu(torch.cat([a, b * 2], 1))
+
+    def many(a, b, c, d, e, f):
+        return torch.relu(torch.cat([a * 2, b, c, d, e, f], 1))
+
+    inputs = [torch.randn(2, 3, 4) for _ in range(6)]
+    assert "aten.cat" not in check_same(few, *inputs[:2]).fallback_ops
+    assert "aten.cat" in check_same(many, *inputs).fallback_ops

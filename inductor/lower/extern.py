@@ -17,7 +17,7 @@ from inductor.ir.layout import Layout
 from inductor.ir.nodes import (Buffer, ExternKernel, MultiOutput, Pointwise, ReinterpretView,
                                TensorArgument, TensorBox, current_graph)
 from inductor.ir.ops import OpsHandler, use_handler
-from inductor.ir.symbols import index_symbol, linear_coefficient
+from inductor.ir.symbols import index_symbol, linear_coefficient, simplify_index, to_expr
 from inductor.lower.registry import register_lowering
 
 aten = torch.ops.aten
@@ -61,7 +61,10 @@ def strided_view(x: TensorBox) -> Optional[ReinterpretView]:
         x.make_loader()(index)
     if capture.computes or len(capture.loads) != 1 or capture.loads[0][0] != buffer.get_name():
         return None
-    expression = capture.loads[0][1]
+    # A reshape's index divides and takes remainders (`(i0 // 16) * 2048 + (i0 % 16) * 128`);
+    # with the view's extents those fold back into a linear index.
+    ranges = {symbol: to_expr(extent) for symbol, extent in zip(index, size)}
+    expression = simplify_index(sympy.expand(to_expr(capture.loads[0][1])), ranges)
     strides = []
     for position, symbol in enumerate(index):
         coefficient = linear_coefficient(expression, symbol)

@@ -29,6 +29,12 @@ def peak_bytes(step: Callable[[], object], device: str = "cpu") -> int:
         step()
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated() - before
+    return allocation_trace(step)[0]
+
+
+def allocation_trace(step: Callable[[], object]) -> tuple[int, int]:
+    """CPU: (peak, net), the maximum of bytes torch allocated and had not yet freed while
+    `step()` ran, and what was still allocated when it returned (see the module docstring)."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as recording:
         step()
@@ -39,4 +45,4 @@ def peak_bytes(step: Callable[[], object], device: str = "cpu") -> int:
     for _, size in events:
         live += size
         peak = max(peak, live)
-    return peak
+    return peak, live

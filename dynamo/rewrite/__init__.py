@@ -90,12 +90,9 @@ class NopRewriteDriver:
     its NOP copy inside a later `dynamo.jit` call, and never be captured."""
 
     def __init__(self, owner=None):
-        self._owner = weakref.ref(self if owner is None else owner)
-
-    def _check(self):
         from dynamo import _C
-        current, owner = _C.get_callback, self._owner
-        return lambda frame_locals, frame_globals: current() is owner()
+        current, owner = _C.get_callback, weakref.ref(self if owner is None else owner)
+        self._check = lambda frame_locals, frame_globals: current() is owner()
 
     def __call__(self, view):
         from dynamo import hook, logs, skips
@@ -114,7 +111,7 @@ class NopRewriteDriver:
                 raise
             _report_failure(logs.get("hook"), code, error)
             return None
-        hook.add_entry(code, self._check(), replacement)
+        hook.add_entry(code, self._check, replacement)
         logs.get("hook").debug("nop-rewrite %s (%s:%d)", code.co_qualname, code.co_filename,
                                code.co_firstlineno)
         return replacement

@@ -10,29 +10,14 @@ from __future__ import annotations
 
 import torch
 import torch.fx
-from torch.profiler import ProfilerActivity, profile
 
+from benchmarks.training.memory import allocation_trace
 import inductor
 from inductor.autograd import compile_training
 from inductor.autograd.runtime import invoke
 from inductor.codegen.wrapper import ReusePlanner
 
 aten = torch.ops.aten
-
-
-def allocation_trace(step) -> tuple[int, int]:
-    """(peak, net): the maximum of bytes allocated and not yet freed while `step()` ran, and
-    what was still allocated when it returned."""
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as recording:
-        step()
-    events = sorted((event.start_ns(), event.nbytes())
-                    for event in recording.profiler.kineto_results.events()
-                    if event.name() == "[memory]")
-    live = peak = 0
-    for _, size in events:
-        live += size
-        peak = max(peak, live)
-    return peak, live
 
 
 def _two_layers(x, w1, w2):

@@ -134,39 +134,48 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, **_ignored):
     return TensorBox.create(Pointwise(device, dtype, inner_fn, [length]))
 
 
-@register_lowering(aten.index, aten._unsafe_index)
-def index(x, indices):
+def advanced_indexing(x, indices, what: str):
+    """The geometry of `x[indices]` (tensor indices, `None` for whole dimensions) as numpy
+    defines it: the iteration size, and a map from a position in it to coordinates of `x`
+    (indirect where indexed). Adjacent indexed dimensions keep their place; otherwise their
+    broadcast shape leads. Shared by `index` (reads) and `index_put` (writes)."""
     if any(value is not None and value.get_dtype() in (torch.bool, torch.uint8)
            for value in indices):
-        raise NotImplementedError("boolean mask indexing has a data-dependent shape")
+        raise NotImplementedError(f"boolean mask {what} has a data-dependent shape")
     size = x.get_size()
     indexed = [dim for dim, value in enumerate(indices) if value is not None]
     tensors = [indices[dim] for dim in indexed]
     broadcast = broadcast_shapes(*(tensor.get_size() for tensor in tensors))
     adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
     kept = [dim for dim in range(len(size)) if dim not in indexed]
-    if adjacent:
-        before = [dim for dim in kept if dim < indexed[0]]
-        after = [dim for dim in kept if dim > indexed[-1]]
-    else:
-        before, after = [], kept
-    out_size = [size[dim] for dim in before] + broadcast + [size[dim] for dim in after]
+    before = [dim for dim in kept if dim < indexed[0]] if adjacent else []
+    after = [dim for dim in kept if not adjacent or dim > indexed[-1]]
+    iteration = [size[dim] for dim in before] + broadcast + [size[dim] for dim in after]
     loaders = [broadcast_loader(tensor.make_loader(), tensor.get_size(), broadcast)
                for tensor in tensors]
-    source_loader = x.make_loader()
 
-    def inner_fn(position):
+    def coordinates(position):
         head = position[:len(before)]
         middle = position[len(before):len(before) + len(broadcast)]
         tail = position[len(before) + len(broadcast):]
-        source = [None] * len(size)
-        for dim, value in zip(before, head):
-            source[dim] = value
-        for dim, value in zip(after, tail):
-            source[dim] = value
+        target = [None] * len(size)
+        for dim, coordinate in zip(before, head):
+            target[dim] = coordinate
+        for dim, coordinate in zip(after, tail):
+            target[dim] = coordinate
         for dim, loader in zip(indexed, loaders):
-            source[dim] = ops.indirect_indexing(loader(middle), size[dim])
-        return source_loader(source)
+            target[dim] = ops.indirect_indexing(loader(middle), size[dim])
+        return target
+    return iteration, coordinates
+
+
+@register_lowering(aten.index, aten._unsafe_index)
+def index(x, indices):
+    out_size, coordinates = advanced_indexing(x, indices, "indexing")
+    source_loader = x.make_loader()
+
+    def inner_fn(position):
+        return source_loader(coordinates(position))
     return TensorBox.create(Pointwise(x.get_device(), x.get_dtype(), inner_fn, out_size))
 
 

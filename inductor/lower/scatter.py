@@ -12,7 +12,8 @@ import torch
 from inductor.ir.layout import Layout
 from inductor.ir.nodes import Pointwise, ScatterBuffer, TensorBox, current_graph
 from inductor.ir.ops import ops
-from inductor.lower.elementwise import broadcast_loader, broadcast_shapes
+from inductor.lower.elementwise import broadcast_loader
+from inductor.lower.indexing import advanced_indexing
 from inductor.lower.registry import register_lowering
 
 aten = torch.ops.aten
@@ -74,33 +75,7 @@ def scatter_reduce(x, dim, index, source, reduce, *, include_self=True):
 
 @register_lowering(aten.index_put, aten._unsafe_index_put)
 def index_put(x, indices, values, accumulate=False):
-    if any(value is not None and value.get_dtype() in (torch.bool, torch.uint8)
-           for value in indices):
-        raise NotImplementedError("boolean mask index_put has a data-dependent shape")
-    size = x.get_size()
-    indexed = [dim for dim, value in enumerate(indices) if value is not None]
-    tensors = [indices[dim] for dim in indexed]
-    broadcast = broadcast_shapes(*(tensor.get_size() for tensor in tensors))
-    adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
-    kept = [dim for dim in range(len(size)) if dim not in indexed]
-    before = [dim for dim in kept if dim < indexed[0]] if adjacent else []
-    after = [dim for dim in kept if not adjacent or dim > indexed[-1]]
-    iteration = [size[dim] for dim in before] + broadcast + [size[dim] for dim in after]
-    loaders = [broadcast_loader(tensor.make_loader(), tensor.get_size(), broadcast)
-               for tensor in tensors]
+    iteration, destination = advanced_indexing(x, indices, "index_put")
     value = _value_loader(values, iteration, x.get_dtype())
-
-    def destination(position):
-        head = position[:len(before)]
-        middle = position[len(before):len(before) + len(broadcast)]
-        tail = position[len(before) + len(broadcast):]
-        target = [None] * len(size)
-        for dim, coordinate in zip(before, head):
-            target[dim] = coordinate
-        for dim, coordinate in zip(after, tail):
-            target[dim] = coordinate
-        for dim, loader in zip(indexed, loaders):
-            target[dim] = ops.indirect_indexing(loader(middle), size[dim])
-        return target
     return _scatter_buffer(x, iteration, value, destination, "sum" if accumulate else None)
 

@@ -39,8 +39,26 @@ def shipped(modules: list[str]) -> list[str]:
     return [name for name in modules if importlib.util.find_spec(f"test.{name}") is not None]
 
 
-def run_regrtest(prefix: list[str], tmp_path) -> tuple[str, str]:
-    """Run the modules under `python PREFIX test ...`; returns the totals line and the output."""
+def foreign_test_package() -> bool:
+    """Whether `test` comes from another CPython than this interpreter's own standard library
+    (the GPU machine's Python ships a partial package; a copy of another 3.12 release's
+    Lib/test is put on PYTHONPATH there, and a few of its tests expect that release's
+    standard library)."""
+    import sysconfig
+    import test
+    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
+    return not os.path.realpath(test.__file__).startswith(stdlib + os.sep)
+
+
+def failed_modules(output: str) -> list[str]:
+    """The modules regrtest lists under "N tests failed:" (or "1 test failed:")."""
+    listed = re.search(r"\d+ tests? failed:\n((?:    .*\n)+)", output)
+    return sorted(listed.group(1).split()) if listed else []
+
+
+def run_regrtest(prefix: list[str], tmp_path) -> tuple[int, str, list[str], str]:
+    """Run the modules under `python PREFIX test ...`; returns the exit status, the totals
+    line, the failed modules and the output."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), JIT_LOGS="hook")
     missing = [name for name in REQUIRED if name not in shipped(REQUIRED)]
     if missing:
@@ -49,17 +67,25 @@ def run_regrtest(prefix: list[str], tmp_path) -> tuple[str, str]:
                              cwd=tmp_path,
                              capture_output=True, text=True, env=env, timeout=900)
     output = process.stdout + process.stderr
-    assert process.returncode == 0, output[-4000:]
     # "Total tests: run=N skipped=M" from 3.11.5 on; older releases only say "All N tests OK"
     counts = re.search(r"Total tests: (.*)", output) or re.search(r"All (\d+) tests OK", output)
-    assert counts and re.search(r"result: SUCCESS", output, re.IGNORECASE), output[-2000:]
-    return counts.group(1).strip(), output
+    assert counts, output[-4000:]
+    return process.returncode, counts.group(1).strip(), failed_modules(output), output
 
 
 def test_regression_tests_pass_identically_with_every_frame_rewritten(tmp_path):
-    plain, _ = run_regrtest(["-m"], tmp_path)
-    rewritten, output = run_regrtest(["-m", "dynamo", "nop-rewrite", "-m"], tmp_path)
-    assert rewritten == plain, output[-2000:]
+    status, plain, failed, plain_output = run_regrtest(["-m"], tmp_path)
+    if status != 0 or failed:
+        # Only a test package from another CPython release may fail without the hook (3.12.1's
+        # tests on 3.12.3 expect 3.12.1's messages and behaviours in six modules); the
+        # rewritten run must then fail identically: same modules, same totals.
+        assert foreign_test_package() and failed, plain_output[-4000:]
+    else:
+        assert re.search(r"result: SUCCESS", plain_output, re.IGNORECASE), plain_output[-2000:]
+    rewritten_status, rewritten, rewritten_failed, output = run_regrtest(
+        ["-m", "dynamo", "nop-rewrite", "-m"], tmp_path)
+    assert (rewritten_status, rewritten, rewritten_failed) == (status, plain, failed), \
+        output[-4000:]
     if plain.startswith("run=") and len(shipped(EXTRA)) == len(EXTRA):  # test cases, not modules
         assert int(re.match(r"run=([\d,]+)", plain).group(1).replace(",", "")) > 3000, plain
     assert output.count("] nop-rewrite ") > 5000  # the test functions really were rewritten

@@ -1,0 +1,214 @@
+"""Which kernel shapes reach the copy bandwidth on the streaming cases framejit misses
+(gelu(a*w+b) with broadcast rows, sum over the first dimension, softmax over 32768): hand-written
+Triton variants of the generated kernels, each timed alone, in GB/s of the bytes it must move.
+
+A diagnostic for the Triton code generator's choices, not a benchmark of framejit:
+    python -m benchmarks.triton.diag_streaming [--cases gelu,sum_first,softmax]
+"""
+from __future__ import annotations
+
+import argparse
+
+import torch
+import triton
+import triton.language as tl
+from triton.testing import do_bench
+
+ELEMENTS = 64 * 1024 * 1024
+
+
+@triton.jit
+def _round_bf16(value):
+    narrow = value.to(tl.bfloat16).to(tl.uint16, bitcast=True)
+    return (narrow.to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def gelu_flat(a, w, b, out, numel, COLUMNS: tl.constexpr, XBLOCK: tl.constexpr,
+              DECOMPOSE: tl.constexpr, ROUND: tl.constexpr, MASK: tl.constexpr):
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+    mask = xindex < numel
+    column = xindex % COLUMNS
+    if DECOMPOSE:
+        place = COLUMNS * (xindex // COLUMNS) + column
+    else:
+        place = xindex
+    if MASK:
+        x = tl.load(a + place, mask, other=0).to(tl.float32)
+        scale = tl.load(w + column, mask, other=0).to(tl.float32)
+        shift = tl.load(b + column, mask, other=0).to(tl.float32)
+    else:
+        x = tl.load(a + place).to(tl.float32)
+        scale = tl.load(w + column).to(tl.float32)
+        shift = tl.load(b + column).to(tl.float32)
+    value = x * scale
+    if ROUND:
+        value = _round_bf16(value)
+    value = value + shift
+    if ROUND:
+        value = _round_bf16(value)
+    value = value * 0.5 * (tl.math.erf(value * 0.7071067811865476) + 1.0)
+    if MASK:
+        tl.store(out + place, value.to(tl.bfloat16), mask)
+    else:
+        tl.store(out + place, value.to(tl.bfloat16))
+
+
+@triton.jit
+def gelu_tile(a, w, b, out, rows, COLUMNS: tl.constexpr, YBLOCK: tl.constexpr,
+              XBLOCK: tl.constexpr):
+    row = tl.program_id(1) * YBLOCK + tl.arange(0, YBLOCK)[:, None]
+    column = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
+    scale = tl.load(w + column).to(tl.float32)
+    shift = tl.load(b + column).to(tl.float32)
+    place = row * COLUMNS + column
+    x = tl.load(a + place).to(tl.float32)
+    value = _round_bf16(_round_bf16(x * scale) + shift)
+    value = value * 0.5 * (tl.math.erf(value * 0.7071067811865476) + 1.0)
+    tl.store(out + place, value.to(tl.bfloat16))
+
+
+@triton.jit
+def softmax_persistent(x, out, ROW: tl.constexpr, RECIPROCAL: tl.constexpr):
+    offsets = tl.program_id(0) * ROW + tl.arange(0, ROW)
+    value = tl.load(x + offsets).to(tl.float32)
+    value = tl.exp(value - tl.max(value, 0))
+    total = tl.sum(value, 0)
+    if RECIPROCAL:
+        value = value * (1.0 / total)
+    else:
+        value = tl.math.div_rn(value, total)
+    tl.store(out + offsets, value.to(tl.bfloat16))
+
+
+@triton.jit
+def softmax_looped(x, out, ROW: tl.constexpr, RBLOCK: tl.constexpr):
+    base = tl.program_id(0) * ROW
+    peak = tl.full([RBLOCK], float("-inf"), tl.float32)
+    total = tl.zeros([RBLOCK], tl.float32)
+    for start in range(0, ROW, RBLOCK):
+        value = tl.load(x + base + start + tl.arange(0, RBLOCK)).to(tl.float32)
+        higher = tl.maximum(peak, value)
+        total = total * tl.exp(peak - higher) + tl.exp(value - higher)
+        peak = higher
+    row_peak = tl.max(peak, 0)
+    row_total = tl.sum(total * tl.exp(peak - row_peak), 0)
+    for start in range(0, ROW, RBLOCK):
+        offsets = base + start + tl.arange(0, RBLOCK)
+        value = tl.load(x + offsets).to(tl.float32)
+        value = tl.math.div_rn(tl.exp(value - row_peak), row_total)
+        tl.store(out + offsets, value.to(tl.bfloat16))
+
+
+@triton.jit
+def sum_partial(x, partial, rows, COLUMNS: tl.constexpr, CHUNK: tl.constexpr,
+                XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+    column = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
+    start = tl.program_id(1) * CHUNK
+    accumulator = tl.zeros([RBLOCK, XBLOCK], tl.float32)
+    for offset in range(0, CHUNK, RBLOCK):
+        inside = offset + tl.arange(0, RBLOCK)[:, None]
+        row = start + inside
+        accumulator += tl.load(x + row * COLUMNS + column, (row < rows) & (inside < CHUNK),
+                               other=0).to(tl.float32)
+    tl.store(partial + tl.program_id(1) * COLUMNS + column, tl.sum(accumulator, 0)[None, :])
+
+
+@triton.jit
+def sum_combine(partial, out, COLUMNS: tl.constexpr, SPLIT: tl.constexpr,
+                SBLOCK: tl.constexpr, XBLOCK: tl.constexpr):
+    column = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
+    part = tl.arange(0, SBLOCK)[:, None]
+    values = tl.load(partial + part * COLUMNS + column, part < SPLIT, other=0)
+    tl.store(out + column, tl.sum(values, 0)[None, :].to(tl.bfloat16))
+
+
+def report(case: str, variant: str, nbytes: int, milliseconds: float, copy: float) -> None:
+    rate = nbytes / milliseconds / 1e6
+    print(f"{case:10s} {variant:48s} {milliseconds * 1e3:8.1f} us {rate:7.0f} GB/s "
+          f"{rate / copy:5.2f} of copy", flush=True)
+
+
+def gelu_cases(copy: float) -> None:
+    columns = 4096
+    a = torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
+    w, b = (torch.randn(columns, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    out = torch.empty_like(a)
+    nbytes = 2 * a.numel() * 2 + 4 * columns
+    for decompose, round_, mask in ((1, 1, 1), (0, 1, 1), (0, 0, 1), (0, 1, 0), (0, 0, 0)):
+        for block, warps in ((512, 2), (1024, 4), (2048, 8), (1024, 2), (2048, 4), (4096, 8)):
+            def launch():
+                gelu_flat[(triton.cdiv(a.numel(), block),)](
+                    a, w, b, out, a.numel(), COLUMNS=columns, XBLOCK=block, DECOMPOSE=decompose,
+                    ROUND=round_, MASK=mask, num_warps=warps)
+            report("gelu", f"flat dec={decompose} round={round_} mask={mask} X={block} w={warps}",
+                   nbytes, do_bench(launch, rep=200), copy)
+    for y, x, warps in ((8, 256, 4), (16, 256, 8), (4, 512, 4), (8, 512, 8), (32, 128, 8)):
+        def launch():
+            gelu_tile[(columns // x, a.shape[0] // y)](a, w, b, out, a.shape[0], COLUMNS=columns,
+                                                       YBLOCK=y, XBLOCK=x, num_warps=warps)
+        report("gelu", f"tile Y={y} X={x} w={warps}", nbytes, do_bench(launch, rep=200), copy)
+
+
+def softmax_cases(copy: float) -> None:
+    row = 32768
+    x = torch.randn(ELEMENTS // row, row, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+    nbytes = 2 * x.numel() * 2
+    for reciprocal in (0, 1):
+        for warps in (8, 16, 32):
+            def launch():
+                softmax_persistent[(x.shape[0],)](x, out, ROW=row, RECIPROCAL=reciprocal,
+                                                  num_warps=warps)
+            report("softmax", f"persistent reciprocal={reciprocal} w={warps}", nbytes,
+                   do_bench(launch, rep=200), copy)
+    for block, warps in ((2048, 4), (4096, 8), (8192, 16), (4096, 4), (8192, 8)):
+        def launch():
+            softmax_looped[(x.shape[0],)](x, out, ROW=row, RBLOCK=block, num_warps=warps)
+        report("softmax", f"looped R={block} w={warps}", nbytes, do_bench(launch, rep=200), copy)
+
+
+def sum_cases(copy: float) -> None:
+    columns = 4096
+    x = torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
+    rows = x.shape[0]
+    out = torch.empty(columns, device="cuda", dtype=torch.bfloat16)
+    nbytes = x.numel() * 2 + columns * 2
+    shapes = ((64, 64, 8), (128, 32, 8), (256, 16, 8), (256, 32, 8), (512, 16, 8), (128, 64, 8),
+              (512, 8, 4), (256, 8, 4), (1024, 8, 8))
+    for split in (9, 16, 32, 64, 128):
+        chunk = triton.cdiv(rows, split)
+        partial = torch.empty(split, columns, device="cuda", dtype=torch.float32)
+        for xblock, rblock, warps in shapes:
+            def launch():
+                sum_partial[(columns // xblock, split)](x, partial, rows, COLUMNS=columns,
+                                                        CHUNK=chunk, XBLOCK=xblock,
+                                                        RBLOCK=rblock, num_warps=warps)
+                sum_combine[(columns // 64,)](partial, out, COLUMNS=columns, SPLIT=split,
+                                              SBLOCK=triton.next_power_of_2(split), XBLOCK=64,
+                                              num_warps=4)
+            report("sum_first", f"split={split} X={xblock} R={rblock} w={warps}", nbytes,
+                   do_bench(launch, rep=100), copy)
+    torch.testing.assert_close(out.float(), x.float().sum(0), rtol=2e-2, atol=1e-1)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cases", default="gelu,sum_first,softmax")
+    options = parser.parse_args(argv)
+    source = torch.randn(256 * 1024 * 1024, device="cuda", dtype=torch.bfloat16)
+    target = torch.empty_like(source)
+    copy = 2 * source.numel() * 2 / do_bench(lambda: target.copy_(source), rep=200) / 1e6
+    print(f"copy {copy:.0f} GB/s", flush=True)
+    del source, target
+    cases = options.cases.split(",")
+    if "gelu" in cases:
+        gelu_cases(copy)
+    if "sum_first" in cases:
+        sum_cases(copy)
+    if "softmax" in cases:
+        softmax_cases(copy)
+
+
+if __name__ == "__main__":
+    main()

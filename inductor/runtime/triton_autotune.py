@@ -63,12 +63,16 @@ def pointwise_configs(spec, exhaustive: bool, interpret: bool) -> list:
     limit = power_of_two(spec.xnumel)
     if interpret:
         return [{"XBLOCK": min(limit, INTERPRETER_BLOCK)}]
-    sizes = [1024, 512, 2048] + ([256, 4096, 128] if exhaustive else [])
+    # 16 elements per thread first: on an H100 they beat 8 by 3-5% on broadcast and
+    # transcendental streaming kernels (benchmarks/triton/diag_streaming.py), and tie on x*2+1.
+    shapes = [(1024, 16), (2048, 16), (1024, 8)]
+    if exhaustive:
+        shapes += [(512, 8), (4096, 16), (2048, 8), (256, 8), (128, 4)]
     configurations = []
-    for block in sizes:
+    for block, per_thread in shapes:
         block = max(min(block, limit), 16)
-        for warps in ([_warps(block, 1, 8)] + ([2 * _warps(block, 1, 8)] if exhaustive else [])):
-            configurations.append({"XBLOCK": block, "num_warps": min(warps, 16)})
+        warps = max(1, min(16, block // (32 * per_thread)))
+        configurations.append({"XBLOCK": block, "num_warps": warps})
     return _unique(configurations)
 
 

@@ -306,7 +306,8 @@ class TritonKernel:
     def _result(self, member: Member, dtype: torch.dtype, handler) -> None:
         name = f"{self.local_names[member.name]}_value"
         reduction = member.node.buffer.data.reduction_type
-        self._publish(member, TritonValue(name, result_dtype(reduction, dtype)), handler)
+        self._publish(member, TritonValue(name, result_dtype(reduction, dtype), per_row=True),
+                      handler)
 
     # -- pointwise ---------------------------------------------------------------------------
     def _pointwise(self):

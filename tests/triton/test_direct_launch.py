@@ -1,0 +1,70 @@
+"""The generated direct-launch function of a GPU kernel (inductor/runtime/triton_launch.py):
+checked on the CPU with a recording stand-in for Triton's compiled-kernel launcher."""
+import types
+
+import torch
+
+from inductor.runtime import triton_launch
+from inductor.runtime.triton_launch import Launcher
+
+
+class Pointer:
+    """A tensor stand-in with a chosen data pointer."""
+
+    def __init__(self, address: int):
+        self.address = address
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+def direct_launcher(monkeypatch, alignment, scratch=False):
+    launched, general = [], []
+    monkeypatch.setattr(triton_launch, "_stream_function", lambda: (lambda index: 1000 + index))
+    launcher = Launcher.__new__(Launcher)
+    launcher.name = "kernel0"
+    launcher.device = torch.device("cuda", 1)
+    launcher.spec = types.SimpleNamespace(workspaces=[torch.float32] if scratch else [],
+                                          xnumel=4096, status=False)
+    launcher.argument_dtypes = [torch.float32] * 3 + list(launcher.spec.workspaces)
+    launcher.outside = [0, 1]
+    launcher.alignment = alignment
+    launcher.needs_scratch = scratch
+    launcher._scratch = lambda: ["scratch"]
+    launcher._general = lambda *tensors: general.append(tensors)
+    run = lambda *arguments: launched.append(arguments)  # noqa: E731
+    launcher.fast = [((run, "function0", "metadata0"), (32, 1, 1), [128]),
+                     ((run, "function1", "metadata1"), (4, 1, 1), [64, 16])]
+    return launcher._direct_function(), launched, general
+
+
+def test_direct_function_launches_every_function_with_its_constants(monkeypatch):
+    direct, launched, general = direct_launcher(monkeypatch, (True, True))
+    a, b, c = Pointer(4096), Pointer(8192), Pointer(3)      # c is the kernel's own buffer
+    direct(a, b, c)
+    assert launched == [(32, 1, 1, 1001, "function0", "metadata0", None, None, None, a, b, c, 128),
+                        (4, 1, 1, 1001, "function1", "metadata1", None, None, None, a, b, c, 64,
+                         16)]
+    assert general == []
+
+
+def test_a_misaligned_input_takes_the_general_path(monkeypatch):
+    direct, launched, general = direct_launcher(monkeypatch, (True, True))
+    a, b, c = Pointer(4096), Pointer(8194), Pointer(0)
+    direct(a, b, c)
+    assert launched == [] and general == [(a, b, c)]
+
+
+def test_an_input_recorded_misaligned_is_not_checked(monkeypatch):
+    direct, launched, general = direct_launcher(monkeypatch, (False, True))
+    direct(Pointer(4096), Pointer(8192), Pointer(0))
+    direct(Pointer(4098), Pointer(8192), Pointer(0))
+    assert len(launched) == 4 and general == []
+    direct(Pointer(4096), Pointer(8200), Pointer(0))
+    assert len(launched) == 4 and len(general) == 1
+
+
+def test_scratch_memory_is_made_per_call(monkeypatch):
+    direct, launched, _ = direct_launcher(monkeypatch, (True, True), scratch=True)
+    direct(Pointer(0), Pointer(16), Pointer(32))
+    assert launched[0][-2:] == ("scratch", 128)

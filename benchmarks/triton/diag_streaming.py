@@ -82,6 +82,48 @@ def softmax_persistent(x, out, ROW: tl.constexpr, RECIPROCAL: tl.constexpr):
 
 
 @triton.jit
+def _nan_maximum(a, b):
+    return tl.where((a != a) | (a >= b), a, b)
+
+
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def softmax_generated(x, out, rows, ROW: tl.constexpr, XBLOCK: tl.constexpr,
+                      MASK: tl.constexpr, NANMAX: tl.constexpr, ROUND: tl.constexpr):
+    """The generated persistent form ([XBLOCK, ROW] tiles, masks, NaN-propagating maximum,
+    explicit rounding before the store), each feature switchable."""
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+    rindex = tl.arange(0, ROW)[None, :]
+    mask = (xindex < rows) & (rindex < ROW)
+    if MASK:
+        value = tl.load(x + ROW * xindex + rindex, mask, other=0).to(tl.float32)
+        high = tl.where(mask, value, float("-inf"))
+    else:
+        value = tl.load(x + ROW * xindex + rindex).to(tl.float32)
+        high = value
+    if NANMAX:
+        peak = tl.reduce(high, 1, _nan_maximum)[:, None]
+    else:
+        peak = tl.max(high, 1)[:, None]
+    value = tl.exp(value - peak)
+    if MASK:
+        total = tl.reduce(tl.where(mask, value, 0.0), 1, _add)[:, None]
+    else:
+        total = tl.sum(value, 1)[:, None]
+    value = value * tl.math.div_rn(tl.full([], 1.0, tl.float32), total)
+    if ROUND:
+        value = _round_bf16(value)
+    if MASK:
+        tl.store(out + ROW * xindex + rindex, value.to(tl.bfloat16), mask)
+    else:
+        tl.store(out + ROW * xindex + rindex, value.to(tl.bfloat16))
+
+
+@triton.jit
 def softmax_looped(x, out, ROW: tl.constexpr, RBLOCK: tl.constexpr):
     base = tl.program_id(0) * ROW
     peak = tl.full([RBLOCK], float("-inf"), tl.float32)
@@ -162,6 +204,15 @@ def softmax_cases(copy: float) -> None:
                                                   num_warps=warps)
             report("softmax", f"persistent reciprocal={reciprocal} w={warps}", nbytes,
                    do_bench(launch, rep=200), copy)
+    for mask, nanmax, round_ in ((1, 1, 1), (0, 1, 1), (1, 0, 1), (1, 1, 0), (0, 0, 0),
+                                 (1, 0, 0)):
+        for warps in (16, 32):
+            def launch():
+                softmax_generated[(x.shape[0],)](x, out, x.shape[0], ROW=row, XBLOCK=1,
+                                                 MASK=mask, NANMAX=nanmax, ROUND=round_,
+                                                 num_warps=warps)
+            report("softmax", f"generated mask={mask} nanmax={nanmax} round={round_} w={warps}",
+                   nbytes, do_bench(launch, rep=200), copy)
     for block, warps in ((2048, 4), (4096, 8), (8192, 16), (4096, 4), (8192, 8)):
         def launch():
             softmax_looped[(x.shape[0],)](x, out, ROW=row, RBLOCK=block, num_warps=warps)

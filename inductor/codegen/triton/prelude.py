@@ -33,14 +33,23 @@ def jit_div(a, b):
         return a / b
 
 
+# NaN-propagating maximum and minimum (eager's max, amax, clamp): one `max.NaN` instruction
+# for floats on GPUs. Written as a select, the combine of softmax's row maximum cost a fifth
+# of its bandwidth at 32768 columns on an H100.
 @triton.jit
 def jit_maximum(a, b):
-    return tl.where((a != a) | (a >= b), a, b)
+    if a.dtype.is_floating():
+        return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    else:
+        return tl.where(a >= b, a, b)
 
 
 @triton.jit
 def jit_minimum(a, b):
-    return tl.where((a != a) | (a <= b), a, b)
+    if a.dtype.is_floating():
+        return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    else:
+        return tl.where(a <= b, a, b)
 
 
 @triton.jit

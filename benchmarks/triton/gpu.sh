@@ -20,6 +20,9 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+# dynamo's C extension (the frame hook) for the tests and the diagnostics that use dynamo.jit
+python3 -m pip install -q --no-deps --no-build-isolation -e . > "$OUT/install.log" 2>&1 \
+  || tail -5 "$OUT/install.log"
 python3 -c 'import torch, triton; print(torch.cuda.get_device_name(), "torch", torch.__version__,
   "triton", triton.__version__)' 2>&1 | tee "$OUT/versions.log"
 for phase in "$@"; do

@@ -5,7 +5,9 @@ For each model (bf16 inference, batch 16, the zoo's workloads), through `dynamo.
 - `wall_ms`: a synchronized call, median of 30;
 - `enqueue_ms`: the host time of one call without synchronizing (the GPU queue is deep enough
   not to block), median of 30 after a synchronize each;
-- `replay_ms`: the same graph in `mode="reduce-overhead"` (CUDA graph: device time only);
+- `reduce-overhead_wall_ms`: the same graph in `mode="reduce-overhead"` (CUDA graph: close to
+  device time only);
+- with `--torch-compile`, torch.compile's default mode timed the same way;
 - `graph_enqueue_ms`: the host time of the compiled graph alone, called directly with the
   arguments `dynamo.jit` passed it (so the rest of `enqueue_ms` is the frame hook, guards and
   argument gathering);
@@ -75,7 +77,7 @@ def profile_graph(name: str, compiled, args) -> dict:
     return {"graph_enqueue_ms": _median_ms(enqueues)}
 
 
-def measure(name: str, profile: bool) -> dict:
+def measure(name: str, profile: bool, with_torch_compile: bool = False) -> dict:
     import dynamo
 
     workload = build_workload(name, "cuda", torch.bfloat16, batch=16)
@@ -103,6 +105,21 @@ def measure(name: str, profile: bool) -> dict:
             row[f"{key}_enqueue_ms"] = _median_ms(enqueues)
             if profile and mode is None and len(graphs) == 1:
                 row.update(profile_graph(name, *graphs[0]))
+        if with_torch_compile:
+            torch._dynamo.reset()
+            theirs = torch.compile(model)
+            for _ in range(5):
+                theirs(*args, **kwargs)
+            walls, enqueues = [], []
+            for _ in range(30):
+                torch.cuda.synchronize()
+                started = time.perf_counter()
+                theirs(*args, **kwargs)
+                enqueues.append(time.perf_counter() - started)
+                torch.cuda.synchronize()
+                walls.append(time.perf_counter() - started)
+            row["torch_compile_wall_ms"] = _median_ms(walls)
+            row["torch_compile_enqueue_ms"] = _median_ms(enqueues)
         started = time.perf_counter()
         for _ in range(30):
             model(*args, **kwargs)
@@ -115,9 +132,11 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--torch-compile", action="store_true",
+                        help="also time torch.compile's default mode the same way")
     options = parser.parse_args(argv)
     for name in options.models.split(","):
-        print(json.dumps(measure(name, options.profile)), flush=True)
+        print(json.dumps(measure(name, options.profile, options.torch_compile)), flush=True)
 
 
 if __name__ == "__main__":

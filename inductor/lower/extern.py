@@ -194,13 +194,51 @@ def is_library_op(target) -> bool:
     return packet in LIBRARY_OPS
 
 
+# Ops that only re-address their input: a consumer behind them reads the product itself.
+VIEW_OPS = {
+    aten.view, aten.reshape, aten._unsafe_view, aten.permute, aten.transpose, aten.t,
+    aten.unsqueeze, aten.squeeze, aten.expand, aten.slice, aten.select, aten.split,
+    aten.split_with_sizes, aten.unbind, aten.alias, aten.view_copy, aten.permute_copy,
+    aten.transpose_copy, aten.t_copy, aten.unsqueeze_copy, aten.squeeze_copy,
+    aten.expand_copy, aten.slice_copy, aten.select_copy, aten.split_copy,
+    aten.split_with_sizes_copy, aten.unbind_copy, aten.alias_copy,
+}
+
+
+def reaches_loop_consumer(node) -> bool:
+    """Whether a loop body (a pointwise op or a reduction, which a bias add can fuse into)
+    reads the value of FX `node`, directly or through views. Library calls, eager
+    fallbacks and graph outputs read a realized buffer, so a bias add before them would run
+    as a pass of its own."""
+    import operator
+    from inductor.lower.registry import lowering_for
+    forced = getattr(current_graph(), "forced_fallbacks", set())
+    for user in node.users:
+        if user.op != "call_function":
+            continue
+        packet = getattr(user.target, "overloadpacket", None)
+        if user.target is operator.getitem or packet in VIEW_OPS:
+            if reaches_loop_consumer(user):
+                return True
+        elif not is_library_op(user.target) and lowering_for(user.target) is not None \
+                and str(packet) not in forced:
+            return True
+    return False
+
+
 @register_lowering(aten.addmm)
 def addmm(bias, first, second, *, beta=1, alpha=1):
     """`mm` as a library call with the bias added by a pointwise body, which then fuses into
-    whatever reads the product (GELU, residual adds) instead of costing a pass of its own."""
+    whatever reads the product (GELU, residual adds) instead of costing a pass of its own.
+    Where nothing would fuse (attention's Q, K and V projections feed attention through
+    views), one `addmm` library call: the library adds the bias itself."""
     if beta != 1 or alpha != 1 or len(bias.get_size()) > 1:
         raise NotImplementedError("addmm with scaling or a 2-D bias stays a library call")
     graph = current_graph()
+    if graph.current is not None and not reaches_loop_consumer(graph.current):
+        graph.count_library_call("aten.addmm")
+        return make_extern(aten.addmm.default, (bias, first, second), {},
+                           graph.current_example(), "library")
     graph.count_library_call("aten.mm")
     product = make_extern(aten.mm.default, (first, second), {}, graph.current_example(),
                           "library")
@@ -286,7 +324,11 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
         raise NotImplementedError("plain library call")
     from inductor.lower.graph import convolution_prefers_channels_last
     example = graph.current.meta.get("val") if graph.current is not None else None
-    if isinstance(example, torch.Tensor) and not convolution_prefers_channels_last(
+    if x.get_device().type == "cuda":
+        # cuDNN (config.gpu_channels_last): channels-last activations, the weight as it is.
+        x = require_channels_last(x)
+        weight = realize_input(weight)
+    elif isinstance(example, torch.Tensor) and not convolution_prefers_channels_last(
             _elements(x), _elements(weight), example.numel()):
         # Weight-heavy: contiguous input, the weight as it is (given a channels-last input,
         # ATen would copy the weight to channels-last itself, more slowly).

@@ -77,6 +77,12 @@ class Config:
     faster on them (mobilenet_v3_large 32.6 -> 23.6 ms at batch 1, resnet18 134 -> 129 ms
     at batch 8; measured on the shared 2-core machine). Outputs keep eager's strides."""
 
+    gpu_channels_last: bool = False
+    """Also keep CUDA graphs with 2-D convolutions (none grouped with several channels per
+    group) channels-last, cuDNN getting NHWC activations and the weights as they are. Off:
+    on the H100, ResNet-50 bf16 at batch 16 measured slower with it (2.7 -> 5.2 ms per call
+    in the default mode, 2026-11-23); benchmarks/triton/diag_kernels.py shows where."""
+
     max_fusion_nodes: int = 64
     """Upper bound on the scheduler nodes fused into one kernel."""
 

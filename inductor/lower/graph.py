@@ -70,8 +70,7 @@ class GraphLowering(torch.fx.Interpreter):
         self.current: Optional[torch.fx.Node] = None
         self.forced_fallbacks = {name.strip() for name in config.fallback_ops.split(",")
                                  if name.strip()}
-        self.channels_last = config.channels_last and config.cpu_backend == "cpp" and \
-            prefers_channels_last(gm)
+        self.channels_last = config.channels_last and prefers_channels_last(gm)
 
     def register_buffer(self, buffer: Buffer) -> str:
         """Name `buffer` and append it to the graph's buffers."""
@@ -293,8 +292,14 @@ def convolution_prefers_channels_last(input_elements: int, weight_elements: int,
 
 
 def prefers_channels_last(gm: torch.fx.GraphModule) -> bool:
-    """Whether a graph has a 2-D convolution on CPU tensors that prefers channels-last (see
-    `convolution_prefers_channels_last`; the lowering decides per convolution)."""
+    """Whether a graph's 4-D activations should be kept channels-last.
+
+    CPU graphs (C++ backend): when a 2-D convolution prefers it (see
+    `convolution_prefers_channels_last`; the lowering decides per convolution). CUDA graphs,
+    only with `config.gpu_channels_last`: when they have a 2-D convolution and none is
+    grouped with several channels per group."""
+    from inductor.config import config
+
     found = False
     for node in gm.graph.nodes:
         if node.op != "call_function" or node.target is not aten.convolution.default:
@@ -303,7 +308,13 @@ def prefers_channels_last(gm: torch.fx.GraphModule) -> bool:
                   for argument in node.args[:2]] + [node.meta.get("val")]
         if not all(isinstance(value, torch.Tensor) and value.dim() == 4 for value in values):
             continue
-        if any(value.device.type != "cpu" for value in values):
+        devices = {value.device.type for value in values}
+        if devices == {"cuda"} and config.gpu_channels_last:
+            if node.args[8] > 1 and values[1].shape[1] > 1:
+                return False
+            found = True
+            continue
+        if devices != {"cpu"} or config.cpu_backend != "cpp":
             return False
         found = found or convolution_prefers_channels_last(
             values[0].numel(), values[1].numel(), values[2].numel())

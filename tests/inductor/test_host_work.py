@@ -176,7 +176,19 @@ def test_view_kind():
 
 
 def test_raw_callable_calls_the_same_kernel():
-    raw = raw_callable(aten.mm.default)
     x, y = torch.randn(3, 4), torch.randn(4, 2)
-    torch.testing.assert_close(raw(x, y), x @ y)
+    assert raw_callable(aten.mm.default) is torch.mm
+    assert raw_callable(aten.addmm.default, {"beta": 0.5}) is torch.addmm
+    assert raw_callable(aten.addmm.default, {"out": None}) is not torch.addmm
+    raw = raw_callable(aten.relu.default)
+    assert raw is not aten.relu.default or not hasattr(aten.relu.default, "_op")
+    torch.testing.assert_close(raw(x), x.relu())
     assert raw_callable(torch.relu) is torch.relu
+
+
+def test_scaled_addmm_through_the_library(backend):
+    def function(bias, x, weight):
+        return torch.addmm(bias, x, weight, beta=0.5, alpha=2.0).relu()
+    compiled = check_same(function, torch.randn(4), torch.randn(8, 16), torch.randn(16, 4),
+                          atol=1e-4, rtol=1e-4)
+    assert "beta=0.5" in wrapper_of(compiled)

@@ -382,18 +382,44 @@ class WrapperWriter:
             path = "".join(f"[{index}]" for index in buffer.path)
             self.lines.append(f"    {name} = {buffer.parent.get_name()}{path}")
         else:
-            kernel = f"extern{len(self.globals)}"
-            args, kwargs = buffer.arguments
-            self.globals[kernel] = raw_callable(buffer.kernel, kwargs)
-            library = buffer.kind == "library"
-            parts = [self.argument(value, buffer.inputs, library) for value in args]
-            parts += [f"{key}={self.argument(value, buffer.inputs, library)}"
-                      for key, value in kwargs.items()]
-            self.lines.append(f"    {name} = {kernel}({', '.join(parts)})")
+            self.lines.append(f"    {name} = {self.linear_call(buffer) or self.call(buffer)}")
             if buffer.kernel in CONTIGUOUS_RESULT_OPS:
                 self.fresh.add(name)
         if buffer.layout is not None:
             self.stride_check(buffer)
+
+    def call(self, buffer) -> str:
+        """The call of an eager kernel (a library call or a fallback)."""
+        kernel = f"extern{len(self.globals)}"
+        args, kwargs = buffer.arguments
+        self.globals[kernel] = raw_callable(buffer.kernel, kwargs)
+        library = buffer.kind == "library"
+        parts = [self.argument(value, buffer.inputs, library) for value in args]
+        parts += [f"{key}={self.argument(value, buffer.inputs, library)}"
+                  for key, value in kwargs.items()]
+        return f"{kernel}({', '.join(parts)})"
+
+    def linear_call(self, buffer) -> Optional[str]:
+        """`linear(x, weight[, bias])` for `mm(x, weight.t())` or `addmm(bias, x, weight.t())`
+        with `x` 2-D and `weight` a 2-D buffer: ATen's linear makes that very call, and its
+        transpose in C++ costs less than a `.t()` from Python (2-core VM, 8x96 @ 96x96:
+        3.7 us vs 4.3 us; 4.8 vs 5.1 with a bias)."""
+        args, kwargs = buffer.arguments
+        if kwargs or buffer.kernel not in (torch.ops.aten.mm.default,
+                                           torch.ops.aten.addmm.default) or \
+                not all(isinstance(value, TensorArgument) for value in args):
+            return None
+        tensors = [buffer.inputs[value.position] for value in args]
+        bias, first, weight = ([None] + tensors)[-3:]
+        if not isinstance(weight, ReinterpretView) or weight.data.layout is None or \
+                view_kind(weight.data.layout, weight.layout) != "transpose" or \
+                len(first.get_size()) != 2 or (bias is not None and len(bias.get_size()) != 1):
+            return None
+        self.globals["linear"] = torch.nn.functional.linear
+        parts = [self.library_reference(first), weight.data.get_name()]
+        if bias is not None:
+            parts.append(self.library_reference(bias))
+        return f"linear({', '.join(parts)})"
 
     def stride_check(self, buffer) -> None:
         """Copy an eager kernel's result into the layout the kernels expect where its

@@ -47,6 +47,7 @@ def test_linear_feeding_attention_is_one_addmm_without_a_bias_kernel(backend):
     calls = compiled.report.library_calls
     assert calls.get("aten.addmm") == 1 and "aten.mm" not in calls
     assert compiled.kernel_count == 0, wrapper_of(compiled)
+    assert "= linear(arg0.view(16, 64), arg1, arg2)" in wrapper_of(compiled)
 
 
 def test_linear_feeding_gelu_still_fuses_the_bias(backend):
@@ -93,13 +94,21 @@ def test_arguments_equal_to_the_tensor_are_passed_unwrapped(backend):
 
 
 def test_transposed_and_reshaped_arguments_use_t_and_view(backend):
+    def function(x, weight, other):
+        return (x.view(16, 64).t() @ weight.view(16, 64)).relu(), other.t() @ other
+    compiled = check_same(function, torch.randn(2, 8, 64), torch.randn(2, 8, 64),
+                          torch.randn(16, 8), atol=1e-4, rtol=1e-4)
+    text = wrapper_of(compiled)
+    assert "arg1.view(16, 64)" in text and "(arg2.t(), arg2)" in text, text
+
+
+def test_product_with_a_transposed_weight_is_a_linear_call(backend):
     def function(x, weight):
-        return (x.view(16, 64) @ weight.t()).relu()
-    compiled = check_same(function, torch.randn(2, 8, 64), torch.randn(32, 64),
+        return (x @ weight.t()).relu()
+    compiled = check_same(function, torch.randn(16, 64), torch.randn(32, 64),
                           atol=1e-4, rtol=1e-4)
     text = wrapper_of(compiled)
-    assert "arg0.view(16, 64)" in text and "arg1.t()" in text, text
-    assert "as_strided" not in text, text
+    assert "= linear(arg0, arg1)" in text and "as_strided" not in text, text
 
 
 def test_no_stride_check_after_matrix_products(backend):

@@ -157,6 +157,22 @@ def sum_partial(x, partial, rows, COLUMNS: tl.constexpr, CHUNK: tl.constexpr,
 
 
 @triton.jit
+def sum_rows_partial(x, partial, rows, COLUMNS: tl.constexpr, CHUNK: tl.constexpr,
+                     XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+    """One program per chunk of whole rows (contiguous memory), all columns, block by block."""
+    start = tl.program_id(0) * CHUNK
+    for column_start in tl.static_range(0, COLUMNS, XBLOCK):
+        column = column_start + tl.arange(0, XBLOCK)[None, :]
+        accumulator = tl.zeros([RBLOCK, XBLOCK], tl.float32)
+        for offset in range(0, CHUNK, RBLOCK):
+            inside = offset + tl.arange(0, RBLOCK)[:, None]
+            row = start + inside
+            accumulator += tl.load(x + row * COLUMNS + column, (row < rows) & (inside < CHUNK),
+                                   other=0).to(tl.float32)
+        tl.store(partial + tl.program_id(0) * COLUMNS + column, tl.sum(accumulator, 0)[None, :])
+
+
+@triton.jit
 def sum_combine(partial, out, COLUMNS: tl.constexpr, SPLIT: tl.constexpr,
                 SBLOCK: tl.constexpr, XBLOCK: tl.constexpr):
     column = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
@@ -240,6 +256,35 @@ def sum_cases(copy: float) -> None:
                                               num_warps=4)
             report("sum_first", f"split={split} X={xblock} R={rblock} w={warps}", nbytes,
                    do_bench(launch, rep=100), copy)
+    torch.testing.assert_close(out.float(), x.float().sum(0), rtol=2e-2, atol=1e-1)
+    for split, xblock, rblock, warps, stages in (
+            (16, 64, 64, 8, 1), (16, 64, 64, 8, 2), (16, 64, 64, 8, 4), (16, 128, 32, 8, 3),
+            (16, 128, 32, 8, 4), (32, 256, 16, 8, 4), (128, 512, 8, 4, 4)):
+        chunk = triton.cdiv(rows, split)
+        partial = torch.empty(split, columns, device="cuda", dtype=torch.float32)
+
+        def launch():
+            sum_partial[(columns // xblock, split)](x, partial, rows, COLUMNS=columns,
+                                                    CHUNK=chunk, XBLOCK=xblock, RBLOCK=rblock,
+                                                    num_warps=warps, num_stages=stages)
+            sum_combine[(columns // 64,)](partial, out, COLUMNS=columns, SPLIT=split,
+                                          SBLOCK=triton.next_power_of_2(split), XBLOCK=64,
+                                          num_warps=4)
+        report("sum_first", f"split={split} X={xblock} R={rblock} w={warps} stages={stages}",
+               nbytes, do_bench(launch, rep=100), copy)
+    for split, xblock, rblock, warps in ((132, 512, 8, 4), (264, 512, 8, 4), (264, 1024, 4, 4),
+                                         (528, 512, 8, 4), (264, 256, 16, 4), (132, 1024, 8, 8)):
+        chunk = triton.cdiv(rows, split)
+        partial = torch.empty(split, columns, device="cuda", dtype=torch.float32)
+
+        def launch():
+            sum_rows_partial[(split,)](x, partial, rows, COLUMNS=columns, CHUNK=chunk,
+                                       XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
+            sum_combine[(columns // 64,)](partial, out, COLUMNS=columns, SPLIT=split,
+                                          SBLOCK=triton.next_power_of_2(split), XBLOCK=64,
+                                          num_warps=4)
+        report("sum_first", f"rows split={split} X={xblock} R={rblock} w={warps}", nbytes,
+               do_bench(launch, rep=100), copy)
     torch.testing.assert_close(out.float(), x.float().sum(0), rtol=2e-2, atol=1e-1)
 
 

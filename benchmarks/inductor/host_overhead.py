@@ -3,7 +3,8 @@
 Input: zoo model names (default BERT-base and GPT-2 base), sequence lengths, a dtype and a
 thread count. Output: a markdown table and JSON lines under `benchmarks/inductor/results/`:
 per (model, sequence) the milliseconds per call of eager and of `dynamo.jit` (our capture
-and our inductor, C++ backend), interleaved, plus what the generated wrappers do per call
+and our inductor, C++ backend), interleaved, in wall time and in CPU time (one thread: the
+steadier figure on a shared machine), plus what the generated wrappers do per call
 (kernel segments, library calls, `as_strided` views, allocations, result stride checks).
 
 At batch 1 the full-size models read all their weights per call (about 0.5 GB), so their
@@ -29,7 +30,7 @@ import time
 DEFAULT_RUNS = ["bert-base-narrow:8", "gpt2-base-narrow:8", "bert-base:128", "gpt2-base:128"]
 WRAPPER_COUNTS = {
     "kernel segments": r"= entry\d+\(|launch\d+\(",
-    "library calls": r"= extern\d+\(",
+    "library calls": r"= extern\d+\(|= linear\(",
     "as_strided": r"as_strided\(",
     "empty_strided": r"empty_strided\(",
     "stride checks": r"\.stride\(\)",
@@ -91,6 +92,7 @@ def measure(model_name: str, sequence: int, dtype_name: str, threads: int) -> di
         variants = {"eager": lambda: workload.model(*args, **kwargs),
                     "framejit": lambda: jitted(*args, **kwargs)}
         results = interleaved(variants, trials=15)
+        cpu = cpu_per_call(variants, trials=15)
     counts: dict = {}
     for compiled in graphs:
         for name, count in wrapper_counts(compiled.report.source).items():
@@ -101,7 +103,28 @@ def measure(model_name: str, sequence: int, dtype_name: str, threads: int) -> di
             **{f"{name}_ms": round(results[name][0] * 1e3, 3) for name in variants},
             **{f"{name}_best_ms": round(results[name][2] * 1e3, 3) for name in variants},
             **{f"{name}_spread": round(results[name][1], 3) for name in variants},
+            **{f"{name}_cpu_ms": round(cpu[name] * 1e3, 3) for name in variants},
             "wrapper": counts}
+
+
+def cpu_per_call(variants: dict, trials: int) -> dict:
+    """{name: median CPU seconds per call} over interleaved trials. With one thread, the
+    process's CPU time counts the work the call does and not the time it waited for a core,
+    so it holds up better than wall time on a shared machine (memory and cache contention
+    from neighbours still show)."""
+    import statistics
+    from benchmarks.inductor.timing import calls_per_trial
+    counts = {name: calls_per_trial(function) for name, function in variants.items()}
+    samples: dict = {name: [] for name in variants}
+    names = list(variants)
+    for trial in range(trials):
+        for name in names[trial % len(names):] + names[:trial % len(names)]:
+            function, count = variants[name], counts[name]
+            started = time.process_time()
+            for _ in range(count):
+                function()
+            samples[name].append((time.process_time() - started) / count)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _outputs_close(expected, actual, dtype) -> bool:
@@ -155,13 +178,15 @@ def main() -> None:
 
 
 def _print_table(rows: list) -> None:
-    print("| model | tokens | eager ms | framejit ms (best) | matches | load | "
+    print("| model | tokens | eager ms | framejit ms (best) | eager CPU ms | framejit CPU ms | "
+          "matches | load | "
           + " | ".join(WRAPPER_COUNTS) + " |")
-    print("|---|---:|---:|---:|---|---:|" + "---:|" * len(WRAPPER_COUNTS))
+    print("|---|---:|---:|---:|---:|---:|---|---:|" + "---:|" * len(WRAPPER_COUNTS))
     for row in rows:
         counts = " | ".join(str(row["wrapper"].get(name, 0)) for name in WRAPPER_COUNTS)
         print(f"| {row['model']} | {row['sequence']} | {row['eager_ms']:.2f} | "
               f"{row['framejit_ms']:.2f} ({row['framejit_best_ms']:.2f}) | "
+              f"{row['eager_cpu_ms']:.2f} | {row['framejit_cpu_ms']:.2f} | "
               f"{row['matches_eager']} | {row['load']} | {counts} |")
 
 

@@ -50,6 +50,20 @@ def test_linear_feeding_attention_is_one_addmm_without_a_bias_kernel(backend):
     assert "= linear(arg0.view(16, 64), arg1, arg2)" in wrapper_of(compiled)
 
 
+def test_fused_projection_split_into_attention_is_one_addmm(backend):
+    """GPT-2's layout: one projection for query, key and value, split, viewed per head."""
+    def attention(x, weight, bias):
+        query, key, value = torch.addmm(bias, x.view(16, 64), weight).split(64, dim=1)
+        heads = [part.view(2, 8, 4, 16).transpose(1, 2) for part in (query, key, value)]
+        return F.scaled_dot_product_attention(*heads, is_causal=True)
+    torch.manual_seed(0)
+    compiled = check_same(attention, torch.randn(2, 8, 64), torch.randn(64, 192),
+                          torch.randn(192), atol=1e-4, rtol=1e-4)
+    assert compiled.report.library_calls.get("aten.addmm") == 1
+    assert "aten.mm" not in compiled.report.library_calls
+    assert compiled.kernel_count == 0, wrapper_of(compiled)
+
+
 def test_linear_feeding_gelu_still_fuses_the_bias(backend):
     def mlp(x, weight, bias):
         return F.gelu(F.linear(x, weight, bias))

@@ -10,6 +10,12 @@ Calling conventions: `call(*inputs)`, and `call.with_argument_list(inputs)`, whi
 list and empties it, so that an input the caller no longer holds (a backward graph's saved
 activations) is freed right after its last reader instead of when the call returns.
 
+Host cost per call (every line runs on each call; on a GPU the host enqueueing work is often
+the limit): a library call's tensor argument is the tensor itself where the view is all of it,
+else `.t()` or `.view(...)` where that is the view, else `as_strided`; `mm`/`addmm` of a
+transposed 2-D weight is one `linear` call; kernels are called through torch's bindings or an
+overload's raw callable; results of ops that are always contiguous are not checked.
+
 Memory reuse: a dead buffer's memory is handed to a later buffer of the same byte size, dtype
 and device only where keeping it alive in between does not raise the graph's peak of live bytes
 (`plan_reuse`, computed over the whole call before any line is written). Otherwise it is freed

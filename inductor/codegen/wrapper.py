@@ -87,7 +87,11 @@ def view_kind(base, view) -> Optional[str]:
 # the overload; addmm 1.9 vs 2.6 vs 2.9).
 PUBLIC_BINDINGS = {torch.ops.aten.mm.default: torch.mm, torch.ops.aten.addmm.default: torch.addmm,
                    torch.ops.aten.bmm.default: torch.bmm,
-                   torch.ops.aten.baddbmm.default: torch.baddbmm}
+                   torch.ops.aten.baddbmm.default: torch.baddbmm,
+                   # 4.3 us against 12 us through the overload: the JIT-schema argument
+                   # parsing of its int lists costs more than the call (a ResNet-50 call on
+                   # an H100 makes 54 of them and is host-bound)
+                   torch.ops.aten.convolution.default: torch.convolution}
 
 
 def raw_callable(kernel, keywords=()):

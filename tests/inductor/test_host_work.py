@@ -207,6 +207,11 @@ def test_raw_callable_calls_the_same_kernel():
     assert raw is not aten.relu.default or not hasattr(aten.relu.default, "_op")
     torch.testing.assert_close(raw(x), x.relu())
     assert raw_callable(torch.relu) is torch.relu
+    convolution = raw_callable(aten.convolution.default)
+    assert convolution is torch.convolution
+    image, weight = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)
+    arguments = (image, weight, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    torch.testing.assert_close(convolution(*arguments), aten.convolution.default(*arguments))
 
 
 def test_scaled_addmm_through_the_library(backend):

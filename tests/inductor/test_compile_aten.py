@@ -119,6 +119,7 @@ TRAINING_MODULES = {
 }
 
 
+@pytest.mark.torch_compile
 @pytest.mark.parametrize("name", list(TRAINING_MODULES))
 def test_training_graphs_compile_and_match_eager(name, monkeypatch):
     """Forward and backward graphs through `compile_training(gm, inputs, compile_aten)`
@@ -151,6 +152,7 @@ def test_training_graphs_compile_and_match_eager(name, monkeypatch):
     assert graphs, "the backend compiled no graph"
 
 
+@pytest.mark.torch_compile
 def test_gpt2_block_trains_like_eager(monkeypatch):
     transformers = pytest.importorskip("transformers")
     monkeypatch.setattr(inductor.config, "fallback_on_error", False)

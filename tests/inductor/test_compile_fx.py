@@ -1,5 +1,6 @@
 """compile_fx on torch-level graphs: results, input mutation, output aliasing and strides,
 global state, training delegation, and use as a `torch.compile` backend."""
+import pytest
 import torch
 import torch.fx
 
@@ -81,6 +82,7 @@ def test_training_graph_keeps_gradients():
     assert x.grad is not None and linear.weight.grad is not None
 
 
+@pytest.mark.torch_compile
 def test_works_as_a_torch_compile_backend():
     def function(x, y):
         return torch.softmax(x * y + 1, dim=-1)

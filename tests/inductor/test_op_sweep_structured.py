@@ -171,6 +171,7 @@ def test_slice_scatter():
                          dtype) == []
 
 
+@pytest.mark.torch_compile
 def test_item_assignment_through_torch_compile_becomes_slice_scatter():
     import inductor
 

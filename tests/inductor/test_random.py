@@ -78,6 +78,7 @@ def test_random_values_next_to_tensor_inputs():
     _calls_differ_and_reseed(compiled, function, (x,))
 
 
+@pytest.mark.torch_compile
 def test_random_ops_through_torch_compile():
     compiled = torch.compile(lambda: torch.randn(4) + 1, backend=inductor.compile_fx)
     _calls_differ_and_reseed(compiled, lambda: torch.randn(4) + 1)

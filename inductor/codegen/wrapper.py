@@ -341,9 +341,11 @@ class WrapperWriter:
             return
         self.fresh.add(name)
         dtype = self.constant(layout.dtype)
-        device = "" if layout.device.type == "cpu" else \
-            f", device={self.constant(layout.device)}"
-        self.lines.append(f"    {name} = empty_strided({size}, {stride}, dtype={dtype}{device})")
+        # The device always: under a `with torch.device(...)` block in the user's code,
+        # torch's factory functions would otherwise allocate there.
+        device = self.constant(layout.device)
+        self.lines.append(f"    {name} = empty_strided({size}, {stride}, dtype={dtype}, "
+                          f"device={device})")
 
     def donated(self, donor: str, layout) -> str:
         """An expression for a new buffer of `layout` in the memory of dead buffer `donor`."""

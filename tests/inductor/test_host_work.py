@@ -9,7 +9,7 @@ import torch.nn.functional as F
 import inductor
 from inductor.codegen.wrapper import raw_callable, view_kind
 from inductor.ir.layout import Layout
-from tests.inductor.conftest import check_same
+from tests.inductor.conftest import check_same, compile_function
 
 aten = torch.ops.aten
 
@@ -220,3 +220,19 @@ def test_scaled_addmm_through_the_library(backend):
     compiled = check_same(function, torch.randn(4), torch.randn(8, 16), torch.randn(16, 4),
                           atol=1e-4, rtol=1e-4)
     assert "beta=0.5" in wrapper_of(compiled)
+
+
+def test_buffers_are_allocated_on_the_graph_device_under_a_device_context():
+    """A CPU graph called inside `with torch.device("meta")` (or "cuda") still allocates its
+    buffers on the CPU: torch's factory functions follow the context unless told."""
+    def function(x):
+        return (x * 2).sum(0) + x.relu().amax(0)
+
+    x = torch.randn(8, 16)
+    compiled = compile_function(function, x)
+    expected = function(x)
+    with torch.device("meta"):
+        result = compiled(x)
+    result = result[0] if isinstance(result, (list, tuple)) else result
+    assert result.device.type == "cpu"
+    torch.testing.assert_close(result, expected)

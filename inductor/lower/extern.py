@@ -226,6 +226,31 @@ def reaches_loop_consumer(node) -> bool:
     return False
 
 
+def _aligned_product(arguments: tuple, bias: bool):
+    """The product through padded row blocks (`runtime/aligned_matmul.py`) when its result
+    rows are not 16-byte aligned on a GPU, else None."""
+    from inductor.runtime.aligned_matmul import aligned_addmm, aligned_mm, wants_alignment
+    graph = current_graph()
+    example = graph.current_example()
+    if not isinstance(example, torch.Tensor) or example.dim() != 2 or \
+            not wants_alignment(example.shape[0], example.shape[1], example.element_size(),
+                                arguments[-1].get_device()):
+        return None
+    graph.count_library_call("aten.addmm" if bias else "aten.mm")
+    return make_extern(aligned_addmm if bias else aligned_mm, arguments, {}, example,
+                       "library")
+
+
+@register_lowering(aten.mm)
+def mm(first, second):
+    """A library call; one whose result rows are misaligned on a GPU (GPT-2's logits) runs
+    through padded row blocks."""
+    result = _aligned_product((first, second), bias=False)
+    if result is None:
+        raise NotImplementedError("plain library call")
+    return result
+
+
 @register_lowering(aten.addmm)
 def addmm(bias, first, second, *, beta=1, alpha=1):
     """`mm` as a library call with the bias added by a pointwise body, which then fuses into
@@ -236,12 +261,17 @@ def addmm(bias, first, second, *, beta=1, alpha=1):
         raise NotImplementedError("addmm with scaling or a 2-D bias stays a library call")
     graph = current_graph()
     if graph.current is not None and not reaches_loop_consumer(graph.current):
+        aligned = _aligned_product((bias, first, second), bias=True)
+        if aligned is not None:
+            return aligned
         graph.count_library_call("aten.addmm")
         return make_extern(aten.addmm.default, (bias, first, second), {},
                            graph.current_example(), "library")
-    graph.count_library_call("aten.mm")
-    product = make_extern(aten.mm.default, (first, second), {}, graph.current_example(),
-                          "library")
+    product = _aligned_product((first, second), bias=False)
+    if product is None:
+        graph.count_library_call("aten.mm")
+        product = make_extern(aten.mm.default, (first, second), {}, graph.current_example(),
+                              "library")
     from inductor.lower.math import add
     return add(product, bias)
 

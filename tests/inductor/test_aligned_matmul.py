@@ -1,0 +1,80 @@
+"""Products with misaligned result rows (GPT-2's logits) run through padded row blocks on GPUs
+(inductor/runtime/aligned_matmul.py): the blocks give eager's values, and the lowering picks
+them for mm, addmm and linear layers. Checked on CPU tensors with the GPU condition patched."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from inductor.runtime import aligned_matmul
+from tests.inductor.conftest import check_same
+
+
+@pytest.mark.parametrize("bias_shape", [None, (37,), (1, 37), (50, 37)])
+def test_row_blocks_give_the_product(monkeypatch, bias_shape):
+    monkeypatch.setattr(aligned_matmul, "SCRATCH_BYTES", 7 * 40 * 4)   # blocks of 7 rows
+    first, second = torch.randn(50, 24), torch.randn(24, 37)
+    if bias_shape is None:
+        result, expected = aligned_matmul.aligned_mm(first, second), first @ second
+    else:
+        bias = torch.randn(bias_shape)
+        result = aligned_matmul.aligned_addmm(bias, first, second)
+        expected = torch.addmm(bias, first, second)
+    assert result.is_contiguous() and result.shape == (50, 37)
+    torch.testing.assert_close(result, expected)
+
+
+def test_padded_rows_are_whole_16_byte_units():
+    assert aligned_matmul.padded_row(50257, 2) == 50264
+    assert aligned_matmul.padded_row(50257, 4) == 50260
+    assert aligned_matmul.padded_row(64, 2) == 64
+    assert aligned_matmul.wants_alignment(2048, 50257, 2, torch.device("cuda"))
+    assert not aligned_matmul.wants_alignment(2048, 50264, 2, torch.device("cuda"))
+    assert not aligned_matmul.wants_alignment(2048, 50257, 2, torch.device("cpu"))
+    assert not aligned_matmul.wants_alignment(4, 50257, 2, torch.device("cuda"))
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """The GPU condition on CPU tensors and small sizes; returns the block functions' calls."""
+    monkeypatch.setattr(aligned_matmul, "wants_alignment",
+                        lambda rows, columns, size, device: (columns * size) % 16 != 0)
+    monkeypatch.setattr(aligned_matmul, "SCRATCH_BYTES", 4 * 64 * 4)
+    made = []
+    for name in ("aligned_mm", "aligned_addmm"):
+        original = getattr(aligned_matmul, name)
+
+        def counting(*arguments, original=original, name=name):
+            made.append(name)
+            return original(*arguments)
+        monkeypatch.setattr(aligned_matmul, name, counting)
+    return made
+
+
+def test_linear_layers_with_odd_outputs_use_the_blocks(calls):
+    def logits(x, weight, bias, other, more):
+        return F.linear(x, weight), F.linear(x, other, bias), F.linear(x, more, bias).relu()
+
+    inputs = (torch.randn(16, 32), torch.randn(37, 32), torch.randn(37), torch.randn(37, 32),
+              torch.randn(37, 32))
+    compiled = check_same(logits, *inputs)
+    calls.clear()
+    compiled(*inputs)
+    # the bias-free product, the returned addmm, and the product whose bias fuses into relu
+    assert sorted(calls) == ["aligned_addmm", "aligned_mm", "aligned_mm"]
+
+
+def test_aligned_rows_keep_the_plain_library_call(calls):
+    check_same(lambda x, weight: F.linear(x, weight), torch.randn(16, 32), torch.randn(40, 32))
+    assert calls == []
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_logits_match_eager():
+    from tests.inductor.conftest import compile_function
+    x = torch.randn(256, 64, device="cuda", dtype=torch.bfloat16)
+    weight = torch.randn(50257, 64, device="cuda", dtype=torch.bfloat16)
+    compiled = compile_function(lambda x, weight: F.linear(x, weight), x, weight)
+    result = compiled(x, weight)
+    result = result[0] if isinstance(result, (list, tuple)) else result
+    assert result.is_contiguous()
+    torch.testing.assert_close(result, F.linear(x, weight))

@@ -80,8 +80,10 @@ class Config:
     gpu_channels_last: bool = False
     """Also keep CUDA graphs with 2-D convolutions (none grouped with several channels per
     group) channels-last, cuDNN getting NHWC activations and the weights as they are. Off:
-    on the H100, ResNet-50 bf16 at batch 16 measured slower with it (2.7 -> 5.2 ms per call
-    in the default mode, 2026-11-23); benchmarks/triton/diag_kernels.py shows where."""
+    on the H100 (2026-11-23, ResNet-50 bf16 at batch 16) it cuts device time from 1.48 to
+    1.02 ms, but the call is host-bound and its wall time did not move (3.84 vs 3.88 ms in
+    alternating rounds; MobileNetV3 2.78 vs 3.00 ms). `benchmarks/triton/diag_kernels.py`
+    measures both."""
 
     max_fusion_nodes: int = 64
     """Upper bound on the scheduler nodes fused into one kernel."""

@@ -68,10 +68,9 @@ def layout_ab(name: str, rounds: int = 10) -> dict:
     channels-last activations (config.gpu_channels_last), compiled in one process and timed
     in alternating rounds, so that the host machine's drift hits both alike."""
     import statistics
-    import time
 
     import dynamo
-    from benchmarks.triton.diag_overhead import recording_backend
+    from benchmarks.triton.diag_overhead import recording_backend, timed_calls
     from inductor.config import config
 
     workload = build_workload(name, "cuda", torch.bfloat16, batch=16)
@@ -89,13 +88,9 @@ def layout_ab(name: str, rounds: int = 10) -> dict:
         enqueues = {False: [], True: []}
         for _ in range(rounds):
             for layout, (compiled, graph_args) in graphs.items():
-                for _ in range(10):
-                    torch.cuda.synchronize()
-                    started = time.perf_counter()
-                    compiled(*graph_args)
-                    enqueues[layout].append(time.perf_counter() - started)
-                    torch.cuda.synchronize()
-                    walls[layout].append(time.perf_counter() - started)
+                wall, enqueue = timed_calls(lambda: compiled(*graph_args), count=10)
+                walls[layout] += wall
+                enqueues[layout] += enqueue
     row = {"model": name}
     for layout, key in ((False, "nchw"), (True, "channels_last")):
         row[f"{key}_wall_ms"] = round(statistics.median(walls[layout]) * 1e3, 3)

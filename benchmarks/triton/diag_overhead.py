@@ -55,15 +55,23 @@ def recording_backend(graphs: list):
     return backend
 
 
-def profile_graph(name: str, compiled, args) -> dict:
-    """Host time of direct graph calls, and a cProfile listing of 20 of them."""
-    enqueues = []
-    for _ in range(30):
+def timed_calls(call, count: int = 30) -> tuple[list, list]:
+    """(wall seconds, host enqueue seconds) of `count` calls of `call`, each started on an
+    idle GPU and synchronized after."""
+    walls, enqueues = [], []
+    for _ in range(count):
         torch.cuda.synchronize()
         started = time.perf_counter()
-        compiled(*args)
+        call()
         enqueues.append(time.perf_counter() - started)
-    torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        walls.append(time.perf_counter() - started)
+    return walls, enqueues
+
+
+def profile_graph(name: str, compiled, args) -> dict:
+    """Host time of direct graph calls, and a cProfile listing of 20 of them."""
+    _walls, enqueues = timed_calls(lambda: compiled(*args))
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(20):
@@ -91,15 +99,7 @@ def measure(name: str, profile: bool, with_torch_compile: bool = False) -> dict:
                 dynamo.jit(model, backend=recording_backend(graphs))
             for _ in range(5):
                 compiled(*args, **kwargs)
-            torch.cuda.synchronize()
-            walls, enqueues = [], []
-            for _ in range(30):
-                torch.cuda.synchronize()
-                started = time.perf_counter()
-                compiled(*args, **kwargs)
-                enqueues.append(time.perf_counter() - started)
-                torch.cuda.synchronize()
-                walls.append(time.perf_counter() - started)
+            walls, enqueues = timed_calls(lambda: compiled(*args, **kwargs))
             key = mode or "default"
             row[f"{key}_wall_ms"] = _median_ms(walls)
             row[f"{key}_enqueue_ms"] = _median_ms(enqueues)
@@ -110,14 +110,7 @@ def measure(name: str, profile: bool, with_torch_compile: bool = False) -> dict:
             theirs = torch.compile(model)
             for _ in range(5):
                 theirs(*args, **kwargs)
-            walls, enqueues = [], []
-            for _ in range(30):
-                torch.cuda.synchronize()
-                started = time.perf_counter()
-                theirs(*args, **kwargs)
-                enqueues.append(time.perf_counter() - started)
-                torch.cuda.synchronize()
-                walls.append(time.perf_counter() - started)
+            walls, enqueues = timed_calls(lambda: theirs(*args, **kwargs))
             row["torch_compile_wall_ms"] = _median_ms(walls)
             row["torch_compile_enqueue_ms"] = _median_ms(enqueues)
         started = time.perf_counter()

@@ -235,57 +235,48 @@ def softmax_cases(copy: float) -> None:
         report("softmax", f"looped R={block} w={warps}", nbytes, do_bench(launch, rep=200), copy)
 
 
+def _time_sum(x, out, copy: float, label: str, split: int, xblock: int, rblock: int,
+              warps: int, stages: int = 0, whole_rows: bool = False) -> None:
+    """Time one two-kernel sum over the first dimension: partials (by column blocks and row
+    chunks, or whole-row chunks), then their combine."""
+    rows, columns = x.shape
+    chunk = triton.cdiv(rows, split)
+    partial = torch.empty(split, columns, device="cuda", dtype=torch.float32)
+    extra = {"num_stages": stages} if stages else {}
+
+    def launch():
+        if whole_rows:
+            sum_rows_partial[(split,)](x, partial, rows, COLUMNS=columns, CHUNK=chunk,
+                                       XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
+        else:
+            sum_partial[(columns // xblock, split)](x, partial, rows, COLUMNS=columns,
+                                                    CHUNK=chunk, XBLOCK=xblock, RBLOCK=rblock,
+                                                    num_warps=warps, **extra)
+        sum_combine[(columns // 64,)](partial, out, COLUMNS=columns, SPLIT=split,
+                                      SBLOCK=triton.next_power_of_2(split), XBLOCK=64,
+                                      num_warps=4)
+    variant = f"{label}split={split} X={xblock} R={rblock} w={warps}" + \
+        (f" stages={stages}" if stages else "")
+    report("sum_first", variant, x.numel() * 2 + columns * 2, do_bench(launch, rep=100), copy)
+    torch.testing.assert_close(out.float(), x.float().sum(0), rtol=2e-2, atol=1e-1)
+
+
 def sum_cases(copy: float) -> None:
     columns = 4096
     x = torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
-    rows = x.shape[0]
     out = torch.empty(columns, device="cuda", dtype=torch.bfloat16)
-    nbytes = x.numel() * 2 + columns * 2
     shapes = ((64, 64, 8), (128, 32, 8), (256, 16, 8), (256, 32, 8), (512, 16, 8), (128, 64, 8),
               (512, 8, 4), (256, 8, 4), (1024, 8, 8))
     for split in (9, 16, 32, 64, 128):
-        chunk = triton.cdiv(rows, split)
-        partial = torch.empty(split, columns, device="cuda", dtype=torch.float32)
         for xblock, rblock, warps in shapes:
-            def launch():
-                sum_partial[(columns // xblock, split)](x, partial, rows, COLUMNS=columns,
-                                                        CHUNK=chunk, XBLOCK=xblock,
-                                                        RBLOCK=rblock, num_warps=warps)
-                sum_combine[(columns // 64,)](partial, out, COLUMNS=columns, SPLIT=split,
-                                              SBLOCK=triton.next_power_of_2(split), XBLOCK=64,
-                                              num_warps=4)
-            report("sum_first", f"split={split} X={xblock} R={rblock} w={warps}", nbytes,
-                   do_bench(launch, rep=100), copy)
-    torch.testing.assert_close(out.float(), x.float().sum(0), rtol=2e-2, atol=1e-1)
+            _time_sum(x, out, copy, "", split, xblock, rblock, warps)
     for split, xblock, rblock, warps, stages in (
             (16, 64, 64, 8, 1), (16, 64, 64, 8, 2), (16, 64, 64, 8, 4), (16, 128, 32, 8, 3),
             (16, 128, 32, 8, 4), (32, 256, 16, 8, 4), (128, 512, 8, 4, 4)):
-        chunk = triton.cdiv(rows, split)
-        partial = torch.empty(split, columns, device="cuda", dtype=torch.float32)
-
-        def launch():
-            sum_partial[(columns // xblock, split)](x, partial, rows, COLUMNS=columns,
-                                                    CHUNK=chunk, XBLOCK=xblock, RBLOCK=rblock,
-                                                    num_warps=warps, num_stages=stages)
-            sum_combine[(columns // 64,)](partial, out, COLUMNS=columns, SPLIT=split,
-                                          SBLOCK=triton.next_power_of_2(split), XBLOCK=64,
-                                          num_warps=4)
-        report("sum_first", f"split={split} X={xblock} R={rblock} w={warps} stages={stages}",
-               nbytes, do_bench(launch, rep=100), copy)
+        _time_sum(x, out, copy, "", split, xblock, rblock, warps, stages)
     for split, xblock, rblock, warps in ((132, 512, 8, 4), (264, 512, 8, 4), (264, 1024, 4, 4),
                                          (528, 512, 8, 4), (264, 256, 16, 4), (132, 1024, 8, 8)):
-        chunk = triton.cdiv(rows, split)
-        partial = torch.empty(split, columns, device="cuda", dtype=torch.float32)
-
-        def launch():
-            sum_rows_partial[(split,)](x, partial, rows, COLUMNS=columns, CHUNK=chunk,
-                                       XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
-            sum_combine[(columns // 64,)](partial, out, COLUMNS=columns, SPLIT=split,
-                                          SBLOCK=triton.next_power_of_2(split), XBLOCK=64,
-                                          num_warps=4)
-        report("sum_first", f"rows split={split} X={xblock} R={rblock} w={warps}", nbytes,
-               do_bench(launch, rep=100), copy)
-    torch.testing.assert_close(out.float(), x.float().sum(0), rtol=2e-2, atol=1e-1)
+        _time_sum(x, out, copy, "rows ", split, xblock, rblock, warps, whole_rows=True)
 
 
 def main(argv=None) -> None:

@@ -227,8 +227,9 @@ def reaches_loop_consumer(node) -> bool:
 
 
 def _aligned_product(arguments: tuple, bias: bool):
-    """The product through padded row blocks (`runtime/aligned_matmul.py`) when its result
-    rows are not 16-byte aligned on a GPU, else None."""
+    """The product against a zero-padded right operand, in row blocks
+    (`runtime/aligned_matmul.py`), when its result rows are not 16-byte aligned on a GPU;
+    else None."""
     from inductor.runtime.aligned_matmul import aligned_addmm, aligned_mm, wants_alignment
     graph = current_graph()
     example = graph.current_example()
@@ -244,7 +245,7 @@ def _aligned_product(arguments: tuple, bias: bool):
 @register_lowering(aten.mm)
 def mm(first, second):
     """A library call; one whose result rows are misaligned on a GPU (GPT-2's logits) runs
-    through padded row blocks."""
+    as an aligned product (`_aligned_product`)."""
     result = _aligned_product((first, second), bias=False)
     if result is None:
         raise NotImplementedError("plain library call")

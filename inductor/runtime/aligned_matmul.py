@@ -30,12 +30,12 @@ def _row_block(rows: int, padded: int, element_size: int) -> int:
 
 def aligned_addmm(bias: torch.Tensor, first: torch.Tensor,
                   second: torch.Tensor) -> torch.Tensor:
-    """`bias + first @ second` through padded row blocks (see the module docstring)."""
+    """`bias + first @ second` as an aligned product (see the module docstring)."""
     return _blocked_product(bias, first, second)
 
 
 def aligned_mm(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
-    """`first @ second` through padded row blocks (see the module docstring)."""
+    """`first @ second` as an aligned product (see the module docstring)."""
     return _blocked_product(None, first, second)
 
 
@@ -72,7 +72,7 @@ def _blocked_product(bias: Optional[torch.Tensor], first: torch.Tensor,
 
 
 def wants_alignment(rows: int, columns: int, element_size: int, device: torch.device) -> bool:
-    """Whether a product of this result shape should run through padded row blocks: on GPUs,
+    """Whether a product of this result shape should run as an aligned product: on GPUs,
     for results of a million elements or more whose rows are not 16-byte aligned."""
     return device.type == "cuda" and (columns * element_size) % ALIGNMENT_BYTES != 0 and \
         rows * columns >= (1 << 20)

@@ -52,7 +52,6 @@ class Launcher:
         self.choice: Optional[autotune.Candidate] = \
             self.candidates[0] if len(self.candidates) == 1 or interpret else None
         self.fast: Optional[list] = None
-        self.fast_proven = False
         self.alignment: Optional[tuple] = None
         # Arguments whose alignment can vary between calls (graph inputs, which may be
         # views); buffers the wrapper allocates always start 16-byte aligned.
@@ -103,7 +102,6 @@ class Launcher:
                          error)
                 self.fast = None
             else:
-                self.fast_proven = True
                 self._call = self._direct_function()
                 return
         if self.choice is None:

@@ -1,6 +1,6 @@
-"""Products with misaligned result rows (GPT-2's logits) run through padded row blocks on GPUs
-(inductor/runtime/aligned_matmul.py): the blocks give eager's values, and the lowering picks
-them for mm, addmm and linear layers. Checked on CPU tensors with the GPU condition patched."""
+"""Products with misaligned result rows (GPT-2's logits) run against a zero-padded operand,
+in row blocks, on GPUs (inductor/runtime/aligned_matmul.py): the blocks give eager's values,
+and the lowering picks them for mm, addmm and linear layers. Checked on CPU tensors with the GPU condition patched."""
 import pytest
 import torch
 import torch.nn.functional as F

@@ -37,14 +37,12 @@ BITS = {torch.int8: 8, torch.uint8: 8, torch.int16: 16, torch.int32: 32, torch.i
 class TritonValue:
     """A Triton expression (a temporary's name, or an inline constant) and its dtype."""
 
-    __slots__ = ("name", "dtype", "bare", "per_row")
+    __slots__ = ("name", "dtype", "bare")
 
-    def __init__(self, name: str, dtype: torch.dtype, bare: bool = False,
-                 per_row: bool = False):
+    def __init__(self, name: str, dtype: torch.dtype, bare: bool = False):
         self.name = name
         self.dtype = dtype
         self.bare = bare        # a Python literal: not a tensor until wrapped
-        self.per_row = per_row  # a reduction's result: one value per row ([XBLOCK, 1])
 
     def __str__(self) -> str:
         return self.name
@@ -206,13 +204,11 @@ class TritonOpsHandler(OpsHandler):
         return self._binary("*", a, b)
 
     def truediv(self, a, b):
-        if a.dtype == torch.float32 and b.per_row and not a.per_row and not a.bare:
-            # Dividing a row by its reduction (softmax's sum): one correctly rounded reciprocal
-            # per row and a product per element, within 1.5 ulp of the quotient. A division per
-            # element cost softmax over 32768 a quarter of its bandwidth on an H100.
-            one = "tl.full([], 1.0, tl.float32)"
-            inverse = self.emit(f"jit_div({one}, {b.name})", torch.float32)
-            return self.emit(f"{a.name} * {inverse.name}", a.dtype)
+        reciprocal = getattr(self.scope, "reciprocals", {}).get(b.name)
+        if reciprocal is not None and a.dtype == torch.float32 and not a.bare:
+            # Dividing by a per-row value inside a loop: multiply by its reciprocal, computed
+            # once per row by the kernel (see TritonKernel._result).
+            return self.emit(f"{a.name} * {reciprocal}", a.dtype)
         if a.dtype in (torch.float32, torch.float64):
             return self.emit(f"jit_div({self.tensor(a)}, {self.tensor(b)})", a.dtype)
         return self._binary("/", a, b)

@@ -328,7 +328,9 @@ class WrapperWriter:
             self.recorder.allocate(name, _nbytes(layout),
                                    None if in_place else self._poolable(name))
         if in_place is not None:
-            self.lines.append(f"    {name} = {in_place}")
+            same = view_kind(self.plan.buffers[in_place].layout, layout) == "same"
+            bound = in_place if same else self.donated(in_place, layout)
+            self.lines.append(f"    {name} = {bound}")
             if in_place in self.fresh:
                 self.fresh.add(name)
             return

@@ -8,8 +8,10 @@ convolution of a CNN). CPU buffers only.
 
 Legal only where no element of the donor is read after it is overwritten: the kernel is one
 stage of point-wise work (no reduction, no second loop) storing exactly one buffer, every read
-of the donor in it is at the element being stored (same index expression in kernel loop
-variables, same layout), and nothing else may see the donor's memory: it is a buffer the
+of the donor in it is at the element being stored (the same storage offset, as an index
+expression in kernel loop variables), both buffers span the same storage (dtype, device,
+elements; the shapes may differ: a GELU of shape [8, 56, 56, 384] over a matrix product's
+[25088, 384] result), and nothing else may see the donor's memory: it is a buffer the
 wrapper allocated or a library call's fresh result (an op whose schema returns no alias of
 its inputs), never passed to an op that may return a view of it, never a graph input, output
 or constant.
@@ -43,7 +45,7 @@ def in_place_outputs(plan: GraphPlan) -> dict:
             if donor not in dying or donor in viewed or donor in result.values():
                 continue
             if not _fresh_memory(plan, donor) or \
-                    not _same_layout(plan.buffers[donor].layout, out_layout):
+                    not _same_storage(plan.buffers[donor].layout, out_layout):
                 continue
             indexes = [_kernel_index(member, access.index, ranges)
                        for member in step.members() for access in member.node.reads
@@ -73,13 +75,14 @@ def _kernel_index(member, index, ranges) -> Optional[sympy.Expr]:
     return sympy.expand(simplify_index(substitute(index, member.replacements), ranges))
 
 
-def _same_layout(first, second) -> bool:
+def _same_storage(first, second) -> bool:
+    """Whether both layouts span the same elements of one dtype from offset 0 (the reads at
+    the stored element then make the overwrite safe whatever the shapes)."""
     if first is None or second is None:
         return False
     return (first.dtype == second.dtype and first.device == second.device
-            and [int(s) for s in first.size] == [int(s) for s in second.size]
-            and [int(s) for s in first.stride] == [int(s) for s in second.stride]
-            and int(first.offset) == 0 and int(second.offset) == 0)
+            and int(first.offset) == 0 and int(second.offset) == 0
+            and int(first.storage_size()) == int(second.storage_size()))
 
 
 def _fresh_memory(plan: GraphPlan, name: str) -> bool:

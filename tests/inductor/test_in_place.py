@@ -104,3 +104,20 @@ def test_only_the_last_reader_writes_over_a_buffer():
     assert len(bindings) == 1
     final = compiled.report.source.split("def call(")[0].strip().splitlines()[-1]
     assert bindings[0][0] in final       # the returned sum is the buffer written in place
+
+
+def test_a_reshaped_result_is_written_over_in_its_own_shape():
+    """convnext's GELU: the product's [B*H*W, C] result read as [B, H, W, C] is written over
+    (same storage, different shape); the bound buffer has the GELU's shape."""
+    weight = torch.randn(32, 48)
+    back = torch.randn(48, 32)
+
+    def function(x):
+        y = (x.reshape(-1, 32) @ weight).reshape(2, 4, 4, 48)
+        z = functional.gelu(y + 1.0)
+        return z.reshape(-1, 48) @ back
+
+    compiled = check_same(function, torch.randn(2, 4, 4, 32), atol=1e-4, rtol=1e-4)
+    source = compiled.report.source
+    assert re.search(r"^    buf\d+ = buf\d+\.view\(2, 4, 4, 48\)$", source, re.MULTILINE), source
+    assert source.count("empty_strided(") == 0, source

@@ -1,0 +1,141 @@
+"""Time per generated kernel of one model (diagnostic benchmark).
+
+Input: a model name of `benchmarks.inductor.models` and a batch size. Output: a table of
+framejit's generated C++ kernels, slowest first (milliseconds per model call, calls per model
+call, the kernel plan's description), and the same for torch.compile's generated kernels
+(through its kernel profiling records), so one region can be compared between the two
+compilers. `--show N` prints the C++ of the N slowest framejit kernels.
+
+framejit is compiled with one kernel per segment (each kernel its own entry point), and
+every entry point is timed around its call; the sum over kernels is the time of our code
+outside library calls. Wall time on a shared machine: compare rows of one run only.
+
+Run: `PYTHONPATH=. python -m benchmarks.inductor.kernel_times convnext_tiny --batch 8`.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+
+def _one_kernel_per_segment(source_module):
+    """Patch `segments` so that each kernel is a segment of its own."""
+    from inductor.schedule.plans import KernelPlan
+
+    def segments(plan, dtype_of, threads, threshold, vectorize):
+        result = []
+        for position, step in enumerate(plan.steps):
+            if isinstance(step, KernelPlan):
+                result.append(source_module._segment([step], position, dtype_of, threads,
+                                                     threshold, vectorize))
+        return result
+    source_module.segments = segments
+
+
+def _timed_entries(wrapper_module, records: dict):
+    """Patch the wrapper generator so that every segment entry point is timed."""
+    original = wrapper_module.generate
+
+    def generate(plan, segments, entries):
+        timed = []
+        for segment, entry in zip(segments, entries):
+            step = plan.steps[segment.first_step]
+            key = segment.body
+            records.setdefault(key, {"describe": step.describe(), "seconds": 0.0,
+                                     "calls": 0, "body": segment.body})
+
+            def run(*pointers, entry=entry, key=key):
+                started = time.perf_counter()
+                status = entry(*pointers)
+                record = records[key]
+                record["seconds"] += time.perf_counter() - started
+                record["calls"] += 1
+                return status
+            timed.append(run)
+        return original(plan, segments, timed)
+    wrapper_module.generate = generate
+
+
+def framejit_kernels(model, inputs: dict, calls: int) -> tuple:
+    """(per-kernel records, milliseconds per model call) for framejit's C++ kernels."""
+    import torch
+
+    import inductor
+    from inductor.codegen import wrapper
+    from inductor.codegen.cpp import source
+    records: dict = {}
+    _one_kernel_per_segment(source)
+    _timed_entries(wrapper, records)
+    compiled = torch.compile(model, backend=inductor.compile_fx)
+    for _ in range(3):
+        compiled(**inputs)
+    for record in records.values():
+        record["seconds"], record["calls"] = 0.0, 0
+    started = time.perf_counter()
+    for _ in range(calls):
+        compiled(**inputs)
+    total = (time.perf_counter() - started) / calls * 1e3
+    return records, total
+
+
+def torch_compile_kernels(model, inputs: dict, calls: int) -> tuple:
+    """({kernel name: (milliseconds per call, calls per call)}, ms per call) for torch.compile."""
+    import torch
+    import torch._inductor.config as torch_inductor_config
+    torch_inductor_config.cpp.enable_kernel_profile = True
+    compiled = torch.compile(model)
+    for _ in range(3):
+        compiled(**inputs)
+    started = time.perf_counter()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        for _ in range(calls):
+            compiled(**inputs)
+    total = (time.perf_counter() - started) / calls * 1e3
+    rows = {}
+    for event in profile.key_averages():
+        rows[event.key] = (event.self_cpu_time_total / 1e3 / calls, event.count / calls)
+    return rows, total
+
+
+def main() -> None:
+    from benchmarks.inductor.models import build
+    from benchmarks.inductor.timing import fresh_caches, load_average
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--calls", type=int, default=5)
+    parser.add_argument("--show", type=int, default=0)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--skip-torch-compile", action="store_true")
+    arguments = parser.parse_args()
+    fresh_caches()
+    import torch
+    model, inputs = build(arguments.model, arguments.batch)
+    model.eval()
+    with torch.no_grad():
+        records, total = framejit_kernels(model, inputs, arguments.calls)
+        ordered = sorted(records.values(), key=lambda record: -record["seconds"])
+        kernel_ms = sum(record["seconds"] for record in ordered) / arguments.calls * 1e3
+        print(f"framejit: {total:.1f} ms per call, generated kernels {kernel_ms:.1f} ms "
+              f"(load {load_average()})")
+        for number, record in enumerate(ordered[:arguments.top]):
+            per_call = record["seconds"] / arguments.calls * 1e3
+            count = record["calls"] / arguments.calls
+            head = record["describe"].splitlines()[0]
+            print(f"  #{number:<3} {per_call:7.2f} ms  x{count:<4g} {head}")
+        for number, record in enumerate(ordered[:arguments.show]):
+            print(f"\n--- #{number}\n{record['describe']}\n{record['body']}")
+        if arguments.skip_torch_compile:
+            return
+        rows, total = torch_compile_kernels(model, inputs, arguments.calls)
+        generated = {key: value for key, value in rows.items()
+                     if key.startswith(("graph_", "cpp_fused", "cpp_"))}
+        print(f"\ntorch.compile: {total:.1f} ms per call (profiled), generated kernels "
+              f"{sum(value[0] for value in generated.values()):.1f} ms")
+        for key, (per_call, count) in sorted(generated.items(), key=lambda item: -item[1][0]
+                                             )[:arguments.top]:
+            print(f"  {per_call:7.2f} ms  x{count:<4g} {key}")
+
+
+if __name__ == "__main__":
+    main()

@@ -112,13 +112,35 @@ class GluePlan:
         return self._rebuilt.get(key)
 
     # -- the function -----------------------------------------------------------------------
+    def input_fetches(self, input_sources: list[Source]) -> tuple[list[str], list[str]]:
+        """(statements, expressions) fetching the graph's inputs: a step that several inputs
+        pass through (`L_self._modules['encoder']`) is read once into a temporary, so a model's
+        200 parameters cost one dictionary lookup each rather than one per level of nesting."""
+        shared = _shared_steps(input_sources)
+        statements: list[str] = []
+        names: dict[Source, str] = {}
+
+        def fetch(source: Source) -> str:
+            if source in names:
+                return names[source]
+            if source.base is None or isinstance(source, (LocalSource, GlobalSource,
+                                                          ConstantSource)):
+                return self.source(source)
+            expression = source.apply(fetch(source.base))
+            if source not in shared:
+                return expression
+            names[source] = name = f"i{len(names)}"
+            statements.append(f"{name} = {expression}")
+            return name
+        return statements, [fetch(source) for source in input_sources]
+
     def build(self, compiled, input_sources: list[Source], returned: str, name: str):
         """The glue function (its globals are the frame's), plus its source text."""
-        inputs = ", ".join(self.source(source) for source in input_sources)
-        call = None if compiled is None else f"out = compiled({inputs})"
+        fetches, inputs = self.input_fetches(input_sources)
+        call = None if compiled is None else [*fetches, f"out = compiled({', '.join(inputs)})"]
         parameters = ["L_" + _identifier(local) for local in self.parameters] + \
                      ["C_" + _identifier(local) for local in self.cell_parameters]
-        body = ([call] if call else []) + self.statements + [f"return {returned}"]
+        body = (call or []) + self.statements + [f"return {returned}"]
         free = ["compiled", "G", *self.constants]
         text = (f"def make({', '.join(free)}):\n"
                 f"    def {name}({', '.join(parameters)}):\n"
@@ -130,6 +152,15 @@ class GluePlan:
         exec(compile(text, filename, "exec"), namespace)
         function = namespace["make"](compiled, self.frame_globals, *self.constants.values())
         return function, text
+
+
+def _shared_steps(sources: list[Source]) -> set:
+    """The non-root steps of `sources`' chains that two or more inputs pass through."""
+    passes: dict[Source, int] = {}
+    for source in dict.fromkeys(sources):
+        for step in source.chain()[1:-1]:
+            passes[step] = passes.get(step, 0) + 1
+    return {step for step, count in passes.items() if count > 1}
 
 
 def _identifier(text: str) -> str:

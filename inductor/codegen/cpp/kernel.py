@@ -21,6 +21,7 @@ import sympy
 import torch
 
 from inductor.codegen.cpp.expressions import index_text, storage_type
+from inductor.codegen.cpp.lines import Lines
 from inductor.config import config
 from inductor.codegen.cpp.ops import CppOpsHandler, CppValue
 from inductor.codegen.cpp.reductions import (LANES, WIDE_LANES, Accumulator, combine,
@@ -29,26 +30,6 @@ from inductor.codegen.cpp.reuse import StructureTracker, find_reuses
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import linear_coefficient, simplify_index, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
-
-
-class Lines:
-    """Indented C++ lines."""
-
-    def __init__(self):
-        self.lines: list[str] = []
-        self.depth = 1
-
-    def add(self, *texts: str) -> None:
-        for text in texts:
-            self.lines.append("  " * self.depth + text)
-
-    def open(self, text: str) -> None:
-        self.add(text + " {")
-        self.depth += 1
-
-    def close(self) -> None:
-        self.depth -= 1
-        self.add("}")
 
 
 class CppKernel:
@@ -164,7 +145,7 @@ class CppKernel:
                                           lambda member: _compute(member.node.buffer.data
                                                                   .src_dtype))
             self._rows(split=mode == "split")
-        return self.lines.lines
+        return self.lines.function_lines()
 
     def _open_outer_loops(self, sizes: list, simd_innermost: bool,
                           skip_last: bool = False) -> int:

@@ -13,6 +13,7 @@ import torch
 
 from inductor.codegen.cpp.expressions import (compute_dtype, index_text, literal,
                                               storage_type)
+from inductor.codegen.cpp.lines import INDEX_ERROR_FLAG
 from inductor.ir.ops import OpsHandler
 from inductor.ir.symbols import signed_symbol
 
@@ -115,8 +116,9 @@ class CppOpsHandler(OpsHandler):
     def indirect_indexing(self, value, size, check=True):
         symbol = signed_symbol(f"{self.prefix}_index{self.indirect_count}")
         self.indirect_count += 1
+        # The flag is declared around the innermost loop (lines.py): checks stay vectorisable.
         self.lines.append(f"const int64_t {symbol.name} = jit_wrap_index({value.name}, "
-                          f"{index_text(size)});")
+                          f"{index_text(size)}, {INDEX_ERROR_FLAG});")
         return symbol
 
     def masked(self, mask, body, other):

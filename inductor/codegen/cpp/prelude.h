@@ -144,11 +144,14 @@ template <typename T> static inline T jit_ipow(T base, T exponent) {
 template <typename T> static inline T jit_sign(T a) {
   return static_cast<T>((T(0) < a) - (a < T(0)));
 }
-template <typename T> static inline int64_t jit_wrap_index(T value, int64_t size) {
+// An index out of range sets `error` (a flag local to the loop, reported after it: a call
+// here would keep the loop from vectorising) and reads element 0 instead.
+template <typename T> static inline int64_t jit_wrap_index(T value, int64_t size, int& error) {
   int64_t index = static_cast<int64_t>(value);
   index = index < 0 ? index + size : index;
-  if (index < 0 || index >= size) { jit_fail(JIT_ERROR_INDEX); index = 0; }
-  return index;
+  const bool outside = index < 0 || index >= size;
+  error |= outside;
+  return outside ? 0 : index;
 }
 
 // Welford accumulation (mean, sum of squared deviations, count) and its merge.

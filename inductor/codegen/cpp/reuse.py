@@ -32,12 +32,16 @@ class StructureTracker:
         self.preloaded = preloaded or {}
         self.structure: dict = {}
         self.seen: set = set()
+        self.indirect: dict = {}     # index symbol made here -> a name by order of creation
 
     def key_of(self, value) -> str:
         known = self.structure.get(id(value))
         if known is not None:
             return known
         if isinstance(value, sympy.Basic):
+            # Indirect index symbols are named by the handler that made them (`t3__index0`
+            # here, `indirect0` in a structure-only run): compare them by order of creation.
+            value = value.xreplace(self.indirect)
             return str(simplify_index(sympy.expand(value), self.ranges))
         return repr(value)
 
@@ -50,6 +54,9 @@ class StructureTracker:
             if name in OPAQUE:
                 result = target(*args, **kwargs)
                 self.structure[id(result)] = f"{name}#{len(self.structure)}"
+                if isinstance(result, sympy.Symbol):
+                    self.indirect[result] = sympy.Symbol(f"indirect#{len(self.indirect)}",
+                                                         integer=True)
                 return result
             arguments = [self.key_of(argument) for argument in args]
             arguments += [f"{key}={self.key_of(value)}" for key, value in kwargs.items()]
@@ -110,7 +117,9 @@ def find_reuses(stages: list, evaluate: Callable, ranges: dict, dtype_of: Callab
                 continue
             if getattr(member.node.buffer, "mutated_input", None):
                 continue
-            for reduction, key in summands:
+            # The latest reduction first: its summand usually contains the earlier ones'
+            # (softmax with a bias: `exp(x + bias - max)` holds `x + bias`).
+            for reduction, key in reversed(summands):
                 taken = any(reuse.reduction is reduction or reuse.reader is member
                             for reuse in reuses)
                 if key in tracker.seen and not taken and \

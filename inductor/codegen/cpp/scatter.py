@@ -12,7 +12,8 @@ from typing import Optional
 import sympy
 
 from inductor.codegen.cpp.expressions import index_text, storage_type
-from inductor.codegen.cpp.kernel import Lines, _LineSink
+from inductor.codegen.cpp.kernel import _LineSink
+from inductor.codegen.cpp.lines import Lines
 from inductor.codegen.cpp.ops import CppOpsHandler
 from inductor.config import config
 from inductor.ir.ops import ops, use_handler
@@ -43,7 +44,7 @@ class CppScatterKernel:
         self._copy(buffer)
         self._writes(buffer)
         head = f"static void {function_name or self.plan.name}({', '.join(parameters)}) {{"
-        return "\n".join([head] + self.lines.lines + ["}"])
+        return "\n".join([head] + self.lines.function_lines() + ["}"])
 
     def _handler(self, prefix: str, ranges: dict) -> CppOpsHandler:
         def index(expr):

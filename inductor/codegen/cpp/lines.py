@@ -1,0 +1,95 @@
+"""Indented C++ lines for the kernel printers, with loop-scoped index-error flags.
+
+Input: statements and blocks the kernel printers add in order. Output: the indented lines of
+one function body.
+
+An indirect index is checked against its size (eager raises IndexError for an index out of
+range). A check that reports through a call with a side effect keeps the compiler from
+vectorising the loop (swin_t's relative-position bias: a 512 x 3 x 49 x 49 softmax kernel ran
+15.8 ms, against 3.2 ms with no check). So the check ORs into a local flag instead: the
+innermost loop around an index statement (or the loop a `collapse` clause folds it into) gets
+`{ int jit_index_error = 0;` before it, `reduction(|:jit_index_error)` on its pragma, and after it
+`if (jit_index_error) jit_fail(...); }`; a statement outside any loop uses a flag declared
+for the whole function.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Optional
+
+INDEX_ERROR_FLAG = "jit_index_error"
+_COLLAPSE = re.compile(r"collapse\((\d+)\)")
+
+
+@dataclasses.dataclass
+class _Block:
+    start: int                  # position of its first line (its pragma, if any)
+    pragma: Optional[int]       # position of its pragma line, or None
+    loop: bool                  # a `for` loop (not a bare or parallel block)
+    owner: Optional["_Block"]   # the loop a collapse clause folds this one into
+    flagged: bool = False       # an index statement inside needs the error flag
+
+
+class Lines:
+    """Indented C++ lines (see the module docstring)."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.depth = 1
+        self.blocks: list[_Block] = []
+        self.collapsing: Optional[_Block] = None    # the loop owning the next collapsed ones
+        self.collapse_left = 0
+        self.function_flag = False
+
+    def add(self, *texts: str) -> None:
+        for text in texts:
+            if INDEX_ERROR_FLAG in text:
+                self._flag()
+            self.lines.append("  " * self.depth + text)
+
+    def open(self, text: str) -> None:
+        previous = self.lines[-1].strip() if self.lines else ""
+        pragma = len(self.lines) - 1 if previous.startswith("#pragma omp") else None
+        owner = None
+        if self.collapse_left > 0:
+            owner, self.collapse_left = self.collapsing, self.collapse_left - 1
+        block = _Block(pragma if pragma is not None else len(self.lines), pragma,
+                       text.startswith("for "), owner)
+        if pragma is not None:
+            match = _COLLAPSE.search(previous)
+            if match:
+                self.collapsing, self.collapse_left = block, int(match.group(1)) - 1
+        self.blocks.append(block)
+        self.add(text + " {")
+        self.depth += 1
+
+    def close(self) -> None:
+        block = self.blocks.pop()
+        self.depth -= 1
+        self.add("}")
+        if block.flagged:
+            self._declare_flag(block)
+
+    def function_lines(self) -> list[str]:
+        """The body, with a function-wide flag where a statement outside loops needs one."""
+        if not self.function_flag:
+            return self.lines
+        return ([f"  int {INDEX_ERROR_FLAG} = 0;"] + self.lines +
+                [f"  if ({INDEX_ERROR_FLAG}) jit_fail(JIT_ERROR_INDEX);"])
+
+    def _flag(self) -> None:
+        for block in reversed(self.blocks):
+            if block.loop:
+                (block.owner or block).flagged = True
+                return
+        self.function_flag = True
+
+    def _declare_flag(self, block: _Block) -> None:
+        first = self.lines[block.start]
+        indent = first[:len(first) - len(first.lstrip())]
+        if block.pragma is not None:
+            self.lines[block.pragma] += f" reduction(|:{INDEX_ERROR_FLAG})"
+        # A scope of its own: sibling loops each declare their flag.
+        self.lines.insert(block.start, f"{indent}{{ int {INDEX_ERROR_FLAG} = 0;")
+        self.lines.append(f"{indent}if ({INDEX_ERROR_FLAG}) jit_fail(JIT_ERROR_INDEX); }}")

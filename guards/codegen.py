@@ -16,6 +16,12 @@ generated code. The result reads like code a person would write:
         except Exception:
             return False
         return True
+
+With a native `ProgramBuilder` (see `guards.native.program`), reads of locals, globals,
+attributes, items and types, and the simple conditions on them (exact type, identity, `is`,
+length, constants, keys, tensor properties), become steps of one native program that runs
+first; it returns the values the remaining Python conditions need, or None when a step fails.
+The steps are listed as comments at the top of the function, in the same notation.
 """
 from __future__ import annotations
 
@@ -27,7 +33,10 @@ import re
 import weakref
 from typing import Any, Callable
 
-from guards.sources import ConstantSource, Source
+from guards.native import program as native_program
+from guards.sources import (AttrSource, ConstantSource, DictItemSource, GlobalModuleSource,
+                            GlobalSource, ItemSource, LocalSource, Source, TypeSource)
+from guards.sources import _ModuleMemberSource as ModuleMemberSource
 
 _WRAP_COLUMN = 100
 _INDENT = "        "
@@ -53,12 +62,16 @@ def _source_hint(source: Source) -> str:
 class CheckWriter:
     """Collects the body of one check function and the globals its code refers to."""
 
-    def __init__(self) -> None:
+    def __init__(self, program: native_program.ProgramBuilder | None = None) -> None:
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {}
+        self.program = program
         self._variables: dict[Source, str] = {}
+        self._registers: dict[str, int] = {}   # variable -> register of the native program
         self._bound: dict[int, str] = {}
-        self._taken: set[str] = {"L", "G", "check", *dir(builtins), *keyword.kwlist}
+        self._pending_comment: str | None = None
+        self._taken: set[str] = {"L", "G", "check", "values", "native_program",
+                                 *dir(builtins), *keyword.kwlist}
 
     def fresh(self, hint: str) -> str:
         """A local or global name not used yet in this check, derived from `hint`."""
@@ -72,21 +85,144 @@ class CheckWriter:
         return name
 
     def fetch(self, source: Source) -> str:
-        """The local variable holding `source`'s value; emits its assignment the first time."""
+        """The local variable holding `source`'s value, usable by Python conditions; emits its
+        assignment the first time (exports it from the native program if it read it)."""
+        return self.export(self.value(source))
+
+    def export(self, variable: str) -> str:
+        """`variable`, made available to Python conditions (returned by the native program if
+        it reads it)."""
+        register = self._registers.get(variable)
+        if register is not None:
+            self.program.export(register)
+        return variable
+
+    def value(self, source: Source) -> str:
+        """The variable naming `source`'s value for the `check_*` methods: read by the native
+        program where it can be, else assigned in Python."""
         variable = self._variables.get(source)
         if variable is not None:
             return variable
         if isinstance(source, ConstantSource):
             variable = self.bind(source.value, _identifier(source.constant_name, "constant"))
         else:
-            base_code = "" if source.base is None else self.fetch(source.base)
-            variable = self.assign(source.apply(base_code), _source_hint(source))
+            variable = self._native_read(source)
+            if variable is None:
+                base_code = "" if source.base is None else self.fetch(source.base)
+                variable = self.assign(source.apply(base_code), _source_hint(source))
         self._variables[source] = variable
         return variable
+
+    def _native_read(self, source: Source) -> str | None:
+        steps = _native_steps(source) if self.program is not None else None
+        if steps is None:
+            return None
+        base_code, register = "", -1
+        if source.base is not None:
+            base_code = self.value(source.base)
+            register = self._registers.get(base_code, -1)
+            if register < 0:
+                return None
+        name = self.fresh(_identifier(_source_hint(source), "value"))
+        text = f"{name} = {source.apply(base_code)}"
+        self._flush_native_comment()
+        for index, (operation, operand) in enumerate(steps):
+            register = self.program.read(operation, register, operand,
+                                         text if index == len(steps) - 1 else "")
+        self._registers[name] = register
+        return name
+
+    def native(self, variable: str) -> bool:
+        """Whether the native program holds `variable` (so `check_*` conditions on it run
+        natively)."""
+        return variable in self._registers
+
+    def derive(self, variable: str, step: str, operand: Any, hint: str) -> str:
+        """A variable for `variable.<operand>` (step "attribute") or `variable[operand]`
+        ("item"), read natively when `variable` is."""
+        expression = (f"{variable}.{operand}" if step == "attribute"
+                      else f"{variable}[{operand!r}]")
+        register = self._registers.get(variable)
+        if register is None:
+            return self.assign(expression, hint)
+        name = self.fresh(_identifier(hint, "value"))
+        self._flush_native_comment()
+        operation = native_program.ATTRIBUTE if step == "attribute" else native_program.ITEM
+        self._registers[name] = self.program.read(operation, register, operand,
+                                                  f"{name} = {expression}")
+        return name
+
+    # -- conditions that run natively when their variable is native --------------------------
+    def _condition(self, variable: str, text: str, operation: int, operand: Any = None,
+                   number: int = 0) -> None:
+        register = self._registers.get(variable)
+        if register is None:
+            self.require([text])
+            return
+        self._flush_native_comment()
+        self.program.check(operation, register, text, operand, number)
+
+    def _flush_native_comment(self) -> None:
+        if self._pending_comment is not None:
+            self.program.lines.append("# " + self._pending_comment)
+            self._pending_comment = None
+
+    def check_type(self, variable: str, expected: type) -> None:
+        """`type(variable) is expected`."""
+        name = self.bind(expected, expected.__name__)
+        self._condition(variable, f"type({variable}) is {name}", native_program.TYPE_IS,
+                        expected)
+
+    def check_identity(self, variable: str, object_id: int) -> None:
+        """`id(variable) == object_id`."""
+        self._condition(variable, f"id({variable}) == {object_id}", native_program.IDENTITY,
+                        number=object_id)
+
+    def check_is(self, variable: str, expected: Any, text: str, negate: bool = False) -> None:
+        """`variable is expected` (`is not` with `negate`); `text` names `expected`."""
+        self._condition(variable, f"{variable} is {'not ' if negate else ''}{text}",
+                        native_program.IS_NOT if negate else native_program.IS, expected)
+
+    def check_length(self, variable: str, length: int) -> None:
+        """`len(variable) == length`."""
+        self._condition(variable, f"len({variable}) == {length}", native_program.LENGTH,
+                        number=length)
+
+    def check_falsy(self, variable: str) -> None:
+        """`not variable`."""
+        self._condition(variable, f"not {variable}", native_program.FALSY)
+
+    def check_keys(self, variable: str, keys: tuple) -> None:
+        """`tuple(variable) == keys`."""
+        self._condition(variable, f"tuple({variable}) == {self.bind(keys, 'keys')}",
+                        native_program.KEYS, keys)
+
+    def check_constant(self, variable: str, expected: Any) -> bool:
+        """Check natively that `variable` is the int, str, bytes or float `expected` (exact type;
+        floats as `guards.kinds.constants` compares them); returns False, writing nothing,
+        where the program cannot."""
+        kind = type(expected)
+        if not self.native(variable) or (kind not in native_program.EQUAL_TYPES and
+                                         kind is not float):
+            return False
+        name = self.bind(kind, kind.__name__)
+        self._condition(variable, f"type({variable}) is {name} and {variable} == {expected!r}",
+                        native_program.FLOAT if kind is float else native_program.EQUAL,
+                        expected)
+        return True
+
+    def check_tensors(self, variables: list[str], specs: list[tuple], text: str) -> bool:
+        """Match every variable's tensor against its spec in one native step; returns False,
+        writing nothing, unless every variable is native."""
+        if not variables or not all(self.native(variable) for variable in variables):
+            return False
+        self.program.tensors([self._registers[variable] for variable in variables], specs, text)
+        return True
 
     def assign(self, expression: str, hint: str) -> str:
         """Emit `name = expression` into a fresh local and return the name."""
         name = self.fresh(_identifier(hint, "value"))
+        self._flush_comment()
         self.lines.append(f"{name} = {expression}")
         return name
 
@@ -106,13 +242,21 @@ class CheckWriter:
         return name
 
     def comment(self, text: str) -> None:
-        """A comment line in the generated code (what the next condition guards)."""
-        self.lines.append("# " + text.replace("\n", " "))
+        """A comment line in the generated code (what the next condition guards), placed with
+        that condition: in the Python part or in the native program's listing."""
+        self._flush_comment()
+        self._pending_comment = text.replace("\n", " ")
+
+    def _flush_comment(self) -> None:
+        if self._pending_comment is not None:
+            self.lines.append("# " + self._pending_comment)
+            self._pending_comment = None
 
     def require(self, conditions: list[str]) -> None:
         """Emit a statement that returns False unless every condition holds."""
         if not conditions:
             return
+        self._flush_comment()
         joined = " and ".join(conditions)
         if len(_INDENT) + len(joined) + 12 > _WRAP_COLUMN and len(conditions) > 1:
             separator = " and\n" + _INDENT + "        "
@@ -121,7 +265,9 @@ class CheckWriter:
 
     def source_text(self) -> str:
         """The complete source of the check function."""
-        body = "\n".join(_INDENT + line for line in self.lines) or _INDENT + "pass"
+        self._flush_comment()
+        lines = self._program_lines() + self.lines
+        body = "\n".join(_INDENT + line for line in lines) or _INDENT + "pass"
         return ("def check(L, G):\n"
                 "    try:\n"
                 f"{body}\n"
@@ -129,16 +275,54 @@ class CheckWriter:
                 "        return False\n"
                 "    return True\n")
 
+    def _program_lines(self) -> list[str]:
+        if self.program is None or not self.program.steps:
+            return []
+        names = {register: name for name, register in self._registers.items()}
+        lines = [f"# native_program: {len(self.program.steps)} steps, in this order:"]
+        lines += ["#   " + part for line in self.program.lines if line
+                  for part in line.split("\n")]
+        exported = [names[register] for register in self.program.exports]
+        if not exported:
+            return lines + [f"if native_program(L, G) is None:\n{_INDENT}    return False"]
+        return lines + ["values = native_program(L, G)",
+                        f"if values is None:\n{_INDENT}    return False",
+                        f"{', '.join(exported)}, = values"]
+
     def build(self) -> tuple[Callable[[dict, dict], bool], str]:
         """Execute the source once; returns the check function and its source text."""
         text = self.source_text()
         filename = f"<framejit guards check {next(_counter)}>"
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
         namespace = dict(self.namespace)
+        if self.program is not None and self.program.steps:
+            namespace["native_program"] = self.program.build()
         exec(compile(text, filename, "exec"), namespace)
         check = namespace["check"]
         weakref.finalize(check, linecache.cache.pop, filename, None)
         return check, text
+
+
+def _native_steps(source: Source) -> list[tuple] | None:
+    """(operation, operand) steps reading `source` from its base, or None for kinds the native
+    program does not read (closure cells, global state...)."""
+    kind = type(source)
+    if kind is LocalSource:
+        return [(native_program.LOCAL, source.local)]
+    if kind in (GlobalSource, GlobalModuleSource):
+        return [(native_program.GLOBAL, source.global_name)]
+    if kind is AttrSource:
+        return [(native_program.ATTRIBUTE, source.attribute)]
+    if kind is ItemSource:
+        return [(native_program.ITEM, source.index)]
+    if kind is DictItemSource:
+        return [(native_program.ITEM, source.key)]
+    if kind is TypeSource:
+        return [(native_program.TYPE_OF, None)]
+    if isinstance(source, ModuleMemberSource):
+        return [(native_program.ATTRIBUTE, source.registry),
+                (native_program.ITEM, source.member)]
+    return None
 
 
 def _reject(L: dict, G: dict) -> bool:

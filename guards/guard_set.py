@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Iterator
 from guards.codegen import REJECT_CODE, CheckWriter
 from guards.kinds.base import Guard
 from guards.kinds.tensors import TensorMatchGuard, emit_together
+from guards.native import program as native_program
 from guards.sources import Source
 
 log = logging.getLogger("framejit.guards")
@@ -72,7 +73,22 @@ class GuardSet:
         """
         if self._check is not None:
             return self._check
-        writer = CheckWriter()
+        try:
+            check, text = self._write(native_program.builder())
+        except (TypeError, ValueError, OverflowError) as error:  # a value the program rejects
+            log.debug("guards kept in Python: %s", error)
+            check, text = self._write(None)
+        check.guard_set = self
+        check.source_text = text
+        if not self.alive:
+            check.__code__ = REJECT_CODE
+        self._check = check
+        self._compiled.append(check)
+        log.debug("compiled %d guards:\n%s", len(self), text)
+        return check
+
+    def _write(self, program) -> tuple[Check, str]:
+        writer = CheckWriter(program)
         ordered = self.ordered()
         tensors = [guard for guard in ordered if isinstance(guard, TensorMatchGuard)]
         together = False
@@ -83,15 +99,7 @@ class GuardSet:
                 if together:
                     continue
             guard.emit(writer)
-        check, text = writer.build()
-        check.guard_set = self
-        check.source_text = text
-        if not self.alive:
-            check.__code__ = REJECT_CODE
-        self._check = check
-        self._compiled.append(check)
-        log.debug("compiled %d guards:\n%s", len(self), text)
-        return check
+        return writer.build()
 
     def failures(self, L: dict, G: dict) -> list[str]:
         """The reason of every guard that does not hold for the frame view, first failing first.

@@ -99,6 +99,23 @@ def constant_conditions(code: str, expected: Any, writer: Any) -> list[str]:
     return conditions + [f"{code} == {expected!r}"]
 
 
+def emit_native_constant(variable: str, expected: Any, writer: Any) -> bool:
+    """Check in the writer's native program that `variable` is the constant `expected`;
+    returns False, writing nothing, when `variable` is not native or the program cannot
+    compare such a constant (tuples, complex numbers, devices stay Python)."""
+    if not writer.native(variable):
+        return False
+    kind = type(expected)
+    if expected is None or expected is Ellipsis or kind is bool:
+        writer.check_is(variable, expected, repr(expected))
+        return True
+    if kind in _SINGLETON_TYPES:
+        writer.check_is(variable, expected,
+                        writer.bind(expected, str(expected).replace("torch.", "")))
+        return True
+    return writer.check_constant(variable, expected)
+
+
 def show_difference(expected: Any, value: Any) -> tuple[str, str]:
     """Renderings of two differing constants that read as different (types added when needed)."""
     expected_text, got_text = messages.show(expected), messages.show(value)
@@ -125,9 +142,10 @@ class ConstantGuard(Guard):
         return constant_key(self.value)
 
     def emit(self, writer: Any) -> None:
-        variable = writer.fetch(self.source)
+        variable = writer.value(self.source)
         writer.comment(self.describe())
-        writer.require(constant_conditions(variable, self.value, writer))
+        if not emit_native_constant(variable, self.value, writer):
+            writer.require(constant_conditions(writer.export(variable), self.value, writer))
 
     def reason(self, value: Any) -> str | None:
         if constants_match(self.value, value):

@@ -18,8 +18,8 @@ from typing import Any, Hashable, Iterable
 
 from guards import messages
 from guards.kinds.base import RANK_OBJECT, RANK_VALUE, Guard
-from guards.kinds.constants import (constant_conditions, constant_key, constants_match, is_constant,
-                                    show_difference)
+from guards.kinds.constants import (constant_conditions, constant_key, constants_match,
+                                    emit_native_constant, is_constant, show_difference)
 from guards.kinds.values import HeldObject, identity_reason
 from guards.sources import Source
 
@@ -41,8 +41,9 @@ class ModuleTrainingGuard(Guard):
         return self.training
 
     def emit(self, writer: Any) -> None:
-        variable = writer.fetch(self.source)
-        writer.require([f"{variable}.training is {self.training}"])
+        variable = writer.value(self.source)
+        training = writer.derive(variable, "attribute", "training", f"{variable}_training")
+        writer.check_is(training, self.training, repr(self.training))
 
     def reason(self, value: Any) -> str | None:
         got = value.training
@@ -241,6 +242,10 @@ class ObjectSnapshotGuard(Guard):
     def emit(self, writer: Any) -> None:
         if not self.snapshot.entries:
             return
+        variable = writer.value(self.source)
+        if writer.native(variable):
+            self._emit_native(variable, writer)
+            return
         variable = writer.fetch(self.source)
         namespace = writer.assign(f"{variable}.__dict__", f"{variable}_dict")
         conditions = []
@@ -248,6 +253,27 @@ class ObjectSnapshotGuard(Guard):
             conditions += _entry_conditions(entry, namespace, writer)
         writer.comment(self.describe())
         writer.require(conditions)
+
+    def _emit_native(self, variable: str, writer: Any) -> None:
+        """The entries as native steps, except absences and constants the program cannot
+        compare, which stay Python conditions on the exported dict."""
+        namespace = writer.derive(variable, "attribute", "__dict__", f"{variable}_dict")
+        writer.comment(self.describe())
+        for entry in self.snapshot.entries:
+            if entry.kind == ABSENT:
+                writer.require(_entry_conditions(entry, writer.export(namespace), writer))
+                continue
+            target = namespace
+            for part in entry.path:
+                target = writer.derive(target, "item", part, f"{target}_{part}")
+            if entry.kind == KEYS and not entry.value:
+                writer.check_falsy(target)
+            elif entry.kind == KEYS:
+                writer.check_keys(target, entry.value)
+            elif entry.kind == SAME:
+                writer.check_identity(target, entry.held.object_id)
+            elif not emit_native_constant(target, entry.value, writer):
+                writer.require(constant_conditions(writer.export(target), entry.value, writer))
 
     def reason(self, value: Any) -> str | None:
         return self.snapshot.first_difference(value, self.source.name())

@@ -162,14 +162,20 @@ def emit_together(guards: list, writer: Any) -> bool:
     writing nothing, when the native matcher is off or unavailable."""
     from guards import native
 
-    matcher = native.tensor_matcher([guard.properties for guard in guards])
+    properties = [guard.properties for guard in guards]
+    matcher = native.tensor_matcher(properties)
     if matcher is None:
         return False
-    variables = []
+    variables = [writer.value(guard.source) for guard in guards]
+    call = f"tensors_match({', '.join(variables)})"
+    if writer.check_tensors(variables, [native.tensor_spec(item) for item in properties],
+                            "\n".join([f"# {guard.describe()}" for guard in guards] + [call])):
+        return True
     for guard in guards:
-        variables.append(writer.fetch(guard.source))
+        writer.export(writer.value(guard.source))
         writer.comment(guard.describe())
-    writer.require([f"{writer.bind(matcher, 'tensors_match')}({', '.join(variables)})"])
+    name = writer.bind(matcher, "tensors_match")
+    writer.require([f"{name}({', '.join(variables)})"])
     return True
 
 

@@ -27,9 +27,7 @@ class TypeGuard(Guard):
         return self.expected
 
     def emit(self, writer: Any) -> None:
-        variable = writer.fetch(self.source)
-        expected = writer.bind(self.expected, self.expected.__name__)
-        writer.require([f"type({variable}) is {expected}"])
+        writer.check_type(writer.value(self.source), self.expected)
 
     def reason(self, value: Any) -> str | None:
         if type(value) is self.expected:
@@ -99,9 +97,9 @@ class IdentityGuard(Guard):
         return self.held.object_id
 
     def emit(self, writer: Any) -> None:
-        variable = writer.fetch(self.source)
+        variable = writer.value(self.source)
         writer.comment(self.describe())
-        writer.require([f"id({variable}) == {self.held.object_id}"])
+        writer.check_identity(variable, self.held.object_id)
 
     def reason(self, value: Any) -> str | None:
         return identity_reason(self.source.name(), self.held, value)
@@ -133,8 +131,7 @@ class NoneGuard(Guard):
         return self.is_none
 
     def emit(self, writer: Any) -> None:
-        variable = writer.fetch(self.source)
-        writer.require([f"{variable} is {'' if self.is_none else 'not '}None"])
+        writer.check_is(writer.value(self.source), None, "None", negate=not self.is_none)
 
     def reason(self, value: Any) -> str | None:
         if (value is None) == self.is_none:
@@ -186,8 +183,7 @@ class LengthGuard(Guard):
         return self.expected
 
     def emit(self, writer: Any) -> None:
-        variable = writer.fetch(self.source)
-        writer.require([f"len({variable}) == {self.expected}"])
+        writer.check_length(writer.value(self.source), self.expected)
 
     def reason(self, value: Any) -> str | None:
         subject = f"len({self.source.name()})"
@@ -226,13 +222,15 @@ class DictKeysGuard(Guard):
         return (self.keys, self.key_types)
 
     def emit(self, writer: Any) -> None:
+        variable = writer.value(self.source)
+        if self.key_types is None:
+            writer.check_keys(variable, self.keys)
+            return
         variable = writer.fetch(self.source)
         keys = writer.bind(self.keys, "keys")
-        conditions = [f"tuple({variable}) == {keys}"]
-        if self.key_types is not None:
-            types = writer.bind(self.key_types, "key_types")
-            conditions.append(f"tuple(map(type, {variable})) == {types}")
-        writer.require(conditions)
+        types = writer.bind(self.key_types, "key_types")
+        writer.require([f"tuple({variable}) == {keys}",
+                        f"tuple(map(type, {variable})) == {types}"])
 
     def reason(self, value: Any) -> str | None:
         if not hasattr(type(value), "__iter__"):

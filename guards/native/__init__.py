@@ -157,13 +157,14 @@ def tensor_matcher(properties: Sequence) -> Optional[Callable[..., bool]]:
     if module is None:
         return None
     try:
-        return module.TensorMatcher([_spec(item) for item in properties])
+        return module.TensorMatcher([tensor_spec(item) for item in properties])
     except (TypeError, ValueError, OverflowError) as error:  # e.g. a symbolic (nested) size
         log.debug("tensor guards kept in Python: %s", error)
         return None
 
 
-def _spec(properties) -> tuple:
+def tensor_spec(properties) -> tuple:
+    """The native form of a `TensorProperties` (what `TensorMatcher` and `GuardProgram` read)."""
     return (properties.tensor_type, properties.dtype, properties.device,
             properties.requires_grad, properties.layout, properties.sizes, properties.strides,
             properties.inference, properties.neg, properties.conj)

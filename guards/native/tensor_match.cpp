@@ -1,15 +1,23 @@
-// guards.native._tensor_match: every tensor of a guard set checked in one call (stage: guard).
+// guards.native._tensor_match: native guard checks (stage: guard).
 //
-// Input: the tensors a compiled check fetched from the frame, in the order of its tensor guards.
-// Output: True when each has exactly the expected properties, else False. Mechanism only: the
-// expectations come from guards.kinds.tensors.TensorProperties, and the Python conditions that
-// guards/kinds/tensors.py generates stay the reference (tests compare the two on generated
-// tensors). Built on first use against the installed torch's headers (see __init__.py), because
-// torch's Python getters cost ~50-90 ns each while the fields behind them cost ~1 ns.
+// Input: the values a compiled check reads from the frame. Output: whether they match what was
+// seen at capture. Mechanism only: the expectations come from Python (guards/kinds/*.py), and
+// the Python conditions those generate stay the reference (tests compare the two). Built on
+// first use against the installed torch's headers (see __init__.py), because torch's Python
+// getters cost ~50-90 ns each while the fields behind them cost ~1 ns.
 //
 //   matcher = TensorMatcher([(type, dtype, device, requires_grad, layout, sizes, strides,
 //                             inference, neg, conj), ...])     # sizes/strides: None = any
 //   matcher(x, y, ...) -> bool
+//
+//   program = GuardProgram(steps, register_count, exports, tensor_specs)
+//   program(L, G) -> tuple of the exported registers' values, or None when a check fails or a
+//                    read raises an Exception (other BaseExceptions propagate)
+//
+// A program is straight-line: each step reads the frame or a register into a register
+// (locals, globals, attributes, items, type) or checks one (exact type, identity, `is`, length,
+// constant equality, tensor properties). It replaces the interpreted lines of a generated check
+// (~20 ns each) for the guards that need nothing else; the rest stay Python (guards/codegen.py).
 #include <Python.h>
 
 #include <c10/core/TensorImpl.h>
@@ -18,6 +26,7 @@
 #include <torch/csrc/Layout.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -182,6 +191,275 @@ void matcher_dealloc(PyObject* self_object) {
 
 PyTypeObject TensorMatcherType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// ---- the GuardProgram type --------------------------------------------------------------------
+
+enum Operation : int {
+  kLocal = 0,       // target = L[operand]
+  kGlobal = 1,      // target = G[operand]
+  kAttribute = 2,   // target = source.<operand>
+  kItem = 3,        // target = source[operand]
+  kTypeOf = 4,      // target = type(source)
+  kTypeIs = 5,      // type(source) is operand
+  kIdentity = 6,    // id(source) == number
+  kIs = 7,          // source is operand
+  kIsNot = 8,       // source is not operand
+  kLength = 9,      // len(source) == number
+  kEqual = 10,      // type(source) is type(operand) and source == operand (int, str, bytes)
+  kFloat = 11,      // type(source) is float and the same float (nan matches nan, -0.0 not 0.0)
+  kTensors = 12,    // each register in `registers` matches the next tensor spec
+  kFalsy = 13,      // not source
+  kKeys = 14,       // tuple(source) == operand (a tuple of keys)
+};
+
+struct Step {
+  int operation = 0, target = -1, source = -1;
+  PyObject* operand = nullptr;  // borrowed: the program's `operands` list owns it
+  long long number = 0;
+  std::vector<int> registers;
+  size_t first_spec = 0;
+};
+
+struct GuardProgram {
+  PyObject_HEAD
+  std::vector<Step>* steps;
+  std::vector<Expected>* specs;
+  std::vector<int>* exports;
+  Py_ssize_t register_count;
+  PyObject* operands;  // list keeping every operand alive
+  vectorcallfunc vectorcall;
+};
+
+// A new reference to mapping[key]; nullptr with no exception set when the key is missing.
+PyObject* item_of(PyObject* mapping, PyObject* key) {
+  if (PyDict_CheckExact(mapping)) {
+    PyObject* value = PyDict_GetItemWithError(mapping, key);
+    Py_XINCREF(value);
+    return value;
+  }
+  return PyObject_GetItem(mapping, key);
+}
+
+bool same_float(PyObject* value, PyObject* expected) {
+  if (!PyFloat_CheckExact(value)) return false;
+  double got = PyFloat_AS_DOUBLE(value), want = PyFloat_AS_DOUBLE(expected);
+  if (std::isnan(want)) return std::isnan(got);
+  if (want == 0.0) return got == 0.0 && std::signbit(got) == std::signbit(want);
+  return got == want;
+}
+
+// tuple(value) == keys, for an exact dict without building the tuple.
+int same_keys(PyObject* value, PyObject* keys) {
+  if (!PyDict_CheckExact(value)) {
+    PyObject* items = PySequence_Tuple(value);
+    if (items == nullptr) return -1;
+    int equal = PyObject_RichCompareBool(items, keys, Py_EQ);
+    Py_DECREF(items);
+    return equal;
+  }
+  if (PyDict_GET_SIZE(value) != PyTuple_GET_SIZE(keys)) return 0;
+  Py_ssize_t position = 0, index = 0;
+  PyObject *key, *unused;
+  while (PyDict_Next(value, &position, &key, &unused)) {
+    PyObject* want = PyTuple_GET_ITEM(keys, index++);
+    if (key == want) continue;
+    int equal = PyObject_RichCompareBool(key, want, Py_EQ);
+    if (equal != 1) return equal;
+  }
+  return 1;
+}
+
+// 1: the step holds, 0: it does not, -1: an exception is set.
+int run_step(const GuardProgram* self, const Step& step, PyObject** registers, PyObject* L,
+             PyObject* G) {
+  PyObject* value = step.source >= 0 ? registers[step.source] : nullptr;
+  PyObject* result = nullptr;
+  switch (step.operation) {
+    case kLocal: result = item_of(L, step.operand); break;
+    case kGlobal: result = item_of(G, step.operand); break;
+    case kAttribute: result = PyObject_GetAttr(value, step.operand); break;
+    case kItem: result = item_of(value, step.operand); break;
+    case kTypeOf: result = Py_NewRef(reinterpret_cast<PyObject*>(Py_TYPE(value))); break;
+    case kTypeIs: return reinterpret_cast<PyObject*>(Py_TYPE(value)) == step.operand;
+    case kIdentity: return static_cast<long long>(reinterpret_cast<uintptr_t>(value)) ==
+                           step.number;
+    case kIs: return value == step.operand;
+    case kIsNot: return value != step.operand;
+    case kLength: {
+      Py_ssize_t length = PyObject_Length(value);
+      return length < 0 ? -1 : length == step.number;
+    }
+    case kEqual:
+      if (Py_TYPE(value) != Py_TYPE(step.operand)) return 0;
+      return PyObject_RichCompareBool(value, step.operand, Py_EQ);
+    case kFloat: return same_float(value, step.operand);
+    case kFalsy: {
+      int truth = PyObject_IsTrue(value);
+      return truth < 0 ? -1 : truth == 0;
+    }
+    case kKeys: return same_keys(value, step.operand);
+    case kTensors:
+      for (size_t i = 0; i < step.registers.size(); i++)
+        if (!matches(registers[step.registers[i]], (*self->specs)[step.first_spec + i]))
+          return 0;
+      return 1;
+    default:
+      PyErr_SetString(PyExc_SystemError, "GuardProgram: unknown step");
+      return -1;
+  }
+  if (result == nullptr) return PyErr_Occurred() ? -1 : 0;  // a missing key: the check fails
+  Py_XSETREF(registers[step.target], result);
+  return 1;
+}
+
+PyObject* program_call(PyObject* self_object, PyObject* const* args, size_t nargsf,
+                       PyObject* kwnames) {
+  auto* self = reinterpret_cast<GuardProgram*>(self_object);
+  if (kwnames != nullptr || PyVectorcall_NARGS(nargsf) != 2) {
+    PyErr_SetString(PyExc_TypeError, "GuardProgram takes exactly (L, G)");
+    return nullptr;
+  }
+  std::vector<PyObject*> registers(self->register_count, nullptr);
+  int verdict = 1;
+  for (const Step& step : *self->steps)
+    if ((verdict = run_step(self, step, registers.data(), args[0], args[1])) != 1) break;
+  PyObject* answer = nullptr;
+  if (verdict == 1) {
+    answer = PyTuple_New(static_cast<Py_ssize_t>(self->exports->size()));
+    for (size_t i = 0; answer != nullptr && i < self->exports->size(); i++) {
+      PyObject* value = registers[(*self->exports)[i]];
+      PyTuple_SET_ITEM(answer, i, Py_NewRef(value ? value : Py_None));
+    }
+  } else if (verdict == 0 || PyErr_ExceptionMatches(PyExc_Exception)) {
+    PyErr_Clear();  // a read that raises fails the check, as `except Exception` does in Python
+    answer = Py_NewRef(Py_None);
+  }
+  for (PyObject* value : registers) Py_XDECREF(value);
+  return answer;
+}
+
+bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
+  PyObject *registers, *operand;
+  if (!PyArg_ParseTuple(spec, "iiiOLO;a step is (operation, target, source, operand, number, "
+                        "registers)", &step.operation, &step.target, &step.source, &operand,
+                        &step.number, &registers))
+    return false;
+  step.operand = operand;
+  if (step.target >= register_count || step.source >= register_count ||
+      step.operation < kLocal || step.operation > kKeys ||
+      (step.operation <= kTypeOf && step.target < 0) ||
+      (step.operation >= kAttribute && step.operation != kTensors && step.source < 0)) {
+    PyErr_SetString(PyExc_ValueError, "GuardProgram: a step's registers are out of range");
+    return false;
+  }
+  if (step.operation == kFloat && !PyFloat_CheckExact(operand)) {
+    PyErr_SetString(PyExc_TypeError, "GuardProgram: a float step needs a float");
+    return false;
+  }
+  if (step.operation == kKeys && !PyTuple_CheckExact(operand)) {
+    PyErr_SetString(PyExc_TypeError, "GuardProgram: a keys step needs a tuple");
+    return false;
+  }
+  std::vector<int64_t> indices;
+  if (!read_entries(registers, indices)) return false;
+  for (int64_t index : indices) {
+    if (index < 0 || index >= register_count) {
+      PyErr_SetString(PyExc_ValueError, "GuardProgram: a tensor register is out of range");
+      return false;
+    }
+    step.registers.push_back(static_cast<int>(index));
+  }
+  return true;
+}
+
+// Whether every register `step` reads was set by an earlier step (then marks its target set).
+bool reads_written(const Step& step, std::vector<bool>& written) {
+  bool ok = step.source < 0 || written[step.source];
+  for (int index : step.registers) ok = ok && written[index];
+  if (!ok) {
+    PyErr_SetString(PyExc_ValueError, "GuardProgram: a step reads a register no earlier "
+                    "step sets");
+    return false;
+  }
+  if (step.target >= 0) written[step.target] = true;
+  return true;
+}
+
+bool read_program(GuardProgram* self, PyObject* steps, PyObject* exports, PyObject* specs) {
+  PyObject* sequence = PySequence_Fast(steps, "GuardProgram expects a sequence of steps");
+  if (sequence == nullptr) return false;
+  bool ok = true;
+  std::vector<bool> written(self->register_count, false);  // registers set by earlier steps
+  for (Py_ssize_t i = 0; ok && i < PySequence_Fast_GET_SIZE(sequence); i++) {
+    Step step;
+    ok = read_step(PySequence_Fast_GET_ITEM(sequence, i), step, self->register_count) &&
+         PyList_Append(self->operands, step.operand) == 0;
+    if (ok) ok = reads_written(step, written);
+    if (ok && step.operation == kTensors) {
+      step.first_spec = self->specs->size();
+      self->specs->resize(self->specs->size() + step.registers.size());
+    }
+    if (ok) self->steps->push_back(std::move(step));
+  }
+  Py_DECREF(sequence);
+  std::vector<int64_t> indices;
+  if (!ok || !read_entries(exports, indices)) return false;
+  for (int64_t index : indices) {
+    if (index < 0 || index >= self->register_count || !written[index]) {
+      PyErr_SetString(PyExc_ValueError, "GuardProgram: an export is out of range or unset");
+      return false;
+    }
+    self->exports->push_back(static_cast<int>(index));
+  }
+  sequence = PySequence_Fast(specs, "GuardProgram expects a sequence of tensor specs");
+  if (sequence == nullptr) return false;
+  if (PySequence_Fast_GET_SIZE(sequence) != static_cast<Py_ssize_t>(self->specs->size())) {
+    PyErr_SetString(PyExc_ValueError, "GuardProgram: one tensor spec per tensor register");
+    ok = false;
+  }
+  for (Py_ssize_t i = 0; ok && i < PySequence_Fast_GET_SIZE(sequence); i++) {
+    PyObject* spec = PySequence_Fast_GET_ITEM(sequence, i);
+    ok = read_expected(spec, (*self->specs)[i]) && PyList_Append(self->operands, spec) == 0;
+  }
+  Py_DECREF(sequence);
+  return ok;
+}
+
+void program_dealloc(PyObject* self_object) {
+  auto* self = reinterpret_cast<GuardProgram*>(self_object);
+  delete self->steps;
+  delete self->specs;
+  delete self->exports;
+  Py_XDECREF(self->operands);
+  Py_TYPE(self_object)->tp_free(self_object);
+}
+
+PyObject* program_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject *steps, *exports, *specs;
+  Py_ssize_t register_count;
+  if (!PyArg_ParseTuple(args, "OnOO:GuardProgram", &steps, &register_count, &exports, &specs))
+    return nullptr;
+  if (register_count < 0) {
+    PyErr_SetString(PyExc_ValueError, "GuardProgram: negative register count");
+    return nullptr;
+  }
+  auto* self = reinterpret_cast<GuardProgram*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->steps = new std::vector<Step>();
+  self->specs = new std::vector<Expected>();
+  self->exports = new std::vector<int>();
+  self->register_count = register_count;
+  self->vectorcall = program_call;
+  self->operands = PyList_New(0);
+  if (self->operands == nullptr || !read_program(self, steps, exports, specs)) {
+    Py_DECREF(self);
+    return nullptr;
+  }
+  return reinterpret_cast<PyObject*>(self);
+}
+
+PyTypeObject GuardProgramType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_tensor_match",
                           "Native tensor matching for framejit guard checks.", -1, nullptr};
 
@@ -198,10 +476,23 @@ PyMODINIT_FUNC PyInit__tensor_match(void) {
   TensorMatcherType.tp_call = PyVectorcall_Call;
   TensorMatcherType.tp_vectorcall_offset = offsetof(TensorMatcher, vectorcall);
   if (PyType_Ready(&TensorMatcherType) < 0) return nullptr;
+  GuardProgramType.tp_name = "guards.native.GuardProgram";
+  GuardProgramType.tp_basicsize = sizeof(GuardProgram);
+  GuardProgramType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  GuardProgramType.tp_doc =
+      "GuardProgram(steps, register_count, exports, tensor_specs): called with (L, G), the "
+      "exported values when every step holds, else None.";
+  GuardProgramType.tp_new = program_new;
+  GuardProgramType.tp_dealloc = program_dealloc;
+  GuardProgramType.tp_call = PyVectorcall_Call;
+  GuardProgramType.tp_vectorcall_offset = offsetof(GuardProgram, vectorcall);
+  if (PyType_Ready(&GuardProgramType) < 0) return nullptr;
   PyObject* module = PyModule_Create(&module_def);
   if (module == nullptr) return nullptr;
   if (PyModule_AddObjectRef(module, "TensorMatcher",
-                            reinterpret_cast<PyObject*>(&TensorMatcherType)) < 0) {
+                            reinterpret_cast<PyObject*>(&TensorMatcherType)) < 0 ||
+      PyModule_AddObjectRef(module, "GuardProgram",
+                            reinterpret_cast<PyObject*>(&GuardProgramType)) < 0) {
     Py_DECREF(module);
     return nullptr;
   }

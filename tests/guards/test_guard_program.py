@@ -1,0 +1,140 @@
+"""Native guard programs (`guards.native.program`): checks of module trees run as native steps,
+answer exactly as the Python conditions do, and leave only what the program cannot read or
+compare to Python."""
+import os
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from guards import GuardSet, LocalSource, native
+from guards.install import install_for
+from guards.kinds.constants import ConstantGuard
+from guards.kinds.objects import ObjectSnapshotGuard
+from guards.native import program as native_program
+
+NATIVE_OFF = os.environ.get("JIT_NATIVE_GUARDS", "1") in ("0", "false", "no", "off")
+pytestmark = pytest.mark.skipif(NATIVE_OFF, reason="JIT_NATIVE_GUARDS=0")
+
+
+def compiled(guards, use_native: bool):
+    saved = native.enabled()
+    native.set_enabled(use_native)
+    try:
+        return GuardSet(guards).compile()
+    finally:
+        native.set_enabled(saved)
+
+
+def model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Dropout(0.1),
+                               torch.nn.Sequential(torch.nn.LayerNorm(3))).eval()
+
+
+def python_lines(check) -> list:
+    body = check.source_text.splitlines()[2:-3]
+    return [line.strip() for line in body if not line.strip().startswith("#")]
+
+
+def test_module_tree_checks_run_natively():
+    net = model()
+    check = compiled(install_for(net, LocalSource("m")), True)
+    assert "native_program: " in check.source_text
+    assert python_lines(check) == ["if native_program(L, G) is None:", "return False"]
+    assert check({"m": net}, {})
+    net[1].train()
+    assert not check({"m": net}, {})
+
+
+def test_program_exports_what_python_conditions_read():
+    guards = [ConstantGuard(LocalSource("t"), (1, 2.5)), ConstantGuard(LocalSource("n"), 3),
+              ConstantGuard(LocalSource("f"), -0.0), ConstantGuard(LocalSource("s"), "a")]
+    check = compiled(guards, True)
+    assert "t, = values" in check.source_text
+    frame = {"t": (1, 2.5), "n": 3, "f": -0.0, "s": "a"}
+    assert check(frame, {})
+    for name, value in (("t", (1, 2.5, 0)), ("n", 3.0), ("n", True), ("f", 0.0), ("s", b"a"),
+                        ("t", [1, 2.5])):
+        assert not check(dict(frame, **{name: value}), {}), (name, value)
+    assert not check({"n": 3}, {})  # a missing local fails the check, it does not raise
+
+
+def test_snapshot_absences_stay_python_and_agree():
+    class Config:
+        pass
+    config = Config()
+    config.scale = 2.0
+    guards = [ObjectSnapshotGuard.of(LocalSource("c"), config, attributes=["scale", "missing"])]
+    native_check, python_check = compiled(guards, True), compiled(guards, False)
+    assert "not in" in "\n".join(python_lines(native_check))
+    for mutate in (lambda c: None, lambda c: setattr(c, "missing", 1),
+                   lambda c: setattr(c, "scale", -2.0), lambda c: setattr(c, "scale", "2")):
+        candidate = Config()
+        candidate.__dict__.update(config.__dict__)
+        mutate(candidate)
+        frame = {"c": candidate}
+        assert native_check(frame, {}) is python_check(frame, {})
+
+
+class Loud:
+    """An attribute read that raises a BaseException, or an Exception."""
+
+    def __init__(self, error):
+        self.error = error
+
+    @property
+    def value(self):
+        raise self.error
+
+
+def test_reads_that_raise_exceptions_fail_and_base_exceptions_propagate():
+    from guards.sources import AttrSource
+    guards = [ConstantGuard(AttrSource(LocalSource("x"), "value"), 1)]
+    check = compiled(guards, True)
+    assert "native_program" in check.source_text
+    assert not check({"x": Loud(RuntimeError("no"))}, {})
+    with pytest.raises(KeyboardInterrupt):
+        check({"x": Loud(KeyboardInterrupt())}, {})
+
+
+def test_program_rejects_malformed_steps():
+    module = native.load()
+    with pytest.raises(ValueError):
+        module.GuardProgram([(native_program.ATTRIBUTE, 0, 5, "a", 0, ())], 1, [], [])
+    with pytest.raises(ValueError):
+        module.GuardProgram([(native_program.LOCAL, 0, -1, "a", 0, ())], 1, [3], [])
+    with pytest.raises(TypeError):
+        module.GuardProgram([(native_program.FLOAT, -1, 0, 1, 0, ())], 1, [], [])
+    with pytest.raises(ValueError):  # reads register 0 before any step set it
+        module.GuardProgram([(native_program.TYPE_IS, -1, 0, int, 0, ())], 1, [], [])
+    with pytest.raises(ValueError):  # exports a register no step sets
+        module.GuardProgram([], 1, [0], [])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["train", "eval", "swap", "weight", "hook", "drop", "same"]),
+                max_size=3))
+def test_native_and_python_checks_agree_on_mutated_modules(mutations):
+    net = model()
+    guards = install_for(net, LocalSource("m"))
+    native_check, python_check = compiled(guards, True), compiled(guards, False)
+    for mutation in mutations:
+        if mutation in ("swap", "weight") and not isinstance(net[0], torch.nn.Linear):
+            continue
+        if mutation == "train":
+            net.train()
+        elif mutation == "eval":
+            net.eval()
+        elif mutation == "swap":
+            net[0] = torch.nn.Linear(3, 3)
+        elif mutation == "weight":
+            net[0].weight = torch.nn.Parameter(torch.ones(3, 2))
+        elif mutation == "hook":
+            net[len(net) - 1].register_forward_hook(lambda *args: None)
+        elif mutation == "drop" and len(net) > 1:
+            del net[len(net) - 1]
+    frame = {"m": net}
+    assert native_check(frame, {}) is python_check(frame, {})
+    assert native_check(frame, {}) is (not GuardSet(guards).failures(frame, {}))

@@ -217,6 +217,11 @@ struct Step {
   long long number = 0;
   std::vector<int> registers;
   size_t first_spec = 0;
+  // attribute steps: whether objects of `seen_type` (at type version `seen_version`) read the
+  // attribute straight from their instance dict (see `attribute_of`)
+  PyTypeObject* seen_type = nullptr;
+  unsigned int seen_version = 0;
+  bool from_instance_dict = false;
 };
 
 struct GuardProgram {
@@ -237,6 +242,43 @@ PyObject* item_of(PyObject* mapping, PyObject* key) {
     return value;
   }
   return PyObject_GetItem(mapping, key);
+}
+
+PyObject* getattribute_name = nullptr;    // "__getattribute__", interned (set at module init)
+PyObject* object_getattribute = nullptr;  // object.__getattribute__ (set at module init)
+
+// Whether `name` read from an instance of `type` is the instance dict's entry when it has one:
+// attribute lookup is object's (no __getattribute__ override; a __getattr__ only runs for
+// missing names) and the type has no data descriptor of that name.
+bool reads_instance_dict(PyTypeObject* type, PyObject* name) {
+  if (type->tp_getattro != PyObject_GenericGetAttr) {
+    PyObject* getattribute = _PyType_Lookup(type, getattribute_name);
+    if (getattribute != object_getattribute) return false;
+  }
+  PyObject* descriptor = _PyType_Lookup(type, name);
+  return descriptor == nullptr || Py_TYPE(descriptor)->tp_descr_set == nullptr;
+}
+
+// value.<name>, as `getattr` reads it, taking an instance's own dict entry directly when the
+// type (unchanged since the last read: same version tag) lets the dict decide.
+PyObject* attribute_of(Step& step, PyObject* value) {
+  PyTypeObject* type = Py_TYPE(value);
+  bool tagged = PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) && type->tp_version_tag;
+  if (!tagged || type != step.seen_type || type->tp_version_tag != step.seen_version) {
+    step.from_instance_dict = tagged && type->tp_dictoffset != 0 &&
+                              reads_instance_dict(type, step.operand);
+    step.seen_type = tagged ? type : nullptr;
+    step.seen_version = tagged ? type->tp_version_tag : 0;
+  }
+  if (step.from_instance_dict) {
+    PyObject** dictionary = _PyObject_GetDictPtr(value);
+    if (dictionary != nullptr && *dictionary != nullptr) {
+      PyObject* found = PyDict_GetItemWithError(*dictionary, step.operand);
+      if (found != nullptr) return Py_NewRef(found);
+      if (PyErr_Occurred()) return nullptr;
+    }
+  }
+  return PyObject_GetAttr(value, step.operand);  // class attributes, descriptors, __getattr__
 }
 
 bool same_float(PyObject* value, PyObject* expected) {
@@ -269,14 +311,14 @@ int same_keys(PyObject* value, PyObject* keys) {
 }
 
 // 1: the step holds, 0: it does not, -1: an exception is set.
-int run_step(const GuardProgram* self, const Step& step, PyObject** registers, PyObject* L,
+int run_step(const GuardProgram* self, Step& step, PyObject** registers, PyObject* L,
              PyObject* G) {
   PyObject* value = step.source >= 0 ? registers[step.source] : nullptr;
   PyObject* result = nullptr;
   switch (step.operation) {
     case kLocal: result = item_of(L, step.operand); break;
     case kGlobal: result = item_of(G, step.operand); break;
-    case kAttribute: result = PyObject_GetAttr(value, step.operand); break;
+    case kAttribute: result = attribute_of(step, value); break;
     case kItem: result = item_of(value, step.operand); break;
     case kTypeOf: result = Py_NewRef(reinterpret_cast<PyObject*>(Py_TYPE(value))); break;
     case kTypeIs: return reinterpret_cast<PyObject*>(Py_TYPE(value)) == step.operand;
@@ -320,7 +362,7 @@ PyObject* program_call(PyObject* self_object, PyObject* const* args, size_t narg
   }
   std::vector<PyObject*> registers(self->register_count, nullptr);
   int verdict = 1;
-  for (const Step& step : *self->steps)
+  for (Step& step : *self->steps)
     if ((verdict = run_step(self, step, registers.data(), args[0], args[1])) != 1) break;
   PyObject* answer = nullptr;
   if (verdict == 1) {
@@ -487,6 +529,9 @@ PyMODINIT_FUNC PyInit__tensor_match(void) {
   GuardProgramType.tp_call = PyVectorcall_Call;
   GuardProgramType.tp_vectorcall_offset = offsetof(GuardProgram, vectorcall);
   if (PyType_Ready(&GuardProgramType) < 0) return nullptr;
+  getattribute_name = PyUnicode_InternFromString("__getattribute__");
+  if (getattribute_name == nullptr) return nullptr;
+  object_getattribute = _PyType_Lookup(&PyBaseObject_Type, getattribute_name);
   PyObject* module = PyModule_Create(&module_def);
   if (module == nullptr) return nullptr;
   if (PyModule_AddObjectRef(module, "TensorMatcher",

@@ -138,3 +138,51 @@ def test_native_and_python_checks_agree_on_mutated_modules(mutations):
     frame = {"m": net}
     assert native_check(frame, {}) is python_check(frame, {})
     assert native_check(frame, {}) is (not GuardSet(guards).failures(frame, {}))
+
+
+class Holder:
+    scale = 1  # a class attribute an instance entry may shadow
+
+    def __getattr__(self, name):
+        if name == "dynamic":
+            return 5
+        raise AttributeError(name)
+
+
+class Slotted:
+    __slots__ = ("scale",)
+
+
+def test_attribute_reads_follow_python_lookup_as_types_change():
+    from guards.sources import AttrSource
+    guards = [ConstantGuard(AttrSource(LocalSource("h"), "scale"), 2),
+              ConstantGuard(AttrSource(LocalSource("h"), "dynamic"), 5)]
+    native_check, python_check = compiled(guards, True), compiled(guards, False)
+
+    def agree(value) -> bool:
+        verdict = native_check({"h": value}, {})
+        assert verdict is python_check({"h": value}, {})
+        return verdict
+
+    holder = Holder()
+    holder.scale = 2
+    assert agree(holder) and agree(holder)  # the second read takes the cached path
+    del holder.scale
+    assert not agree(holder)  # the class attribute (1) again
+    Holder.scale = 2
+    assert agree(holder)
+    holder.scale = 3
+    Holder.scale = property(lambda self: 2)  # a data descriptor now wins over the instance
+    try:
+        assert agree(holder)
+        Holder.dynamic = property(lambda self: 6)
+        assert not agree(holder)
+        del Holder.dynamic
+        Holder.__getattribute__ = lambda self, name: 2 if name == "scale" else 5
+        assert agree(holder)
+        del Holder.__getattribute__
+    finally:
+        Holder.scale = 1
+    slotted = Slotted()
+    slotted.scale = 2
+    assert not agree(slotted)  # no __getattr__: `dynamic` cannot be read

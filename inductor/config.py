@@ -85,6 +85,11 @@ class Config:
     alternating rounds; MobileNetV3 2.78 vs 3.00 ms). `benchmarks/triton/diag_kernels.py`
     measures both."""
 
+    convolutions_without_library: bool = True
+    """On the Triton backend, lower 1x1 convolutions (unit strides, no padding) to matrix
+    products and depthwise convolutions to generated kernels that BatchNorm and activations
+    fuse into, instead of calling cuDNN (`lower/convolution.py` says why)."""
+
     max_fusion_nodes: int = 64
     """Upper bound on the scheduler nodes fused into one kernel."""
 

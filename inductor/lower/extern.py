@@ -126,7 +126,7 @@ def make_extern(kernel, args, kwargs, example, kind: str, device=None):
                                 is_leaf=lambda value: isinstance(value, (TensorBox, Buffer,
                                                                          ReinterpretView)))
     device = device or _device_of(example, inputs)
-    if kind == "library" and device.type == "cpu":
+    if kind == "library" and device.type in ("cpu", "cuda"):
         example = _example_for_inputs(kernel, arguments, inputs, example)
     graph = current_graph()
     if isinstance(example, torch.Tensor):
@@ -142,10 +142,11 @@ def make_extern(kernel, args, kwargs, example, kind: str, device=None):
 
 def _example_for_inputs(kernel, arguments, inputs, example):
     """The library call's result metadata for the layouts its inputs really have (their
-    realized buffers or views), where the graph's recorded `example` assumed others: CPU
-    attention returns a layout that follows its inputs', and a mismatch cost a copy of every
-    attention output at run time. Falls back to `example` when the fake kernel fails or
-    disagrees on anything but strides."""
+    realized buffers or views), where the graph's recorded `example` assumed others:
+    attention returns a layout that follows its inputs' (CPU flash, CUDA cuDNN), and a
+    mismatch cost a copy of every attention output at run time (T5 on an H100: 18 copies
+    per call). Falls back to `example` when the fake kernel fails or disagrees on anything
+    but strides."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     if not isinstance(kernel, torch._ops.OpOverload):
         return example
@@ -349,6 +350,11 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     """A library call fed channels-last activations and weights (in graphs the lowering
     switched to channels-last: its output then comes out channels-last too), or contiguous
     ones where the weight outweighs the activations."""
+    from inductor.lower.convolution import lower_without_library
+    lowered = lower_without_library(x, weight, bias, stride, padding, dilation, transposed,
+                                    output_padding, groups)
+    if lowered is not None:
+        return lowered
     graph = current_graph()
     if not getattr(graph, "channels_last", False) or len(x.get_size()) != 4 or \
             len(weight.get_size()) != 4:

@@ -142,6 +142,8 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
     from inductor.runtime import build
     from inductor.schedule.scheduler import schedule
 
+    from inductor.lower.common_subexpressions import eliminate_common_subexpressions
+    eliminate_common_subexpressions(gm)
     loop_graph = lowering.lower(gm, _fakes_for(gm, example_inputs), output_strides)
     if config.verify_ir:
         verify_graph(loop_graph)

@@ -6,9 +6,11 @@ the C++ wrapper then binds the output to the donor's tensor instead of allocatin
 allocation of tens of megabytes costs page faults on every call: BatchNorm + ReLU after each
 convolution of a CNN). CPU buffers only.
 
-Legal only where no element of the donor is read after it is overwritten: the kernel is one
-stage of point-wise work (no reduction, no second loop) storing exactly one buffer, every read
-of the donor in it is at the element being stored (the same storage offset, as an index
+Legal only where no element of the donor is read after it is overwritten: the kernel stores
+exactly one buffer, either in its only stage of point-wise work or in a last inner loop after
+one reduction loop per outer point (layer norm, RMS norm: every outer point reads its row in
+the reduction loop, then writes it), every read of the donor in it is at the element being
+stored (the same storage offset, as an index
 expression in kernel loop variables), both buffers span the same storage (dtype, device,
 elements; the shapes may differ: a GELU of shape [8, 56, 56, 384] over a matrix product's
 [25088, 384] result), and nothing else may see the donor's memory: it is a buffer the
@@ -53,20 +55,35 @@ def in_place_outputs(plan: GraphPlan) -> dict:
             if target is not None and indexes and all(index is not None and index == target
                                                       for index in indexes):
                 result[single.name] = donor
+                step.aliased_stores.add(single.name)
                 break
     return result
 
 
 def _single_store(step):
-    """The one stored member of a single-stage point-wise kernel writing its own buffer."""
-    if not isinstance(step, KernelPlan) or len(step.stages) != 1 or \
-            step.stages[0].kind == "reduction" or len(step.stores) != 1:
+    """The one stored member of a kernel whose stages fit (`_stages_fit`), writing its own
+    buffer."""
+    if not isinstance(step, KernelPlan) or len(step.stores) != 1 or \
+            not _stages_fit(step.stages):
         return None
     stored = [member for member in step.members() if member.store]
     if len(stored) != 1 or stored[0].node.written_name() != stored[0].name or \
             stored[0].node.write.index is None:
         return None
     return stored[0]
+
+
+def _stages_fit(stages: list) -> bool:
+    """One point-wise stage; or one reduction stage, outer stages, and a last inner stage
+    (all earlier reads of a row then precede the first write of that row)."""
+    kinds = [stage.kind for stage in stages]
+    if not kinds:
+        return False                # a scatter plan: no stages of its own
+    if len(kinds) == 1:
+        return kinds[0] != "reduction"
+    return kinds[-1] == "inner" and kinds.count("reduction") == 1 and \
+        "inner" not in kinds[:-1] and \
+        all(not member.store for stage in stages[:-1] for member in stage.members)
 
 
 def _kernel_index(member, index, ranges) -> Optional[sympy.Expr]:

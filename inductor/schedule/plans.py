@@ -54,6 +54,9 @@ class KernelPlan:
     loads: list                 # buffers read from memory
     stores: list                # buffers written to memory
     tiling: Optional[object] = None   # GPU grid mapping (`schedule/tiling.py`), None for C++
+    # stored buffers that take the memory of a buffer this kernel reads (`in_place.py`): no
+    # loop may store into them before the last read of that buffer
+    aliased_stores: set = dataclasses.field(default_factory=set)
 
     def members(self) -> list:
         return [member for stage in self.stages for member in stage.members]

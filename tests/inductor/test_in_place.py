@@ -121,3 +121,34 @@ def test_a_reshaped_result_is_written_over_in_its_own_shape():
     source = compiled.report.source
     assert re.search(r"^    buf\d+ = buf\d+\.view\(2, 4, 4, 48\)$", source, re.MULTILINE), source
     assert source.count("empty_strided(") == 0, source
+
+
+def test_a_layer_norm_writes_over_its_input_row_by_row():
+    """A row kernel (one reduction loop, then the stored loop) writes over the product's
+    result it normalises; a softmax (two reduction loops) and a norm whose input is read
+    again later keep fresh buffers."""
+    weight, back = torch.randn(32, 48), torch.randn(48, 32)
+    scale, shift = torch.randn(48), torch.randn(48)
+
+    def norm(x):
+        return functional.layer_norm(x @ weight, (48,), scale, shift) @ back
+
+    def rms(x):
+        y = x @ weight
+        return (y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-6) * scale) @ back
+
+    def softmax(x):
+        return torch.softmax((x @ weight) * 2.0, dim=-1) @ back
+
+    def read_again(x):
+        y = x @ weight
+        return functional.layer_norm(y, (48,), scale, shift) @ back + y @ back
+
+    for function in (norm, rms):
+        compiled = check_same(function, torch.randn(64, 32), atol=1e-4, rtol=1e-4)
+        assert len(_bindings(compiled)) == 1, function.__name__
+        assert "empty_strided(" not in compiled.report.source, function.__name__
+    compiled = check_same(softmax, torch.randn(64, 32), atol=1e-4, rtol=1e-4)
+    assert _bindings(compiled) == []
+    compiled = check_same(read_again, torch.randn(64, 32), atol=1e-4, rtol=1e-4)
+    assert compiled.report.source.count("empty_strided(") == 1     # the norm's output

@@ -143,7 +143,8 @@ class CppKernel:
                 self.reuses = find_reuses(self.plan.stages, self._evaluate, self.ranges,
                                           self.dtype_of,
                                           lambda member: _compute(member.node.buffer.data
-                                                                  .src_dtype))
+                                                                  .src_dtype),
+                                          frozenset(self.plan.aliased_stores))
             self._rows(split=mode == "split")
         return self.lines.function_lines()
 

@@ -99,9 +99,10 @@ class Reuse:
 
 
 def find_reuses(stages: list, evaluate: Callable, ranges: dict, dtype_of: Callable,
-                value_dtype: Callable) -> list:
+                value_dtype: Callable, aliased: frozenset = frozenset()) -> list:
     """Pairs (reduction member, later inner member) where the inner member's body contains
-    the reduction's summand and can hold it in its own output (same compute dtype)."""
+    the reduction's summand and can hold it in its own output (same compute dtype; never an
+    output in `aliased`, written over a buffer the kernel reads)."""
     summands = []
     reuses: list = []
     for stage in stages:
@@ -115,8 +116,9 @@ def find_reuses(stages: list, evaluate: Callable, ranges: dict, dtype_of: Callab
                 continue
             if stage.kind != "inner" or not member.store:
                 continue
-            if getattr(member.node.buffer, "mutated_input", None):
-                continue
+            if getattr(member.node.buffer, "mutated_input", None) or \
+                    member.node.written_name() in aliased:
+                continue    # an input, or a buffer over memory the reduction loop still reads
             # The latest reduction first: its summand usually contains the earlier ones'
             # (softmax with a bias: `exp(x + bias - max)` holds `x + bias`).
             for reduction, key in reversed(summands):

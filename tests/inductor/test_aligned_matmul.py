@@ -1,5 +1,5 @@
-"""Products with misaligned result rows (GPT-2's logits) run against a zero-padded operand,
-in row blocks, on GPUs (inductor/runtime/aligned_matmul.py): the blocks give eager's values,
+"""Products with misaligned result rows (GPT-2's logits) run in aligned blocks of columns,
+the last one against zero-padded columns, on GPUs (inductor/runtime/aligned_matmul.py): the blocks give eager's values,
 and the lowering picks them for mm, addmm and linear layers. Checked on CPU tensors with the GPU condition patched."""
 import pytest
 import torch
@@ -10,9 +10,12 @@ from tests.inductor.conftest import check_same
 
 
 @pytest.mark.parametrize("bias_shape", [None, (37,), (1, 37), (50, 37)])
-def test_row_blocks_give_the_product(monkeypatch, bias_shape):
-    monkeypatch.setattr(aligned_matmul, "SCRATCH_BYTES", 7 * 40 * 4)   # blocks of 7 rows
-    first, second = torch.randn(50, 24), torch.randn(24, 37)
+@pytest.mark.parametrize("transposed", [False, True])
+def test_column_blocks_give_the_product(monkeypatch, bias_shape, transposed):
+    monkeypatch.setattr(aligned_matmul, "SCRATCH_BYTES", 50 * 8 * 4)   # blocks of 8 columns
+    monkeypatch.setattr(aligned_matmul, "MIN_BLOCK_COLUMNS", 1)
+    first = torch.randn(50, 24)
+    second = torch.randn(37, 24).t() if transposed else torch.randn(24, 37)
     if bias_shape is None:
         result, expected = aligned_matmul.aligned_mm(first, second), first @ second
     else:
@@ -21,6 +24,12 @@ def test_row_blocks_give_the_product(monkeypatch, bias_shape):
         expected = torch.addmm(bias, first, second)
     assert result.is_contiguous() and result.shape == (50, 37)
     torch.testing.assert_close(result, expected)
+
+
+def test_blocks_are_whole_alignment_units():
+    assert aligned_matmul._block_columns(2048, 50257, 2) == 8192      # GPT-2: 32 MB blocks
+    assert aligned_matmul._block_columns(16384, 50257, 2) == 4096     # not narrower
+    assert aligned_matmul._block_columns(1 << 20, 50257, 4) == 4096
 
 
 def test_padded_rows_are_whole_16_byte_units():

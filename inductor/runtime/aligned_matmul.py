@@ -17,7 +17,7 @@ from typing import Optional
 
 import torch
 
-SCRATCH_BYTES = 32 << 20      # a block's product at most (unless blocks get too narrow)
+SCRATCH_BYTES = 16 << 20      # a block's product at most (unless blocks get too narrow)
 MIN_BLOCK_COLUMNS = 4096      # fewer, larger products where rows are many
 ALIGNMENT_BYTES = 16
 
@@ -69,6 +69,7 @@ def _blocked_product(bias: Optional[torch.Tensor], first: torch.Tensor,
         part = torch.mm(first, right) if part_bias is None else \
             torch.addmm(part_bias, first, right)
         result[:, start:stop].copy_(part[:, :width] if padded != width else part)
+        del part    # one block alive at a time: the next product must not overlap it
     return result
 
 

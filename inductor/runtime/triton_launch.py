@@ -138,12 +138,17 @@ class Launcher:
         namespace = {"general": self._general, "current_stream": _stream_function(),
                      "make_scratch": self._scratch}
         for position, ((run, function, metadata), grid, blocks) in enumerate(self.fast):
+            bare = _bare_launch(run)
+            middle = ""
+            if bare is not None:
+                run, settings = bare
+                middle = "".join(f"{value!r}, " for value in settings)
             namespace.update({f"run{position}": run, f"function{position}": function,
                               f"metadata{position}": metadata})
             arguments = ", ".join(names) + scratch + "".join(f", {block}" for block in blocks)
             lines.append(f"    run{position}({grid[0]}, {grid[1]}, {grid[2]}, stream, "
-                         f"function{position}, metadata{position}, None, None, None, "
-                         f"{arguments})")
+                         f"function{position}, {middle}metadata{position}, None, None, "
+                         f"None, {arguments})")
         exec(compile("\n".join(lines), f"<framejit launch {self.name}>", "exec"), namespace)
         return namespace["direct"]
 
@@ -243,6 +248,33 @@ class Launcher:
         autotune.remember(key, best, timings)
         log.debug("tuned %s: %s (%.4f ms)", self.name, best.describe(), best_time)
         return best
+
+
+# The Python `__call__` of Triton 3.6's CUDA launcher object, which `_bare_launch` skips: it
+# allocates no scratch memory when the kernel needs none and passes its arguments on.
+_KNOWN_CALL = ("self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid, "
+               "self.launch_pdl, global_scratch, profile_scratch, *args)")
+_known_call_types: dict = {}
+
+
+def _bare_launch(run):
+    """(Triton's C launch function behind the launcher object `run`, the settings its Python
+    `__call__` inserts before the kernel metadata) where that `__call__` is the known one and
+    the kernel needs no scratch memory; else None (the object is called as it is). Saves
+    about 1.5 us of host time per launch."""
+    kind = type(run)
+    if kind not in _known_call_types:
+        import inspect
+        try:
+            source = " ".join(inspect.getsource(kind.__call__).split())
+        except (OSError, TypeError):
+            source = ""
+        _known_call_types[kind] = " ".join(_KNOWN_CALL.split()) in source
+    if not _known_call_types[kind] or getattr(run, "gsan_enabled", False) or \
+            getattr(run, "global_scratch_size", 1) != 0 or \
+            getattr(run, "profile_scratch_size", 1) != 0 or not hasattr(run, "launch"):
+        return None
+    return run.launch, (bool(run.launch_cooperative_grid), bool(run.launch_pdl), None, None)
 
 
 def _stream_function():

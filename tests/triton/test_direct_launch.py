@@ -68,3 +68,39 @@ def test_scratch_memory_is_made_per_call(monkeypatch):
     direct, launched, _ = direct_launcher(monkeypatch, (True, True), scratch=True)
     direct(Pointer(0), Pointer(16), Pointer(32))
     assert launched[0][-2:] == ("scratch", 128)
+
+
+class KnownLauncher:
+    """A stand-in with the Python `__call__` of Triton 3.6's CUDA launcher object."""
+
+    global_scratch_size = profile_scratch_size = 0
+    launch_cooperative_grid, launch_pdl = False, True
+
+    def __init__(self):
+        self.calls = []
+        self.launch = lambda *arguments: self.calls.append(arguments)
+
+    def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+        global_scratch = profile_scratch = None
+        self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid,
+                    self.launch_pdl, global_scratch, profile_scratch, *args)
+
+
+def test_the_known_launcher_object_is_skipped_for_its_c_function(monkeypatch):
+    monkeypatch.setattr(triton_launch, "_stream_function", lambda: (lambda index: 1000 + index))
+    launcher = Launcher.__new__(Launcher)
+    launcher.name, launcher.device = "kernel0", torch.device("cuda", 0)
+    launcher.spec = types.SimpleNamespace(workspaces=[], xnumel=64, status=False)
+    launcher.argument_dtypes, launcher.outside, launcher.alignment = [torch.float32], [0], (True,)
+    launcher.needs_scratch = False
+    known = KnownLauncher()
+    launcher.fast = [((known, "function0", "metadata0"), (2, 1, 1), [32])]
+    a = Pointer(4096)
+    launcher._direct_function()(a)
+    through_call = KnownLauncher()
+    through_call(2, 1, 1, 1000, "function0", "metadata0", None, None, None, a, 32)
+    assert known.calls == through_call.calls == [
+        (2, 1, 1, 1000, "function0", False, True, None, None, "metadata0", None, None, None, a, 32)]
+    # with scratch memory to allocate, the object itself is called
+    known.global_scratch_size = 128
+    assert triton_launch._bare_launch(known) is None

@@ -29,8 +29,8 @@ def build(name: str, batch: int):
     """(model, keyword inputs) with random weights."""
     import torch
     torch.manual_seed(0)
-    if name in TORCHVISION:
-        import torchvision
+    import torchvision
+    if name in TORCHVISION or hasattr(torchvision.models, name):   # densenet121, ...
         model = getattr(torchvision.models, name)()
         return model, {"x": torch.randn(batch, 3, 224, 224)}
     import transformers

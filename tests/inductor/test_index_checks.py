@@ -82,6 +82,16 @@ def test_flags_go_around_the_innermost_loop_or_its_collapse_owner():
     assert text[8:10] == ["{ int jit_index_error = 0;",
                           "#pragma omp simd reduction(|:jit_index_error)"]
     assert text[-1] == "if (jit_index_error) jit_fail(JIT_ERROR_INDEX); }"
+    region = Lines()
+    region.open("for (int64_t x0 = 0; x0 < 4; ++x0)")
+    region.add("#pragma omp parallel num_threads(jit_teams)")
+    region.open("")
+    region.add("const int64_t k = jit_wrap_index(v, 4, jit_index_error);")
+    region.close()
+    region.close()
+    text = [line.strip() for line in region.function_lines()]
+    assert text[1:3] == ["{ int jit_index_error = 0;", "#pragma omp parallel "
+                         "num_threads(jit_teams) reduction(|:jit_index_error)"], text
     outside = Lines()
     outside.add("const int64_t k = jit_wrap_index(v, 4, jit_index_error);")
     assert outside.function_lines()[0].strip() == "int jit_index_error = 0;"

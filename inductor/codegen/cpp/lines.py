@@ -7,10 +7,10 @@ An indirect index is checked against its size (eager raises IndexError for an in
 range). A check that reports through a call with a side effect keeps the compiler from
 vectorising the loop (swin_t's relative-position bias: a 512 x 3 x 49 x 49 softmax kernel ran
 15.8 ms, against 3.2 ms with no check). So the check ORs into a local flag instead: the
-innermost loop around an index statement (or the loop a `collapse` clause folds it into) gets
-`{ int jit_index_error = 0;` before it, `reduction(|:jit_index_error)` on its pragma, and after it
-`if (jit_index_error) jit_fail(...); }`; a statement outside any loop uses a flag declared
-for the whole function.
+innermost loop or `omp parallel` region around an index statement (or the loop a `collapse`
+clause folds it into) gets `{ int jit_index_error = 0;` before it, a
+`reduction(|:jit_index_error)` on its pragma, and `if (jit_index_error) jit_fail(...); }`
+after it; a statement outside any loop uses a flag declared for the whole function.
 """
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ class Lines:
 
     def _flag(self) -> None:
         for block in reversed(self.blocks):
-            if block.loop:
+            if block.loop or block.pragma is not None:   # a loop, or an `omp parallel` region
                 (block.owner or block).flagged = True
                 return
         self.function_flag = True

@@ -17,8 +17,8 @@ from typing import Optional
 
 import torch
 
-SCRATCH_BYTES = 16 << 20      # a block's product at most (unless blocks get too narrow)
-MIN_BLOCK_COLUMNS = 4096      # fewer, larger products where rows are many
+SCRATCH_BYTES = 32 << 20      # a block's product at most (unless blocks get too narrow)
+MIN_BLOCK_COLUMNS = 8192      # fewer, larger products where rows are many (host time)
 ALIGNMENT_BYTES = 16
 
 

@@ -27,10 +27,10 @@ def test_column_blocks_give_the_product(monkeypatch, bias_shape, transposed):
 
 
 def test_blocks_are_whole_alignment_units():
-    assert aligned_matmul._block_columns(2048, 50257, 2) == 4096      # GPT-2: 16 MB blocks
-    assert aligned_matmul._block_columns(512, 50257, 2) == 16384
-    assert aligned_matmul._block_columns(16384, 50257, 2) == 4096     # not narrower
-    assert aligned_matmul._block_columns(1 << 20, 50257, 4) == 4096
+    assert aligned_matmul._block_columns(2048, 50257, 2) == 8192      # GPT-2: 32 MB blocks
+    assert aligned_matmul._block_columns(512, 50257, 2) == 32768
+    assert aligned_matmul._block_columns(16384, 50257, 2) == 8192     # not narrower
+    assert aligned_matmul._block_columns(1 << 20, 50257, 4) == 8192
 
 
 def test_padded_rows_are_whole_16_byte_units():

@@ -206,25 +206,27 @@ VIEW_OPS = {
 }
 
 
-def reaches_loop_consumer(node) -> bool:
-    """Whether a loop body (a pointwise op or a reduction, which a bias add can fuse into)
-    reads the value of FX `node`, directly or through views. Library calls, eager
-    fallbacks and graph outputs read a realized buffer, so a bias add before them would run
-    as a pass of its own."""
+def reader_kinds(node) -> set:
+    """What reads the value of FX `node`, directly or through views: "loop" (a pointwise op
+    or a reduction, which a bias add can fuse into) and "buffer" (a library call, an eager
+    fallback or the graph's output, which read a realized buffer)."""
     import operator
     from inductor.lower.registry import lowering_for
     forced = getattr(current_graph(), "forced_fallbacks", set())
+    kinds = set()
     for user in node.users:
         if user.op != "call_function":
+            kinds.add("buffer")
             continue
         packet = getattr(user.target, "overloadpacket", None)
         if user.target is operator.getitem or packet in VIEW_OPS:
-            if reaches_loop_consumer(user):
-                return True
+            kinds |= reader_kinds(user)
         elif not is_library_op(user.target) and lowering_for(user.target) is not None \
                 and str(packet) not in forced:
-            return True
-    return False
+            kinds.add("loop")
+        else:
+            kinds.add("buffer")
+    return kinds
 
 
 def _aligned_product(arguments: tuple, bias: bool):
@@ -257,12 +259,14 @@ def mm(first, second):
 def addmm(bias, first, second, *, beta=1, alpha=1):
     """`mm` as a library call with the bias added by a pointwise body, which then fuses into
     whatever reads the product (GELU, residual adds) instead of costing a pass of its own.
-    Where nothing would fuse (attention's Q, K and V projections feed attention through
-    views), one `addmm` library call: the library adds the bias itself."""
+    Where something needs the biased product in memory anyway (attention reading its Q, K and
+    V projections through views; GPT-2's fused QKV projection, read by attention and by the
+    copies of its returned keys and values) or nothing would fuse, one `addmm` library call:
+    the library adds the bias itself, and loop readers read its result."""
     if beta != 1 or alpha != 1 or len(bias.get_size()) > 1:
         raise NotImplementedError("addmm with scaling or a 2-D bias stays a library call")
     graph = current_graph()
-    if graph.current is not None and not reaches_loop_consumer(graph.current):
+    if graph.current is not None and reader_kinds(graph.current) != {"loop"}:
         aligned = _aligned_product((bias, first, second), bias=True)
         if aligned is not None:
             return aligned

@@ -82,12 +82,31 @@ def test_linear_feeding_residual_layer_norm_keeps_the_split(backend):
     assert compiled.report.library_calls == {"aten.mm": 1}
 
 
-def test_linear_whose_product_is_returned_and_also_read_by_a_loop_keeps_the_split(backend):
+def test_linear_whose_product_is_returned_and_also_read_by_a_loop_is_one_addmm(backend):
+    """The returned product must be in memory anyway: the library adds the bias (a split
+    would write the product twice, unbiased and biased)."""
     def function(x, weight, bias):
         product = F.linear(x, weight, bias)
         return product, product.relu()
     compiled = check_same(function, *_attention_inputs()[:3], atol=1e-4, rtol=1e-4)
-    assert compiled.report.library_calls == {"aten.mm": 1}
+    assert compiled.report.library_calls == {"aten.addmm": 1}
+    assert compiled.kernel_count == 1
+
+
+def test_fused_projection_read_by_attention_and_copied_out_is_one_addmm(backend):
+    """GPT-2 returning its keys and values: attention reads the biased projection through
+    views and two kernels copy keys and values out; no kernel adds the bias."""
+    def attention(x, weight, bias):
+        query, key, value = torch.addmm(bias, x.view(16, 64), weight).split(64, dim=1)
+        heads = [part.view(2, 8, 4, 16).transpose(1, 2) for part in (query, key, value)]
+        return (F.scaled_dot_product_attention(*heads, is_causal=True),
+                heads[1].contiguous(), heads[2].contiguous())
+    torch.manual_seed(0)
+    compiled = check_same(attention, torch.randn(2, 8, 64), torch.randn(64, 192),
+                          torch.randn(192), atol=1e-4, rtol=1e-4)
+    assert compiled.report.library_calls.get("aten.addmm") == 1
+    assert "aten.mm" not in compiled.report.library_calls
+    assert compiled.kernel_count <= 2, wrapper_of(compiled)
 
 
 def test_linear_returned_as_is_is_one_addmm(backend):

@@ -41,8 +41,10 @@ def lower_without_library(x, weight, bias, stride, padding, dilation, transposed
     kernel = [int(extent) for extent in weight.get_size()]
     if 0 in sizes or 0 in kernel:
         return None
+    # (channels-last graphs keep cuDNN for these: the product reads channels-by-pixels)
     if groups == 1 and kernel[2:] == [1, 1] and list(stride) == [1, 1] and \
-            list(padding) == [0, 0] and _same_precision(x.get_dtype(), x.get_device()):
+            list(padding) == [0, 0] and _same_precision(x.get_dtype(), x.get_device()) and \
+            not getattr(current_graph(), "channels_last", False):
         return _as_product(x, weight, bias, sizes, kernel)
     if groups == sizes[1] and kernel[1] == 1 and kernel[0] % groups == 0:
         return _depthwise(x, weight, bias, sizes, kernel, list(stride), list(padding),

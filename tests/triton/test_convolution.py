@@ -103,3 +103,18 @@ def test_depthwise_convolution_reads_a_computed_input_from_memory(device):
     assert compiled.report.kernel_count == 2
     source = kernel_source(compiled)
     assert source.count("< 0.0") == 1       # the ReLU, in the first kernel only
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_channels_last_graphs_keep_the_library_for_pointwise_convolutions(settings):
+    settings.gpu_channels_last = True
+
+    def function(x, pointwise, depthwise):
+        return F.conv2d(F.conv2d(x, pointwise).relu(), depthwise, padding=1, groups=8)
+
+    x = torch.randn(2, 4, 6, 6, device="cuda", dtype=torch.bfloat16)
+    compiled = check_same(function, x,
+                          torch.randn(8, 4, 1, 1, device="cuda", dtype=torch.bfloat16),
+                          torch.randn(8, 1, 3, 3, device="cuda", dtype=torch.bfloat16),
+                          atol=2e-2, rtol=2e-2)
+    assert compiled.report.library_calls == {"aten.convolution": 1}

@@ -2,13 +2,15 @@
 
 Input: the ATen ops with kernel size, stride, padding, dilation, ceil mode. Output:
 `Pointwise` bodies over the output positions that combine the (small, unrolled) window with
-masked loads; padding reads as -inf for max and is counted or not for average as eager does.
+masked loads; padding reads as -inf for max and is counted or not for average as eager does
+(max pooling in C++ kernels reads clamped positions instead, see `_clamp_fits`).
 The indices output of max pooling is a separate body, so it costs nothing when unused.
 """
 from __future__ import annotations
 
 import torch
 
+from inductor.config import config
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import ops
 from inductor.lower.elementwise import opmath_dtype
@@ -80,6 +82,24 @@ def _inside(checks):
     return mask
 
 
+def _clamp_fits(x, dilation) -> bool:
+    """Whether max pooling reads window positions clamped into the input instead of masked
+    (C++ kernels, dilation 1). Every window holds a position inside the input (padding is at
+    most half the window; ceil mode drops windows starting past the input), and with
+    dilation 1 the nearest inside position is in the window, so the maximum is the same. A
+    mask that does not vary along the vectorised loop (the channels of NHWC activations)
+    kept GCC from vectorising the loop: resnet18's pooling at batch 8 ran 13-14 ms."""
+    return dilation == [1, 1] and x.get_device().type == "cpu" and config.cpu_backend == "cpp"
+
+
+def _clamped(position, extent):
+    """`position` moved into [0, extent), as an index symbol."""
+    value = ops.index_expr(position, torch.int64)
+    value = ops.maximum(value, ops.constant(0, torch.int64))
+    value = ops.minimum(value, ops.constant(extent - 1, torch.int64))
+    return ops.indirect_indexing(value, extent)
+
+
 @register_lowering(aten.max_pool2d_with_indices)
 def max_pool2d_with_indices(x, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False):
@@ -90,6 +110,7 @@ def max_pool2d_with_indices(x, kernel_size, stride=None, padding=0, dilation=1,
     dtype = x.get_dtype()
     out_size = size[:-2] + out
     width = size[-1]
+    clamp = _clamp_fits(x, dilation)
 
     def windows(index):
         for row, column, checks in _window(index, kernel, stride, padding, dilation, size,
@@ -104,9 +125,21 @@ def max_pool2d_with_indices(x, kernel_size, stride=None, padding=0, dilation=1,
 
     def values(index):
         best = None
-        for value, _position in windows(index):
+        taps = clamped_windows(index) if clamp else windows(index)
+        for value, _position in taps:
             best = value if best is None else ops.maximum(best, value)
         return best
+
+    def clamped_windows(index):
+        for row, column, checks in _window(index, kernel, stride, padding, dilation, size,
+                                           ceil_mode):
+            inside = [_clamped(position, extent) for position, extent in checks]
+            if len(checks) == 2:
+                row, column = inside
+            elif checks:
+                row, column = (inside[0], column) if padding[0] or ceil_mode else \
+                    (row, inside[0])
+            yield loader(list(index[:-2]) + [row, column]), None
 
     def indices(index):
         best = best_index = None

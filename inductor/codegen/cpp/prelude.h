@@ -69,9 +69,11 @@ static inline float bf16_round(float value) { return bf16_to_float(float_to_bf16
 static inline float half_round(float value) { return static_cast<float>(static_cast<_Float16>(value)); }
 
 // NaN-propagating maximum and minimum (torch.maximum / torch.minimum / amax / clamp).
-// Ties keep the first operand (so maximum(-0.0, 0.0) is -0.0, as in eager).
-template <typename T> static inline T jit_max(T a, T b) { return (a != a || a >= b) ? a : b; }
-template <typename T> static inline T jit_min(T a, T b) { return (a != a || a <= b) ? a : b; }
+// Ties keep the first operand (so maximum(-0.0, 0.0) is -0.0, as in eager). Written as one
+// select on two comparisons joined by `|`: GCC 12 left a chain of `(a != a || a >= b) ? a : b`
+// scalar (resnet18's 3x3 max pooling, 13.5 ms against 0.67 ms vectorised).
+template <typename T> static inline T jit_max(T a, T b) { return ((a < b) | (b != b)) ? b : a; }
+template <typename T> static inline T jit_min(T a, T b) { return ((b < a) | (b != b)) ? b : a; }
 
 // Integer division and modulo with torch's rounding; division by zero raises in eager.
 template <typename T> static inline T jit_truncdiv(T a, T b) {

@@ -121,6 +121,11 @@ class Config:
         """The current values, e.g. to restore them after a test."""
         return dataclasses.asdict(self)
 
+    def uses_triton(self, device) -> bool:
+        """Whether graphs on `device` (a `torch.device`) get Triton kernels: CUDA always,
+        CPU with `cpu_backend = "triton"`."""
+        return device.type == "cuda" or (device.type == "cpu" and self.cpu_backend == "triton")
+
     def resolved_threads(self) -> int:
         """The number of OpenMP threads kernels use."""
         import torch

@@ -128,10 +128,6 @@ def _device_of(example_inputs: Sequence) -> torch.device:
     return torch.device("cpu")
 
 
-def _uses_triton(device: torch.device) -> bool:
-    return device.type == "cuda" or config.cpu_backend == "triton"
-
-
 def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
               output_strides: Optional[Sequence], mode: Optional[str] = None) -> CompiledGraph:
     """lower -> schedule -> codegen -> build (the stages of `compile_aten`)."""
@@ -152,7 +148,7 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
         verify_plan(plan)
     dtype_of = _dtype_lookup(plan)
     device = _device_of(example_inputs)
-    if _uses_triton(device):
+    if config.uses_triton(device):
         return _generate_triton(plan, loop_graph, dtype_of, device, mode)
     segments = cpp_source.segments(plan, dtype_of, config.resolved_threads(),
                                    config.parallel_threshold, config.vectorize)

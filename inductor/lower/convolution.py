@@ -34,7 +34,7 @@ def lower_without_library(x, weight, bias, stride, padding, dilation, transposed
     """The convolution as a product or a generated body (see the module docstring), or
     None."""
     if not config.convolutions_without_library or transposed or \
-            not _generated_on(x.get_device()) or len(x.get_size()) != 4 or \
+            not config.uses_triton(x.get_device()) or len(x.get_size()) != 4 or \
             len(weight.get_size()) != 4:
         return None
     sizes = [int(extent) for extent in x.get_size()]
@@ -60,10 +60,6 @@ def _same_precision(dtype: torch.dtype, device: torch.device) -> bool:
     if dtype != torch.float32 or device.type != "cuda":
         return True
     return torch.backends.cudnn.allow_tf32 == torch.backends.cuda.matmul.allow_tf32
-
-
-def _generated_on(device: torch.device) -> bool:
-    return device.type == "cuda" or (device.type == "cpu" and config.cpu_backend == "triton")
 
 
 def _as_product(x, weight, bias, sizes: list, kernel: list) -> TensorBox:

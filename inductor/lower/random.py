@@ -29,10 +29,6 @@ def draw_seed(device: torch.device) -> torch.Tensor:
     return torch.randint(SEED_LIMIT, (1,), dtype=torch.int64, device=device)
 
 
-def _generated_on(device: torch.device) -> bool:
-    return device.type == "cuda" or (device.type == "cpu" and config.cpu_backend == "triton")
-
-
 def _seed_buffer(device: torch.device):
     layout = Layout(device, torch.int64, [1], [1])
     node = ExternKernel(None, layout, draw_seed, [], ([device], {}), "library", device)
@@ -45,7 +41,7 @@ def random_box(size, dtype: torch.dtype, device: torch.device, kind: str,
     """A tensor of `size` of `kind` ("rand" or "randn") values, optionally transformed
     (`transform(value) -> value`), converted to `dtype`."""
     device = torch.device(device)
-    if not _generated_on(device) or not dtype.is_floating_point and transform is None:
+    if not config.uses_triton(device) or not dtype.is_floating_point and transform is None:
         raise NotImplementedError("random numbers are generated in Triton kernels only")
     seed = _seed_buffer(device).get_name()
     size = [int(extent) for extent in size]

@@ -28,29 +28,28 @@ def _switch_off(variant: str) -> None:
         inductor.config.convolutions_without_library = False
 
 
+def _peak_mb(call, warmup: int) -> float:
+    """Memory a call allocates at its peak beyond what is allocated before it, in MiB."""
+    for _ in range(warmup):
+        call()
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    call()
+    return round((torch.cuda.max_memory_allocated() - base) / 2**20, 1)
+
+
 def measure(name: str, variant: str) -> dict:
     import dynamo
     from benchmarks.zoo.catalog import build_workload
     _switch_off(variant)
     workload = build_workload(name, "cuda", torch.bfloat16, batch=16)
     model, args, kwargs = workload.model, workload.args, workload.kwargs
+    compiled = dynamo.jit(model)
     with torch.no_grad():
-        model(*args, **kwargs)
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        model(*args, **kwargs)
-        eager = torch.cuda.max_memory_allocated() - base
-        compiled = dynamo.jit(model)
-        for _ in range(3):
-            compiled(*args, **kwargs)
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        compiled(*args, **kwargs)
-        peak = torch.cuda.max_memory_allocated() - base
-    return {"model": name, "variant": variant, "eager_mb": round(eager / 2**20, 1),
-            "framejit_mb": round(peak / 2**20, 1)}
+        eager = _peak_mb(lambda: model(*args, **kwargs), warmup=1)
+        ours = _peak_mb(lambda: compiled(*args, **kwargs), warmup=3)
+    return {"model": name, "variant": variant, "eager_mb": eager, "framejit_mb": ours}
 
 
 def main(argv=None) -> None:

@@ -255,3 +255,19 @@ def test_buffers_are_allocated_on_the_graph_device_under_a_device_context():
     result = result[0] if isinstance(result, (list, tuple)) else result
     assert result.device.type == "cpu"
     torch.testing.assert_close(result, expected)
+
+
+def test_cpu_products_write_into_dead_buffers(backend):
+    """A product allocates no fresh memory where a dead buffer of its size is at hand: it
+    writes there through `out=`, and its own result is handed on once dead."""
+    def chain(x, first, second, third):
+        hidden = torch.relu(torch.relu(x) @ first) @ second
+        return torch.relu(hidden) @ third
+
+    torch.manual_seed(0)
+    inputs = [torch.randn(32, 32) for _ in range(4)]
+    compiled = check_same(chain, *inputs, atol=1e-4, rtol=1e-4)
+    wrapper = wrapper_of(compiled)
+    assert ", out=" in wrapper, wrapper
+    compiled(*inputs)           # a second call through the same reused memory
+    torch.testing.assert_close(compiled(*inputs), chain(*inputs), atol=1e-4, rtol=1e-4)

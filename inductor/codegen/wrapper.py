@@ -347,15 +347,15 @@ class WrapperWriter:
             self.recorder.allocate(name, _nbytes(layout),
                                    None if in_place else self._poolable(name))
         if in_place is not None:
-            same = view_kind(self.plan.buffers[in_place].layout, layout) == "same"
-            bound = in_place if same else self.donated(in_place, layout)
-            self.lines.append(f"    {name} = {bound}")
+            self.lines.append(f"    {name} = {self.donated(in_place, layout)}")
             if in_place in self.fresh:
                 self.fresh.add(name)
             return
         donor = self.reuse.get(name)
         if donor is not None:
-            self.lines.append(f"    {name} = {self.donated(donor, layout)}")
+            memory = self.donated(donor, layout)
+            note = "  # its memory, as laid out" if memory == donor else ""
+            self.lines.append(f"    {name} = {memory}{note}")
             self.lines.append(f"    del {donor}")
             if donor in self.fresh:
                 self.fresh.add(name)
@@ -373,7 +373,7 @@ class WrapperWriter:
         donor_layout = self.plan.buffers[donor].layout
         kind = view_kind(donor_layout, layout)
         if kind == "same":
-            return f"{donor}  # its memory, as laid out"
+            return donor
         if kind == "reshape":
             return f"{donor}.view({', '.join(str(int(s)) for s in layout.size)})"
         return (f"as_strided({donor}, {self.constant(tuple(int(s) for s in layout.size))}, "
@@ -416,7 +416,7 @@ class WrapperWriter:
             path = "".join(f"[{index}]" for index in buffer.path)
             self.lines.append(f"    {name} = {buffer.parent.get_name()}{path}")
         elif donor is not None:
-            memory = self.donated(donor, buffer.layout).split("  #")[0]
+            memory = self.donated(donor, buffer.layout)
             self.lines.append(f"    {name} = {self.call(buffer, out=memory)}")
             self.lines.append(f"    del {donor}")
             if donor in self.fresh:

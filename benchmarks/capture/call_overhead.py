@@ -33,8 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import time
 import warnings
 from typing import Callable
 
@@ -94,23 +92,10 @@ def recording_backend(store: dict, inner=None):
 
 # ---- timing ---------------------------------------------------------------------------------
 def cpu_us_per_call(variants: dict, trials: int) -> dict:
-    """{name: median CPU microseconds per call} over interleaved trials (~20 ms each)."""
-    counts = {}
-    for name, function in variants.items():
-        function()
-        started = time.process_time()
-        function()
-        counts[name] = max(5, min(20000, int(0.02 / max(time.process_time() - started, 1e-7))))
-    samples: dict = {name: [] for name in variants}
-    names = list(variants)
-    for trial in range(trials):
-        for name in names[trial % len(names):] + names[:trial % len(names)]:
-            function, count = variants[name], counts[name]
-            started = time.process_time()
-            for _ in range(count):
-                function()
-            samples[name].append((time.process_time() - started) / count * 1e6)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    """{name: median CPU microseconds per call} over interleaved trials (the inductor host
+    benchmark's timer, `benchmarks/inductor/host_overhead.py`)."""
+    from benchmarks.inductor.host_overhead import cpu_per_call
+    return {name: seconds * 1e6 for name, seconds in cpu_per_call(variants, trials).items()}
 
 
 # ---- the parts of a jitted call -------------------------------------------------------------

@@ -88,3 +88,53 @@ def test_gpu_logits_match_eager():
     result = result[0] if isinstance(result, (list, tuple)) else result
     assert result.is_contiguous()
     torch.testing.assert_close(result, F.linear(x, weight))
+
+
+@pytest.mark.parametrize("columns", [37, 38, 44])
+@pytest.mark.parametrize("bias_shape", [None, "row", "full"])
+def test_row_groups_write_the_contiguous_result(columns, bias_shape):
+    """Aligned row groups (every 8th bf16 row from its first aligned column) plus the first
+    and last 16 bytes of every row give the product; a row-major right operand (whose
+    columns cannot be offset and stay aligned) is declined."""
+    first = torch.randn(50, 24).bfloat16()
+    weight = torch.randn(columns, 24).bfloat16()
+    bias = None if bias_shape is None else \
+        torch.randn(columns if bias_shape == "row" else (50, columns)).bfloat16()
+    result = aligned_matmul._row_groups(bias, first, weight.t())
+    expected = first @ weight.t() if bias is None else torch.addmm(bias, first, weight.t())
+    assert result.is_contiguous() and result.shape == (50, columns)
+    torch.testing.assert_close(result, expected)
+    assert aligned_matmul._row_groups(bias, first, weight.t().contiguous()) is None
+
+
+@pytest.mark.parametrize("bias_shape", [None, "row", "full"])
+def test_triton_product_kernel_in_the_interpreter(bias_shape):
+    """The one-kernel product (inductor/runtime/triton_product.py) with masked edges, a
+    K that is not a whole number of blocks, and both bias forms, through Triton's
+    interpreter on CPU tensors."""
+    pytest.importorskip("triton")
+    from inductor.runtime import triton_product
+    first = torch.randn(150, 72)
+    weight = torch.randn(263, 72)
+    bias = None if bias_shape is None else \
+        torch.randn(263 if bias_shape == "row" else (150, 263))
+    result = torch.empty(150, 263)
+    triton_product.product_into(result, first, weight.t(), bias)
+    expected = first @ weight.t() if bias is None else torch.addmm(bias, first, weight.t())
+    torch.testing.assert_close(result, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_gpu_triton_product_matches_the_library(with_bias):
+    x = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)
+    weight = torch.randn(5003, 256, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(5003, device="cuda", dtype=torch.bfloat16) if with_bias else None
+    result = aligned_matmul.aligned_addmm(bias, x, weight.t()) if with_bias else \
+        aligned_matmul.aligned_mm(x, weight.t())
+    again = aligned_matmul.aligned_addmm(bias, x, weight.t()) if with_bias else \
+        aligned_matmul.aligned_mm(x, weight.t())     # the compiled launcher's path
+    expected = F.linear(x.float(), weight.float(), None if bias is None else bias.float())
+    assert result.is_contiguous()
+    torch.testing.assert_close(result.float(), expected, rtol=2e-2, atol=2e-2)
+    assert torch.equal(result, again)

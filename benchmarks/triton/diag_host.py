@@ -1,0 +1,163 @@
+"""Where the host time of a compiled zoo model's call goes on the GPU machine, framejit next to
+torch.compile, in one process (bf16 inference, batch 16, the zoo's workloads).
+
+Two views, for `dynamo.jit(model)` and `torch.compile(model)` (default modes):
+- enqueue microseconds per call (host time until the call returns, each call started on an
+  idle GPU), interleaved trials, medians, of:
+  - the product (`jit` / `tc`);
+  - the capture layer alone: a backend returning its first result again (`jit fixed` /
+    `tc fixed`: frame hook, guards, argument gathering and output rebuild);
+  - each system's compiled graph called directly with the arguments its layer passed
+    (`jit graph` / `tc graph`);
+  - our layer's parts, as `benchmarks/capture/call_overhead.py` splits them: the guard check
+    and the glue (argument gathering, the fixed graph's call, output rebuild), and eager's
+    `model.forward` next to `model(...)` (the module call's own cost);
+- torch.profiler's CPU view of 10 product calls: per op (ATen ops and CUDA runtime calls),
+  calls per model call and self CPU microseconds per model call, ours and theirs side by side.
+
+A diagnostic, not a benchmark:
+    python -m benchmarks.triton.diag_host --models gpt2-base,bert-base [--trials 15]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch._inductor.compile_fx
+
+from benchmarks.zoo.catalog import build_workload
+
+
+def fixed_backend(gm, example_inputs):
+    """A backend whose graph returns its first result again: only per-call machinery runs."""
+    saved: list = []
+
+    def run(*args):
+        if not saved:
+            saved.append(gm(*args))
+        return saved[0]
+    return run
+
+
+def recording(compile_graph, store: dict):
+    """A backend compiling with `compile_graph` and keeping (compiled, last inputs)."""
+    def backend(gm, example_inputs):
+        compiled = compile_graph(gm, example_inputs)
+
+        def run(*args):
+            store["inputs"] = args
+            return compiled(*args)
+        store["compiled"] = compiled
+        return run
+    return backend
+
+
+def synchronize() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def enqueue_us(variants: dict, trials: int, calls: int = 5) -> dict:
+    """{name: median host microseconds per call}, each call started on an idle GPU."""
+    samples: dict = {name: [] for name in variants}
+    names = list(variants)
+    for trial in range(trials):
+        for name in names[trial % len(names):] + names[:trial % len(names)]:
+            total = 0.0
+            for _ in range(calls):
+                synchronize()
+                started = time.perf_counter()
+                variants[name]()
+                total += time.perf_counter() - started
+            synchronize()
+            samples[name].append(total / calls)
+    return {name: round(statistics.median(values) * 1e6, 1) for name, values in samples.items()}
+
+
+def op_profile(function, calls: int = 10) -> dict:
+    """{op name: (calls per model call, self CPU us per model call)} under torch.profiler."""
+    for _ in range(3):
+        function()
+    synchronize()
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as profiler:
+        for _ in range(calls):
+            function()
+        synchronize()
+    found = {}
+    for event in profiler.key_averages():
+        if event.self_cpu_time_total <= 0:
+            continue
+        found[event.key] = (event.count / calls, event.self_cpu_time_total / calls)
+    return found
+
+
+def print_profiles(ours: dict, theirs: dict, rows: int) -> None:
+    keys = sorted(set(ours) | set(theirs),
+                  key=lambda key: -max(ours.get(key, (0, 0))[1], theirs.get(key, (0, 0))[1]))
+    total = (sum(value[1] for value in ours.values()), sum(value[1] for value in theirs.values()))
+    print(f"{'op':60s} {'ours n':>7s} {'ours us':>8s} {'tc n':>7s} {'tc us':>8s}")
+    print(f"{'(all, self CPU us per call)':60s} {'':7s} {total[0]:8.1f} {'':7s} {total[1]:8.1f}")
+    for key in keys[:rows]:
+        mine, other = ours.get(key, (0, 0.0)), theirs.get(key, (0, 0.0))
+        print(f"{key[:60]:60s} {mine[0]:7.1f} {mine[1]:8.1f} {other[0]:7.1f} {other[1]:8.1f}")
+
+
+def measure(name: str, trials: int, rows: int, device: str = "cuda") -> dict:
+    import dynamo
+    import inductor
+
+    workload = build_workload(name, device, torch.bfloat16, batch=16 if device == "cuda" else 1)
+    model, args, kwargs = workload.model, workload.args, workload.kwargs
+    ours_store: dict = {}
+    theirs_store: dict = {}
+    with torch.no_grad():
+        dynamo.reset()
+        torch._dynamo.reset()
+        products = {"jit": dynamo.jit(model, backend=recording(inductor.compile_fx, ours_store)),
+                    "tc": torch.compile(model, backend=recording(
+                        torch._inductor.compile_fx.compile_fx, theirs_store)),
+                    "jit fixed": dynamo.jit(model, backend=fixed_backend),
+                    "tc fixed": torch.compile(model, backend=fixed_backend)}
+        variants = {key: (lambda function=function: function(*args, **kwargs))
+                    for key, function in products.items()}
+        variants["eager"] = lambda: model(*args, **kwargs)
+        for function in variants.values():
+            for _ in range(3):
+                function()
+        for label, store in (("jit graph", ours_store), ("tc graph", theirs_store)):
+            compiled, inputs = store["compiled"], list(store["inputs"])
+            variants[label] = lambda compiled=compiled, inputs=inputs: compiled(*inputs)
+        # our capture layer's parts: the guard check and the glue, run as the hook runs them
+        from benchmarks.capture.call_overhead import parts
+        found = parts(products["jit fixed"], variants["jit fixed"])
+        variants["jit guard check"] = found["guard check"]
+        if "glue" in found:
+            variants["jit glue"] = found["glue"]
+        variants["eager forward"] = lambda: model.forward(*args, **kwargs)
+        row = {"model": name, "guards": found["guards"],
+               "enqueue_us": enqueue_us(variants, trials)}
+        print(json.dumps(row), flush=True)
+        print(f"== {name}: torch.profiler CPU view, per model call", flush=True)
+        print_profiles(op_profile(variants["jit"]), op_profile(variants["tc"]), rows)
+    return row
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--models", default="gpt2-base,bert-base")
+    parser.add_argument("--trials", type=int, default=15)
+    parser.add_argument("--rows", type=int, default=40)
+    parser.add_argument("--device", default="cuda", help="cpu: a smoke test of the script")
+    options = parser.parse_args(argv)
+    for name in options.models.split(","):
+        measure(name, options.trials, options.rows, options.device)
+
+
+if __name__ == "__main__":
+    main()

@@ -108,7 +108,8 @@ def print_profiles(ours: dict, theirs: dict, rows: int) -> None:
         print(f"{key[:60]:60s} {mine[0]:7.1f} {mine[1]:8.1f} {other[0]:7.1f} {other[1]:8.1f}")
 
 
-def measure(name: str, trials: int, rows: int, device: str = "cuda") -> dict:
+def measure(name: str, trials: int, rows: int, device: str = "cuda",
+            profile_guards: bool = False) -> dict:
     import dynamo
     import inductor
 
@@ -143,6 +144,20 @@ def measure(name: str, trials: int, rows: int, device: str = "cuda") -> dict:
         row = {"model": name, "guards": found["guards"],
                "enqueue_us": enqueue_us(variants, trials)}
         print(json.dumps(row), flush=True)
+        if profile_guards:
+            import cProfile
+            import io
+            import pstats
+            profiler = cProfile.Profile()
+            check = variants["jit guard check"]
+            profiler.enable()
+            for _ in range(200):
+                check()
+            profiler.disable()
+            text = io.StringIO()
+            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(20)
+            print(f"== {name}: the guard check under cProfile, 200 calls", flush=True)
+            print(text.getvalue()[-5000:], flush=True)
         print(f"== {name}: torch.profiler CPU view, per model call", flush=True)
         print_profiles(op_profile(variants["jit"]), op_profile(variants["tc"]), rows)
     return row
@@ -154,9 +169,11 @@ def main(argv=None) -> None:
     parser.add_argument("--trials", type=int, default=15)
     parser.add_argument("--rows", type=int, default=40)
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test of the script")
+    parser.add_argument("--profile-guards", action="store_true",
+                        help="also list the guard check's Python functions under cProfile")
     options = parser.parse_args(argv)
     for name in options.models.split(","):
-        measure(name, options.trials, options.rows, options.device)
+        measure(name, options.trials, options.rows, options.device, options.profile_guards)
 
 
 if __name__ == "__main__":

@@ -62,9 +62,10 @@ def _define():
         rows = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
         columns = column_block * BLOCK_N + tl.arange(0, BLOCK_N)
         inner = tl.arange(0, BLOCK_K)
-        # (No `tl.cdiv` or `tl.zeros`: library `@jit` functions, which Triton's interpreter cannot call
-        # from a kernel defined for it.) Loads wrap out-of-range rows and columns around (their results are never stored),
-        # which keeps the loop's loads unmasked along M and N.
+        # (No `tl.cdiv` or `tl.zeros`: library `@jit` functions, which Triton's interpreter
+        # cannot call from a kernel defined for it.) Loads wrap out-of-range rows and columns
+        # around (their results are never stored), which keeps the loop's loads unmasked along
+        # M and N.
         load_rows = tl.max_contiguous(tl.multiple_of(rows % M, BLOCK_M), BLOCK_M)
         load_columns = tl.max_contiguous(tl.multiple_of(columns % N, BLOCK_N), BLOCK_N)
         left = first + load_rows.to(tl.int64)[:, None] * first_rows + \

@@ -1,6 +1,8 @@
-"""Products with misaligned result rows (GPT-2's logits) run in aligned blocks of columns,
-the last one against zero-padded columns, on GPUs (inductor/runtime/aligned_matmul.py): the blocks give eager's values,
-and the lowering picks them for mm, addmm and linear layers. Checked on CPU tensors with the GPU condition patched."""
+"""Products with misaligned result rows (GPT-2's logits) on GPUs
+(inductor/runtime/aligned_matmul.py): one Triton kernel (triton_product.py, through its
+interpreter here and on the GPU when present), aligned row groups and column blocks each give
+eager's values, and the lowering picks them for mm, addmm and linear layers. Checked on CPU
+tensors with the GPU condition patched."""
 import pytest
 import torch
 import torch.nn.functional as F

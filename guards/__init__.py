@@ -6,8 +6,8 @@ A leaf package: it imports nothing from `dynamo` or `inductor`. Data flows
 """
 from guards.guard_set import Check, GuardSet
 from guards.install import UnguardableValue, install_for
-from guards.kinds import (ConstantGuard, DictKeysGuard, GlobalStateGuard, Guard, HasAttrGuard,
-                          IdentityGuard, LengthGuard, ModuleTrainingGuard, NoneGuard,
+from guards.kinds import (AliasGuard, ConstantGuard, DictKeysGuard, GlobalStateGuard, Guard,
+                          HasAttrGuard, IdentityGuard, LengthGuard, ModuleTrainingGuard, NoneGuard,
                           ObjectSnapshot, ObjectSnapshotGuard, TensorMatchGuard,
                           TensorProperties, TorchState, TruthGuard, TypeGuard, is_constant)
 from guards.sources import (AttrSource, BufferSource, ClosureCellSource, ConstantSource,
@@ -17,7 +17,8 @@ from guards.sources import (AttrSource, BufferSource, ClosureCellSource, Constan
 
 __all__ = [
     "Check", "GuardSet", "UnguardableValue", "install_for",
-    "Guard", "ConstantGuard", "DictKeysGuard", "GlobalStateGuard", "HasAttrGuard", "IdentityGuard",
+    "Guard", "AliasGuard", "ConstantGuard", "DictKeysGuard", "GlobalStateGuard", "HasAttrGuard",
+    "IdentityGuard",
     "LengthGuard", "ModuleTrainingGuard", "NoneGuard", "ObjectSnapshot", "ObjectSnapshotGuard",
     "TensorMatchGuard", "TensorProperties", "TorchState", "TruthGuard", "TypeGuard", "is_constant",
     "Source", "AttrSource", "BufferSource", "ClosureCellSource", "ConstantSource",

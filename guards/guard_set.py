@@ -13,12 +13,15 @@ registered with `on_invalidate` run once, letting the cache drop the entry.
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 from typing import Callable, Iterable, Iterator
 
 from guards.codegen import REJECT_CODE, CheckWriter
 from guards.kinds.base import Guard
 from guards.kinds.tensors import TensorMatchGuard, emit_together
+from guards.kinds.values import AliasGuard
 from guards.native import program as native_program
 from guards.sources import Source
 
@@ -63,8 +66,9 @@ class GuardSet:
         return guard in self._guards
 
     def ordered(self) -> list[Guard]:
-        """The guards in check order: by rank, then in the order they were added."""
-        return sorted(self._guards, key=lambda guard: guard.rank)
+        """The guards in check order: by rank, then in the order they were added; guards read
+        through an aliased source are read through its canonical one (see `AliasGuard`)."""
+        return sorted(_through_canonical(list(self._guards)), key=lambda guard: guard.rank)
 
     def compile(self) -> Check:
         """The check function `check(L, G) -> bool` (built once, until guards are added).
@@ -153,12 +157,51 @@ class GuardSet:
         return f"<GuardSet of {len(self)} guards{state}>"
 
 
+def _through_canonical(guards: list[Guard]) -> list[Guard]:
+    """`guards` with every source that passes through an aliased source rebuilt on its
+    canonical one, and the duplicates this makes dropped (first kept). Alias guards keep their
+    own sources: each reads both of its sources as written, so that every alias the rewriting
+    relies on is checked on its own (rewritten alias checks could vouch for each other)."""
+    aliases = {guard.source: guard.canonical for guard in guards if isinstance(guard, AliasGuard)}
+    if not aliases:
+        return guards
+    rebuilt: dict[Source, Source] = {}
+    kept: dict[Guard, None] = {}
+    for guard in guards:
+        if not isinstance(guard, AliasGuard):
+            source = _rebased(guard.source, aliases, rebuilt)
+            if source is not guard.source:
+                guard = copy.copy(guard)
+                guard.source = source
+        kept.setdefault(guard, None)
+    return list(kept)
+
+
+def _rebased(source: Source, aliases: dict, rebuilt: dict) -> Source:
+    """`source` with its deepest aliased prefix replaced by the canonical source."""
+    found = rebuilt.get(source)
+    if found is not None:
+        return found
+    rebuilt[source] = source    # (a cycle of aliases, not expected, stops here unrewritten)
+    if source in aliases:       # the canonical source may pass through an alias itself
+        result = _rebased(aliases[source], aliases, rebuilt)
+    elif getattr(source, "base", None) is None:
+        result = source
+    else:
+        base = _rebased(source.base, aliases, rebuilt)
+        result = source if base is source.base else dataclasses.replace(source, base=base)
+    rebuilt[source] = result
+    return result
+
+
 def _guard_failure(guard: Guard, L: dict, G: dict) -> str | None:
     try:
         value = guard.source.fetch(L, G)
     except Exception:
         return _fetch_failure(guard.source, L, G)
     try:
+        if isinstance(guard, AliasGuard):
+            return guard.reason_in(value, L, G)
         return guard.reason(value)
     except Exception as error:
         return f"{guard.describe()}: could not be checked ({type(error).__name__}: {error})"

@@ -32,8 +32,8 @@ from dynamo.variables.objects import ClassVariable, UserObjectVariable
 from dynamo.resume.nested import resume_calls
 from dynamo.variables import resume_state
 from dynamo.variables.torch_calls import TorchFunctionVariable, is_torch_function
-from guards import (ConstantGuard, DictKeysGuard, IdentityGuard, LengthGuard, NoneGuard,
-                    TensorMatchGuard, TypeGuard)
+from guards import (AliasGuard, ConstantGuard, DictKeysGuard, IdentityGuard, LengthGuard,
+                    NoneGuard, TensorMatchGuard, TypeGuard)
 from guards import is_constant as guards_is_constant
 from guards.sources import (AttrSource, ConstantSource, DictItemSource, ItemSource, Source,
                             literal)
@@ -251,7 +251,19 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
                                {key: wrap_computed(tx, item) for key, item in
                                 value.keywords.items()})
     _guard(tx, source, lambda: TypeGuard(source, type(value)))
+    if source is not None:
+        _note_alias(tx, value, source)
     return UserObjectVariable(value, source=source)
+
+
+def _note_alias(tx, value: Any, source: Source) -> None:
+    """Record the first source of a plain object; when another source reaches the same object,
+    guard that they name one object, so that the guard set reads its attributes through the
+    first only (HF models reach one configuration through every layer: 70 reads of attributes
+    through transformers' Python `__getattribute__` per check of T5-small)."""
+    seen = tx.state.object_sources.setdefault(id(value), (value, source))
+    if seen[0] is value and seen[1] != source:
+        tx.guards.add(AliasGuard(source, seen[1]))
 
 
 def _is_bound_builtin_method(value: Any) -> bool:

@@ -7,7 +7,7 @@ from guards.kinds.objects import (ModuleTrainingGuard, ObjectSnapshot, ObjectSna
                                   SnapshotEntry)
 from guards.kinds.state import GlobalStateGuard, TorchState
 from guards.kinds.tensors import TensorMatchGuard, TensorProperties
-from guards.kinds.values import (DictKeysGuard, HasAttrGuard, HeldObject, IdentityGuard,
+from guards.kinds.values import (AliasGuard, DictKeysGuard, HasAttrGuard, HeldObject, IdentityGuard,
                                  LengthGuard, NoneGuard, TruthGuard, TypeGuard)
 
 __all__ = [
@@ -15,5 +15,5 @@ __all__ = [
     "ConstantGuard", "constants_match", "is_constant", "ModuleTrainingGuard", "ObjectSnapshot",
     "ObjectSnapshotGuard", "SnapshotEntry", "GlobalStateGuard", "TorchState", "TensorMatchGuard",
     "TensorProperties", "DictKeysGuard", "HasAttrGuard", "HeldObject", "IdentityGuard",
-    "LengthGuard", "NoneGuard", "TruthGuard", "TypeGuard",
+    "LengthGuard", "NoneGuard", "TruthGuard", "TypeGuard", "AliasGuard",
 ]

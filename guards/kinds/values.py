@@ -280,3 +280,45 @@ class HasAttrGuard(Guard):
 
     def describe(self) -> str:
         return f"{self._subject()} is {self.present}"
+
+
+class AliasGuard(Guard):
+    """Two sources name one object: `L['self'].bert.config is L['self'].config`.
+
+    The tracer records one when it meets an object it already reached through another source
+    (`canonical`, the first). The guard set then reads every other guard through `canonical`
+    instead of `source` (`GuardSet.ordered`): a model whose layers each reach one shared
+    configuration object reads each of its attributes once per check, not once per layer
+    (a class with a Python `__getattribute__`, as transformers' configurations have, costs
+    about 1 us a read). The alias guard itself reads both sources as they are.
+    """
+
+    rank = RANK_VALUE
+
+    def __init__(self, source: Source, canonical: Source) -> None:
+        self.source = source
+        self.canonical = canonical
+
+    def key(self) -> Hashable:
+        return self.canonical
+
+    def emit(self, writer: Any) -> None:
+        first, second = writer.fetch(self.source), writer.fetch(self.canonical)
+        writer.comment(self.describe())
+        writer.require([f"{first} is {second}"])
+
+    def reason(self, value: Any) -> str | None:
+        return None     # needs the other source's value too: see `reason_in`
+
+    def reason_in(self, value: Any, L: dict, G: dict) -> str | None:
+        try:
+            other = self.canonical.fetch(L, G)
+        except Exception as error:  # noqa: BLE001  (any error of user code reading it)
+            return f"{self.canonical.name()}: could not be read ({type(error).__name__})"
+        if value is other:
+            return None
+        return messages.mismatch(self.source.name(), f"the object {self.canonical.name()} names",
+                                 f"a different object ({messages.show(value)})")
+
+    def describe(self) -> str:
+        return f"{self.source.name()} is {self.canonical.name()}"

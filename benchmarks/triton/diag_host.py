@@ -28,18 +28,8 @@ import time
 import torch
 import torch._inductor.compile_fx
 
+from benchmarks.capture.call_overhead import fixed_backend, parts
 from benchmarks.zoo.catalog import build_workload
-
-
-def fixed_backend(gm, example_inputs):
-    """A backend whose graph returns its first result again: only per-call machinery runs."""
-    saved: list = []
-
-    def run(*args):
-        if not saved:
-            saved.append(gm(*args))
-        return saved[0]
-    return run
 
 
 def recording(compile_graph, store: dict):
@@ -135,7 +125,6 @@ def measure(name: str, trials: int, rows: int, device: str = "cuda",
             compiled, inputs = store["compiled"], list(store["inputs"])
             variants[label] = lambda compiled=compiled, inputs=inputs: compiled(*inputs)
         # our capture layer's parts: the guard check and the glue, run as the hook runs them
-        from benchmarks.capture.call_overhead import parts
         found = parts(products["jit fixed"], variants["jit fixed"])
         variants["jit guard check"] = found["guard check"]
         if "glue" in found:

@@ -13,6 +13,7 @@ from typing import Callable, Optional, Sequence
 import sympy
 import torch
 
+from inductor.config import config
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import OpsHandler, ops, use_handler
 from inductor.ir.symbols import index_symbol, to_expr
@@ -190,7 +191,8 @@ def make_pointwise(function: Callable, *operands, dtype: Optional[torch.dtype] =
 
     Operands are loaded and converted to `compute_dtype` (default: the op-math type of the
     promoted dtype); `function(*values)` yields a value of `result_dtype` (default: the
-    compute dtype), converted to `dtype` (default: the promoted dtype) when they differ.
+    compute dtype), converted to `dtype` (default: the promoted dtype) when they differ; a
+    half-type result stays float32 until stored when `config.eager_rounding` is off.
     """
     promoted = result_type(*operands)
     dtype = dtype or promoted
@@ -201,7 +203,7 @@ def make_pointwise(function: Callable, *operands, dtype: Optional[torch.dtype] =
     device = tensors[0].get_device() if tensors else torch.device("cpu")
     loaders = [value_loader(operand, size, compute_dtype) for operand in operands]
     needs_cast = opmath_dtype(result_dtype) != opmath_dtype(dtype) or \
-        (dtype in HALF_TYPES and result_dtype != dtype)
+        (dtype in HALF_TYPES and result_dtype != dtype and config.eager_rounding)
 
     def inner_fn(index):
         result = function(*(loader(index) for loader in loaders))

@@ -108,6 +108,11 @@ class TritonOpsHandler(OpsHandler):
         known = self.rounded.get(value.name)
         if known is not None and known[0] == dtype and not self.scope.interpret:
             text = known[1]     # the store's own conversion rounds: skip the rounding step
+        elif known is None and self.scope.interpret and dtype in (torch.bfloat16, torch.float16) \
+                and value.dtype == torch.float32:
+            # a value kept in float32 (`config.eager_rounding` off): the interpreter's
+            # conversion truncates, so round to nearest even first, as a GPU's store does
+            text = self.tensor(self.to_dtype(value, dtype))
         if dtype != value.dtype:
             text = f"{text}.to({triton_type(dtype)})"
         mask = self.scope.mask_for(index)

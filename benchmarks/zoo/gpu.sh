@@ -29,6 +29,10 @@
 # PYTHON (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+if [ -z "${ZOO_COMMIT:-}" ]; then
+  # the device's copy of the tree may carry a stale .git (it once named a commit 12 behind)
+  echo "gpu.sh: set ZOO_COMMIT=<commit of the tree you carried>"; exit 2
+fi
 PYTHON=${PYTHON:-python3}
 OUT=${OUT:-benchmarks/results/tmp}
 mkdir -p "$OUT"

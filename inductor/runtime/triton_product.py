@@ -13,9 +13,12 @@ a few tile shapes, by timing each on the call's own tensors.
 """
 from __future__ import annotations
 
+import logging
 from typing import Optional
 
 import torch
+
+log = logging.getLogger("framejit.inductor")
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): the five best of 16 swept on
 # the H100 (Triton 3.6) for GPT-2's logits (306-341 us) and BERT's MLM head (256-285 us).
@@ -126,7 +129,8 @@ def _launch(config: tuple, first, second, bias, result) -> None:
 
 
 def _fastest(first, second, bias, result) -> tuple:
-    """The configuration timing best on these tensors (each compiled and run once first)."""
+    """The configuration timing best on these tensors (each compiled and run once first), or
+    `()` when none compiles and runs (a Triton or GPU this kernel does not suit)."""
     timings = []
     for position, config in enumerate(CONFIGS):
         try:
@@ -142,13 +146,16 @@ def _fastest(first, second, bias, result) -> tuple:
         stop.synchronize()
         timings.append((start.elapsed_time(stop), config))
     if not timings:
-        raise RuntimeError("no Triton product configuration compiles on this GPU")
+        log.warning("framejit: no Triton configuration of the misaligned product %s runs on "
+                    "this GPU; cuBLAS products are used instead", tuple(result.shape))
+        return ()
     return min(timings)[1]
 
 
 def product_into(result: torch.Tensor, first: torch.Tensor, second: torch.Tensor,
-                 bias: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """`result` (M x N, row-major) = `bias + first @ second` (see the module docstring)."""
+                 bias: Optional[torch.Tensor] = None) -> Optional[torch.Tensor]:
+    """`result` (M x N, row-major) = `bias + first @ second` (see the module docstring), or
+    None where no configuration runs (the caller then takes the library ways)."""
     if not result.is_cuda:      # Triton's interpreter (tests on CPUs): the first tile shape
         config = CONFIGS[0]
     else:
@@ -157,5 +164,7 @@ def product_into(result: torch.Tensor, first: torch.Tensor, second: torch.Tensor
         config = _CHOSEN.get(key)
         if config is None:
             config = _CHOSEN[key] = _fastest(first, second, bias, result)
+        if not config:
+            return None
     _launch(config, first, second, bias, result)
     return result

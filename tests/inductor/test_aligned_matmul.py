@@ -140,3 +140,25 @@ def test_gpu_triton_product_matches_the_library(with_bias):
     assert result.is_contiguous()
     torch.testing.assert_close(result.float(), expected, rtol=2e-2, atol=2e-2)
     assert torch.equal(result, again)
+
+
+def test_products_fall_back_to_the_library_where_no_triton_configuration_runs(monkeypatch):
+    """A GPU where no tile configuration compiles: the product comes from the aligned library
+    ways, and the failed tuning is remembered (the GPU checks patched on CPU tensors)."""
+    from inductor.runtime import triton_product
+    tried = []
+
+    def failing(*arguments):
+        tried.append(1)
+        raise RuntimeError("out of resources")
+    monkeypatch.setattr(triton_product, "_launch", failing)
+    monkeypatch.setattr(triton_product, "_CHOSEN", {})
+    first, weight = torch.randn(50, 24).bfloat16(), torch.randn(37, 24).bfloat16()
+    with monkeypatch.context() as patched:
+        patched.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+        result = aligned_matmul.aligned_mm(first, weight.t())
+        assert len(tried) == len(triton_product.CONFIGS)
+        again = aligned_matmul.aligned_mm(first, weight.t())
+        assert len(tried) == len(triton_product.CONFIGS)       # not tuned again
+    torch.testing.assert_close(result, first @ weight.t())
+    torch.testing.assert_close(again, result)

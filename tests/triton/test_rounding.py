@@ -11,6 +11,12 @@ import inductor
 from tests.triton.conftest import DEVICES, compile_function, kernel_source
 
 
+def exact_on_cpu(device: str) -> dict:
+    """Tolerances against eager: none through the interpreter (same float32 operations); one
+    bf16 ulp on GPUs (libdevice's tanh and contracted multiply-adds against eager's kernels)."""
+    return {"atol": 0, "rtol": 0} if device == "cpu" else {"atol": 1e-6, "rtol": 2 ** -7}
+
+
 def gelu_new(x, bias):
     x = x + bias
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) *
@@ -50,7 +56,7 @@ def test_eager_rounding_rounds_after_each_op(device):
     assert kernel_source(compiled).count("jit_round") >= 8
     result = compiled(x, bias)
     result = result[0] if isinstance(result, (list, tuple)) else result
-    torch.testing.assert_close(result, gelu_new(x, bias), atol=0, rtol=0)
+    torch.testing.assert_close(result, gelu_new(x, bias), **exact_on_cpu(device))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -61,7 +67,7 @@ def test_explicit_casts_round_in_both_settings(settings, device, rounding):
     compiled = compile_function(cast_inside, x)
     result = compiled(x)
     result = result[0] if isinstance(result, (list, tuple)) else result
-    torch.testing.assert_close(result, cast_inside(x), atol=0, rtol=0)
+    torch.testing.assert_close(result, cast_inside(x), **exact_on_cpu(device))
 
 
 @pytest.mark.parametrize("rounding", [True, False])

@@ -9,8 +9,10 @@ Two views, for `dynamo.jit(model)` and `torch.compile(model)` (default modes):
     `tc fixed`: frame hook, guards, argument gathering and output rebuild);
   - each system's compiled graph called directly with the arguments its layer passed
     (`jit graph` / `tc graph`);
-  - our layer's parts, as `benchmarks/capture/call_overhead.py` splits them: the guard check
-    and the glue (argument gathering, the fixed graph's call, output rebuild), and eager's
+  - our layer's parts, as `benchmarks/capture/call_overhead.py` splits them (with whether the
+    check runs a native guard program, its Python lines and `id()` calls, and what the
+    `framejit.guards` channel said about keeping checks in Python): the guard check and the
+    glue (argument gathering, the fixed graph's call, output rebuild), and eager's
     `model.forward` next to `model(...)` (the module call's own cost);
 - torch.profiler's CPU view of 10 product calls: per op (ATen ops and CUDA runtime calls),
   calls per model call and self CPU microseconds per model call, ours and theirs side by side.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
 import time
 
@@ -98,10 +101,37 @@ def print_profiles(ours: dict, theirs: dict, rows: int) -> None:
         print(f"{key[:60]:60s} {mine[0]:7.1f} {mine[1]:8.1f} {other[0]:7.1f} {other[1]:8.1f}")
 
 
+class _Collected(logging.Handler):
+    """Keeps the messages of the `framejit.guards` channel (why a check stays in Python)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if not message.startswith("compiled") and ("Python" in message or "native" in message):
+            self.messages.append(message[:300])
+
+
+def check_summary(check) -> dict:
+    """Whether a guard check runs a native program, and its Python part in lines and calls."""
+    text = getattr(check, "source_text", "")
+    code = [line.strip() for line in text.splitlines() if line.strip()
+            and not line.strip().startswith("#")]
+    return {"native_program": "native_program(" in text, "python_lines": len(code),
+            "identity_calls": sum(line.count("id(") for line in code)}
+
+
 def measure(name: str, trials: int, rows: int, device: str = "cuda",
             profile_guards: bool = False) -> dict:
     import dynamo
     import inductor
+
+    collected = _Collected()
+    channel = logging.getLogger("framejit.guards")
+    channel.addHandler(collected)
+    channel.setLevel(logging.DEBUG)
 
     workload = build_workload(name, device, torch.bfloat16, batch=16 if device == "cuda" else 1)
     model, args, kwargs = workload.model, workload.args, workload.kwargs
@@ -130,7 +160,10 @@ def measure(name: str, trials: int, rows: int, device: str = "cuda",
         if "glue" in found:
             variants["jit glue"] = found["glue"]
         variants["eager forward"] = lambda: model.forward(*args, **kwargs)
+        from benchmarks.capture.call_overhead import installed_entry
         row = {"model": name, "guards": found["guards"],
+               "check": check_summary(installed_entry(products["jit fixed"])[1]),
+               "guard_log": collected.messages[:5],
                "enqueue_us": enqueue_us(variants, trials)}
         print(json.dumps(row), flush=True)
         if profile_guards:

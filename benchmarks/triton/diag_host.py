@@ -31,21 +31,8 @@ import time
 import torch
 import torch._inductor.compile_fx
 
-from benchmarks.capture.call_overhead import fixed_backend, parts
+from benchmarks.capture.call_overhead import fixed_backend, parts, recording_backend
 from benchmarks.zoo.catalog import build_workload
-
-
-def recording(compile_graph, store: dict):
-    """A backend compiling with `compile_graph` and keeping (compiled, last inputs)."""
-    def backend(gm, example_inputs):
-        compiled = compile_graph(gm, example_inputs)
-
-        def run(*args):
-            store["inputs"] = args
-            return compiled(*args)
-        store["compiled"] = compiled
-        return run
-    return backend
 
 
 def synchronize() -> None:
@@ -140,9 +127,10 @@ def measure(name: str, trials: int, rows: int, device: str = "cuda",
     with torch.no_grad():
         dynamo.reset()
         torch._dynamo.reset()
-        products = {"jit": dynamo.jit(model, backend=recording(inductor.compile_fx, ours_store)),
-                    "tc": torch.compile(model, backend=recording(
-                        torch._inductor.compile_fx.compile_fx, theirs_store)),
+        products = {"jit": dynamo.jit(model, backend=recording_backend(ours_store,
+                                                                        inductor.compile_fx)),
+                    "tc": torch.compile(model, backend=recording_backend(
+                        theirs_store, torch._inductor.compile_fx.compile_fx)),
                     "jit fixed": dynamo.jit(model, backend=fixed_backend),
                     "tc fixed": torch.compile(model, backend=fixed_backend)}
         variants = {key: (lambda function=function: function(*args, **kwargs))

@@ -169,18 +169,15 @@ def _copy_rows(target: torch.Tensor, source: torch.Tensor) -> None:
             source.stride(1) != 1:
         target.copy_(source)
         return
+    from inductor.runtime.triton_launch import cdiv
     rows, columns = target.shape
     kernel = _copy_kernel()
-    grid = (triton_cdiv(rows, COPY_ROWS), triton_cdiv(columns, COPY_COLUMNS))
+    grid = (cdiv(rows, COPY_ROWS), cdiv(columns, COPY_COLUMNS))
     kernel[grid](source, target, rows, columns, source.stride(0), target.stride(0),
                  ROWS=COPY_ROWS, COLUMNS=COPY_COLUMNS, num_warps=4)
 
 
 COPY_ROWS, COPY_COLUMNS = 16, 256
-
-
-def triton_cdiv(count: int, block: int) -> int:
-    return -(-count // block)
 
 
 _COPY_KERNEL: list = []

@@ -205,10 +205,8 @@ class Launcher:
             return
         runners = []
         for kernel, grid, kwargs in compiled:
-            try:
-                kernel[grid]    # binds the loaded module's handles
-                launch = (kernel.run, kernel.function, kernel.packed_metadata)
-            except Exception:  # noqa: BLE001  (an older or newer Triton: keep the jit path)
+            launch = compiled_launcher(kernel, grid)
+            if launch is None:      # an older or newer Triton: keep the jit path
                 return
             grid = tuple(grid) + (1,) * (3 - len(grid))
             blocks = [value for key, value in kwargs.items() if key.endswith("BLOCK")]
@@ -275,6 +273,18 @@ def _bare_launch(run):
             getattr(run, "profile_scratch_size", 1) != 0 or not hasattr(run, "launch"):
         return None
     return run.launch, (bool(run.launch_cooperative_grid), bool(run.launch_pdl), None, None)
+
+
+def compiled_launcher(kernel, grid) -> Optional[tuple]:
+    """(run, function, metadata) of a `CompiledKernel` returned by a `@triton.jit` launch: its
+    own launcher, called as `run(gx, gy, gz, stream, function, metadata, None, None, None,
+    *arguments)` with every argument of the signature, constexprs included; None on Tritons
+    without that entry point."""
+    try:
+        kernel[grid]    # binds the loaded module's handles
+        return kernel.run, kernel.function, kernel.packed_metadata
+    except Exception:  # noqa: BLE001  (an older or newer Triton)
+        return None
 
 
 def _stream_function():

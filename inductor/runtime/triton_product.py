@@ -97,35 +97,38 @@ def _launch(config: tuple, first, second, bias, result) -> None:
     """One launch: through the kernel's compiled launcher where this configuration already
     ran with the same integer arguments and pointer alignments (Triton's Python launch path
     cost about 60 us of host time per call on the H100 machine), else through `@triton.jit`."""
+    from inductor.runtime.triton_launch import _current_stream, compiled_launcher
     block_m, block_n, block_k, group_m, warps, stages = config
     rows, columns = result.shape
-    if bias is None:
+    has_bias = bias is not None
+    if not has_bias:
         bias, bias_strides = result, (0, 0)
+    elif bias.dim() == 1:       # broadcast like addmm's: row stride 0
+        bias_strides = (0, bias.stride(0))
     else:
-        bias_strides = bias.expand(rows, columns).stride()
+        bias_strides = tuple(0 if extent == 1 else stride
+                             for extent, stride in zip(bias.shape, bias.stride()))
     tensors = (first, second, bias, result)
     integers = (rows, columns, first.shape[1], *first.stride(), *second.stride(),
                 *bias_strides, result.stride(0))
-    blocks = (bias is not result, block_m, block_n, block_k, group_m)
+    blocks = (has_bias, block_m, block_n, block_k, group_m)
     grid = -(-rows // block_m) * -(-columns // block_n)
     interpret = not result.is_cuda
-    key = (config, integers, blocks[0], result.dtype, result.device.index,
+    key = (config, integers, has_bias, result.dtype, result.device.index,
            tuple(tensor.data_ptr() % 16 == 0 for tensor in tensors))
     direct = None if interpret else _DIRECT.get(key)
     if direct is not None:
         run, function, metadata = direct
-        from inductor.runtime.triton_launch import _current_stream
         run(grid, 1, 1, _current_stream(result.device), function, metadata, None, None, None,
             *tensors, *integers, *blocks)
         return
     kernel = _kernel(interpret)[(grid,)](
-        *tensors, *integers, HAS_BIAS=blocks[0], BLOCK_M=block_m, BLOCK_N=block_n,
+        *tensors, *integers, HAS_BIAS=has_bias, BLOCK_M=block_m, BLOCK_N=block_n,
         BLOCK_K=block_k, GROUP_M=group_m, num_warps=warps, num_stages=stages)
     if not interpret:
-        try:
-            _DIRECT[key] = (kernel.run, kernel.function, kernel.packed_metadata)
-        except AttributeError:  # a Triton without these: keep the jit path
-            pass
+        launch = compiled_launcher(kernel, (grid,))
+        if launch is not None:
+            _DIRECT[key] = launch
 
 
 def _fastest(first, second, bias, result) -> tuple:

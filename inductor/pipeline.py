@@ -13,6 +13,7 @@ mutation, outputs that alias inputs); `compile_aten` compiles an already functio
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -55,7 +56,10 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
             from inductor.autograd import compile_training
         except ImportError:
             return _as_is(gm, "training graph: inductor.autograd is not available", started)
-        return compile_training(gm, example_inputs, compile_aten)
+        if mode in ("reduce-overhead", "max-autotune") and \
+                _device_of(example_inputs).type == "cuda":
+            _warn_training_without_cuda_graphs(mode)
+        return compile_training(gm, example_inputs, functools.partial(compile_aten, mode=mode))
     try:
         aten_graph = trace_aten(gm, example_inputs)
     except UnsupportedGraph as error:
@@ -70,6 +74,19 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
     report = inner.report
     report.compile_seconds = time.perf_counter() - started
     return CompiledGraph(run, report)
+
+
+_warned_training_modes: set = set()
+
+
+def _warn_training_without_cuda_graphs(mode: str) -> None:
+    """Once per mode: training graphs get the mode's kernel tuning, not CUDA graphs."""
+    if mode in _warned_training_modes:
+        return
+    _warned_training_modes.add(mode)
+    log.warning("mode=%r: graphs that compute gradients (training) run without CUDA graphs "
+                "(their forward and backward are compiled and tuned as in this mode, then "
+                "launched kernel by kernel); inference graphs are recorded", mode)
 
 
 def compile_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,

@@ -249,6 +249,7 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
             result = gm(*arguments)
         flat, spec = pytree.tree_flatten(result)
         input_infos = [_input_info(value, argument) for value, argument in zip(inputs, arguments)]
+        _refuse_writes_into_shared_inputs(inputs, input_infos)
         function_outputs = [
             FunctionOutput("mutated_input", index,
                            bool(argument.requires_grad) and not info.mutation_hidden
@@ -257,6 +258,21 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
             if info.mutates_data]
         outputs = _classify_outputs(flat, arguments, function_outputs)
     return GraphSignature(tuple(input_infos), tuple(outputs), tuple(function_outputs), spec)
+
+
+def _refuse_writes_into_shared_inputs(inputs: Sequence[Any], infos: list) -> None:
+    """Raise `UnsupportedGraph` when the graph writes into an input that shares its storage
+    with another input (views of one tensor passed separately): the traced functional graph
+    would treat them as independent, and a write through one would not show in the other."""
+    storages: dict = {}
+    for value in inputs:
+        if isinstance(value, torch.Tensor):
+            key = _storage_key(value)
+            storages[key] = storages.get(key, 0) + 1
+    for value, info in zip(inputs, infos):
+        if info.mutates_data and storages[_storage_key(value)] > 1:
+            raise UnsupportedGraph("the graph writes into an input that shares its memory with "
+                                   "another input (views of one tensor passed separately)")
 
 
 def _input_info(value: Any, argument: Any) -> InputInfo:

@@ -266,3 +266,24 @@ def test_reshaped_and_transposed_inputs_reach_library_calls_as_views():
 
     compiled = check_same(product, torch.randn(2, 16, 128), torch.randn(32, 8))
     assert compiled.kernel_count == 0
+
+
+def test_training_graphs_are_compiled_in_the_requested_mode(monkeypatch):
+    """A graph that computes gradients goes to inductor.autograd; its forward and backward
+    are compiled with the mode asked for (max-autotune's kernel tuning), not the default."""
+    import inductor.pipeline as pipeline
+
+    modes = []
+    original = pipeline.compile_aten
+
+    def recording(gm, example_inputs, output_strides=None, *, mode=None):
+        modes.append(mode)
+        return original(gm, example_inputs, output_strides, mode=mode)
+
+    monkeypatch.setattr(pipeline, "compile_aten", recording)
+    weight = torch.randn(4, 3, requires_grad=True)
+    gm = torch.fx.symbolic_trace(lambda x, w: torch.tanh(x @ w).sum())
+    compiled = inductor.compile_fx(gm, [torch.randn(2, 4), weight], mode="max-autotune")
+    compiled(torch.randn(2, 4), weight).backward()
+    assert modes == ["max-autotune", "max-autotune"]   # forward, then backward on first use
+    assert weight.grad is not None and weight.grad.shape == (4, 3)

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 import dynamo
 from inductor.autograd import DoubleBackwardError, compile_training, run_graph
+from inductor.autograd import EagerVariant
 from inductor.autograd.runtime import InferenceVariant, TrainingVariant
 from tests.training.harness import RecordingBackend, assert_close
 
@@ -126,6 +127,74 @@ def test_mutated_buffer_input():
     assert_same_grads(sides)
     assert_close(sides[1][1][1], sides[0][1][1], "buffer after the call", TOLERANCE)
     assert not sides[1][1][1].requires_grad
+
+
+def _op_counts(function, *names):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+        function()
+    found = {event.key: event.count for event in profiler.key_averages()}
+    return {name: found.get(name, 0) for name in names}
+
+
+def test_batchnorm_statistics_are_copied_back_in_one_call():
+    """Training BatchNorm updates three buffers per layer; the compiled step writes them back with
+    one `_foreach_copy_` per dtype (not a `copy_` call each), and allocates no zero
+    gradients for those non-differentiable outputs. Buffers, outputs and gradients match
+    eager."""
+    def build():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+            torch.nn.Conv2d(8, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.Flatten(),
+            torch.nn.Linear(8 * 8 * 8, 4), torch.nn.BatchNorm1d(4)).train()
+    eager, model = build(), build()
+    compiled = dynamo.jit(model)
+    x = torch.randn(4, 3, 12, 12)
+    for _ in range(2):
+        eager(x).square().sum().backward()
+        compiled(x).square().sum().backward()
+    for (name, a), b in zip(model.named_buffers(), eager.buffers()):
+        assert_close(a, b, name, TOLERANCE)
+    for (name, a), b in zip(model.named_parameters(), eager.parameters()):
+        # float32 batch statistics summed in another order, then divided by small variances
+        assert_close(a.grad, b.grad, f"{name}.grad", {"rtol": 1e-3, "atol": 1e-4})
+    counts = _op_counts(lambda: compiled(x).square().sum().backward(),
+                        "aten::_foreach_copy_", "aten::zeros")
+    # one call for the float32 statistics, one for the int64 counters
+    assert counts == {"aten::_foreach_copy_": 2, "aten::zeros": 0}, counts
+
+
+def test_writes_into_inputs_sharing_a_storage_run_eagerly():
+    """Two updated inputs that are views of one storage: the functional graph would treat
+    them as independent (the write through one not showing in the other), so the graph runs
+    as it is, with eager's result."""
+    def fn(x, first, second):
+        with torch.no_grad():
+            first.add_(1)
+            second.mul_(3)
+        return (x * 2).sum()
+    expected = torch.zeros(6)
+    fn(leaf(3), expected[:4], expected[2:])
+    storage = torch.zeros(6)
+    compiled = compiled_fx(fn, leaf(3), storage[:4], storage[2:])
+    storage.zero_()
+    compiled(leaf(3), storage[:4], storage[2:]).backward()
+    assert_close(storage, expected, "shared storage", TOLERANCE)
+    assert isinstance(next(iter(compiled.variants.values())), EagerVariant)
+
+
+def test_unused_differentiable_output_gets_a_zero_gradient():
+    """Gradients are not materialized by autograd: an output the loss ignores still feeds
+    the backward graph zeros of its shape, as eager would."""
+    def fn(x, w):
+        y = x @ w
+        return y.sin(), y.cos() * 2
+    inputs = (leaf(3, 4), leaf(4, 5))
+    compiled = compiled_fx(fn, *inputs)
+    sides = run_both(fn, compiled, inputs, loss=lambda out: out[1].sum())
+    assert_same_grads(sides)
+    sides = run_both(fn, compiled, inputs, loss=lambda out: out[0].sum())
+    assert_same_grads(sides)
 
 
 def test_mutated_input_that_requires_grad():

@@ -68,6 +68,10 @@ class Config:
     parallel_threshold: int = 32768
     """Smallest loop nest (elements of work) a kernel splits over threads."""
 
+    native_allocation: bool = True
+    """Generated wrappers allocate buffers through `runtime/native.cpp` (`at::empty_strided`
+    without torch's Python argument parser) where it builds; off: `torch.empty_strided`."""
+
     compile_workers: int = 0
     """Processes building independent kernels in parallel; 0 means one per CPU core."""
 

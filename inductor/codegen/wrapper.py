@@ -225,7 +225,8 @@ class WrapperWriter:
         self.segments = {segment.first_step: (segment, entry)
                          for segment, entry in zip(segments, entries)}
         self.lines: list[str] = []
-        self.globals: dict = {"torch": torch, "empty_strided": torch.empty_strided,
+        from inductor.runtime import native
+        self.globals: dict = {"torch": torch, "empty_strided": native.empty_strided(),
                               "as_strided": torch.as_strided, "kernel_error": KernelError.raise_for,
                               "restride": _restride, "device": torch.device,
                               "inf": math.inf, "nan": math.nan}
@@ -252,8 +253,10 @@ class WrapperWriter:
                 ("nan" if math.isnan(value) else ("inf" if value > 0 else "-inf"))
         if isinstance(value, torch.dtype):
             return str(value)
-        if isinstance(value, torch.device):
-            return f"device({str(value)!r})"
+        if isinstance(value, torch.device):  # bound once: not a `torch.device(...)` per call
+            name = "device_" + str(value).replace(":", "_")
+            self.globals[name] = value
+            return name
         if isinstance(value, (list, tuple)):
             items = [self.constant(item) for item in value]
             text = ", ".join(items) + ("," if isinstance(value, tuple) and len(items) == 1
@@ -365,8 +368,7 @@ class WrapperWriter:
         # The device always: under a `with torch.device(...)` block in the user's code,
         # torch's factory functions would otherwise allocate there.
         device = self.constant(layout.device)
-        self.lines.append(f"    {name} = empty_strided({size}, {stride}, dtype={dtype}, "
-                          f"device={device})")
+        self.lines.append(f"    {name} = empty_strided({size}, {stride}, {dtype}, {device})")
 
     def donated(self, donor: str, layout) -> str:
         """An expression for a new buffer of `layout` in the memory of dead buffer `donor`."""

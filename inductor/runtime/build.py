@@ -18,7 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from typing import Sequence
+from typing import Optional, Sequence
 
 from inductor.config import config
 
@@ -96,7 +96,9 @@ def library_path(key: str) -> str:
     return os.path.join(config.cache_dir, "cpp", key[:2], f"{key}.so")
 
 
-def _start_build(source: str, path: str) -> tuple:
+def _start_build(source: str, path: str, flags: Optional[tuple] = None) -> tuple:
+    """Start compiling `source` into a temporary folder next to `path`; `flags`: (compile
+    flags, link flags), by default those of kernels (`runtime/native.py` passes its own)."""
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     work = tempfile.mkdtemp(prefix="build-", dir=directory)
@@ -104,7 +106,8 @@ def _start_build(source: str, path: str) -> tuple:
     with open(source_path, "w") as handle:
         handle.write(source)
     output = os.path.join(work, "kernel.so")
-    command = [config.cxx, *compile_flags(), source_path, "-o", output, *link_flags()]
+    before, after = flags if flags is not None else (compile_flags(), link_flags())
+    command = [config.cxx, *before, source_path, "-o", output, *after]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
     return process, work, output, source_path

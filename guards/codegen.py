@@ -68,6 +68,7 @@ class CheckWriter:
         self.program = program
         self._variables: dict[Source, str] = {}
         self._registers: dict[str, int] = {}   # variable -> register of the native program
+        self._derived: dict[tuple, str] = {}   # (variable, step, operand) -> variable
         self._bound: dict[int, str] = {}
         self._pending_comment: str | None = None
         self._taken: set[str] = {"L", "G", "check", "values", "native_program",
@@ -104,7 +105,8 @@ class CheckWriter:
         if variable is not None:
             return variable
         if isinstance(source, ConstantSource):
-            variable = self.bind(source.value, _identifier(source.constant_name, "constant"))
+            variable = self._native_constant(source) or \
+                self.bind(source.value, _identifier(source.constant_name, "constant"))
         else:
             variable = self._native_read(source)
             if variable is None:
@@ -112,6 +114,18 @@ class CheckWriter:
                 variable = self.assign(source.apply(base_code), _source_hint(source))
         self._variables[source] = variable
         return variable
+
+    def _native_constant(self, source: ConstantSource) -> str | None:
+        """A register holding a value bound into the check (the globals of a module whose
+        function was inlined), so that reads from it run natively too; None without a native
+        program."""
+        if self.program is None:
+            return None
+        name = self.fresh(_identifier(source.constant_name, "constant"))
+        self._flush_native_comment()
+        self._registers[name] = self.program.read(native_program.CONSTANT, -1, source.value,
+                                                  f"{name} = <{source.constant_name}>")
+        return name
 
     def _native_read(self, source: Source) -> str | None:
         steps = _native_steps(source) if self.program is not None else None
@@ -140,16 +154,22 @@ class CheckWriter:
     def derive(self, variable: str, step: str, operand: Any, hint: str) -> str:
         """A variable for `variable.<operand>` (step "attribute") or `variable[operand]`
         ("item"), read natively when `variable` is."""
+        key = (variable, step, operand)
+        known = self._derived.get(key)
+        if known is not None:
+            return known  # the checks run in order: an earlier read of it stands
         expression = (f"{variable}.{operand}" if step == "attribute"
                       else f"{variable}[{operand!r}]")
         register = self._registers.get(variable)
         if register is None:
-            return self.assign(expression, hint)
-        name = self.fresh(_identifier(hint, "value"))
-        self._flush_native_comment()
-        operation = native_program.ATTRIBUTE if step == "attribute" else native_program.ITEM
-        self._registers[name] = self.program.read(operation, register, operand,
-                                                  f"{name} = {expression}")
+            name = self.assign(expression, hint)
+        else:
+            name = self.fresh(_identifier(hint, "value"))
+            self._flush_native_comment()
+            operation = native_program.ATTRIBUTE if step == "attribute" else native_program.ITEM
+            self._registers[name] = self.program.read(operation, register, operand,
+                                                      f"{name} = {expression}")
+        self._derived[key] = name
         return name
 
     # -- conditions that run natively when their variable is native --------------------------
@@ -183,6 +203,15 @@ class CheckWriter:
         self._condition(variable, f"{variable} is {'not ' if negate else ''}{text}",
                         native_program.IS_NOT if negate else native_program.IS, expected)
 
+    def check_same(self, variable: str, other: str) -> None:
+        """`variable is other`, natively when the program holds both."""
+        first, second = self._registers.get(variable), self._registers.get(other)
+        if first is None or second is None:
+            self.require([f"{self.export(variable)} is {self.export(other)}"])
+            return
+        self._flush_native_comment()
+        self.program.same(first, second, f"{variable} is {other}")
+
     def check_length(self, variable: str, length: int) -> None:
         """`len(variable) == length`."""
         self._condition(variable, f"len({variable}) == {length}", native_program.LENGTH,
@@ -191,6 +220,12 @@ class CheckWriter:
     def check_falsy(self, variable: str) -> None:
         """`not variable`."""
         self._condition(variable, f"not {variable}", native_program.FALSY)
+
+    def check_contains(self, variable: str, key: Any, present: bool) -> None:
+        """`key in variable` (`not in` unless `present`): an instance dict has, or lacks, a
+        name."""
+        self._condition(variable, f"{key!r} {'in' if present else 'not in'} {variable}",
+                        native_program.CONTAINS, key, int(bool(present)))
 
     def check_keys(self, variable: str, keys: tuple) -> None:
         """`tuple(variable) == keys`."""

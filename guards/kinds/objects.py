@@ -3,8 +3,10 @@ trace relied on; output: checks that the object was not mutated since, and reada
 
 `ModuleTrainingGuard` checks an `nn.Module`'s `training` flag. `ObjectSnapshotGuard` checks an
 `ObjectSnapshot`: selected entries of an object's instance `__dict__` (or of a dict inside it,
-such as a module's `_parameters` or `_forward_hooks`), each expected absent, equal to a constant,
-or the same object; and selected dicts whose keys must be unchanged, in order.
+such as a module's `_parameters` or `_forward_hooks`), each expected absent, present, equal to a
+constant, or the same object; and selected dicts whose keys must be unchanged, in order. The
+tracer records an absence wherever a read went past the instance dict to the class (a method, a
+class default, a missing attribute): an instance attribute set later shadows it.
 
 The snapshot compares what is stored in `__dict__`, not what `getattr` returns, so it sees an
 instance attribute shadowing a class attribute. It is pure data (paths and expectations), so a C
@@ -61,6 +63,7 @@ def _mode(training: bool) -> str:
 
 
 ABSENT = "absent"
+PRESENT = "present"
 CONSTANT = "constant"
 SAME = "same object"
 KEYS = "keys"
@@ -134,6 +137,12 @@ class ObjectSnapshot:
         return cls(tuple(entries))
 
     @classmethod
+    def membership(cls, name: str | tuple[str, ...], present: bool) -> ObjectSnapshot:
+        """Only that the instance dict (or, for a path, a dict in it: `("_modules", "fc")`)
+        has or lacks the name, whatever its value."""
+        return cls((SnapshotEntry(_as_path(name), PRESENT if present else ABSENT),))
+
+    @classmethod
     def of_object(cls, target: Any) -> ObjectSnapshot:
         """Every instance attribute of a plain object, and the set of its attribute names."""
         return cls.capture(target, attributes=list(vars(target)), key_sets=[()])
@@ -164,6 +173,12 @@ def _entry_reason(entry: SnapshotEntry, namespace: dict, owner: str) -> str | No
     subject = entry.subject(owner)
     if entry.kind == ABSENT:
         return _absence_reason(entry, namespace, subject)
+    if entry.kind == PRESENT:
+        try:
+            present = entry.path[-1] in _lookup(namespace, entry.path[:-1])
+        except (KeyError, TypeError):
+            return f"{subject}: could not be read"
+        return None if present else messages.mismatch(subject, "present", "absent")
     try:
         value = _lookup(namespace, entry.path)
     except (KeyError, TypeError):
@@ -208,6 +223,8 @@ def _entry_conditions(entry: SnapshotEntry, namespace: str, writer: Any) -> list
     if entry.kind == ABSENT:
         parent = namespace + "".join(f"[{part!r}]" for part in entry.path[:-1])
         return [f"{entry.path[-1]!r} not in {parent}"]
+    if entry.kind == PRESENT:
+        return [f"{entry.path[-1]!r} in {namespace}"]
     if entry.kind == KEYS:
         if not entry.value:
             return [f"not {code}"]
@@ -260,8 +277,11 @@ class ObjectSnapshotGuard(Guard):
         namespace = writer.derive(variable, "attribute", "__dict__", f"{variable}_dict")
         writer.comment(self.describe())
         for entry in self.snapshot.entries:
-            if entry.kind == ABSENT:
-                writer.require(_entry_conditions(entry, writer.export(namespace), writer))
+            if entry.kind in (ABSENT, PRESENT):
+                parent = namespace
+                for part in entry.path[:-1]:
+                    parent = writer.derive(parent, "item", part, f"{parent}_{part}")
+                writer.check_contains(parent, entry.path[-1], entry.kind == PRESENT)
                 continue
             target = namespace
             for part in entry.path:
@@ -282,8 +302,8 @@ class ObjectSnapshotGuard(Guard):
         parts = []
         for entry in self.snapshot.entries:
             subject = entry.subject(self.source.name())
-            if entry.kind == ABSENT:
-                parts.append(f"{subject} absent")
+            if entry.kind in (ABSENT, PRESENT):
+                parts.append(f"{subject} {entry.kind}")
             elif entry.kind == KEYS and not entry.value:
                 parts.append(f"{subject.removesuffix('.keys()')} empty")
             else:

@@ -303,9 +303,9 @@ class AliasGuard(Guard):
         return self.canonical
 
     def emit(self, writer: Any) -> None:
-        first, second = writer.fetch(self.source), writer.fetch(self.canonical)
+        first, second = writer.value(self.source), writer.value(self.canonical)
         writer.comment(self.describe())
-        writer.require([f"{first} is {second}"])
+        writer.check_same(first, second)
 
     def reason(self, value: Any) -> str | None:
         return None     # needs the other source's value too: see `reason_in`

@@ -55,8 +55,10 @@ def set_enabled(flag: bool) -> None:
 
 
 def cache_root() -> str:
-    return os.environ.get("JIT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                           "framejit")
+    """`JIT_NATIVE_CACHE_DIR` (native libraries only: the benchmarks keep them across jobs
+    whose kernel caches start empty), else `JIT_CACHE_DIR`, else ~/.cache/framejit."""
+    return os.environ.get("JIT_NATIVE_CACHE_DIR") or os.environ.get("JIT_CACHE_DIR") or \
+        os.path.join(os.path.expanduser("~"), ".cache", "framejit")
 
 
 def _compiler() -> str:

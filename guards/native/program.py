@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 (LOCAL, GLOBAL, ATTRIBUTE, ITEM, TYPE_OF, TYPE_IS, IDENTITY, IS, IS_NOT, LENGTH, EQUAL, FLOAT,
- TENSORS, FALSY, KEYS) = range(15)
+ TENSORS, FALSY, KEYS, CONSTANT, SAME, CONTAINS) = range(18)
 
 EQUAL_TYPES = (int, str, bytes)
 """Constant types whose equality the program tests with `==` after an exact type check (their
@@ -44,6 +44,11 @@ class ProgramBuilder:
               number: int = 0) -> None:
         """A step that must hold."""
         self.steps.append((operation, -1, source, operand, number, ()))
+        self.lines.append(text)
+
+    def same(self, source: int, other: int, text: str) -> None:
+        """A step that holds when two registers hold one object."""
+        self.steps.append((SAME, -1, source, None, 0, (other,)))
         self.lines.append(text)
 
     def tensors(self, registers: list[int], specs: list[tuple], text: str) -> None:

@@ -15,8 +15,9 @@
 //                    read raises an Exception (other BaseExceptions propagate)
 //
 // A program is straight-line: each step reads the frame or a register into a register
-// (locals, globals, attributes, items, type) or checks one (exact type, identity, `is`, length,
-// constant equality, tensor properties). It replaces the interpreted lines of a generated check
+// (locals, globals, attributes, items, type, a bound constant) or checks one (exact type,
+// identity, `is` against a constant or another register, length, constant equality, tensor
+// properties). It replaces the interpreted lines of a generated check
 // (~20 ns each) for the guards that need nothing else; the rest stay Python (guards/codegen.py).
 #include <Python.h>
 
@@ -209,6 +210,9 @@ enum Operation : int {
   kTensors = 12,    // each register in `registers` matches the next tensor spec
   kFalsy = 13,      // not source
   kKeys = 14,       // tuple(source) == operand (a tuple of keys)
+  kConstant = 15,   // target = operand (a value bound into the check: another module's globals)
+  kSame = 16,       // source is registers[0] (two sources reach one object: alias guards)
+  kContains = 17,   // (operand in source) == bool(number): an instance dict has, or lacks, a key
 };
 
 struct Step {
@@ -339,6 +343,13 @@ int run_step(const GuardProgram* self, Step& step, PyObject** registers, PyObjec
       return truth < 0 ? -1 : truth == 0;
     }
     case kKeys: return same_keys(value, step.operand);
+    case kConstant: result = Py_NewRef(step.operand); break;
+    case kSame: return value == registers[step.registers[0]];
+    case kContains: {
+      int found = PyDict_CheckExact(value) ? PyDict_Contains(value, step.operand)
+                                           : PySequence_Contains(value, step.operand);
+      return found < 0 ? -1 : found == (step.number != 0);
+    }
     case kTensors:
       for (size_t i = 0; i < step.registers.size(); i++)
         if (!matches(registers[step.registers[i]], (*self->specs)[step.first_spec + i]))
@@ -387,9 +398,10 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
     return false;
   step.operand = operand;
   if (step.target >= register_count || step.source >= register_count ||
-      step.operation < kLocal || step.operation > kKeys ||
-      (step.operation <= kTypeOf && step.target < 0) ||
-      (step.operation >= kAttribute && step.operation != kTensors && step.source < 0)) {
+      step.operation < kLocal || step.operation > kContains ||
+      ((step.operation <= kTypeOf || step.operation == kConstant) && step.target < 0) ||
+      (step.operation >= kAttribute && step.operation != kTensors &&
+       step.operation != kConstant && step.source < 0)) {
     PyErr_SetString(PyExc_ValueError, "GuardProgram: a step's registers are out of range");
     return false;
   }
@@ -409,6 +421,10 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
       return false;
     }
     step.registers.push_back(static_cast<int>(index));
+  }
+  if (step.operation == kSame && step.registers.size() != 1) {
+    PyErr_SetString(PyExc_ValueError, "GuardProgram: a same-object step names one register");
+    return false;
   }
   return true;
 }

@@ -102,3 +102,35 @@ def test_shared_configuration_is_read_once_per_check_and_changes_recompile():
     torch.testing.assert_close(compiled(x), model(x))
     settings.shift = 5.0
     torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_alias_check_runs_in_the_native_program_and_agrees_with_python():
+    """`second is first` between two values the native program reads is a native step
+    (no Python line left), answering as the Python condition does."""
+    import pytest
+
+    from guards import native
+    if not native.enabled() or native.load() is None:
+        pytest.skip("native guard programs unavailable")
+    first = AttrSource(SELF, "settings")
+    second = AttrSource(AttrSource(SELF, "layer"), "settings")
+    guards = [TypeGuard(first, Settings), AliasGuard(second, first)]
+    native_check = GuardSet(guards).compile()
+    native.set_enabled(False)
+    try:
+        python_check = GuardSet(guards).compile()
+    finally:
+        native.set_enabled(True)
+    body = [line.strip() for line in native_check.source_text.splitlines()[2:-3]
+            if line.strip() and not line.strip().startswith("#")]
+    assert body == ["if native_program(L, G) is None:", "return False"], body
+
+    class Owner:
+        pass
+    shared = Settings(2.0, 1.0)
+    owner, inner = Owner(), Owner()
+    owner.settings, owner.layer, inner.settings = shared, inner, shared
+    for expected in (True, False):
+        assert native_check({"self": owner}, {}) is expected
+        assert python_check({"self": owner}, {}) is expected
+        inner.settings = Settings(2.0, 1.0)

@@ -111,3 +111,16 @@ def test_snapshot_equality_follows_entries():
     second = ObjectSnapshotGuard.of(SELF, config, attributes=["depth", "table"])
     assert first == second and hash(first) == hash(second)
     assert first != ObjectSnapshotGuard.of(AttrSource(SELF, "x"), config, attributes=["depth"])
+
+
+def test_membership_snapshot_names_what_changed():
+    config = Config()
+    absent = ObjectSnapshotGuard(SELF, ObjectSnapshot.membership("scale", False))
+    present = ObjectSnapshotGuard(SELF, ObjectSnapshot.membership("depth", True))
+    frame = {"self": config}
+    assert holds(absent, frame) and holds(present, frame)
+    assert absent.describe() == "L['self'] unchanged since capture: L['self'].scale absent"
+    config.scale = 3.0  # shadows the class attribute read at capture
+    assert reason(absent, frame) == "L['self'].scale: expected absent, got 3.0"
+    del config.depth
+    assert reason(present, frame) == "L['self'].depth: expected present, got absent"

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from guards import GuardSet, LocalSource, native
 from guards.install import install_for
 from guards.kinds.constants import ConstantGuard
-from guards.kinds.objects import ObjectSnapshotGuard
+from guards.kinds.objects import ObjectSnapshot, ObjectSnapshotGuard
 from guards.native import program as native_program
 
 NATIVE_OFF = os.environ.get("JIT_NATIVE_GUARDS", "1") in ("0", "false", "no", "off")
@@ -61,21 +61,33 @@ def test_program_exports_what_python_conditions_read():
     assert not check({"n": 3}, {})  # a missing local fails the check, it does not raise
 
 
-def test_snapshot_absences_stay_python_and_agree():
+def test_snapshot_membership_runs_natively_and_agrees():
+    """Absences (`'missing' not in c.__dict__`, recorded where a read went past the instance
+    dict to the class) and presences are native `CONTAINS` steps, and agree with Python."""
     class Config:
         pass
     config = Config()
     config.scale = 2.0
-    guards = [ObjectSnapshotGuard.of(LocalSource("c"), config, attributes=["scale", "missing"])]
+    source = LocalSource("c")
+    guards = [ObjectSnapshotGuard.of(source, config, attributes=["scale", "missing"]),
+              ObjectSnapshotGuard(source, ObjectSnapshot.membership("scale", True)),
+              ObjectSnapshotGuard(source, ObjectSnapshot.membership("method", False))]
     native_check, python_check = compiled(guards, True), compiled(guards, False)
-    assert "not in" in "\n".join(python_lines(native_check))
+    assert python_lines(native_check) == ["if native_program(L, G) is None:", "return False"]
+    assert "'missing' not in" in native_check.source_text
+    assert "'scale' in" in native_check.source_text
+    assert native_check.source_text.count("c_dict = c.__dict__") == 1  # one read, shared
+    outcomes = []
     for mutate in (lambda c: None, lambda c: setattr(c, "missing", 1),
+                   lambda c: setattr(c, "method", len), lambda c: delattr(c, "scale"),
                    lambda c: setattr(c, "scale", -2.0), lambda c: setattr(c, "scale", "2")):
         candidate = Config()
         candidate.__dict__.update(config.__dict__)
         mutate(candidate)
         frame = {"c": candidate}
         assert native_check(frame, {}) is python_check(frame, {})
+        outcomes.append(native_check(frame, {}))
+    assert outcomes == [True, False, False, False, False, False]
 
 
 class Loud:
@@ -111,6 +123,11 @@ def test_program_rejects_malformed_steps():
         module.GuardProgram([(native_program.TYPE_IS, -1, 0, int, 0, ())], 1, [], [])
     with pytest.raises(ValueError):  # exports a register no step sets
         module.GuardProgram([], 1, [0], [])
+    with pytest.raises(ValueError):  # a constant read needs a target register
+        module.GuardProgram([(native_program.CONSTANT, -1, -1, {}, 0, ())], 1, [], [])
+    with pytest.raises(ValueError):  # a same-object step names exactly one other register
+        module.GuardProgram([(native_program.LOCAL, 0, -1, "a", 0, ()),
+                             (native_program.SAME, -1, 0, None, 0, ())], 1, [], [])
 
 
 @settings(max_examples=60, deadline=None)
@@ -186,3 +203,28 @@ def test_attribute_reads_follow_python_lookup_as_types_change():
     slotted = Slotted()
     slotted.scale = 2
     assert not agree(slotted)  # no __getattr__: `dynamic` cannot be read
+
+
+def test_reads_from_a_bound_constant_run_natively():
+    """Guards rooted at a value bound into the check (the globals of a module whose function
+    was inlined: `ConstantSource("globals of m", m.__dict__)`) read it from a native register,
+    so their conditions run natively too, and answer as the Python check does."""
+    from guards.kinds.values import IdentityGuard, TypeGuard
+    from guards.sources import ConstantSource, DictItemSource
+
+    namespace = {"flag": object(), "config": {"size": 4}}
+    root = ConstantSource("globals of helpers", namespace)
+    flag, config = DictItemSource(root, "flag"), DictItemSource(root, "config")
+    guards = [IdentityGuard(flag, namespace["flag"]), TypeGuard(config, dict),
+              ConstantGuard(DictItemSource(config, "size"), 4)]
+    native_check, python_check = compiled(guards, True), compiled(guards, False)
+    assert python_lines(native_check) == ["if native_program(L, G) is None:", "return False"]
+    for change in (None, ("flag", object()), ("config", {"size": 5}), ("config", [4]),
+                   ("config", {})):
+        if change is not None:
+            saved = namespace[change[0]]
+            namespace[change[0]] = change[1]
+        expected = change is None
+        assert native_check({}, {}) is expected and python_check({}, {}) is expected, change
+        if change is not None:
+            namespace[change[0]] = saved

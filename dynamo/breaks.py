@@ -54,7 +54,12 @@ DYNAMIC_SHAPE_OP = _kind("GB004", "data-dependent output shape",
                          "kept = x[x > 0]")
 UNSUPPORTED_CALL = _kind("GB005", "call to an unsupported function",
                          "a call to a function framejit cannot trace into (C functions, "
-                         "unsupported builtins, functions with side effects on the interpreter)",
+                         "unsupported builtins, functions with side effects on the "
+                         "interpreter), or a class whose instances it cannot model: an "
+                         "nn.Module with parameters or buffers, tensor or non-constant "
+                         "arguments, or a class outside torch.nn, created in the compiled code "
+                         "(stateless torch.nn modules such as CrossEntropyLoss() are built "
+                         "during the trace)",
                          "wrap the call in a function decorated with dynamo.disable, or "
                          "report the function if it should be supported",
                          "pid = os.getpid()")

@@ -27,7 +27,7 @@ from dynamo.resume import analysis, nested
 from dynamo.resume.regions import STATE, region_for, region_info, state_names, tag_of
 from dynamo.resume.skeleton import build_skeleton
 from dynamo.rewrite.glue import GluePlan
-from dynamo.rewrite.rebuild import replay
+from dynamo.rewrite.rebuild import replay, replay_calls
 from dynamo.rewrite.replacement import glue_call, replacement_calling
 from dynamo.trace.graph import GraphBuilder
 from dynamo.trace.interpreter import NestedStopReached, TraceState, Tracer
@@ -127,6 +127,7 @@ def capture_frame(view, driver, reason) -> CompileRecord:
                 returned_expression = _stop_state(plan, tracer, stops[tracer.stopped],
                                                   grad_at_stop)
             replay(plan, state.side_effects.pending())
+            replay_calls(plan, state.side_effects.deferred_calls)
         except _Retrace:
             state.side_effects.release()
             continue

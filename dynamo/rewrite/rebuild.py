@@ -129,6 +129,16 @@ def _new_object(plan, value) -> str:
     return name
 
 
+def replay_calls(plan, calls: list) -> None:
+    """Statements making the deferred calls (after the mutations' replay), in program order.
+    They run with no frame capture inside (as under `dynamo.disable`): they were traced
+    already, and capturing their frames again would only find the reason they were deferred."""
+    from dynamo import _C
+    for function, arguments in calls:
+        name = plan.bind(_C.ScopedCall(function, None), getattr(function, "__name__", "call"))
+        plan.statements.append(f"{name}({', '.join(rebuild(plan, value) for value in arguments)})")
+
+
 def replay(plan, boxes: list[Box]) -> None:
     """Statements applying the final contents of mutated pre-existing values."""
     for box in boxes:

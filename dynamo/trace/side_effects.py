@@ -44,6 +44,9 @@ class SideEffects:
         self._by_id: dict[tuple[int, str], Box] = {}
         self._order: list[Box] = []
         self._keepalive: list[Any] = []
+        # calls made after the graph instead of during the trace, in program order: a real
+        # function and its argument variables (`logger.warning_once(message)`, see special.py)
+        self.deferred_calls: list[tuple[Any, list]] = []
 
     def box_for(self, real: Any, facet: str = "") -> Optional[Box]:
         """The box already made for a pre-existing object, if any (keeps aliasing right).

@@ -13,6 +13,7 @@ store, which only records the change (replayed after the graph on pre-existing o
 """
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Optional
 
@@ -61,7 +62,9 @@ def bind_class_attribute(tx, attribute: Any, owner: Variable, cls: type,
         return tx.wrap(attribute.__func__, None)
     if isinstance(attribute, classmethod):
         return BoundMethodVariable(tx.wrap(attribute.__func__, None), ClassVariable(cls))
-    if isinstance(attribute, types.FunctionType):
+    if isinstance(attribute, (types.FunctionType, functools._lru_cache_wrapper)):
+        # an lru_cache-wrapped function binds as the function does (transformers sets
+        # `logging.Logger.warning_once`); calling it is decided where it is called
         return BoundMethodVariable(tx.wrap(attribute, None), owner)
     kind = type(attribute).__name__
     if kind in _BUILTIN_METHOD_KINDS:
@@ -100,7 +103,7 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
                 raise Unsupported(UNSUPPORTED_OBJECT, "reading __dict__ after changing "
                                   f"attributes of {owner.describe()}")
         if real is not MISSING:
-            return tx.wrap(getattr(real, name), attribute_source)  # slots, C getsets
+            return _read_descriptor(tx, owner, cls, name, real, source)  # slots, C getsets
         raise Unsupported(UNSUPPORTED_OBJECT, f"descriptor attribute {name!r} of "
                           f"{owner.describe()}")
     if attributes is not None and name in attributes.contents:
@@ -110,6 +113,8 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
         instance_dict = getattr(real, "__dict__", None)
         if isinstance(instance_dict, dict) and name in instance_dict:
             return tx.wrap(instance_dict[name], attribute_source)
+        if isinstance(instance_dict, dict):
+            guard_membership(tx, source, name, present=False)
     if attribute is not MISSING:
         bound = bind_class_attribute(tx, attribute, owner, cls, name)
         if bound is not None:
@@ -120,6 +125,36 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
         return tx.wrap(hook, None).call(tx, [owner, ConstantVariable(name)], {})
     from dynamo.variables.exceptions import python_error
     raise python_error(AttributeError, f"'{cls.__name__}' object has no attribute '{name}'")
+
+
+def guard_membership(tx, source: Optional[Source], name, present: bool) -> None:
+    """Guard that the instance dict of the object at `source` has (or lacks) `name`: a read
+    that went past the instance dict to the class (a method, a class default, a missing
+    attribute) gives another answer once an instance attribute shadows it (`obj.method =
+    replacement`)."""
+    if source is not None:
+        from guards import ObjectSnapshot, ObjectSnapshotGuard
+        tx.guards.add(ObjectSnapshotGuard(source, ObjectSnapshot.membership(name, present)))
+
+
+def _read_descriptor(tx, owner: Variable, cls: type, name: str, real: Any,
+                     source: Optional[Source]) -> Variable:
+    """A slot or C getset of a pre-existing object, read for real. An unset slot raises
+    AttributeError in the trace (code such as pathlib's catches it), guarded to stay unset
+    (with a Python `__getattr__`, which CPython would run next, the graph breaks)."""
+    try:
+        value = getattr(real, name)
+    except AttributeError:
+        if python_override(cls, "__getattr__") is not None:
+            raise Unsupported(UNSUPPORTED_OBJECT, f"unset slot {name!r} of "
+                              f"{owner.describe()} with a __getattr__") from None
+        if source is not None:
+            from guards import HasAttrGuard
+            tx.guards.add(HasAttrGuard(source, name, False))
+        from dynamo.variables.exceptions import python_error
+        raise python_error(AttributeError, f"'{cls.__name__}' object has no attribute "
+                           f"'{name}'") from None
+    return tx.wrap(value, None if source is None else AttrSource(source, name))
 
 
 def _through_getattribute(tx, hook, owner: Variable, cls: type, name: str) -> Variable:
@@ -143,15 +178,76 @@ def raw_getattr(tx, owner: Variable, name: str) -> Variable:
                            owner.source, raw=True)
 
 
-def generic_hasattr(cls: type, name: str, attributes: Optional[Box], real: Any) -> bool:
+def generic_hasattr(cls: type, name: str, attributes: Optional[Box], real: Any,
+                    tx=None, source: Optional[Source] = None) -> bool:
+    """`hasattr(obj, name)`; for a pre-existing object with a source, guarded (through `tx`)
+    so that the answer holds on later calls."""
     if attributes is not None and name in attributes.contents:
         return True
     if attributes is not None and name in attributes.deleted:
         return class_lookup(cls, name) is not MISSING
     if real is not MISSING:
-        return hasattr(real, name)
+        present = hasattr(real, name)
+        if tx is not None and source is not None:
+            _guard_hasattr(tx, cls, name, real, source, present)
+        return present
     return class_lookup(cls, name) is not MISSING or \
         python_override(cls, "__getattr__") is not None
+
+
+def _guard_hasattr(tx, cls: type, name: str, real: Any, source: Source, present: bool) -> None:
+    """What `hasattr(real, name) is present` rests on: the instance dict's membership where
+    the class lets the dict decide (native checks; for modules, the registries too), else the
+    `hasattr` call itself."""
+    attribute = class_lookup(cls, name)
+    instance_dict = getattr(real, "__dict__", None)
+    plain = python_override(cls, "__getattribute__") is None and \
+        (attribute is MISSING or not is_data_descriptor(attribute))
+    if plain and isinstance(instance_dict, dict):
+        if name in instance_dict:
+            guard_membership(tx, source, name, present=True)
+            return
+        if attribute is not MISSING:
+            return  # a class attribute: present whatever the instance dict holds
+        fallback = python_override(cls, "__getattr__")
+        if fallback is None:
+            guard_membership(tx, source, name, present=False)
+            return
+        if fallback is _MODULE_GETATTR:
+            # nn.Module.__getattr__ reads the three registries: guard each one's membership
+            registries = [registry for registry in _MODULE_REGISTRIES
+                          if isinstance(instance_dict.get(registry), dict)]
+            if len(registries) == len(_MODULE_REGISTRIES):
+                paths = [(name,)] + [(registry, name) for registry in registries]
+                held = [path for path in paths if _holds(instance_dict, path)]
+                if present and held:
+                    guard_membership(tx, source, held[0], present=True)
+                    for path in paths[:paths.index(held[0])]:
+                        guard_membership(tx, source, path, present=False)
+                    return
+                if not present:
+                    for path in paths:
+                        guard_membership(tx, source, path, present=False)
+                    return
+    elif plain and attribute is not MISSING:
+        return
+    from guards import HasAttrGuard
+    tx.guards.add(HasAttrGuard(source, name, present))
+
+
+def _holds(namespace: dict, path: tuple) -> bool:
+    for part in path[:-1]:
+        namespace = namespace[part]
+    return path[-1] in namespace
+
+
+def _module_getattr() -> Any:
+    import torch
+    return torch.nn.Module.__dict__["__getattr__"]
+
+
+_MODULE_GETATTR = _module_getattr()
+_MODULE_REGISTRIES = ("_parameters", "_buffers", "_modules")
 
 
 def preexisting_box(tx, real: Any, source: Optional[Source], facet: str = "") -> Box:

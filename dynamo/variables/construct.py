@@ -34,8 +34,7 @@ def construct(tx, cls: type, args: list, kwargs: dict) -> Variable:
         return folded
     import torch
     if issubclass(cls, torch.nn.Module):
-        raise Unsupported(UNSUPPORTED_CALL, f"creating a module ({cls.__name__}) inside a "
-                          "compiled region")
+        return _stateless_module(tx, cls, args, kwargs)
     if _allocatable(cls):
         instance = allocate(tx, cls)
         init = class_lookup(cls, "__init__")
@@ -45,6 +44,38 @@ def construct(tx, cls: type, args: list, kwargs: dict) -> Variable:
             raise Unsupported(UNSUPPORTED_CALL, f"{cls.__name__}() takes no arguments")
         return instance
     raise Unsupported(UNSUPPORTED_CALL, f"creating a {cls.__name__} object")
+
+
+def _stateless_module(tx, cls: type, args: list, kwargs: dict) -> Variable:
+    """`CrossEntropyLoss()`, `nn.GELU(approximate="tanh")` and the like inside the region
+    (HuggingFace heads build their loss module on every call): a module class of `torch.nn`
+    called with constant arguments and holding no parameters or buffers is built now, once,
+    and its `forward` inlined. Where the object leaves the graph (returned, stored), the
+    glue builds a fresh one from the same arguments, as each eager call does. Modules with
+    state, other classes, or tensor arguments break the graph."""
+    import torch
+    refusal = f"creating a module ({cls.__name__}) inside a compiled region"
+    if not cls.__module__.startswith("torch.nn.modules."):
+        raise Unsupported(UNSUPPORTED_CALL, refusal + " (only torch.nn's own stateless "
+                          "modules are built during the trace)")
+    try:
+        constant_args = tuple(argument.as_constant() for argument in args)
+        constant_kwargs = {name: value.as_constant() for name, value in kwargs.items()}
+    except NotConstant:
+        raise Unsupported(UNSUPPORTED_CALL, refusal + " with arguments that are not "
+                          "constants") from None
+    if any(isinstance(value, torch.Tensor) for value in (*constant_args,
+                                                         *constant_kwargs.values())):
+        raise Unsupported(UNSUPPORTED_CALL, refusal + " with tensor arguments")
+    try:
+        module = cls(*constant_args, **constant_kwargs)
+    except Exception as error:  # eager raises it when the frame runs as is
+        raise Unsupported(UNSUPPORTED_CALL, f"{refusal}: {type(error).__name__}: "
+                          f"{error}") from None
+    if next(module.parameters(), None) is not None or next(module.buffers(), None) is not None:
+        raise Unsupported(UNSUPPORTED_CALL, refusal + " with parameters or buffers")
+    from dynamo.variables.modules import NewModuleVariable
+    return NewModuleVariable(module, arguments=(constant_args, constant_kwargs))
 
 
 _CONTAINER_BASES = (dict, collections.OrderedDict, list)

@@ -65,7 +65,10 @@ class ModuleVariable(Variable):
 
     def has_attribute(self, tx, name: str) -> bool:
         box = tx.side_effects.box_for(self.value)
-        return (box is not None and name in box.contents) or hasattr(self.value, name)
+        if box is not None and name in box.contents:
+            return True
+        from dynamo.variables.attributes import generic_hasattr
+        return generic_hasattr(type(self.value), name, None, self.value, tx, self.source)
 
     def attribute_box(self, tx):
         from dynamo.variables.attributes import preexisting_box
@@ -157,6 +160,32 @@ class ModuleVariable(Variable):
                     None)
         return base is not None and all(class_lookup(kind, name) is class_lookup(base, name)
                                         for name in ("__getitem__", "__len__", "__iter__"))
+
+
+@variable
+class NewModuleVariable(ModuleVariable):
+    """A stateless `torch.nn` module built during the trace (`construct._stateless_module`)
+    from constant `arguments` (args, kwargs). Leaving the graph, it is built afresh."""
+
+    arguments: tuple = ((), {})
+
+    def describe(self) -> str:
+        return f"a new {type(self.value).__name__} module"
+
+    def rebuild(self, plan) -> str:
+        existing = plan.rebuilt(id(self))
+        if existing is not None:
+            return existing
+        args, kwargs = self.arguments
+        kind = plan.bind(type(self.value), type(self.value).__name__)
+        parts = [plan.constant(value) for value in args] + \
+            [f"{name}={plan.constant(value)}" for name, value in kwargs.items()]
+        return plan.remember(id(self), f"{kind}({', '.join(parts)})")
+
+    def check_plain_attribute(self, tx, name: str, value: Variable) -> None:
+        """Its attributes stay as built: the fresh object the glue builds would not have a
+        changed one."""
+        raise Unsupported(UNSUPPORTED_OBJECT, f"setting {name!r} on {self.describe()}")
 
 
 @variable

@@ -7,6 +7,7 @@ Attribute reads and writes follow Python's protocol (`dynamo.variables.attribute
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import Any, Optional
@@ -41,8 +42,20 @@ class UserObjectVariable(Variable):
         return instance_getattr(tx, self, self.value, name, self.source)
 
     def has_attribute(self, tx, name: str) -> bool:
+        if self.source is not None and python_override(type(self.value),
+                                                       "__getattribute__") is not None:
+            # a Python __getattribute__ (transformers' configs map names): hasattr is
+            # getattr catching AttributeError, traced, so its guards are the reads it makes
+            from dynamo.variables.exceptions import RaisedInTrace
+            try:
+                self.getattr(tx, name)
+            except RaisedInTrace as raised:
+                if issubclass(raised.exception.python_type(), AttributeError):
+                    return False
+                raise
+            return True
         return generic_hasattr(type(self.value), name, tx.side_effects.box_for(self.value),
-                               self.value)
+                               self.value, tx, self.source)
 
     def attribute_box(self, tx) -> Box:
         return preexisting_box(tx, self.value, self.source)
@@ -54,6 +67,13 @@ class UserObjectVariable(Variable):
         return self.value
 
     def call(self, tx, args, kwargs) -> Variable:
+        if isinstance(self.value, functools._lru_cache_wrapper):
+            # its cache decides what a call does; only functions given a meaning of their
+            # own (transformers' `warning_once`) are handled, the rest break the graph
+            from dynamo.variables.special import special_function
+            special = special_function(tx, self.value, args, kwargs)
+            if special is not None:
+                return special
         method = lookup_dunder(tx, self, "__call__")
         if method is None:
             raise Unsupported(UNSUPPORTED_CALL, f"calling {self.describe()}")

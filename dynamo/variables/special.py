@@ -32,7 +32,7 @@ def special_function(tx, function: Any, args, kwargs) -> Optional[Variable]:
     if name in _COMPILING and module.startswith(("transformers", "torch", "accelerate")):
         return ConstantVariable(name.endswith("compiling"))
     if module == "logging" or (name in _LOGGING_LEVELS and module.startswith("transformers")):
-        return _logging_call(tx, function, name, args)
+        return _logging_call(tx, function, name, args, kwargs)
     if function in _INSPECTIONS:
         return _inspection(tx, function, args, kwargs)
     from dynamo.variables.copying import COPY_FUNCTIONS, copy_call
@@ -78,7 +78,7 @@ def _unknown():
     return _UNKNOWN
 
 
-def _logging_call(tx, function, name: str, args) -> Optional[Variable]:
+def _logging_call(tx, function, name: str, args, kwargs=None) -> Optional[Variable]:
     level = _LOGGING_LEVELS.get(name)
     if level is None:
         return None
@@ -87,7 +87,23 @@ def _logging_call(tx, function, name: str, args) -> Optional[Variable]:
         probe = ConstantSource(f"logger_{logger.name}_{name}", _LoggerProbe(logger, level))
         tx.guards.add(ConstantGuard(AttrSource(probe, "enabled"), False))
         return ConstantVariable(None)
+    if name.endswith("_once") and isinstance(logger, logging.Logger) and not kwargs and \
+            all(_is_plain_constant(value) for value in args[1:]):
+        # transformers' `logger.warning_once(message)`: emits on its first call with these
+        # arguments, then never again (an lru_cache). Made after the graph instead of
+        # breaking it; the first call's message then follows the graph's work instead of
+        # preceding it (models call it on every step: GPT-2's loss_function property).
+        tx.side_effects.deferred_calls.append((function, list(args)))
+        return ConstantVariable(None)
     raise Unsupported(PRINT, f"logging.{name}()")
+
+
+def _is_plain_constant(value: Variable) -> bool:
+    try:
+        constant = value.as_constant()
+    except NotConstant:
+        return False
+    return type(constant) in (str, int, float, bool, type(None))
 
 
 class _LoggerProbe:

@@ -363,3 +363,88 @@ def test_user_context_manager_class():
             y = x * len(active.events)
         return y, tracker.events
     check(f, x4, Tracker())
+
+
+def _jit_results(function, mutations, make):
+    """`function(x, obj)` under the jit after each mutation of one object, next to eager."""
+    import dynamo
+    jitted = dynamo.jit(function)
+    obj = make()
+    for mutate in mutations:
+        mutate(obj)
+        torch.testing.assert_close(jitted(x4, obj), function(x4, obj))
+
+
+class _Plain:
+    default = 1.0
+
+    def method(self, x):
+        return x + 1
+
+
+class _Slotted:
+    __slots__ = ("value",)
+
+
+def test_instance_attribute_set_later_shadows_what_the_class_gave():
+    """A method, a class default and a missing attribute were read through the class at
+    capture; an instance attribute set afterwards must change the result."""
+    def call_method(x, obj):
+        return obj.method(x)
+
+    def read_default(x, obj):
+        return x * obj.default
+
+    def missing_or_not(x, obj):
+        try:
+            return x + obj.extra
+        except AttributeError:
+            return x - 1
+
+    def has_it(x, obj):
+        return x + 1 if hasattr(obj, "extra") else x - 1
+
+    def method_replaced(obj):
+        obj.method = lambda x: x * 10
+
+    def set_extra(obj):
+        obj.extra = 5.0
+
+    def del_extra(obj):
+        del obj.extra
+
+    def set_default(obj):
+        obj.default = 3.0
+
+    nothing = lambda obj: None  # noqa: E731
+    _jit_results(call_method, [nothing, method_replaced], _Plain)
+    _jit_results(read_default, [nothing, set_default], _Plain)
+    _jit_results(missing_or_not, [nothing, set_extra, del_extra], _Plain)
+    _jit_results(has_it, [nothing, set_extra, del_extra], _Plain)
+
+
+def test_unset_slot_raises_attribute_error_in_the_trace():
+    """pathlib (3.12) reads a cache slot in `try` and fills it on AttributeError."""
+    def read_slot(x, obj):
+        try:
+            return x + obj.value
+        except AttributeError:
+            return x - 1
+
+    def set_value(obj):
+        obj.value = 2.0
+
+    def del_value(obj):
+        del obj.value
+
+    _jit_results(read_slot, [lambda obj: None, set_value, del_value], _Slotted)
+
+
+def test_pathlib_paths_read_in_a_frame():
+    """Once an internal error (3.12's `_tail_cached` slot); paths made in the frame break the
+    graph (a C-level constructor), pre-existing ones are read in it."""
+    import pathlib
+    check(lambda x: x + len(pathlib.PurePosixPath("/a/b/c").parts), x4, graphs=None,
+          breaks=None)
+    check(lambda x, path: x + len(path.parts), x4, pathlib.PurePosixPath("/a/b"),
+          graphs=None, breaks=None)

@@ -5,6 +5,8 @@ in place (BatchNorm running statistics), module attributes read and written."""
 import torch
 from torch import nn
 
+import dynamo
+
 from tests.capture.differential import check
 
 x4 = torch.randn(4)
@@ -286,3 +288,59 @@ def test_module_type_checks():
             return model(x)
         return x
     check(f, batch)
+
+
+def test_stateless_modules_built_inside_the_region():
+    """HuggingFace heads build `CrossEntropyLoss()` on every call: a torch.nn module with
+    constant arguments and no parameters or buffers is built during the trace and inlined,
+    with no graph break."""
+    logits, labels = torch.randn(6, 5), torch.tensor([0, 4, 1, 1, 3, -100])
+
+    def loss(logits, labels):
+        loss_fct = nn.CrossEntropyLoss(ignore_index=-100)
+        smooth = nn.CrossEntropyLoss(label_smoothing=0.1, reduction="sum")
+        return loss_fct(logits.view(-1, 5), labels.view(-1)) + smooth(logits, labels.clamp(0)) \
+            + nn.GELU(approximate="tanh")(logits).sum()
+    check(loss, logits, labels)
+
+
+def test_module_built_inside_the_region_is_fresh_each_call():
+    """Returned or stored, the module leaves the graph as a new object per call, as eager
+    builds one per call."""
+    def make(x):
+        activation = nn.LeakyReLU(0.2)
+        return activation(x), activation
+    jitted = dynamo.jit(make)
+    first, second = jitted(x4), jitted(x4)
+    assert type(first[1]) is nn.LeakyReLU and first[1].negative_slope == 0.2
+    assert first[1] is not second[1]
+    torch.testing.assert_close(first[0], nn.functional.leaky_relu(x4, 0.2))
+    check(make, x4)
+
+
+def test_modules_built_with_state_or_changed_break_the_graph():
+    """Modules with parameters, tensor arguments or attributes set in the region, and
+    module classes outside torch.nn, still break the graph, and the frame matches eager."""
+    class Scaled(nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    def with_parameters(x):
+        return nn.Linear(4, 4)(x).shape[-1] + x.sum()
+
+    def with_tensor_argument(x):
+        return nn.CrossEntropyLoss(weight=torch.ones(4))(x.view(1, 4), torch.tensor([1]))
+
+    def changed(x):
+        activation = nn.Softmax(dim=0)
+        activation.dim = -1
+        return activation(x.view(2, 2))
+
+    def user_class(x):
+        return Scaled()(x)
+    for function in (with_parameters, with_tensor_argument, changed, user_class):
+        explanation = dynamo.explain(function)(x4)
+        assert explanation.graph_break_count >= 1, function.__name__
+        assert "creating a module" in str(explanation) or "setting 'dim'" in str(explanation), \
+            (function.__name__, str(explanation))
+        check(function, x4, graphs=None, breaks=None)

@@ -2,6 +2,7 @@
 pre-existing lists, dicts, sets, objects, module attributes, globals and nonlocal cells;
 in-place tensor ops on inputs and buffers; aliasing (an input returned is the same object,
 two references to one new object stay one object); frames without tensor work."""
+import pytest
 import torch
 from torch import nn
 
@@ -258,3 +259,51 @@ def test_set_attribute_on_function_object():
     jitted = dynamo.jit(f, backend="eager")
     torch.testing.assert_close(jitted(x4), x4)
     assert helper.calls == 1
+
+
+def _once_logger(name):
+    """A transformers logger whose records land in a list (transformers' `warning_once` is an
+    lru_cache-wrapped method set on `logging.Logger`)."""
+    import logging
+
+    hf_logging = pytest.importorskip("transformers.utils.logging")
+    logger = hf_logging.get_logger(name)
+    records = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+    logger.addHandler(Collect())
+    logger.propagate = False
+    return logger, records
+
+
+def test_warning_once_is_made_after_the_graph_without_a_break():
+    """HF models call `logger.warning_once(constant message)` on every step (GPT-2's loss
+    property): the call is made after the graph instead of breaking it, so the message
+    appears once, as in eager, and the function stays one graph."""
+    logger, records = _once_logger("framejit.tests.once")
+
+    def step(x):
+        y = x.sin() * 2
+        logger.warning_once("framejit test: the loss type is not set")
+        return y + 1
+
+    logger.warning_once.cache_clear()
+    jitted = dynamo.jit(step)
+    for _ in range(3):
+        torch.testing.assert_close(jitted(torch.ones(3)), torch.ones(3).sin() * 2 + 1)
+    assert records == ["framejit test: the loss type is not set"]
+    explanation = dynamo.explain(step)(torch.ones(3))
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0, explanation
+
+
+def test_warning_once_with_tensor_arguments_still_breaks():
+    logger, records = _once_logger("framejit.tests.once_tensor")
+
+    def step(x):
+        logger.warning_once("value %s", x.sum())
+        return x + 1
+    explanation = dynamo.explain(step)(torch.ones(3))
+    assert explanation.graph_break_count >= 1
+    assert len(records) == 1

@@ -5,6 +5,10 @@ torch.profiler's CUDA view of 10 calls, the top kernels by total device time, fo
 A diagnostic (which kernels a model's device time goes to), not a benchmark:
     python -m benchmarks.triton.diag_kernels --models resnet50 [--torch-compile]
     python -m benchmarks.triton.diag_kernels --models resnet50 --layouts
+    python -m benchmarks.triton.diag_kernels --models resnet50 --training
+
+`--training`: one training iteration as the zoo times it without the optimizer (forward and
+loss under bf16 autocast with float32 parameters, then backward; gradients cleared).
 """
 from __future__ import annotations
 
@@ -43,8 +47,13 @@ def main(argv=None) -> None:
     parser.add_argument("--torch-compile", action="store_true")
     parser.add_argument("--layouts", action="store_true",
                         help="only time NCHW against channels-last graphs (layout_ab)")
+    parser.add_argument("--training", action="store_true",
+                        help="AMP (bf16 autocast) forward, loss and backward instead of inference")
     options = parser.parse_args(argv)
     for name in options.models.split(","):
+        if options.training:
+            profile_training(name, options)
+            continue
         if options.layouts:
             import json
             print(json.dumps(layout_ab(name)), flush=True)
@@ -61,6 +70,30 @@ def main(argv=None) -> None:
                 profile(f"{name} torch.compile", lambda: theirs(*args, **kwargs),
                         options.rows)
 
+
+def training_iteration(workload, function):
+    """A zero-argument AMP iteration of `function` (the model or a compiled form of it):
+    forward and loss under bf16 autocast, backward, gradients cleared."""
+    def run():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = workload.loss(function(*workload.args, **workload.kwargs), workload.targets)
+        loss.backward()
+        workload.model.zero_grad(set_to_none=True)
+    return run
+
+
+def profile_training(name: str, options) -> None:
+    import dynamo
+
+    workload = build_workload(name, "cuda", batch=16, training=True)
+    model = workload.model
+    profile(f"{name} training eager", training_iteration(workload, model), options.rows)
+    dynamo.reset()
+    profile(f"{name} training framejit", training_iteration(workload, dynamo.jit(model)),
+            options.rows)
+    if options.torch_compile:
+        profile(f"{name} training torch.compile",
+                training_iteration(workload, torch.compile(model)), options.rows)
 
 
 def layout_ab(name: str, rounds: int = 10) -> dict:

@@ -3,9 +3,12 @@
 Input: a list of `Job`s and an output path. Output: one JSON line per job in that file.
 
 Each job runs in its own Python process (`python -m benchmarks.zoo.worker`) with a timeout
-and fresh compiler caches (TMPDIR, TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR and
-XDG_CACHE_HOME point into a new temporary folder, removed afterwards), so every compile time
-is a cold one and one model's crash, hang or memory blow-up cannot take down the suite: a
+and fresh compiler caches (TMPDIR, TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, framejit's
+JIT_CACHE_DIR and XDG_CACHE_HOME point into a new temporary folder, removed afterwards), so
+every compile time is a cold one (framejit's two native libraries, the guard matcher and the
+wrappers' allocation helper, are built once per torch version like an installed extension:
+`prepare_native` builds them before the first job into JIT_NATIVE_CACHE_DIR, which every job
+shares) and one model's crash, hang or memory blow-up cannot take down the suite: a
 timeout or a crash is a row with that status. Runs are resumable: a job whose key already has
 a row in the output file is skipped (`retry` names statuses to run again). A time `budget`
 stops the run between jobs, leaving the rest for the next call (the GPU script's chunks).
@@ -71,6 +74,8 @@ def run_jobs(jobs: list[Job], output: Path, timeout: float, budget: Optional[flo
     """Run the jobs of `jobs` that have no row in `output` yet, appending one row each."""
     todo, skipped = pending(jobs, output, retry)
     outcome = Outcome(skipped=skipped)
+    if todo:
+        prepare_native(progress)
     output.parent.mkdir(parents=True, exist_ok=True)
     progress(f"zoo: {len(todo)} jobs to run, {skipped} already in {output}")
     started = time.monotonic()
@@ -94,6 +99,26 @@ def run_jobs(jobs: list[Job], output: Path, timeout: float, budget: Optional[flo
     else:
         progress(f"zoo: suite complete ({outcome.written} new rows in {output})")
     return outcome
+
+
+def native_cache() -> str:
+    """Where the jobs find framejit's prebuilt native libraries."""
+    return os.environ.get("JIT_NATIVE_CACHE_DIR") or os.environ.get("JIT_CACHE_DIR") or \
+        os.path.join(os.path.expanduser("~"), ".cache", "framejit")
+
+
+def prepare_native(progress: Callable[[str], None] = print) -> None:
+    """Build (or find) the guard matcher and the allocation helper once, before the jobs."""
+    environment = dict(os.environ, JIT_NATIVE_CACHE_DIR=native_cache())
+    path = environment.get("PYTHONPATH")
+    environment["PYTHONPATH"] = str(REPOSITORY) + (os.pathsep + path if path else "")
+    script = ("import guards.native, inductor.runtime.native as n; guards.native.load(); "
+              "print(n.empty_strided())")
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPOSITORY, env=environment,
+                            capture_output=True, text=True, timeout=900)
+    if result.returncode != 0 or "built-in" not in result.stdout:
+        progress(f"zoo: framejit's native libraries did not build (jobs build or skip them "
+                 f"themselves): {(result.stderr or result.stdout)[-500:]}")
 
 
 def run_one(job: Job, timeout: float) -> dict:
@@ -129,8 +154,9 @@ def _environment(job: Job, scratch: Path) -> dict:
     environment["PYTHONUNBUFFERED"] = "1"
     environment["TMPDIR"] = str(scratch)
     for name, folder in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("TRITON_CACHE_DIR", "triton"),
-                         ("XDG_CACHE_HOME", "cache")):
+                         ("JIT_CACHE_DIR", "framejit"), ("XDG_CACHE_HOME", "cache")):
         environment[name] = str(scratch / folder)
+    environment["JIT_NATIVE_CACHE_DIR"] = native_cache()
     if job.threads:
         environment["OMP_NUM_THREADS"] = environment["MKL_NUM_THREADS"] = str(job.threads)
     return environment

@@ -60,3 +60,16 @@ def test_a_failing_model_is_an_error_row():
     row = run_job(Job("no-such-model", trials=1))
     assert row["status"] == "error" and "no-such-model" in row["error"]
     assert row["step"] == "build" and row["env"]["python"]
+
+
+def test_jobs_start_with_empty_kernel_caches_and_shared_native_libraries(tmp_path, monkeypatch):
+    """Both compilers' kernel caches are fresh per job (cold compile times): framejit's
+    JIT_CACHE_DIR lies in the job's scratch folder; only the native libraries, built once
+    per torch version like an installed extension, are shared."""
+    monkeypatch.setenv("JIT_CACHE_DIR", str(tmp_path / "user-cache"))
+    monkeypatch.delenv("JIT_NATIVE_CACHE_DIR", raising=False)
+    job = Job(model="resnet18", mode="inference", compiler="framejit")
+    environment = runner._environment(job, tmp_path / "scratch")
+    for name in ("JIT_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        assert environment[name].startswith(str(tmp_path / "scratch")), name
+    assert environment["JIT_NATIVE_CACHE_DIR"] == str(tmp_path / "user-cache")

@@ -31,6 +31,27 @@ def test_ragged_sizes_and_broadcasts_are_masked(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_broadcast_keeps_the_flat_index_for_full_size_operands(device):
+    """`a * w + b` with w, b broadcast over rows: the loop variables come from `xindex` by
+    `//` and `%` (w, b need the column), but `a` and the result are read and written at
+    `xindex` itself, not at `8*(xindex // 8) + xindex % 8`, which Triton cannot prove
+    contiguous (no vectorised loads and stores)."""
+    def affine(a, w, b):
+        return a * w + b
+
+    a, w, b = (torch.randn(6, 8, device=device), torch.randn(8, device=device),
+               torch.randn(8, device=device))
+    source = kernel_source(check_same(affine, a, w, b))
+    body = source[source.index("xmask = "):]
+    assert "+ (xindex)" in body and "+ (x1)" in body and "8*x0" not in body, body
+    three = torch.randn(3, 5, 8, device=device)
+    source = kernel_source(check_same(lambda a, w: a * w + 1, three, torch.randn(5, 1,
+                                                                               device=device)))
+    body = source[source.index("xmask = "):]
+    assert "+ (xindex)" in body, body
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("shape, permutation", [((300, 256), (1, 0)), ((4, 40, 33), (0, 2, 1)),
                                                  ((3, 17, 5, 19), (0, 3, 1, 2))])
 def test_transposes_use_2d_tiles(device, shape, permutation):

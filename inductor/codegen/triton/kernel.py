@@ -108,6 +108,7 @@ class TritonKernel:
         self.scope_axes: tuple = ()
         self.unsynchronised: set = set()  # buffers stored since the last barrier
         self.reciprocals: dict = {}   # per-row float32 value -> its reciprocal (see truediv)
+        self.flat_indices: list = []  # (flat index symbol, {loop symbol: stride}) per axis
 
     # -- interface -------------------------------------------------------------------------
     def arguments(self) -> list[str]:
@@ -173,7 +174,30 @@ class TritonKernel:
         return index_text(self._simplified(expr))
 
     def _simplified(self, expr):
-        return simplify_index(sympy.expand(sympy.sympify(expr)), self.ranges)
+        return self._refold(simplify_index(sympy.expand(sympy.sympify(expr)), self.ranges))
+
+    def _refold(self, expr):
+        """`k * (stride0*x0 + stride1*x1 + ...) + rest` over all loop variables decomposed
+        from one flat index, as `k * xindex + rest`. The variables come from `xindex` by `//`
+        and `%`; written back as their sum, Triton cannot prove the address contiguous and
+        loads and stores lose their vectorisation (a bias broadcast over rows kept the
+        other operands' `4096*(xindex // 4096) + xindex % 4096`)."""
+        for flat, strides in self.flat_indices:
+            if not any(expr.has(symbol) for symbol in strides):
+                continue
+            ratios = {sympy.sympify(expr.coeff(symbol)) / stride
+                      for symbol, stride in strides.items()}
+            if len(ratios) != 1:
+                continue
+            (ratio,) = ratios
+            if not ratio.is_Integer or ratio == 0:
+                continue
+            rest = sympy.expand(expr - ratio * sum(stride * symbol
+                                                   for symbol, stride in strides.items()))
+            if any(rest.has(symbol) for symbol in strides):
+                continue  # a variable also appears inside a division or modulo
+            expr = rest + ratio * flat
+        return expr
 
     def mask_for(self, index) -> Optional[str]:
         """The lane mask a load or store at `index` needs in the current scope."""
@@ -243,6 +267,14 @@ class TritonKernel:
                 text = f"({index} // {stride}) % {size}"
             self.add_line(f"{symbol.name} = {text}")
             self.axes[symbol] = axis
+        if len(variables) > 1:
+            flat = sympy.Symbol(index, integer=True, nonnegative=True)
+            self.axes[flat] = axis
+            strides, stride = {}, _product(sizes)
+            for symbol, size in zip(variables, sizes):
+                stride //= int(size)
+                strides[symbol] = sympy.Integer(stride)
+            self.flat_indices.append((flat, strides))
 
     def _x_axis(self, shape: str) -> None:
         plan = self.plan

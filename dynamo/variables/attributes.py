@@ -94,6 +94,7 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
     attribute_source = None if source is None else AttrSource(source, name)
     if attribute is not MISSING and is_data_descriptor(attribute):
         if isinstance(attribute, property):
+            guard_class_attribute(tx, cls, name, attribute)
             return bind_class_attribute(tx, attribute, owner, cls, name)
         if name == "__dict__" and attributes is not None:
             if real is MISSING:
@@ -118,6 +119,7 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
     if attribute is not MISSING:
         bound = bind_class_attribute(tx, attribute, owner, cls, name)
         if bound is not None:
+            guard_class_attribute(tx, cls, name, attribute)
             return bound
         return tx.wrap(attribute, attribute_source)
     hook = python_override(cls, "__getattr__")
@@ -125,6 +127,32 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
         return tx.wrap(hook, None).call(tx, [owner, ConstantVariable(name)], {})
     from dynamo.variables.exceptions import python_error
     raise python_error(AttributeError, f"'{cls.__name__}' object has no attribute '{name}'")
+
+
+_HEAPTYPE = 1 << 9
+
+
+def guard_class_attribute(tx, cls: type, name: str, attribute: Any) -> None:
+    """Guard that `cls.name` is still the function, property or method descriptor the trace
+    bound (`mock.patch.object(Class, "method")` or a replaced `forward` after capture). The
+    class is bound into the check, so one guard serves every instance; classes that cannot
+    change (builtin types) need none. Plain class values are guarded where they are read,
+    through the instance."""
+    if not cls.__flags__ & _HEAPTYPE:
+        return
+    source: Source = AttrSource(ConstantSource(f"class {cls.__qualname__} {id(cls):#x}", cls),
+                                name)
+    if isinstance(attribute, classmethod):
+        source, expected = AttrSource(source, "__func__"), attribute.__func__
+    elif isinstance(attribute, staticmethod):
+        expected = attribute.__func__
+    elif isinstance(attribute, (types.FunctionType, property, functools._lru_cache_wrapper)) \
+            or type(attribute).__name__ in _BUILTIN_METHOD_KINDS:
+        expected = attribute
+    else:
+        return
+    from guards import IdentityGuard
+    tx.guards.add(IdentityGuard(source, expected))
 
 
 def guard_membership(tx, source: Optional[Source], name, present: bool) -> None:

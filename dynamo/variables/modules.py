@@ -108,6 +108,9 @@ class ModuleVariable(Variable):
         if not isinstance(function, types.FunctionType):
             raise Unsupported(UNSUPPORTED_CALL, f"{type(module).__name__}.forward is not a "
                               "Python function")
+        from dynamo.variables.attributes import guard_class_attribute, guard_membership
+        guard_membership(tx, self.source, "forward", present=False)  # not patched on the module
+        guard_class_attribute(tx, type(module), "forward", function)  # nor on its class
         return tx.wrap(function, None).call(tx, [self, *args], kwargs)
 
     # -- containers ------------------------------------------------------------------------

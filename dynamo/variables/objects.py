@@ -219,7 +219,9 @@ def lookup_dunder(tx, value: Variable, name: str) -> Optional[Variable]:
     function = python_override(value.python_type(), name)
     if function is None:
         return None
+    from dynamo.variables.attributes import guard_class_attribute
     from dynamo.variables.functions import BoundMethodVariable
+    guard_class_attribute(tx, value.python_type(), name, function)
     return BoundMethodVariable(tx.wrap(function, None), value)
 
 

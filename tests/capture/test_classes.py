@@ -448,3 +448,49 @@ def test_pathlib_paths_read_in_a_frame():
           breaks=None)
     check(lambda x, path: x + len(path.parts), x4, pathlib.PurePosixPath("/a/b"),
           graphs=None, breaks=None)
+
+
+def test_methods_patched_on_the_class_after_capture():
+    """`mock.patch.object(Class, "method")` (or a replaced module `forward`) after a call was
+    compiled: the compiled code must not keep calling the old function."""
+    from unittest import mock
+
+    import dynamo
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x + 1
+
+    class Holder:
+        def method(self, x):
+            return x * 2
+
+        @property
+        def offset(self):
+            return 1.0
+
+        @classmethod
+        def make(cls, x):
+            return x - 3
+
+    def run(x, net, holder):
+        return net(x) + holder.method(x) + holder.offset + holder.make(x)
+
+    jitted = dynamo.jit(run)
+    net, holder = Net(), Holder()
+
+    def same():
+        torch.testing.assert_close(jitted(x4, net, holder), run(x4, net, holder))
+
+    same()
+    with mock.patch.object(Holder, "method", lambda self, x: x * 20):
+        same()
+    same()
+    with mock.patch.object(Holder, "offset", property(lambda self: 5.0)):
+        same()
+    with mock.patch.object(Holder, "make", classmethod(lambda cls, x: x + 30)):
+        same()
+    with mock.patch.object(Net, "forward", lambda self, x: x - 100):
+        same()
+    net.forward = lambda x: x * 7  # on the instance
+    same()

@@ -193,6 +193,7 @@ class Launcher:
                 KernelError.raise_for(status)
         if record and not self.interpret and self.fast is None and candidate is self.choice:
             self._make_fast(compiled, tensors)
+        return compiled
 
     # -- the direct path --------------------------------------------------------------------
     def _aligned(self, tensors) -> tuple:
@@ -201,23 +202,32 @@ class Launcher:
     def _make_fast(self, compiled: list, tensors) -> None:
         """Keep each compiled kernel's own launcher (`CompiledKernel.run`: the C function
         Triton calls after its Python bookkeeping) for the next calls."""
-        if not config.triton_direct_launch or self.spec.status:
+        if not config.triton_direct_launch:
             return
+        runners = self._runners(compiled)
+        if runners is not None:
+            self.fast = runners
+            self.alignment = self._aligned(tensors)
+
+    def _runners(self, compiled: list) -> Optional[list]:
+        """The direct launches of kernels `_launch` just compiled and ran, or None (kernels
+        that report a status, a Triton without the entry point)."""
+        if self.spec.status or self.interpret:
+            return None
         runners = []
         for kernel, grid, kwargs in compiled:
             launch = compiled_launcher(kernel, grid)
             if launch is None:      # an older or newer Triton: keep the jit path
-                return
+                return None
             grid = tuple(grid) + (1,) * (3 - len(grid))
             blocks = [value for key, value in kwargs.items() if key.endswith("BLOCK")]
             runners.append((launch, grid, blocks))
-        self.fast = runners
-        self.alignment = self._aligned(tensors)
+        return runners
 
-    def _run_fast(self, tensors) -> None:
+    def _run_fast(self, tensors, runners: Optional[list] = None) -> None:
         stream = _current_stream(self.device)
         scratch = self._scratch()
-        for (run, function, metadata), grid, blocks in self.fast:
+        for (run, function, metadata), grid, blocks in runners or self.fast:
             run(grid[0], grid[1], grid[2], stream, function, metadata, None, None, None,
                 *tensors, *scratch, *blocks)
 
@@ -232,8 +242,15 @@ class Launcher:
         timings, best, best_time = {}, self.candidates[0], float("inf")
         for candidate in self.candidates:
             try:
-                elapsed = autotune.time_launch(
-                    lambda: self._launch(candidate, tensors, record=False))
+                # timed through the compiled kernels' own launchers where they work: the
+                # jit path's host time would hide short kernels' device time
+                runners = self._runners(self._launch(candidate, tensors, record=False))
+                if runners is None:
+                    elapsed = autotune.time_launch(
+                        lambda: self._launch(candidate, tensors, record=False))
+                else:
+                    self._run_fast(tensors, runners)
+                    elapsed = autotune.time_launch(lambda: self._run_fast(tensors, runners))
             except Exception as error:  # noqa: BLE001  (e.g. out of resources: skip it)
                 log.debug("Triton config %s of %s failed: %s", candidate.describe(),
                           self.name, error)

@@ -18,6 +18,8 @@ from typing import Optional
 
 import torch
 
+from inductor.runtime.triton_autotune import time_launch
+
 log = logging.getLogger("framejit.inductor")
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): the five best of 16 swept on
@@ -141,13 +143,8 @@ def _fastest(first, second, bias, result) -> tuple:
                 _launch(config, first, second, bias, result)
         except Exception:  # noqa: BLE001  (a tile too large for this GPU's shared memory)
             continue
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(5):
-            _launch(config, first, second, bias, result)
-        stop.record()
-        stop.synchronize()
-        timings.append((start.elapsed_time(stop), config))
+        timings.append((time_launch(lambda: _launch(config, first, second, bias, result)),
+                        config))
     if not timings:
         log.warning("framejit: no Triton configuration of the misaligned product %s runs on "
                     "this GPU; cuBLAS products are used instead", tuple(result.shape))

@@ -89,3 +89,46 @@ def test_max_autotune_on_gpu_times_more_configs():
     torch.testing.assert_close(compiled(x), torch.relu(x) * 3)
     launcher = _launcher_of(compiled)
     assert len(launcher.candidates) > 3 and launcher.choice is not None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_timing_measures_the_device_not_the_host():
+    """A launch whose host side takes 300 us around a kernel of a few microseconds: the
+    timer queues its batches behind a GPU spin, so the host's time stays out of the result
+    (timed the plain way, every call would take at least the 300 us)."""
+    import time
+    x = torch.randn(1024, device="cuda")
+
+    def launch():
+        deadline = time.perf_counter() + 300e-6
+        while time.perf_counter() < deadline:
+            pass
+        x.add_(1)
+    assert autotune.time_launch(launch) < 0.1     # milliseconds
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_tuning_times_candidates_through_the_direct_launch(monkeypatch):
+    """Candidates are timed through the compiled kernels' own launchers (a few us of host
+    time), not the `@triton.jit` path."""
+    x = torch.randn(1 << 20, device="cuda")
+    compiled = compile_function(lambda t: t * 2, x)
+    launcher = _launcher_of(compiled)
+    launcher.choice, launcher.fast = None, None
+    timed = []
+    real_time = autotune.time_launch
+
+    def spy(launch):
+        timed.append(launch)
+        return real_time(launch)
+    monkeypatch.setattr(autotune, "time_launch", spy)
+    monkeypatch.setattr(autotune, "recorded", lambda key, options: None)  # no earlier winner
+    monkeypatch.setattr(autotune, "remember", lambda key, winner, timings: None)
+    launch_calls = []
+    real_launch = launcher._launch
+    monkeypatch.setattr(launcher, "_launch", lambda *a, **k: launch_calls.append(1) or
+                        real_launch(*a, **k))
+    torch.testing.assert_close(compiled(x), x * 2)
+    assert len(timed) == len(launcher.candidates) >= 2
+    # one jit launch per candidate (compiling it), then the chosen one's first real call
+    assert len(launch_calls) == len(launcher.candidates) + 1

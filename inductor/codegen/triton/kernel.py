@@ -512,8 +512,10 @@ class TritonKernel:
 
     def _split_combine(self):
         plan = self.plan
-        self._x_axis("[:, None]")
-        self.add_line("sindex = tl.arange(0, SBLOCK)[None, :]",
+        self.row_first = self.tiling.outer_contiguous    # as in _split_partial: coalesced
+        self._x_axis("[None, :]" if self.row_first else "[:, None]")
+        shape = "[:, None]" if self.row_first else "[None, :]"
+        self.add_line(f"sindex = tl.arange(0, SBLOCK){shape}",
                       f"smask = sindex < {self.spec.split}")
         handler = self._handler()
         self.scope_axes = ("x",)
@@ -532,6 +534,7 @@ class TritonKernel:
         for stage in plan.stages[1:]:
             for member in stage.members:
                 self._compute_and_store(member, handler)
+        self.row_first = False
         return self._workspace_names()
 
 

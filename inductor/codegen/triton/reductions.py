@@ -113,15 +113,17 @@ class Accumulator:
         return [f"{joined} = jit_reduce({joined}, {axis}, {COMBINE[self.type]})"]
 
     def combine_partials(self, loads: list, result: str) -> list[str]:
-        """Combine partials loaded as `[XBLOCK, SBLOCK]` tensors (one per variable)."""
+        """Combine partials loaded as `[XBLOCK, SBLOCK]` tensors (one per variable;
+        `[SBLOCK, XBLOCK]` with axis 0)."""
         joined = ", ".join(loads)
+        axis, keep = self.axis, "[:, None]" if self.axis == 1 else "[None, :]"
         if self.type == "var_m2":
-            return [f"_, {result}, _ = jit_reduce(({joined}), 1, jit_welford_combine)",
-                    f"{result} = {result}[:, None]"]
+            return [f"_, {result}, _ = jit_reduce(({joined}), {axis}, jit_welford_combine)",
+                    f"{result} = {result}{keep}"]
         if self.type in ("argmax", "argmin"):
-            return [f"_, {result} = jit_reduce(({joined}), 1, {COMBINE[self.type]})",
-                    f"{result} = {result}[:, None]"]
-        return [f"{result} = jit_reduce({joined}, 1, {COMBINE[self.type]})[:, None]"]
+            return [f"_, {result} = jit_reduce(({joined}), {axis}, {COMBINE[self.type]})",
+                    f"{result} = {result}{keep}"]
+        return [f"{result} = jit_reduce({joined}, {axis}, {COMBINE[self.type]}){keep}"]
 
     def partial_filler(self, position: int) -> str:
         """What a missing partial (masked lane) holds for variable `position`."""

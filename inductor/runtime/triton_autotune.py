@@ -130,11 +130,8 @@ def looped_configs(spec, exhaustive: bool, interpret: bool, row: Optional[int] =
 
 def combine_config(spec) -> dict:
     width = power_of_two(spec.split)
-    # outputs over contiguous columns (a sum over the first dim): 64 columns a program, so a
-    # few thousand outputs still spread over the GPU (4096 // 8 gave 8 programs)
-    limit = 64 if spec.outer_contiguous else 4096 // width
-    return {"XBLOCK": max(1, min(power_of_two(spec.xnumel), limit, 4096 // width)),
-            "SBLOCK": width, "num_warps": 4}
+    return {"XBLOCK": max(1, min(power_of_two(spec.xnumel), 4096 // width)), "SBLOCK": width,
+            "num_warps": 4}
 
 
 def candidates(spec, roles: list, exhaustive: bool, interpret: bool) -> list:

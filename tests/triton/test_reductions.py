@@ -71,11 +71,7 @@ def test_reductions_over_rows(device, strategy, settings):
 def test_reductions_over_the_first_dimension(device, shape):
     x = torch.randn(shape, device=device)
     x[3, 0] = float("nan")
-    compiled = compare_each(first_dimension, x)
-    if shape == (3000, 5) and device == "cpu":
-        # split over programs, each block row-first (contiguous columns on the last axis)
-        source = kernel_source(compiled)
-        assert "triton_partial_" in source and "[RBLOCK, XBLOCK]" in source
+    compare_each(first_dimension, x)
 
 
 @pytest.mark.parametrize("device", DEVICES)

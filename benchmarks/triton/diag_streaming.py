@@ -143,17 +143,24 @@ def softmax_looped(x, out, ROW: tl.constexpr, RBLOCK: tl.constexpr):
 
 
 @triton.jit
-def sum_partial(x, partial, rows, COLUMNS: tl.constexpr, CHUNK: tl.constexpr,
-                XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
-    column = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
-    start = tl.program_id(1) * CHUNK
+def _chunk_sum(x, rows, column, start, COLUMNS: tl.constexpr, CHUNK: tl.constexpr,
+               XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+    """The columns' sums over rows [start, start + CHUNK), as [1, XBLOCK]."""
     accumulator = tl.zeros([RBLOCK, XBLOCK], tl.float32)
     for offset in range(0, CHUNK, RBLOCK):
         inside = offset + tl.arange(0, RBLOCK)[:, None]
         row = start + inside
         accumulator += tl.load(x + row * COLUMNS + column, (row < rows) & (inside < CHUNK),
                                other=0).to(tl.float32)
-    tl.store(partial + tl.program_id(1) * COLUMNS + column, tl.sum(accumulator, 0)[None, :])
+    return tl.sum(accumulator, 0)[None, :]
+
+
+@triton.jit
+def sum_partial(x, partial, rows, COLUMNS: tl.constexpr, CHUNK: tl.constexpr,
+                XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+    column = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
+    total = _chunk_sum(x, rows, column, tl.program_id(1) * CHUNK, COLUMNS, CHUNK, XBLOCK, RBLOCK)
+    tl.store(partial + tl.program_id(1) * COLUMNS + column, total)
 
 
 @triton.jit
@@ -163,13 +170,8 @@ def sum_rows_partial(x, partial, rows, COLUMNS: tl.constexpr, CHUNK: tl.constexp
     start = tl.program_id(0) * CHUNK
     for column_start in tl.static_range(0, COLUMNS, XBLOCK):
         column = column_start + tl.arange(0, XBLOCK)[None, :]
-        accumulator = tl.zeros([RBLOCK, XBLOCK], tl.float32)
-        for offset in range(0, CHUNK, RBLOCK):
-            inside = offset + tl.arange(0, RBLOCK)[:, None]
-            row = start + inside
-            accumulator += tl.load(x + row * COLUMNS + column, (row < rows) & (inside < CHUNK),
-                                   other=0).to(tl.float32)
-        tl.store(partial + tl.program_id(0) * COLUMNS + column, tl.sum(accumulator, 0)[None, :])
+        tl.store(partial + tl.program_id(0) * COLUMNS + column,
+                 _chunk_sum(x, rows, column, start, COLUMNS, CHUNK, XBLOCK, RBLOCK))
 
 
 @triton.jit
@@ -180,14 +182,8 @@ def sum_onepass(x, partial, tickets, out, rows, COLUMNS: tl.constexpr, CHUNK: tl
     counter per block) combines them, so the sum is one kernel and stays deterministic."""
     block = tl.program_id(0)
     column = block * XBLOCK + tl.arange(0, XBLOCK)[None, :]
-    start = tl.program_id(1) * CHUNK
-    accumulator = tl.zeros([RBLOCK, XBLOCK], tl.float32)
-    for offset in range(0, CHUNK, RBLOCK):
-        inside = offset + tl.arange(0, RBLOCK)[:, None]
-        row = start + inside
-        accumulator += tl.load(x + row * COLUMNS + column, (row < rows) & (inside < CHUNK),
-                               other=0).to(tl.float32)
-    tl.store(partial + tl.program_id(1) * COLUMNS + column, tl.sum(accumulator, 0)[None, :])
+    total = _chunk_sum(x, rows, column, tl.program_id(1) * CHUNK, COLUMNS, CHUNK, XBLOCK, RBLOCK)
+    tl.store(partial + tl.program_id(1) * COLUMNS + column, total)
     tl.debug_barrier()
     ticket = tl.atomic_add(tickets + block, 1, sem="acq_rel")
     if ticket == SPLIT - 1:
@@ -305,27 +301,11 @@ def sum_cases(copy: float) -> None:
         _time_sum(x, out, copy, "rows ", split, xblock, rblock, warps, whole_rows=True)
 
 
-def _batched(launch, repeats: int = 20, trials: int = 7) -> float:
-    """Milliseconds per call over back-to-back batches (as benchmarks/triton/streaming.py times
-    the product), so launch gaps hide behind the device the way they do in a real graph."""
-    import statistics
-    launch(0)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(trials):
-        start.record()
-        for call in range(repeats):
-            launch(call)
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / repeats)
-    return statistics.median(samples)
-
-
 def sum_onepass_cases(copy: float) -> None:
     """Two kernels (the generated shape) over splits and block shapes, and one kernel with a
-    last-program combine, timed back to back over three rotated inputs (no L2 reuse)."""
+    last-program combine, timed back to back over three rotated inputs (no L2 reuse), as
+    `streaming.py` times the product."""
+    from benchmarks.triton.streaming import time_rotating
     columns = 4096
     inputs = [torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
               for _ in range(3)]
@@ -357,7 +337,7 @@ def sum_onepass_cases(copy: float) -> None:
             ways.append(("batched one-pass ", one))
         for label, launch in ways:
             try:
-                milliseconds = _batched(launch)
+                milliseconds = time_rotating(launch, [(0,), (1,), (2,)]) * 1e3
                 launch(0)
                 torch.testing.assert_close(out.float(), inputs[0].float().sum(0), rtol=2e-2,
                                            atol=1e-1)

@@ -248,8 +248,7 @@ class Launcher:
                 if runners is None:
                     elapsed = autotune.time_launch(
                         lambda: self._launch(candidate, tensors, record=False))
-                else:
-                    self._run_fast(tensors, runners)
+                else:   # time_launch runs it before timing: no warm-up call of our own
                     elapsed = autotune.time_launch(lambda: self._run_fast(tensors, runners))
             except Exception as error:  # noqa: BLE001  (e.g. out of resources: skip it)
                 log.debug("Triton config %s of %s failed: %s", candidate.describe(),

@@ -137,10 +137,9 @@ def _fastest(first, second, bias, result) -> tuple:
     """The configuration timing best on these tensors (each compiled and run once first), or
     `()` when none compiles and runs (a Triton or GPU this kernel does not suit)."""
     timings = []
-    for position, config in enumerate(CONFIGS):
-        try:
-            for _ in range(2 if position == 0 else 1):  # the first also warms the GPU up
-                _launch(config, first, second, bias, result)
+    for config in CONFIGS:
+        try:    # compiles it (time_launch runs it again before timing: the GPU warms up)
+            _launch(config, first, second, bias, result)
         except Exception:  # noqa: BLE001  (a tile too large for this GPU's shared memory)
             continue
         timings.append((time_launch(lambda: _launch(config, first, second, bias, result)),

@@ -134,8 +134,32 @@ def combine_config(spec) -> dict:
             "num_warps": 4}
 
 
+def _fit_even(spec, found: list) -> list:
+    """`found` with each block of `spec.even` cut to the largest power of two dividing its
+    extent: the kernel was printed without that axis's mask."""
+    extents = {"XBLOCK": spec.xnumel, "YBLOCK": spec.ynumel,
+               "RBLOCK": spec.chunk if spec.kind == "split" else spec.rnumel}
+    for candidate in found:
+        for kwargs in candidate.arguments:
+            for block in spec.even:
+                if block in kwargs:
+                    kwargs[block] = math.gcd(kwargs[block], extents[block])
+    unique, seen = [], set()
+    for candidate in found:
+        key = (candidate.variant, tuple(tuple(sorted(kwargs.items()))
+                                        for kwargs in candidate.arguments))
+        if key not in seen:
+            seen.add(key)
+            unique.append(candidate)
+    return unique
+
+
 def candidates(spec, roles: list, exhaustive: bool, interpret: bool) -> list:
     """Every `Candidate` of a kernel whose functions have `roles` (in `functions()` order)."""
+    return _fit_even(spec, _candidates(spec, roles, exhaustive, interpret))
+
+
+def _candidates(spec, roles: list, exhaustive: bool, interpret: bool) -> list:
     kind = spec.kind
     if kind == "pointwise":
         return [Candidate(0, [kwargs]) for kwargs in

@@ -132,3 +132,26 @@ def test_tuning_times_candidates_through_the_direct_launch(monkeypatch):
     assert len(timed) == len(launcher.candidates) >= 2
     # one jit launch per candidate (compiling it), then the chosen one's first real call
     assert len(launch_calls) == len(launcher.candidates) + 1
+
+
+def test_blocks_of_an_axis_printed_without_its_mask_divide_its_extent():
+    """A kernel printed without an axis's mask (`LaunchSpec.even`) is only ever launched with
+    blocks that divide that axis: each candidate's block is cut to a divisor."""
+    pointwise = LaunchSpec("pointwise", 3 * 1024, even=("XBLOCK",))
+    for interpret in (False, True):
+        for candidate in autotune.candidates(pointwise, ["main"], exhaustive=True, interpret=interpret):
+            assert 3072 % candidate.arguments[0]["XBLOCK"] == 0, candidate
+    looped = LaunchSpec("reduction", 24, rnumel=3072, strategy="looped", even=("RBLOCK",))
+    blocks = {candidate.arguments[0]["RBLOCK"]
+              for candidate in autotune.candidates(looped, ["main"], exhaustive=True, interpret=False)}
+    assert blocks and all(3072 % block == 0 for block in blocks) and 1024 in blocks
+    split = LaunchSpec("split", 4096, rnumel=16384, split=8, chunk=2048,
+                       even=("XBLOCK", "RBLOCK"))
+    for candidate in autotune.candidates(split, ["partial", "combine"], exhaustive=True,
+                                interpret=False):
+        partial, combine = candidate.arguments
+        assert 2048 % partial["RBLOCK"] == 0 and 4096 % partial["XBLOCK"] == 0
+        assert 4096 % combine["XBLOCK"] == 0
+    uneven = LaunchSpec("pointwise", 3000)
+    assert any(3000 % candidate.arguments[0]["XBLOCK"]
+               for candidate in autotune.candidates(uneven, ["main"], exhaustive=True, interpret=False))

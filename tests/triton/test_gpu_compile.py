@@ -78,6 +78,19 @@ def test_reductions_compile_in_every_form():
     assert compile_all(rows, torch.randn(64, 3000), persistent_limit=4096) >= 2
     assert compile_all(rows, torch.randn(64, 300)) >= 2
     assert compile_all(lambda x: (x.sum(), x.var(), x.argmax()), torch.randn(1 << 16)) >= 2
+
+
+def test_reductions_without_row_masks_compile():
+    """Rows that divide into blocks print without `rmask` (whole rows, looped, split, and
+    over the first dimension); the interpreter broadcasts what sm_90 rejects."""
+    def rows(x):
+        return (x.sum(-1), x.argmax(-1), torch.var(x, -1), (x > 0).any(-1), x.amin(-1),
+                torch.softmax(x, -1), x.sum(0), x.argmin(0))
+
+    assert compile_all(rows, torch.randn(64, 256)) >= 2
+    assert compile_all(rows, torch.randn(64, 3072), persistent_limit=1024) >= 2
+    assert compile_all(lambda x: (x.sum(-1), x.argmax(-1), torch.var(x, -1)),
+                       torch.randn(4, 65536)) >= 2
     assert compile_all(lambda x: (x.sum(0), x.argmin(0), torch.var(x, 0)),
                        torch.randn(4096, 64)) >= 2
 

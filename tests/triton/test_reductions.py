@@ -132,3 +132,32 @@ def test_reduction_over_several_dimensions(device):
     x = torch.randn(6, 7, 8, 9, device=device)
     check_same(lambda t: (t.sum((1, 3)), t.amax((0, 2)), t.permute(0, 2, 1, 3).mean((2, 3))),
                x, atol=1e-4, rtol=1e-4)
+
+
+EVEN = {
+    # name: (shape, persistent limit, marker): every extent a power of two or a multiple of
+    # 1024, so the kernels are printed without the masks of those axes
+    "persistent": ((32, 256), 16384, None),
+    "looped": ((24, 3072), 16, "for roffset"),
+    "split": ((4, 65536), 16384, "triton_partial_"),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("strategy", list(EVEN))
+def test_rows_that_divide_into_blocks_drop_the_row_mask(device, strategy, settings):
+    """The row mask is left out where every block divides the row (a mask always true still
+    cost a tenth of an H100's bandwidth on a first-dimension sum); the reductions whose update
+    selects (argmax, Welford) keep theirs, and every result matches eager, NaNs and ties
+    included. 3072 is no power of two: the tuner's blocks are cut to divisors of it."""
+    shape, limit, marker = EVEN[strategy]
+    settings.triton_persistent_limit = limit
+    x = with_special_values(torch.randn(shape, device=device))
+    compiled = compare_each(reductions, x)
+    source = kernel_source(compiled)
+    if marker:
+        assert marker in source
+    loads = [line for line in source.splitlines() if "tl.load(pointer" in line]
+    assert loads and not any("rmask" in line for line in loads), loads
+    compare_each(dependent_reductions, x)
+    compare_each(first_dimension, x.t().contiguous() if strategy != "split" else x[:, :4096])

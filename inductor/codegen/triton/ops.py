@@ -6,8 +6,10 @@ subexpressions shared. Values carry their compute dtype: float16 and bfloat16 ar
 float32 and rounded only where the graph casts to them or stores them, as in eager.
 
 The scope (a `TritonKernel`) provides `add_line`, `pointer`, `dtype_of`, `forwarded`,
-`index_text`, `mask_for` (the lane mask an index needs), `lane_mask` (every lane of the
-scope) and `check` (report a run-time error code for the lanes of a condition).
+`index_text`, `mask_for` (the lane mask an index needs: None where its axes divide evenly
+into blocks), `axes_of` (the axes an index spans), `masks` (the masks of some axes),
+`lane_mask` (every lane of the scope) and `check` (report a run-time error code for the lanes
+of a condition).
 """
 from __future__ import annotations
 
@@ -119,13 +121,15 @@ class TritonOpsHandler(OpsHandler):
             text = self.tensor(self.to_dtype(value, dtype))
         if dtype != value.dtype:
             text = f"{text}.to({triton_type(dtype)})"
-        mask = self.scope.mask_for(index)
         offset = self.scope.index_text(index)
-        if not mask:
+        axes = self.scope.axes_of(index)
+        if not axes:
             # One element for every lane: spread the pointer over the X lanes (values may be
             # blocks of them) and let the first lane's mask decide.
-            offset, mask = f"{offset} + xindex * 0", "xmask"
-        return f"tl.store({self.scope.pointer(name)} + ({offset}), {text}, {mask})"
+            offset, axes = f"{offset} + xindex * 0", {"x"}
+        mask = self.scope.masks(*axes)
+        masking = f", {mask}" if mask else ""
+        return f"tl.store({self.scope.pointer(name)} + ({offset}), {text}{masking})"
 
     def indirect_indexing(self, value, size, check=True):
         name = f"{self.prefix}_index{self.indirect_count}"
@@ -333,6 +337,8 @@ class TritonOpsHandler(OpsHandler):
         dtype = value.dtype
         if name in TL_UNARY:
             return self.emit(f"{TL_UNARY[name]}({text})", dtype)
+        if name == "erf":
+            return self.emit(f"jit_erf({text})", dtype)
         if name in LIBDEVICE_UNARY:
             return self.emit(f"libdevice.{name}({text})", dtype)
         special = _special_unary(name, text, dtype)

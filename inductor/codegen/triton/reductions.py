@@ -18,6 +18,7 @@ from inductor.codegen.triton.expressions import literal, triton_type
 COMBINE = {"sum": "jit_sum", "prod": "jit_prod", "max": "jit_maximum", "min": "jit_minimum",
            "any": "jit_any", "all": "jit_all", "argmax": "jit_argmax", "argmin": "jit_argmin"}
 LAST_INDEX = "9223372036854775807"
+PLAIN = ("sum", "prod", "max", "min", "any", "all")   # one accumulator, no mask in the update
 
 
 def identity(reduction_type: str, dtype: torch.dtype) -> str:
@@ -166,33 +167,39 @@ class OnlineSoftmax(Accumulator):
                 f"{total} = jit_reduce({name}_scaled, 1, jit_sum)[:, None]"]
 
 
-def identity_lanes(reduction_type: str, value: str, handler) -> bool:
-    """Whether `value` already holds the reduction's identity in every lane past the row's
-    end: a sum of a load whose mask includes `rmask` (`other=0`), so no select is needed
-    around it (the select was 16 of 110 instructions per block of a sum over the first dim
-    on sm_90). Lanes past the last row (`xmask` off) may hold anything: nothing stores them."""
+def identity_lanes(reduction_type: str, value: str, handler, row_full: bool = False) -> bool:
+    """Whether no select is needed around `value` before folding it: no lane lies past the
+    row's end (`row_full`: the row blocks divide the row, for the reductions whose update
+    takes no mask), or `value` already holds the identity there (a sum of a load whose mask
+    includes `rmask`, `other=0`). The select was 16 of 110 instructions per block of a sum
+    over the first dim on sm_90. Lanes past the last row (`xmask` off) may hold anything:
+    nothing stores them."""
+    if row_full:
+        return reduction_type in PLAIN
     mask = handler.zero_filled.get(value)
     return reduction_type == "sum" and mask is not None and "rmask" in mask.split(" & ")
 
 
 def whole_row(reduction_type: str, dtype: torch.dtype, value: str, mask: Optional[str],
               index: str, count: int, result: str) -> list[str]:
-    """A reduction of a row held in registers ([XBLOCK, RBLOCK]) into `result`; `mask` None
-    as in `Accumulator.update`."""
-    neutral = identity(reduction_type, dtype)
-    if mask is None:
-        return [f"{result} = jit_reduce({value}, 1, {COMBINE[reduction_type]})[:, None]"]
+    """A reduction of a row held in registers ([XBLOCK, RBLOCK]) into `result`. `mask` None:
+    no lane needs the identity (see `identity_lanes`; for any reduction where the block is
+    the row)."""
+    def select(text: str, other: str) -> str:
+        return text if mask is None else f"tl.where({mask}, {text}, {other})"
     if reduction_type == "var_m2":
         zero = literal(0, dtype)[0]
-        return [f"{result}_sum = jit_reduce(tl.where({mask}, {value}, {zero}), 1, jit_sum)"
-                f"[:, None]",
+        return [f"{result}_sum = jit_reduce({select(value, zero)}, 1, jit_sum)[:, None]",
                 f"{result}_mean = {result}_sum / {count}",
-                f"{result}_deviation = tl.where({mask}, {value} - {result}_mean, {zero})",
+                f"{result}_deviation = {select(f'{value} - {result}_mean', zero)}",
                 f"{result} = jit_reduce({result}_deviation * {result}_deviation, 1, "
                 f"jit_sum)[:, None]"]
-    masked = f"tl.where({mask}, {value}, {neutral})"
+    masked = select(value, identity(reduction_type, dtype))
     if reduction_type in ("argmax", "argmin"):
-        positions = f"tl.where({mask}, ({index}).to(tl.int64), {LAST_INDEX})"
+        positions = f"({index}).to(tl.int64)"
+        # unmasked, the positions ([1, RBLOCK]) still need the values' shape
+        positions = f"tl.broadcast_to({positions}, {value}.shape)" if mask is None \
+            else select(positions, LAST_INDEX)
         return [f"_, {result} = jit_reduce(({masked}, {positions}), 1, "
                 f"{COMBINE[reduction_type]})",
                 f"{result} = {result}[:, None]"]

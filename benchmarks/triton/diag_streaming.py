@@ -203,6 +203,17 @@ def sum_combine(partial, out, COLUMNS: tl.constexpr, SPLIT: tl.constexpr,
     tl.store(out + column, tl.sum(values, 0)[None, :].to(tl.bfloat16))
 
 
+@triton.jit
+def sum_combine_looped(partial, out, COLUMNS: tl.constexpr, SPLIT: tl.constexpr,
+                       SBLOCK: tl.constexpr, XBLOCK: tl.constexpr):
+    column = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
+    accumulator = tl.zeros([SBLOCK, XBLOCK], tl.float32)
+    for start in range(0, SPLIT, SBLOCK):
+        part = start + tl.arange(0, SBLOCK)[:, None]
+        accumulator += tl.load(partial + part * COLUMNS + column, part < SPLIT, other=0)
+    tl.store(out + column, tl.sum(accumulator, 0)[None, :].to(tl.bfloat16))
+
+
 def report(case: str, variant: str, nbytes: int, milliseconds: float, copy: float) -> None:
     rate = nbytes / milliseconds / 1e6
     print(f"{case:10s} {variant:48s} {milliseconds * 1e3:8.1f} us {rate:7.0f} GB/s "
@@ -350,6 +361,189 @@ def sum_onepass_cases(copy: float) -> None:
         assert int(tickets.sum()) == 0, "a ticket counter was not reset"
 
 
+def sum_wide_cases(copy: float) -> None:
+    """Two kernels whose partial programs read wide column tiles (up to whole rows, contiguous
+    memory) over many row chunks; the combine loops over the partials. Batched as
+    `sum_onepass`."""
+    from benchmarks.triton.streaming import time_rotating
+    columns = 4096
+    inputs = [torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
+              for _ in range(3)]
+    rows = inputs[0].shape[0]
+    out = torch.empty(columns, device="cuda", dtype=torch.bfloat16)
+    nbytes = inputs[0].numel() * 2 + columns * 2
+    shapes = [(split, 4096, rblock, warps) for split in (132, 264, 528)
+              for rblock, warps in ((1, 8), (2, 8), (2, 16), (4, 16))]
+    shapes += [(split, 2048, rblock, warps) for split in (66, 132, 264)
+               for rblock, warps in ((2, 8), (4, 8))]
+    shapes += [(split, 1024, rblock, warps) for split in (33, 66, 132)
+               for rblock, warps in ((4, 4), (8, 8))]
+    shapes += [(split, 512, rblock, warps) for split in (16, 33, 66)
+               for rblock, warps in ((8, 4), (16, 8))]
+    shapes += [(split, 256, rblock, warps) for split in (8, 16, 33)
+               for rblock, warps in ((16, 4), (32, 8))]
+    for split, xblock, rblock, warps in shapes:
+        chunk = triton.cdiv(rows, split)
+        partial = torch.empty(split, columns, device="cuda", dtype=torch.float32)
+
+        def two(call):
+            sum_partial[(columns // xblock, split)](inputs[call % 3], partial, rows,
+                                                    COLUMNS=columns, CHUNK=chunk, XBLOCK=xblock,
+                                                    RBLOCK=rblock, num_warps=warps)
+            sum_combine_looped[(columns // 128,)](partial, out, COLUMNS=columns, SPLIT=split,
+                                                  SBLOCK=16, XBLOCK=128, num_warps=4)
+        try:
+            milliseconds = time_rotating(two, [(0,), (1,), (2,)]) * 1e3
+            two(0)
+            torch.testing.assert_close(out.float(), inputs[0].float().sum(0), rtol=2e-2,
+                                       atol=1e-1)
+        except Exception as error:
+            print(f"sum_first  wide split={split} X={xblock}: {type(error).__name__}: "
+                  f"{str(error)[:200]}", flush=True)
+            continue
+        report("sum_first", f"wide split={split} X={xblock} R={rblock} w={warps}", nbytes,
+               milliseconds, copy)
+
+
+@triton.jit
+def rows_sum(x, out, COLUMNS: tl.constexpr, RBLOCK: tl.constexpr):
+    """Sum of each row (the reads of `x.sum(1)`), one program per row."""
+    row = tl.program_id(0)
+    accumulator = tl.zeros([RBLOCK], tl.float32)
+    for start in range(0, COLUMNS, RBLOCK):
+        accumulator += tl.load(x + row * COLUMNS + start + tl.arange(0, RBLOCK)).to(tl.float32)
+    tl.store(out + row, tl.sum(accumulator, 0).to(tl.bfloat16))
+
+
+def sum_parts_cases(copy: float) -> None:
+    """Where the first-dimension sum's time goes: the partial kernel alone, the combine alone,
+    both, next to a whole-row sum of the same input (`x.sum(1)`'s reads) and a copy of the same
+    bytes. Batched as `sum_onepass`; every line reports GB/s of the sum's bytes."""
+    from benchmarks.triton.streaming import time_rotating
+    columns = 4096
+    inputs = [torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
+              for _ in range(3)]
+    rows = inputs[0].shape[0]
+    out = torch.empty(columns, device="cuda", dtype=torch.bfloat16)
+    row_out = torch.empty(rows, device="cuda", dtype=torch.bfloat16)
+    nbytes = inputs[0].numel() * 2 + columns * 2
+    half = [torch.empty(inputs[0].numel() // 2, device="cuda", dtype=torch.bfloat16)
+            for _ in range(2)]
+    sources = [x.view(-1)[: x.numel() // 2] for x in inputs]
+
+    def copy_half(call):  # moves the sum's bytes: half read, half written
+        half[call % 2].copy_(sources[call % 3])
+
+    def row_sum(call):
+        rows_sum[(rows,)](inputs[call % 3], row_out, COLUMNS=columns, RBLOCK=2048, num_warps=8)
+
+    for label, launch in (("copy of the same bytes", copy_half), ("rows sum (x.sum(1))", row_sum)):
+        report("sum_parts", label, nbytes, time_rotating(launch, [(0,), (1,), (2,)]) * 1e3, copy)
+    for split, xblock, rblock, warps in ((8, 64, 64, 8), (16, 64, 32, 4), (64, 64, 32, 4),
+                                         (128, 64, 16, 4), (32, 128, 32, 8), (256, 64, 16, 4),
+                                         (264, 4096, 4, 16)):
+        chunk = triton.cdiv(rows, split)
+        partial = torch.empty(split, columns, device="cuda", dtype=torch.float32)
+        sblock = min(16, triton.next_power_of_2(split))
+
+        def first(call):
+            sum_partial[(columns // xblock, split)](inputs[call % 3], partial, rows,
+                                                    COLUMNS=columns, CHUNK=chunk, XBLOCK=xblock,
+                                                    RBLOCK=rblock, num_warps=warps)
+
+        def second(call):
+            sum_combine_looped[(columns // 64,)](partial, out, COLUMNS=columns, SPLIT=split,
+                                                 SBLOCK=sblock, XBLOCK=64, num_warps=4)
+
+        def both(call):
+            first(call)
+            second(call)
+        shape = f"split={split} X={xblock} R={rblock} w={warps}"
+        for label, launch in (("partial", first), ("combine", second), ("both", both)):
+            report("sum_parts", f"{label} {shape}", nbytes,
+                   time_rotating(launch, [(0,), (1,), (2,)]) * 1e3, copy)
+        both(0)
+        torch.testing.assert_close(out.float(), inputs[0].float().sum(0), rtol=2e-2, atol=1e-1)
+
+
+def _generated_sum_module(variant: str, text_edits: dict):
+    """The generated first-dimension sum's module (as `tests/triton/conftest.gpu_module` prints
+    it for a 132-SM GPU), with `text_edits` applied, imported from a file."""
+    import importlib.util
+    import os
+    import tempfile
+    from inductor.codegen.triton import source as triton_source
+    from inductor.decompose import trace_aten
+    from inductor.lower import lower
+    from inductor.schedule.scheduler import schedule
+    from inductor.schedule.tiling import Target, tile
+    example = torch.empty(ELEMENTS // 4096, 4096, dtype=torch.bfloat16)
+    graph = torch.fx.symbolic_trace(lambda x: x.sum(0))
+    aten_graph = trace_aten(graph, [example])
+    plan = schedule(lower(aten_graph.module, aten_graph.fake_inputs, aten_graph.output_strides))
+    tile(plan, Target("cuda", torch.cuda.get_device_properties(0).multi_processor_count, 32768))
+    module = triton_source.generate(plan, lambda name: plan.buffers[name].get_dtype(),
+                                    interpret=False)
+    text = module.text
+    for old, new in text_edits.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = os.path.join(tempfile.mkdtemp(), f"sum_{variant}.py")
+    with open(path, "w") as handle:
+        handle.write(text)
+    spec = importlib.util.spec_from_file_location(f"sum_{variant}", path)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    kernel = module.kernels[0]
+    return [getattr(loaded, function.name) for function in kernel.functions], kernel.spec
+
+
+def sum_generated_cases(copy: float) -> None:
+    """The generated first-dimension sum's own kernels, launched directly (no wrapper), partial
+    and combine alone and together, then with one thing changed at a time."""
+    from benchmarks.triton.streaming import time_rotating
+    columns = 4096
+    inputs = [torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
+              for _ in range(3)]
+    out = torch.empty(columns, device="cuda", dtype=torch.bfloat16)
+    nbytes = inputs[0].numel() * 2 + columns * 2
+    variants = {
+        "as generated": {},
+        "no rmask": {"xmask & rmask, other=0)": "xmask)"},
+        "no masks": {"xmask & rmask, other=0)": ")"},
+        "tl.sum": {"m0_acc = jit_reduce(m0_acc, 1, jit_sum)": "m0_acc = tl.sum(m0_acc, 1)"},
+    }
+    for name, edits in variants.items():
+        (partial_kernel, combine_kernel), spec = _generated_sum_module(
+            name.replace(" ", "_").replace(".", "_"), edits)
+        workspace = torch.empty(spec.split, columns, device="cuda", dtype=torch.float32)
+        for xblock, rblock, warps, combine_x in ((64, 64, 8, 512), (64, 64, 8, 64),
+                                                 (64, 32, 4, 64), (128, 32, 8, 64)):
+            if name != "as generated" and (xblock, combine_x) != (64, 64):
+                continue
+
+            def first(call):
+                partial_kernel[(columns // xblock, spec.split)](
+                    inputs[call % 3], out, workspace, XBLOCK=xblock, RBLOCK=rblock,
+                    num_warps=warps)
+
+            def second(call):
+                combine_kernel[(columns // combine_x,)](
+                    inputs[call % 3], out, workspace, XBLOCK=combine_x,
+                    SBLOCK=triton.next_power_of_2(spec.split), num_warps=4)
+
+            def both(call):
+                first(call)
+                second(call)
+            shape = f"{name}: split={spec.split} X={xblock} R={rblock} w={warps} combine X={combine_x}"
+            for label, launch in (("partial", first), ("both", both)):
+                report("sum_gen", f"{label} {shape}", nbytes,
+                       time_rotating(launch, [(0,), (1,), (2,)]) * 1e3, copy)
+            both(0)
+            torch.testing.assert_close(out.float(), inputs[0].float().sum(0), rtol=2e-2,
+                                       atol=1e-1)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", default="gelu,sum_first,softmax")
@@ -366,6 +560,12 @@ def main(argv=None) -> None:
         sum_cases(copy)
     if "sum_onepass" in cases:
         sum_onepass_cases(copy)
+    if "sum_parts" in cases:
+        sum_parts_cases(copy)
+    if "sum_generated" in cases:
+        sum_generated_cases(copy)
+    if "sum_wide" in cases:
+        sum_wide_cases(copy)
     if "softmax" in cases:
         softmax_cases(copy)
 

@@ -242,7 +242,7 @@ def test_erf_and_gelu_stay_within_an_ulp_of_eager_on_gpus():
     assert torch.equal(result.isnan(), eager.isnan())
     differ = (result.view(torch.int32) != eager.view(torch.int32)) & ~eager.isnan()
     ulps = (result.view(torch.int32).long() - eager.view(torch.int32).long()).abs()
-    assert int(ulps[differ].max(initial=0)) <= 1
+    assert bool((ulps[differ] <= 1).all()), x[differ][ulps[differ] > 1][:8]
     assert bool((x[differ].abs() >= 1.002959966659546).all()), x[differ][:8]
 
     def gelu(a, w, b):

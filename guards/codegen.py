@@ -221,6 +221,19 @@ class CheckWriter:
         """`not variable`."""
         self._condition(variable, f"not {variable}", native_program.FALSY)
 
+    def check_falsy_items(self, variable: str, keys: tuple) -> None:
+        """`not variable[key]` for each of `keys`: natively one step, where each would be a read
+        and a check (a module's four empty hook dicts: 8 of its ~10 snapshot steps)."""
+        register = self._registers.get(variable)
+        if register is None or len(keys) < 2:
+            for key in keys:
+                self.check_falsy(self.derive(variable, "item", key, f"{variable}_{key}"))
+            return
+        self._flush_native_comment()
+        self.program.check(native_program.FALSY_ITEMS, register,
+                           " and ".join(f"not {variable}[{key!r}]" for key in keys),
+                           tuple(keys))
+
     def check_contains(self, variable: str, key: Any, present: bool) -> None:
         """`key in variable` (`not in` unless `present`): an instance dict has, or lacks, a
         name."""

@@ -276,7 +276,12 @@ class ObjectSnapshotGuard(Guard):
         compare, which stay Python conditions on the exported dict."""
         namespace = writer.derive(variable, "attribute", "__dict__", f"{variable}_dict")
         writer.comment(self.describe())
+        empty = tuple(entry.path[0] for entry in self.snapshot.entries
+                      if entry.kind == KEYS and not entry.value and len(entry.path) == 1)
+        writer.check_falsy_items(namespace, empty)
         for entry in self.snapshot.entries:
+            if entry.kind == KEYS and not entry.value and len(entry.path) == 1:
+                continue  # among `empty`
             if entry.kind in (ABSENT, PRESENT):
                 parent = namespace
                 for part in entry.path[:-1]:

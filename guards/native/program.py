@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 (LOCAL, GLOBAL, ATTRIBUTE, ITEM, TYPE_OF, TYPE_IS, IDENTITY, IS, IS_NOT, LENGTH, EQUAL, FLOAT,
- TENSORS, FALSY, KEYS, CONSTANT, SAME, CONTAINS) = range(18)
+ TENSORS, FALSY, KEYS, CONSTANT, SAME, CONTAINS, FALSY_ITEMS) = range(19)
 
 EQUAL_TYPES = (int, str, bytes)
 """Constant types whose equality the program tests with `==` after an exact type check (their

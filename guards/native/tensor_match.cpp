@@ -213,6 +213,7 @@ enum Operation : int {
   kConstant = 15,   // target = operand (a value bound into the check: another module's globals)
   kSame = 16,       // source is registers[0] (two sources reach one object: alias guards)
   kContains = 17,   // (operand in source) == bool(number): an instance dict has, or lacks, a key
+  kFalsyItems = 18, // not source[key] for every key of operand (a tuple): a module's hook dicts
 };
 
 struct Step {
@@ -343,6 +344,15 @@ int run_step(const GuardProgram* self, Step& step, PyObject** registers, PyObjec
       return truth < 0 ? -1 : truth == 0;
     }
     case kKeys: return same_keys(value, step.operand);
+    case kFalsyItems:
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(step.operand); i++) {
+        PyObject* item = item_of(value, PyTuple_GET_ITEM(step.operand, i));
+        if (item == nullptr) return PyErr_Occurred() ? -1 : 0;
+        int truth = PyObject_IsTrue(item);
+        Py_DECREF(item);
+        if (truth != 0) return truth < 0 ? -1 : 0;
+      }
+      return 1;
     case kConstant: result = Py_NewRef(step.operand); break;
     case kSame: return value == registers[step.registers[0]];
     case kContains: {
@@ -398,7 +408,7 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
     return false;
   step.operand = operand;
   if (step.target >= register_count || step.source >= register_count ||
-      step.operation < kLocal || step.operation > kContains ||
+      step.operation < kLocal || step.operation > kFalsyItems ||
       ((step.operation <= kTypeOf || step.operation == kConstant) && step.target < 0) ||
       (step.operation >= kAttribute && step.operation != kTensors &&
        step.operation != kConstant && step.source < 0)) {
@@ -409,7 +419,8 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
     PyErr_SetString(PyExc_TypeError, "GuardProgram: a float step needs a float");
     return false;
   }
-  if (step.operation == kKeys && !PyTuple_CheckExact(operand)) {
+  if ((step.operation == kKeys || step.operation == kFalsyItems) &&
+      !PyTuple_CheckExact(operand)) {
     PyErr_SetString(PyExc_TypeError, "GuardProgram: a keys step needs a tuple");
     return false;
   }

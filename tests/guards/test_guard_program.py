@@ -228,3 +228,43 @@ def test_reads_from_a_bound_constant_run_natively():
         assert native_check({}, {}) is expected and python_check({}, {}) is expected, change
         if change is not None:
             namespace[change[0]] = saved
+
+
+def test_empty_hook_dicts_are_one_native_step_and_agree():
+    """A module's empty hook dicts are one `FALSY_ITEMS` step (not a read and a check each),
+    and a hook of any kind added after capture, or a hook dict deleted, fails it as Python's
+    conditions do."""
+    steps = []
+    build = native_program.ProgramBuilder.build
+
+    def counting(self):
+        steps.append([step[0] for step in self.steps])
+        return build(self)
+    net = torch.nn.Linear(3, 3)
+    guards = install_for(net, LocalSource("m"))
+    native_program.ProgramBuilder.build = counting
+    try:
+        native_check = compiled(guards, True)
+    finally:
+        native_program.ProgramBuilder.build = build
+    python_check = compiled(guards, False)
+    (operations,) = steps
+    assert operations.count(native_program.FALSY_ITEMS) == 1
+    assert native_program.FALSY not in operations
+    assert "not m_dict['_forward_pre_hooks'] and not m_dict['_forward_hooks']" in \
+        native_check.source_text
+    mutations = [lambda m: None,
+                 lambda m: m.register_forward_hook(lambda *args: None),
+                 lambda m: m.register_forward_pre_hook(lambda *args: None),
+                 lambda m: m.register_full_backward_hook(lambda *args: None),
+                 lambda m: m._backward_pre_hooks.__setitem__(0, print),
+                 lambda m: m.__dict__.pop("_forward_hooks")]
+    outcomes = []
+    for mutate in mutations:
+        candidate = torch.nn.Linear(3, 3)
+        candidate.load_state_dict(net.state_dict())
+        mutate(candidate)
+        frame = {"m": candidate}
+        assert native_check(frame, {}) is python_check(frame, {})
+        outcomes.append(native_check(frame, {}))
+    assert outcomes == [True] + [False] * (len(mutations) - 1)

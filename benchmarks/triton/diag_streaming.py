@@ -312,17 +312,23 @@ def sum_cases(copy: float) -> None:
         _time_sum(x, out, copy, "rows ", split, xblock, rblock, warps, whole_rows=True)
 
 
+def _rotated_sum_inputs():
+    """Three [ELEMENTS / 4096, 4096] bf16 inputs (rotated so L2 serves no repeat), the
+    first-dim sum's output, and the bytes it must move."""
+    columns = 4096
+    inputs = [torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
+              for _ in range(3)]
+    out = torch.empty(columns, device="cuda", dtype=torch.bfloat16)
+    return inputs, out, inputs[0].numel() * 2 + columns * 2
+
+
 def sum_onepass_cases(copy: float) -> None:
     """Two kernels (the generated shape) over splits and block shapes, and one kernel with a
     last-program combine, timed back to back over three rotated inputs (no L2 reuse), as
     `streaming.py` times the product."""
     from benchmarks.triton.streaming import time_rotating
-    columns = 4096
-    inputs = [torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
-              for _ in range(3)]
-    rows = inputs[0].shape[0]
-    out = torch.empty(columns, device="cuda", dtype=torch.bfloat16)
-    nbytes = inputs[0].numel() * 2 + columns * 2
+    inputs, out, nbytes = _rotated_sum_inputs()
+    rows, columns = inputs[0].shape
     shapes = [(split, xblock, rblock, warps) for split in (4, 6, 8, 9, 12, 16)
               for xblock, rblock, warps in ((64, 64, 8), (128, 32, 8), (64, 32, 4))]
     for split, xblock, rblock, warps in shapes:
@@ -366,12 +372,8 @@ def sum_wide_cases(copy: float) -> None:
     memory) over many row chunks; the combine loops over the partials. Batched as
     `sum_onepass`."""
     from benchmarks.triton.streaming import time_rotating
-    columns = 4096
-    inputs = [torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
-              for _ in range(3)]
-    rows = inputs[0].shape[0]
-    out = torch.empty(columns, device="cuda", dtype=torch.bfloat16)
-    nbytes = inputs[0].numel() * 2 + columns * 2
+    inputs, out, nbytes = _rotated_sum_inputs()
+    rows, columns = inputs[0].shape
     shapes = [(split, 4096, rblock, warps) for split in (132, 264, 528)
               for rblock, warps in ((1, 8), (2, 8), (2, 16), (4, 16))]
     shapes += [(split, 2048, rblock, warps) for split in (66, 132, 264)
@@ -420,13 +422,9 @@ def sum_parts_cases(copy: float) -> None:
     both, next to a whole-row sum of the same input (`x.sum(1)`'s reads) and a copy of the same
     bytes. Batched as `sum_onepass`; every line reports GB/s of the sum's bytes."""
     from benchmarks.triton.streaming import time_rotating
-    columns = 4096
-    inputs = [torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
-              for _ in range(3)]
-    rows = inputs[0].shape[0]
-    out = torch.empty(columns, device="cuda", dtype=torch.bfloat16)
+    inputs, out, nbytes = _rotated_sum_inputs()
+    rows, columns = inputs[0].shape
     row_out = torch.empty(rows, device="cuda", dtype=torch.bfloat16)
-    nbytes = inputs[0].numel() * 2 + columns * 2
     half = [torch.empty(inputs[0].numel() // 2, device="cuda", dtype=torch.bfloat16)
             for _ in range(2)]
     sources = [x.view(-1)[: x.numel() // 2] for x in inputs]
@@ -502,11 +500,8 @@ def sum_generated_cases(copy: float) -> None:
     """The generated first-dimension sum's own kernels, launched directly (no wrapper), partial
     and combine alone and together, then with one thing changed at a time."""
     from benchmarks.triton.streaming import time_rotating
-    columns = 4096
-    inputs = [torch.randn(ELEMENTS // columns, columns, device="cuda", dtype=torch.bfloat16)
-              for _ in range(3)]
-    out = torch.empty(columns, device="cuda", dtype=torch.bfloat16)
-    nbytes = inputs[0].numel() * 2 + columns * 2
+    inputs, out, nbytes = _rotated_sum_inputs()
+    columns = inputs[0].shape[1]
     # Edits of the printed text, tried one at a time (at f55e3ee the row mask had been the
     # 10%: `{"xmask & rmask, other=0)": "xmask)"}` when it was still printed).
     variants = {"as generated": {}}

@@ -54,16 +54,22 @@ def compare_each(function, x, atol=1e-4, rtol=1e-4):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_reductions_over_rows(device, strategy, settings):
-    shape, limit, marker = STRATEGIES[strategy]
-    settings.triton_persistent_limit = limit
-    x = with_special_values(torch.randn(shape, device=device))
-    compiled = compare_each(reductions, x)
-    source = kernel_source(compiled)
-    if marker:
-        assert marker in source
+    x, source = reductions_by_strategy(STRATEGIES[strategy], device, settings)
     if strategy == "persistent":
         assert "for roffset" not in source
+
+
+def reductions_by_strategy(case, device, settings):
+    """`reductions` and `dependent_reductions` against eager for one (shape, persistent limit,
+    marker) case, the marker in the generated source; returns (input, source)."""
+    shape, limit, marker = case
+    settings.triton_persistent_limit = limit
+    x = with_special_values(torch.randn(shape, device=device))
+    source = kernel_source(compare_each(reductions, x))
+    if marker:
+        assert marker in source
     compare_each(dependent_reductions, x)
+    return x, source
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -150,14 +156,7 @@ def test_rows_that_divide_into_blocks_drop_the_row_mask(device, strategy, settin
     cost a tenth of an H100's bandwidth on a first-dimension sum); the reductions whose update
     selects (argmax, Welford) keep theirs, and every result matches eager, NaNs and ties
     included. 3072 is no power of two: the tuner's blocks are cut to divisors of it."""
-    shape, limit, marker = EVEN[strategy]
-    settings.triton_persistent_limit = limit
-    x = with_special_values(torch.randn(shape, device=device))
-    compiled = compare_each(reductions, x)
-    source = kernel_source(compiled)
-    if marker:
-        assert marker in source
+    x, source = reductions_by_strategy(EVEN[strategy], device, settings)
     loads = [line for line in source.splitlines() if "tl.load(pointer" in line]
     assert loads and not any("rmask" in line for line in loads), loads
-    compare_each(dependent_reductions, x)
     compare_each(first_dimension, x.t().contiguous() if strategy != "split" else x[:, :4096])

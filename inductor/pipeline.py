@@ -197,7 +197,8 @@ def _generate_triton(plan, loop_graph, dtype_of, device: torch.device,
 
     interpret = device.type == "cpu"
     tile(plan, target_for(device))
-    module = triton_source.generate(plan, dtype_of, interpret)
+    module = triton_source.generate(plan, dtype_of, interpret,
+                                    triton_build.programmatic_launch(device))
     loaded = triton_build.load(module.text, interpret)
     exhaustive = mode in ("max-autotune", "max-autotune-no-cudagraphs")
     launchers, arguments, tasks = {}, {}, {}

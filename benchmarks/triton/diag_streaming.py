@@ -536,6 +536,136 @@ def sum_generated_cases(copy: float) -> None:
                                        atol=1e-1)
 
 
+def _with_grid_dependency(text: str, names: tuple) -> str:
+    """`text` with `gdc_wait(); gdc_launch_dependents()` first in each kernel named in
+    `names` (programmatic dependent launch: a kernel launched with `launch_pdl=True` may start
+    while its predecessor runs, and waits for it before touching memory)."""
+    import re
+    for name in names:
+        text = re.sub(rf"(def {name}_[0-9a-f]+\(.*\):\n)",
+                      r"\1    tl.extra.cuda.gdc_wait()\n    tl.extra.cuda.gdc_launch_dependents()\n",
+                      text)
+    return text
+
+
+def sum_pdl_cases(copy: float) -> None:
+    """The generated first-dimension sum (split=8 X=64 R=64 w=8, combine X=64) with
+    programmatic dependent launch: the combine alone launched early (it waits for the partial
+    kernel), or both kernels (each call's partial also overlaps the previous call's combine)."""
+    from benchmarks.triton.streaming import time_rotating
+    inputs, out, nbytes = _rotated_sum_inputs()
+    columns = inputs[0].shape[1]
+    for name, kernels, pdl in (("as generated", (), (False, False)),
+                               ("pdl combine", ("triton_partial", "triton_combine"), (False, True)),
+                               ("pdl both", ("triton_partial", "triton_combine"), (True, True)),
+                               ("gdc without pdl", ("triton_partial", "triton_combine"),
+                                (False, False))):
+        (partial_kernel, combine_kernel), spec = _generated_sum_module(
+            "pdl_" + name.replace(" ", "_"), {})
+        if kernels:
+            source = _with_grid_dependency(open(partial_kernel.fn.__code__.co_filename).read(),
+                                           kernels)
+            (partial_kernel, combine_kernel) = _load_text("pdl_" + name.replace(" ", "_"),
+                                                          source, spec)
+        workspace = torch.empty(spec.split, columns, device="cuda", dtype=torch.float32)
+
+        def both(call):
+            partial_kernel[(columns // 64, spec.split)](
+                inputs[call % 3], out, workspace, XBLOCK=64, RBLOCK=64, num_warps=8,
+                launch_pdl=pdl[0])
+            combine_kernel[(columns // 64,)](
+                inputs[call % 3], out, workspace, XBLOCK=64,
+                SBLOCK=triton.next_power_of_2(spec.split), num_warps=4, launch_pdl=pdl[1])
+        try:
+            milliseconds = time_rotating(both, [(0,), (1,), (2,)]) * 1e3
+            both(0)
+            torch.cuda.synchronize()
+            torch.testing.assert_close(out.float(), inputs[0].float().sum(0), rtol=2e-2,
+                                       atol=1e-1)
+        except Exception as error:  # noqa: BLE001  (a Triton without PDL: reported)
+            print(f"sum_pdl    {name}: {type(error).__name__}: {str(error)[:300]}", flush=True)
+            continue
+        report("sum_pdl", f"both {name}", nbytes, milliseconds, copy)
+
+
+def _load_text(variant: str, text: str, spec):
+    """The kernels of module `text` (as `_generated_sum_module` loads them)."""
+    import importlib.util
+    import os
+    import re
+    import tempfile
+    path = os.path.join(tempfile.mkdtemp(), f"sum_{variant}.py")
+    with open(path, "w") as handle:
+        handle.write(text)
+    module_spec = importlib.util.spec_from_file_location(f"sum_{variant}", path)
+    loaded = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(loaded)
+    names = re.findall(r"def (triton_(?:partial|combine)_[0-9a-f]+)\(", text)
+    return [getattr(loaded, name) for name in names]
+
+
+@triton.jit
+def chain_step(x, out, XBLOCK: tl.constexpr, PDL: tl.constexpr, TRIGGER: tl.constexpr):
+    """out = x * 0.5 + 1; with PDL, waits for the previous kernel first and lets the next one
+    launch at the start (TRIGGER 1), after the store (2) or only at exit (0)."""
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+    if TRIGGER == 1:
+        tl.extra.cuda.gdc_launch_dependents()
+    index = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+    tl.store(out + index, (tl.load(x + index).to(tl.float32) * 0.5 + 1.0).to(tl.bfloat16))
+    if TRIGGER == 2:
+        tl.extra.cuda.gdc_launch_dependents()
+
+
+def pdl_chain_cases(copy: float) -> None:
+    """A chain of 100 dependent pointwise kernels (ping-pong between two buffers) replayed as
+    a CUDA graph, with and without programmatic dependent launch: the time per kernel, i.e.
+    what launch gaps cost between short kernels and how much PDL hides."""
+    for elements in (65536, 1 << 20, 1 << 22, 1 << 23, 1 << 25):
+        buffers = [torch.randn(elements, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+        reference = None
+        for pdl, trigger in ((False, 0), (True, 1), (True, 2), (True, 0)):
+            def chain():
+                for step in range(100):
+                    chain_step[(elements // 1024,)](buffers[step % 2], buffers[1 - step % 2],
+                                                   XBLOCK=1024, PDL=pdl, TRIGGER=trigger, num_warps=4,
+                                                   launch_pdl=pdl)
+            start = buffers[0].clone()
+            try:
+                chain()
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    chain()
+                buffers[0].copy_(start)
+                graph.replay()
+                torch.cuda.synchronize()
+                result = buffers[0].clone()
+                if reference is None:
+                    reference = result
+                else:
+                    torch.testing.assert_close(result, reference, rtol=0, atol=0)
+                times = []
+                for _ in range(7):
+                    begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                    begin.record()
+                    for _ in range(10):
+                        graph.replay()
+                    end.record()
+                    end.synchronize()
+                    times.append(begin.elapsed_time(end) / 10 / 100 * 1e3)
+            except Exception as error:  # noqa: BLE001
+                print(f"pdl_chain  {elements} pdl={pdl} trigger={trigger}: {type(error).__name__}: "
+                      f"{str(error)[:300]}", flush=True)
+                continue
+            times.sort()
+            microseconds = times[len(times) // 2]
+            rate = 4 * elements / microseconds / 1e3
+            print(f"pdl_chain  {elements:9d} elements pdl={pdl!s:5s} trigger={trigger} {microseconds:7.2f} us per "
+                  f"kernel {rate:7.0f} GB/s {rate / copy:5.2f} of copy", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", default="gelu,sum_first,softmax")
@@ -558,6 +688,10 @@ def main(argv=None) -> None:
         sum_generated_cases(copy)
     if "sum_wide" in cases:
         sum_wide_cases(copy)
+    if "sum_pdl" in cases:
+        sum_pdl_cases(copy)
+    if "pdl_chain" in cases:
+        pdl_chain_cases(copy)
     if "softmax" in cases:
         softmax_cases(copy)
 

@@ -57,6 +57,8 @@ class Launcher:
         # views); buffers the wrapper allocates always start 16-byte aligned.
         self.outside = list(range(len(source.arguments))) if outside is None else outside
         self.needs_scratch = bool(self.spec.workspaces) or self.spec.status
+        # Compile options beyond the candidate's (warm-up and launches must agree on them)
+        self.options = {"launch_pdl": True} if self.spec.programmatic else {}
 
     def _variants(self, roles: list) -> list:
         """Per variant, the indices of its functions in launch order."""
@@ -81,7 +83,7 @@ class Launcher:
         def task(function, configurations):
             def compile_all():
                 for kwargs in configurations:
-                    function.warmup(*signature, grid=(1,), **kwargs)
+                    function.warmup(*signature, grid=(1,), **kwargs, **self.options)
             return compile_all
         return {name: task(*value) for name, value in wanted.items()}
 
@@ -185,7 +187,8 @@ class Launcher:
             if role == "write" and self.spec.rnumel == 0:
                 continue
             grid = self._grid(role, kwargs)
-            compiled.append((function[grid](*tensors, *extra, **kwargs), grid, kwargs))
+            compiled.append((function[grid](*tensors, *extra, **kwargs, **self.options), grid,
+                             kwargs))
         if self.spec.status:
             status = int(extra[-1].item())
             if status:

@@ -93,9 +93,10 @@ def launchers(compiled) -> list:
     return found
 
 
-def gpu_module(function, *inputs, persistent_limit=32768):
+def gpu_module(function, *inputs, persistent_limit=32768, wait_for_prior=False):
     """(generated module, dtype lookup, graph plan) of `function` on `inputs` printed for a
-    132-SM CUDA target (no GPU needed: nothing runs)."""
+    132-SM CUDA target (no GPU needed: nothing runs); `wait_for_prior`: for programmatic
+    dependent launch."""
     from inductor.codegen.triton import source as triton_source
     from inductor.decompose import trace_aten
     from inductor.lower import lower
@@ -110,4 +111,5 @@ def gpu_module(function, *inputs, persistent_limit=32768):
 
     def dtype_of(name):
         return plan.buffers[name].get_dtype()
-    return triton_source.generate(plan, dtype_of, interpret=False), dtype_of, plan
+    return triton_source.generate(plan, dtype_of, interpret=False,
+                                  wait_for_prior=wait_for_prior), dtype_of, plan

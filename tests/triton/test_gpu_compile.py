@@ -20,7 +20,7 @@ POINTER_TYPES = {
 }
 
 
-def compile_all(function, *inputs, **options):
+def compile_all(function, *inputs, record=None, **options):
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -44,8 +44,13 @@ def compile_all(function, *inputs, **options):
                 signature = dict(zip(names, pointers))
                 signature.update({name: "constexpr" for name in blocks})
                 source = ASTSource(jit, signature, blocks)
-                triton.compile(source, target=GPUTarget("cuda", 90, 32),
-                               options={"num_warps": kwargs.get("num_warps", 4)})
+                settings = {"num_warps": kwargs.get("num_warps", 4)}
+                if kernel.spec.programmatic:
+                    settings["launch_pdl"] = True
+                result = triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                                        options=settings)
+                if record is not None:
+                    record.append(result)
                 compiled += 1
     return compiled
 
@@ -103,3 +108,19 @@ def test_tiles_scatters_and_random_compile():
 
     x = torch.randn(64, 32)
     assert compile_all(function, x, torch.randint(0, 64, (8, 32)), torch.randn(8, 32)) >= 3
+
+
+def test_kernels_that_wait_for_their_predecessors_compile_for_programmatic_launch():
+    """Printed for programmatic dependent launch, every function of every kernel kind starts
+    with `griddepcontrol.wait` and compiles with `launch_pdl`; printed without, none waits."""
+    def function(x, index, source):
+        return (x.sum(0), torch.softmax(x, -1), x.t().contiguous() + 1,
+                torch.zeros(4096, 64).scatter_add(0, index, source))
+
+    inputs = (torch.randn(4096, 64), torch.randint(0, 4096, (8, 64)), torch.randn(8, 64))
+    for waits in (True, False):
+        compiled = []
+        assert compile_all(function, *inputs, record=compiled, wait_for_prior=waits) >= 5
+        for kernel in compiled:
+            assert ("griddepcontrol.wait" in kernel.asm["ptx"]) == waits
+            assert bool(kernel.metadata.launch_pdl) == waits

@@ -61,6 +61,7 @@ class LaunchSpec:
     workspaces: list = dataclasses.field(default_factory=list)   # dtypes, xnumel*split each
     status: bool = False    # the functions report errors through a status word
     even: tuple = ()        # blocks that must divide their extent: their axis has no mask
+    programmatic: bool = False  # launched with `launch_pdl` (each function waits first)
 
 
 class Lines:
@@ -98,10 +99,14 @@ def _product(sizes) -> int:
 class TritonKernel:
     """Prints one kernel plan (see the module docstring). `interpret`: for Triton's CPU
     interpreter: report out-of-range indices and integer division by zero through a status
-    word (on GPUs reading it back would synchronise)."""
+    word (on GPUs reading it back would synchronise). `wait_for_prior`: each function starts
+    by waiting for the kernels before it on the stream (`gdc_wait`), so the runtime may launch
+    it with programmatic dependent launch (`LaunchSpec.programmatic`)."""
 
-    def __init__(self, plan: KernelPlan, dtype_of, interpret: bool = False):
+    def __init__(self, plan: KernelPlan, dtype_of, interpret: bool = False,
+                 wait_for_prior: bool = False):
         self.plan = plan
+        self.wait_for_prior = wait_for_prior and not interpret
         self.tiling = plan.tiling
         self.dtype_of = dtype_of
         self.checks = interpret
@@ -112,6 +117,7 @@ class TritonKernel:
         self.local_names = {member.name: f"m{position}"
                             for position, member in enumerate(plan.members())}
         self.spec = self._launch_spec()
+        self.spec.programmatic = self.wait_for_prior
         self.full_axes = {block[0].lower() for block in self.spec.even}  # "x", "y", "r"
         self._reset()
 
@@ -189,6 +195,8 @@ class TritonKernel:
             self.spec.status = True
         parameters += [f"{block}: tl.constexpr" for block in blocks]
         head = ["@triton.jit", f"def {NAME}({', '.join(parameters)}):"]
+        if self.wait_for_prior:   # before any memory access: the launch may be early
+            head.append("    tl.extra.cuda.gdc_wait()")
         return KernelFunction(role, "\n".join(head + self.lines.lines) + "\n", blocks)
 
     # -- scope services for the ops handler --------------------------------------------------

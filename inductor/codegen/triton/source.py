@@ -47,15 +47,17 @@ def function_name(role: str, text: str) -> str:
     return f"triton_{role}_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def generate(plan: GraphPlan, dtype_of, interpret: bool) -> TritonModule:
+def generate(plan: GraphPlan, dtype_of, interpret: bool,
+             wait_for_prior: bool = False) -> TritonModule:
     """Print every kernel of `plan` (see the module docstring); `interpret`: for Triton's CPU
-    interpreter (kernels report errors eager raises through a status word)."""
+    interpreter (kernels report errors eager raises through a status word); `wait_for_prior`:
+    for programmatic dependent launch (`triton_build.programmatic_launch`)."""
     kernels, texts = [], {}
     for position, step in enumerate(plan.steps):
         if not isinstance(step, KernelPlan):
             continue
         kind = TritonScatterKernel if isinstance(step, ScatterPlan) else TritonKernel
-        printer = kind(step, dtype_of, interpret)
+        printer = kind(step, dtype_of, interpret, wait_for_prior)
         functions = printer.functions()
         for function in functions:
             function.name = function_name(function.role, function.text)

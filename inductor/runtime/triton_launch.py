@@ -32,7 +32,8 @@ class Launcher:
     """Runs one kernel plan's Triton functions (see the module docstring)."""
 
     def __init__(self, source, module, device: torch.device, argument_dtypes: list,
-                 exhaustive: bool, interpret: bool, outside: Optional[list] = None):
+                 exhaustive: bool, interpret: bool, outside: Optional[list] = None,
+                 after_own_kernel: bool = False):
         self.name = source.plan_name
         self.spec = source.spec
         self.device = device
@@ -57,8 +58,17 @@ class Launcher:
         # views); buffers the wrapper allocates always start 16-byte aligned.
         self.outside = list(range(len(source.arguments))) if outside is None else outside
         self.needs_scratch = bool(self.spec.workspaces) or self.spec.status
-        # Compile options beyond the candidate's (warm-up and launches must agree on them)
-        self.options = {"launch_pdl": True} if self.spec.programmatic else {}
+        # Programmatic launches only after kernels of ours, which never signal their
+        # dependents early: a library kernel that does (cuBLAS, cuDNN) would let ours occupy
+        # SMs while it still runs (see `programmatic_steps`).
+        self.after_own_kernel = after_own_kernel
+
+    def _options(self, order: int) -> dict:
+        """Compile options of the variant's function launched `order`-th (warm-up and
+        launches must agree on them): `launch_pdl` where it may launch programmatically."""
+        if self.spec.programmatic and (order > 0 or self.after_own_kernel):
+            return {"launch_pdl": True}
+        return {}
 
     def _variants(self, roles: list) -> list:
         """Per variant, the indices of its functions in launch order."""
@@ -73,17 +83,19 @@ class Launcher:
             return {}
         wanted: dict = {}
         for candidate in self.candidates:
-            for position, kwargs in zip(self.variants[candidate.variant], candidate.arguments):
+            for order, (position, kwargs) in enumerate(zip(self.variants[candidate.variant],
+                                                           candidate.arguments)):
                 role, function, name = self.functions[position]
                 wanted.setdefault(name, (function, []))
-                if kwargs not in wanted[name][1]:
-                    wanted[name][1].append(kwargs)
+                options = dict(kwargs, **self._options(order))
+                if options not in wanted[name][1]:
+                    wanted[name][1].append(options)
         signature = self.argument_dtypes + ([torch.int32] if self.spec.status else [])
 
         def task(function, configurations):
             def compile_all():
                 for kwargs in configurations:
-                    function.warmup(*signature, grid=(1,), **kwargs, **self.options)
+                    function.warmup(*signature, grid=(1,), **kwargs)
             return compile_all
         return {name: task(*value) for name, value in wanted.items()}
 
@@ -182,13 +194,14 @@ class Launcher:
     def _launch(self, candidate, tensors, record: bool = True) -> None:
         extra = self._scratch()
         compiled = []
-        for position, kwargs in zip(self.variants[candidate.variant], candidate.arguments):
+        for order, (position, kwargs) in enumerate(zip(self.variants[candidate.variant],
+                                                       candidate.arguments)):
             role, function, _name = self.functions[position]
             if role == "write" and self.spec.rnumel == 0:
                 continue
             grid = self._grid(role, kwargs)
-            compiled.append((function[grid](*tensors, *extra, **kwargs, **self.options), grid,
-                             kwargs))
+            compiled.append((function[grid](*tensors, *extra, **kwargs, **self._options(order)),
+                             grid, kwargs))
         if self.spec.status:
             status = int(extra[-1].item())
             if status:
@@ -265,6 +278,17 @@ class Launcher:
         autotune.remember(key, best, timings)
         log.debug("tuned %s: %s (%.4f ms)", self.name, best.describe(), best_time)
         return best
+
+
+def programmatic_steps(kernels: list) -> set:
+    """Steps of a graph plan (positions) whose kernel may launch programmatically: those right after
+    another kernel of the graph that launches something. Never the first kernel of a graph or
+    one after a library call: cuBLAS and cuDNN kernels may signal their dependents early, and
+    on the H100 a dependent launched while a multi-wave kernel still ran slowed it by a
+    quarter (`diag_streaming.py --cases pdl_chain`). `kernels`: the `TritonKernelSource`s."""
+    by_step = {kernel.step: kernel for kernel in kernels}
+    return {kernel.step for kernel in kernels
+            if kernel.step - 1 in by_step and by_step[kernel.step - 1].spec.xnumel != 0}
 
 
 # The Python `__call__` of Triton 3.6's CUDA launcher object, which `_bare_launch` skips: it

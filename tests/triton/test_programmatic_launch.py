@@ -9,6 +9,8 @@ import torch
 from inductor.codegen.triton import source as triton_source
 from inductor.config import config
 from inductor.runtime import triton_build
+from inductor.runtime.triton_launch import programmatic_steps
+from inductor.schedule.plans import KernelPlan
 from tests.triton.conftest import check_same, compile_function, gpu_module
 
 hopper = pytest.mark.skipif(
@@ -48,6 +50,24 @@ def test_interpreted_kernels_never_wait():
     interpreted = triton_source.generate(plan, dtype_of, interpret=True, wait_for_prior=True)
     assert "gdc_wait" not in interpreted.text
     assert not any(kernel.spec.programmatic for kernel in interpreted.kernels)
+
+
+def test_only_kernels_after_our_own_launch_programmatically():
+    """The first kernel of a graph and kernels right after a library call launch plainly (a
+    library kernel may signal its dependents early); kernels after ours programmatically."""
+    def function(x, weight):
+        hidden = torch.relu(x) * 2                  # first kernel
+        product = hidden @ weight                   # library call
+        return torch.softmax(product, -1).sum(0)    # after the call, then after ours
+
+    module, _, plan = gpu_module(function, torch.randn(64, 32), torch.randn(32, 48),
+                                 wait_for_prior=True)
+    steps = programmatic_steps(module.kernels)
+    kinds = ["kernel" if isinstance(step, KernelPlan) else "library" for step in plan.steps]
+    assert kinds[:2] == ["kernel", "library"] and kinds.count("kernel") >= 3
+    for kernel in module.kernels:
+        assert (kernel.step in steps) == (kinds[kernel.step - 1:kernel.step] == ["kernel"])
+    assert steps and min(module.kernels, key=lambda k: k.step).step not in steps
 
 
 def test_programmatic_launch_needs_a_gpu_and_the_setting(monkeypatch):

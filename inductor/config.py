@@ -48,12 +48,13 @@ class Config:
     triton_programmatic_launch: bool = True
     """On GPUs of compute capability 9.0 and later (Hopper), start every generated kernel by
     waiting for the kernels before it (`gdc_wait`, before any memory access) and launch it
-    with programmatic dependent launch: the GPU schedules it while its predecessor drains
-    instead of after. Same results; on the H100 a kernel boundary costs 0.3-0.6 us less
-    (a CUDA graph of 100 dependent pointwise kernels: 1.12 -> 0.80 us per kernel at 65,536
-    elements, 8.21 -> 7.58 at 8M; the first-dim sum's two kernels 0.89 -> 0.91 of the copy
-    bandwidth). Kernels never signal their dependents early: measured, that slowed kernels
-    of more than one wave (8M elements: 10.4 us)."""
+    with programmatic dependent launch (except right after a library call of the graph): the
+    GPU schedules it while its predecessor drains instead of after. Same results. On the H100
+    a kernel boundary costs 0.3-0.6 us less (a CUDA graph of 100 dependent pointwise kernels:
+    1.12 -> 0.80 us per kernel at 65,536 elements, 8.21 -> 7.58 at 8M); the first-dim sum's
+    two kernels 0.89 -> 0.93-0.94 of the copy bandwidth; whole models in reduce-overhead mode
+    within noise. Kernels never signal their dependents early: that slowed kernels of more
+    than one wave of programs (8M elements: 10.4 us)."""
 
     cudagraph_max_records: int = 8
     """mode="reduce-overhead": CUDA graphs recorded per compiled graph (one per input shape

@@ -203,11 +203,11 @@ def _generate_triton(plan, loop_graph, dtype_of, device: torch.device,
     exhaustive = mode in ("max-autotune", "max-autotune-no-cudagraphs")
     launchers, arguments, tasks = {}, {}, {}
     inputs = {buffer.get_name() for buffer in plan.inputs}
-    after_own_kernel = programmatic_steps(module.kernels)
+    programmatic = programmatic_steps(module.kernels)
     for kernel in module.kernels:
         outside = [position for position, name in enumerate(kernel.arguments) if name in inputs]
         launcher = Launcher(kernel, loaded, device, [dtype_of(name) for name in kernel.arguments],
-                            exhaustive, interpret, outside, kernel.step in after_own_kernel)
+                            exhaustive, interpret, outside, kernel.step in programmatic)
         launchers[kernel.step], arguments[kernel.step] = launcher, kernel.arguments
         tasks.update(launcher.compile_tasks())
     triton_build.precompile(list(tasks.values()), config.compile_workers or os.cpu_count() or 1)

@@ -666,6 +666,68 @@ def pdl_chain_cases(copy: float) -> None:
                   f"kernel {rate:7.0f} GB/s {rate / copy:5.2f} of copy", flush=True)
 
 
+def pdl_library_cases(copy: float) -> None:
+    """Does a library kernel signal its dependents early? A CUDA graph of 20 pairs (a cuBLAS
+    matrix product or a cuDNN convolution, then a pointwise kernel of ours over its result)
+    with ours launched plainly or programmatically (waiting first, `launch_pdl`): if the
+    library kernel triggers early, ours occupies SMs while it runs, and the pair slows."""
+    import torch.nn.functional as F
+    cases = {
+        "matmul 4096x4096x1024": (lambda a, b: torch.mm(a, b),
+                                  (torch.randn(4096, 1024), torch.randn(1024, 4096))),
+        "matmul 2048x768x768": (lambda a, b: torch.mm(a, b),
+                                (torch.randn(2048, 768), torch.randn(768, 768))),
+        "matmul 2048x3072x768": (lambda a, b: torch.mm(a, b),
+                                 (torch.randn(2048, 768), torch.randn(768, 3072))),
+        "conv 16x64x56x56 3x3": (lambda a, b: F.conv2d(a, b, padding=1),
+                                 (torch.randn(16, 64, 56, 56), torch.randn(64, 64, 3, 3))),
+        "conv 16x256x14x14 3x3": (lambda a, b: F.conv2d(a, b, padding=1),
+                                  (torch.randn(16, 256, 14, 14), torch.randn(256, 256, 3, 3))),
+    }
+    for name, (library, arguments) in cases.items():
+        arguments = [value.to("cuda", torch.bfloat16) for value in arguments]
+        produced = library(*arguments)
+        out = torch.empty_like(produced)
+        elements = produced.numel()
+        assert elements % 1024 == 0
+        timings = {}
+        for pdl in (False, True, False, True):
+            def pairs():
+                for _ in range(20):
+                    result = library(*arguments)
+                    chain_step[(elements // 1024,)](result, out, XBLOCK=1024, PDL=pdl,
+                                                   TRIGGER=0, num_warps=4, launch_pdl=pdl)
+            try:
+                pairs()
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    pairs()
+                graph.replay()
+                torch.cuda.synchronize()
+                torch.testing.assert_close(out.float(), (library(*arguments).float() * 0.5 + 1),
+                                           rtol=2e-2, atol=2e-2)
+                times = []
+                for _ in range(7):
+                    begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                    begin.record()
+                    for _ in range(5):
+                        graph.replay()
+                    end.record()
+                    end.synchronize()
+                    times.append(begin.elapsed_time(end) / 5 / 20 * 1e3)
+            except Exception as error:  # noqa: BLE001
+                print(f"pdl_lib    {name} pdl={pdl}: {type(error).__name__}: {str(error)[:300]}",
+                      flush=True)
+                break
+            times.sort()
+            timings.setdefault(pdl, []).append(times[len(times) // 2])
+        print(f"pdl_lib    {name:24s} per pair: plain "
+              f"{' / '.join(f'{value:.2f}' for value in timings.get(False, []))} us, "
+              f"programmatic {' / '.join(f'{value:.2f}' for value in timings.get(True, []))} us",
+              flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", default="gelu,sum_first,softmax")
@@ -692,6 +754,8 @@ def main(argv=None) -> None:
         sum_pdl_cases(copy)
     if "pdl_chain" in cases:
         pdl_chain_cases(copy)
+    if "pdl_library" in cases:
+        pdl_library_cases(copy)
     if "softmax" in cases:
         softmax_cases(copy)
 

@@ -4,6 +4,7 @@ Triton variants of the generated kernels, each timed alone, in GB/s of the bytes
 
 A diagnostic for the Triton code generator's choices, not a benchmark of framejit:
     python -m benchmarks.triton.diag_streaming [--cases gelu,sum_first,sum_onepass,softmax]
+    (also sum_parts, sum_generated, sum_wide, sum_pdl, pdl_chain, pdl_library)
 """
 from __future__ import annotations
 
@@ -464,7 +465,7 @@ def sum_parts_cases(copy: float) -> None:
         torch.testing.assert_close(out.float(), inputs[0].float().sum(0), rtol=2e-2, atol=1e-1)
 
 
-def _generated_sum_module(variant: str, text_edits: dict):
+def _generated_sum_module(variant: str, text_edits: dict, transform=None):
     """The generated first-dimension sum's module (as `tests/triton/conftest.gpu_module` prints
     it for a 132-SM GPU), with `text_edits` applied, imported from a file."""
     import importlib.util
@@ -486,6 +487,8 @@ def _generated_sum_module(variant: str, text_edits: dict):
     for old, new in text_edits.items():
         assert old in text, old
         text = text.replace(old, new)
+    if transform is not None:
+        text = transform(text)
     path = os.path.join(tempfile.mkdtemp(), f"sum_{variant}.py")
     with open(path, "w") as handle:
         handle.write(text)
@@ -542,8 +545,8 @@ def _with_grid_dependency(text: str, names: tuple) -> str:
     while its predecessor runs, and waits for it before touching memory)."""
     import re
     for name in names:
-        text = re.sub(rf"(def {name}_[0-9a-f]+\(.*\):\n)",
-                      r"\1    tl.extra.cuda.gdc_wait()\n    tl.extra.cuda.gdc_launch_dependents()\n",
+        wait = "    tl.extra.cuda.gdc_wait()\n    tl.extra.cuda.gdc_launch_dependents()\n"
+        text = re.sub(rf"(def {name}_[0-9a-f]+\(.*\):\n)", lambda match: match.group(1) + wait,
                       text)
     return text
 
@@ -561,12 +564,8 @@ def sum_pdl_cases(copy: float) -> None:
                                ("gdc without pdl", ("triton_partial", "triton_combine"),
                                 (False, False))):
         (partial_kernel, combine_kernel), spec = _generated_sum_module(
-            "pdl_" + name.replace(" ", "_"), {})
-        if kernels:
-            source = _with_grid_dependency(open(partial_kernel.fn.__code__.co_filename).read(),
-                                           kernels)
-            (partial_kernel, combine_kernel) = _load_text("pdl_" + name.replace(" ", "_"),
-                                                          source, spec)
+            "pdl_" + name.replace(" ", "_"), {},
+            lambda text, kernels=kernels: _with_grid_dependency(text, kernels))
         workspace = torch.empty(spec.split, columns, device="cuda", dtype=torch.float32)
 
         def both(call):
@@ -588,22 +587,6 @@ def sum_pdl_cases(copy: float) -> None:
         report("sum_pdl", f"both {name}", nbytes, milliseconds, copy)
 
 
-def _load_text(variant: str, text: str, spec):
-    """The kernels of module `text` (as `_generated_sum_module` loads them)."""
-    import importlib.util
-    import os
-    import re
-    import tempfile
-    path = os.path.join(tempfile.mkdtemp(), f"sum_{variant}.py")
-    with open(path, "w") as handle:
-        handle.write(text)
-    module_spec = importlib.util.spec_from_file_location(f"sum_{variant}", path)
-    loaded = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(loaded)
-    names = re.findall(r"def (triton_(?:partial|combine)_[0-9a-f]+)\(", text)
-    return [getattr(loaded, name) for name in names]
-
-
 @triton.jit
 def chain_step(x, out, XBLOCK: tl.constexpr, PDL: tl.constexpr, TRIGGER: tl.constexpr):
     """out = x * 0.5 + 1; with PDL, waits for the previous kernel first and lets the next one
@@ -618,6 +601,31 @@ def chain_step(x, out, XBLOCK: tl.constexpr, PDL: tl.constexpr, TRIGGER: tl.cons
         tl.extra.cuda.gdc_launch_dependents()
 
 
+def _recorded(launch):
+    """A CUDA graph of what `launch` enqueues (run once eagerly first: compiles, warms up)."""
+    launch()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        launch()
+    return graph
+
+
+def _replay_microseconds(graph, kernels: int, replays: int) -> float:
+    """Median over 7 batches of `replays` replays of `graph`: microseconds per kernel, where
+    one replay runs `kernels` kernels (or kernel pairs)."""
+    times = []
+    for _ in range(7):
+        begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        begin.record()
+        for _ in range(replays):
+            graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(begin.elapsed_time(end) / replays / kernels * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
 def pdl_chain_cases(copy: float) -> None:
     """A chain of 100 dependent pointwise kernels (ping-pong between two buffers) replayed as
     a CUDA graph, with and without programmatic dependent launch: the time per kernel, i.e.
@@ -629,15 +637,11 @@ def pdl_chain_cases(copy: float) -> None:
             def chain():
                 for step in range(100):
                     chain_step[(elements // 1024,)](buffers[step % 2], buffers[1 - step % 2],
-                                                   XBLOCK=1024, PDL=pdl, TRIGGER=trigger, num_warps=4,
-                                                   launch_pdl=pdl)
+                                                   XBLOCK=1024, PDL=pdl, TRIGGER=trigger,
+                                                   num_warps=4, launch_pdl=pdl)
             start = buffers[0].clone()
             try:
-                chain()
-                torch.cuda.synchronize()
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    chain()
+                graph = _recorded(chain)
                 buffers[0].copy_(start)
                 graph.replay()
                 torch.cuda.synchronize()
@@ -646,24 +650,15 @@ def pdl_chain_cases(copy: float) -> None:
                     reference = result
                 else:
                     torch.testing.assert_close(result, reference, rtol=0, atol=0)
-                times = []
-                for _ in range(7):
-                    begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-                    begin.record()
-                    for _ in range(10):
-                        graph.replay()
-                    end.record()
-                    end.synchronize()
-                    times.append(begin.elapsed_time(end) / 10 / 100 * 1e3)
+                microseconds = _replay_microseconds(graph, 100, 10)
             except Exception as error:  # noqa: BLE001
-                print(f"pdl_chain  {elements} pdl={pdl} trigger={trigger}: {type(error).__name__}: "
-                      f"{str(error)[:300]}", flush=True)
+                print(f"pdl_chain  {elements} pdl={pdl} trigger={trigger}: "
+                      f"{type(error).__name__}: {str(error)[:300]}", flush=True)
                 continue
-            times.sort()
-            microseconds = times[len(times) // 2]
             rate = 4 * elements / microseconds / 1e3
-            print(f"pdl_chain  {elements:9d} elements pdl={pdl!s:5s} trigger={trigger} {microseconds:7.2f} us per "
-                  f"kernel {rate:7.0f} GB/s {rate / copy:5.2f} of copy", flush=True)
+            print(f"pdl_chain  {elements:9d} elements pdl={pdl!s:5s} trigger={trigger} "
+                  f"{microseconds:7.2f} us per kernel {rate:7.0f} GB/s {rate / copy:5.2f} of copy",
+                  flush=True)
 
 
 def pdl_library_cases(copy: float) -> None:
@@ -698,30 +693,17 @@ def pdl_library_cases(copy: float) -> None:
                     chain_step[(elements // 1024,)](result, out, XBLOCK=1024, PDL=pdl,
                                                    TRIGGER=0, num_warps=4, launch_pdl=pdl)
             try:
-                pairs()
-                torch.cuda.synchronize()
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    pairs()
+                graph = _recorded(pairs)
                 graph.replay()
                 torch.cuda.synchronize()
                 torch.testing.assert_close(out.float(), (library(*arguments).float() * 0.5 + 1),
                                            rtol=2e-2, atol=2e-2)
-                times = []
-                for _ in range(7):
-                    begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-                    begin.record()
-                    for _ in range(5):
-                        graph.replay()
-                    end.record()
-                    end.synchronize()
-                    times.append(begin.elapsed_time(end) / 5 / 20 * 1e3)
+                microseconds = _replay_microseconds(graph, 20, 5)
             except Exception as error:  # noqa: BLE001
                 print(f"pdl_lib    {name} pdl={pdl}: {type(error).__name__}: {str(error)[:300]}",
                       flush=True)
                 break
-            times.sort()
-            timings.setdefault(pdl, []).append(times[len(times) // 2])
+            timings.setdefault(pdl, []).append(microseconds)
         print(f"pdl_lib    {name:24s} per pair: plain "
               f"{' / '.join(f'{value:.2f}' for value in timings.get(False, []))} us, "
               f"programmatic {' / '.join(f'{value:.2f}' for value in timings.get(True, []))} us",
@@ -737,28 +719,14 @@ def main(argv=None) -> None:
     copy = 2 * source.numel() * 2 / do_bench(lambda: target.copy_(source), rep=200) / 1e6
     print(f"copy {copy:.0f} GB/s", flush=True)
     del source, target
-    cases = options.cases.split(",")
-    if "gelu" in cases:
-        gelu_cases(copy)
-    if "sum_first" in cases:
-        sum_cases(copy)
-    if "sum_onepass" in cases:
-        sum_onepass_cases(copy)
-    if "sum_parts" in cases:
-        sum_parts_cases(copy)
-    if "sum_generated" in cases:
-        sum_generated_cases(copy)
-    if "sum_wide" in cases:
-        sum_wide_cases(copy)
-    if "sum_pdl" in cases:
-        sum_pdl_cases(copy)
-    if "pdl_chain" in cases:
-        pdl_chain_cases(copy)
-    if "pdl_library" in cases:
-        pdl_library_cases(copy)
-    if "softmax" in cases:
-        softmax_cases(copy)
-
+    cases = {"gelu": gelu_cases, "sum_first": sum_cases, "sum_onepass": sum_onepass_cases,
+             "sum_parts": sum_parts_cases, "sum_generated": sum_generated_cases,
+             "sum_wide": sum_wide_cases, "sum_pdl": sum_pdl_cases, "pdl_chain": pdl_chain_cases,
+             "pdl_library": pdl_library_cases, "softmax": softmax_cases}
+    for name in options.cases.split(","):
+        if name not in cases:
+            parser.error(f"unknown case {name!r}; known: {', '.join(cases)}")
+        cases[name](copy)
 
 if __name__ == "__main__":
     main()

@@ -52,7 +52,7 @@ class Config:
     GPU schedules it while its predecessor drains instead of after. Same results. On the H100
     a kernel boundary costs 0.3-0.6 us less (a CUDA graph of 100 dependent pointwise kernels:
     1.12 -> 0.80 us per kernel at 65,536 elements, 8.21 -> 7.58 at 8M); the first-dim sum's
-    two kernels 0.89 -> 0.93-0.94 of the copy bandwidth; whole models in reduce-overhead mode
+    two kernels 0.89 -> 0.95 of the copy bandwidth; whole models in reduce-overhead mode
     within noise. Kernels never signal their dependents early: that slowed kernels of more
     than one wave of programs (8M elements: 10.4 us)."""
 

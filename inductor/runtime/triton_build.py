@@ -26,7 +26,7 @@ from inductor.config import config
 
 log = logging.getLogger("framejit.inductor")
 _modules: dict = {}
-_support: dict = {}
+_support: dict = {}         # device index -> programmatic launch works there
 _lock = threading.Lock()
 
 
@@ -91,21 +91,20 @@ def programmatic_launch(device) -> bool:
     """Whether kernels for `device` are printed to wait for their predecessors and launched
     with programmatic dependent launch: `config.triton_programmatic_launch`, an NVIDIA GPU of
     compute capability 9.0 or later (Hopper's `griddepcontrol`), and a Triton with both
-    `gdc_wait` and the `launch_pdl` launch option (3.4 and later)."""
+    `gdc_wait` and the `launch_pdl` launch option (3.6 through 3.8 checked)."""
     import torch
 
     if not config.triton_programmatic_launch or device.type != "cuda" or \
             torch.version.hip is not None:
         return False
-    key = ("programmatic", device.index if device.index is not None else
-           torch.cuda.current_device())
+    key = device.index if device.index is not None else torch.cuda.current_device()
     if key not in _support:
         try:
             from triton.backends.nvidia.compiler import CUDAOptions
             from triton.language.extra.cuda import gdc_wait  # noqa: F401
             options = {field.name for field in dataclasses.fields(CUDAOptions)}
             _support[key] = "launch_pdl" in options and \
-                torch.cuda.get_device_capability(key[1]) >= (9, 0)
+                torch.cuda.get_device_capability(key) >= (9, 0)
         except (ImportError, TypeError):
             _support[key] = False
     return _support[key]

@@ -282,11 +282,11 @@ def programmatic_steps(kernels: list) -> set:
     """Steps of a graph plan (positions) whose kernel may launch programmatically: all but
     those right after a library call of the same graph. A graph's first kernel usually follows
     a kernel of ours (the previous call's last: the first-dim sum's partial after the combine,
-    0.89 -> 0.93 of the copy bandwidth on the H100); after a cuBLAS product or a cuDNN
+    0.89 -> 0.93-0.95 of the copy bandwidth on the H100); after a cuBLAS product or a cuDNN
     convolution nothing was gained (`diag_streaming.py --cases pdl_library`: -0.25 to +0.2 us
     per pair). `kernels`: the graph's `TritonKernelSource`s; every kernel still waits first."""
-    by_step = {kernel.step: kernel for kernel in kernels}
-    return {kernel.step for kernel in kernels if kernel.step == 0 or kernel.step - 1 in by_step}
+    steps = {kernel.step for kernel in kernels}
+    return {step for step in steps if step == 0 or step - 1 in steps}
 
 
 # The Python `__call__` of Triton 3.6's CUDA launcher object, which `_bare_launch` skips: it

@@ -27,7 +27,7 @@ from dynamo.resume import analysis, nested
 from dynamo.resume.regions import STATE, region_for, region_info, state_names, tag_of
 from dynamo.resume.skeleton import build_skeleton
 from dynamo.rewrite.glue import GluePlan
-from dynamo.rewrite.rebuild import replay, replay_calls
+from dynamo.rewrite.rebuild import replay, replay_calls, write_frame_cells
 from dynamo.rewrite.replacement import glue_call, replacement_calling
 from dynamo.trace.graph import GraphBuilder
 from dynamo.trace.interpreter import NestedStopReached, TraceState, Tracer
@@ -127,6 +127,7 @@ def capture_frame(view, driver, reason) -> CompileRecord:
                 returned_expression = _stop_state(plan, tracer, stops[tracer.stopped],
                                                   grad_at_stop)
             replay(plan, state.side_effects.pending())
+            write_frame_cells(plan, _own_cells(tracer), every=tracer.stopped is not None)
             replay_calls(plan, state.side_effects.deferred_calls)
         except _Retrace:
             state.side_effects.release()
@@ -156,6 +157,12 @@ def capture_frame(view, driver, reason) -> CompileRecord:
     state.side_effects.release()
     log_capture(record)
     return record
+
+
+def _own_cells(tracer: Tracer) -> dict:
+    """The compiled frame's own cell variables (not its free variables), as traced."""
+    return {name: tracer.cells[name] for name in tracer.code.co_cellvars
+            if name in tracer.cells}
 
 
 def _trace(state: TraceState, view, stops: dict):
@@ -292,8 +299,9 @@ def _close_blocks_for_break(tracers: list) -> None:
 
 
 def _inner_states(plan: GluePlan, tracers: list) -> str:
-    """The inlined calls' states for a nested stop: (function, stack below the call, locals)
-    per call, outermost first; the innermost call's stack travels separately."""
+    """The inlined calls' states for a nested stop: (function, stack below the call, locals,
+    the instance a class call's `__init__` builds as a 1-tuple or ()) per call, outermost
+    first; the innermost call's stack travels separately."""
     from dynamo import _frame_state
     states = []
     for tracer in tracers:
@@ -302,7 +310,10 @@ def _inner_states(plan: GluePlan, tracers: list) -> str:
         values = "".join((plan.reconstruct(tracer.locals[name]) if name in tracer.locals
                           else plan.constant(_frame_state.UNBOUND)) + ", "
                          for name in state_names(tracer.code))
-        states.append(f"({plan.bind(tracer.function, 'function')}, ({below}), ({values}))")
+        constructs = "" if tracer.constructs is None else \
+            plan.reconstruct(tracer.constructs) + ", "
+        states.append(f"({plan.bind(tracer.function, 'function')}, ({below}), ({values}), "
+                      f"({constructs}))")
     return "(" + "".join(state + ", " for state in states) + ")"
 
 

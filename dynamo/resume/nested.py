@@ -127,13 +127,19 @@ def _copy(code, decoded, first: int, last: int) -> tuple:
 
 def resume_calls(inner: tuple, stack: tuple, codes: tuple):
     """Finish the inlined calls of a nested stop eagerly, innermost first, and return the
-    outermost call's result (region prologues call this; the tracer models it instead)."""
+    outermost call's result (region prologues call this; the tracer models it instead).
+    A call that a class call made to initialise an instance gives its caller the instance."""
     value = None
     for position in reversed(range(len(codes))):
-        function, below, values = inner[position]
+        function, below, values, constructs = inner[position]
         items = stack if position == len(codes) - 1 else below + (value,)
         region = types.FunctionType(codes[position], function.__globals__, function.__name__,
                                     None, function.__closure__)
         state = (items, values)
         value = (region(None, state) if codes[position].co_argcount == 2 else region(state))[1][0]
+        if constructs:
+            if value is not None:
+                raise TypeError(f"__init__() should return None, not "
+                                f"'{type(value).__name__}'")
+            value = constructs[0]
     return value

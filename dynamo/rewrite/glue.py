@@ -12,6 +12,11 @@ rebuilds the returned value — readable code, logged on the `bytecode` channel:
 
 Planning (`GluePlan.reconstruct`) runs before the graph is finished: it decides which tensors
 the graph must output.
+
+A source denotes a value as it was when the frame (or region) started. The glue reads every
+source it needs right after the graph call, into `r<n>` temporaries, before any replayed
+mutation: `lst.reverse(); return lst[1]` must return the old `lst[0]`, which `lst[0]` read
+after the list's replay would not be.
 """
 from __future__ import annotations
 
@@ -44,6 +49,8 @@ class GluePlan:
         self._rebuilt: dict[int, str] = {}
         self._names = itertools.count()
         self.frame_cells: dict[int, str] = {}  # id(cell box) -> name, for the frame's own cells
+        self.reads: list[str] = []  # `r<n> = <source>`: entry values, read before any replay
+        self._read_names: dict[Source, str] = {}
 
     # -- names ------------------------------------------------------------------------------
     def parameter(self, local: str) -> str:
@@ -70,7 +77,19 @@ class GluePlan:
 
     # -- sources ----------------------------------------------------------------------------
     def source(self, source: Source) -> str:
-        """An expression fetching `source` inside the glue."""
+        """A name for the value `source` had when the frame started: a parameter, a bound
+        constant, or a temporary read before any mutation is replayed."""
+        if isinstance(source, LocalSource):
+            return self.parameter(source.local)
+        if isinstance(source, ConstantSource):
+            return self.bind(source.value, source.constant_name)
+        name = self._read_names.get(source)
+        if name is None:
+            name = self._read_names[source] = f"r{len(self._read_names)}"
+            self.reads.append(f"{name} = {self._expression(source)}")
+        return name
+
+    def _expression(self, source: Source) -> str:
         if isinstance(source, LocalSource):
             return self.parameter(source.local)
         if isinstance(source, GlobalSource):
@@ -79,7 +98,7 @@ class GluePlan:
             return self.bind(source.value, source.constant_name)
         if source.base is None:
             raise Unsupported(UNSUPPORTED_OBJECT, f"no run-time expression for {source.name()}")
-        return source.apply(self.source(source.base))
+        return source.apply(self._expression(source.base))
 
     # -- values -----------------------------------------------------------------------------
     def output(self, tensor) -> str:
@@ -125,7 +144,7 @@ class GluePlan:
                 return names[source]
             if source.base is None or isinstance(source, (LocalSource, GlobalSource,
                                                           ConstantSource)):
-                return self.source(source)
+                return self._expression(source)
             expression = source.apply(fetch(source.base))
             if source not in shared:
                 return expression
@@ -140,7 +159,7 @@ class GluePlan:
         call = None if compiled is None else [*fetches, f"out = compiled({', '.join(inputs)})"]
         parameters = ["L_" + _identifier(local) for local in self.parameters] + \
                      ["C_" + _identifier(local) for local in self.cell_parameters]
-        body = (call or []) + self.statements + [f"return {returned}"]
+        body = (call or []) + self.reads + self.statements + [f"return {returned}"]
         free = ["compiled", "G", *self.constants]
         text = (f"def make({', '.join(free)}):\n"
                 f"    def {name}({', '.join(parameters)}):\n"

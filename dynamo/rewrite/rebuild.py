@@ -139,6 +139,23 @@ def replay_calls(plan, calls: list) -> None:
         plan.statements.append(f"{name}({', '.join(rebuild(plan, value) for value in arguments)})")
 
 
+def write_frame_cells(plan, cells: dict, every: bool) -> None:
+    """The compiled frame's own cells (its cell variables) get their traced contents: at a
+    graph break every one the trace stored to (the regions after it read the real cells),
+    else those a rebuilt closure refers to (a returned lambda reads them later)."""
+    written: set = set()
+    while True:
+        names = [name for name, cell in cells.items()
+                 if name not in written and cell.box.mutated and cell.box.contents is not None
+                 and (every or name in plan.cell_parameters)]
+        if not names:
+            return
+        for name in names:  # rebuilding a value may refer to more cells: go round again
+            written.add(name)
+            value = rebuild(plan, cells[name].box.contents)
+            plan.statements.append(f"{plan.cell(name)}.cell_contents = {value}")
+
+
 def replay(plan, boxes: list[Box]) -> None:
     """Statements applying the final contents of mutated pre-existing values."""
     for box in boxes:

@@ -60,6 +60,10 @@ class Tracer:
         self.stops: frozenset = frozenset()  # root frame: instruction indices to stop before
         self.unbound_marker: Any = None  # a resumed region: the value its unbound locals hold
         self.function: Any = None  # an inlined call: the real function object, when known
+        # an inlined call made by a class call (`__init__`): the instance under construction,
+        # which the caller receives instead of the call's result (see `constructing`)
+        self.constructs: Optional[Variable] = None
+        self._pending_construct: Optional[Variable] = None
         self.stopped: Optional[int] = None  # the stop reached
         self.cells = cells
         self.parent = parent
@@ -253,6 +257,7 @@ class Tracer:
         child = Tracer(self.state, code, f_globals, locals_, cells, parent=self,
                        globals_source=globals_source)
         child.function = function
+        child.constructs, self._pending_construct = self._pending_construct, None
         if code.co_flags & _GENERATOR_FLAGS:
             from dynamo.variables.iterators import GeneratorVariable
             from dynamo.trace.side_effects import Box
@@ -261,6 +266,16 @@ class Tracer:
             child.is_generator = True
             return GeneratorVariable(Box("iterator", child))
         return child.run()
+
+    def constructing(self, instance: Variable, call) -> None:
+        """Make `call()`, a class call's `__init__`, knowing that the first call it inlines
+        initialises `instance`: a graph break inside it resumes with the instance as the
+        class call's value, not `__init__`'s result."""
+        self._pending_construct = instance
+        try:
+            call()
+        finally:
+            self._pending_construct = None
 
     def resume(self) -> Optional[Variable]:
         """A generator's next value (None when it returns)."""

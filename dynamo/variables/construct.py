@@ -39,7 +39,8 @@ def construct(tx, cls: type, args: list, kwargs: dict) -> Variable:
         instance = allocate(tx, cls)
         init = class_lookup(cls, "__init__")
         if init is not object.__init__:  # a Python __init__, or dict.__init__ and the like
-            tx.wrap(init, None).call(tx, [instance, *args], kwargs)
+            tx.constructing(instance, lambda: tx.wrap(init, None).call(tx, [instance, *args],
+                                                                        kwargs))
         elif args or kwargs:
             raise Unsupported(UNSUPPORTED_CALL, f"{cls.__name__}() takes no arguments")
         return instance
@@ -125,7 +126,8 @@ def _exception(tx, cls: type, args: list, kwargs: dict) -> Variable:
     init = class_lookup(cls, "__init__")
     if init is not BaseException.__init__ and init is not class_lookup(_builtin_base(cls),
                                                                        "__init__"):
-        tx.wrap(init, None).call(tx, [instance, *args], kwargs)
+        tx.constructing(instance, lambda: tx.wrap(init, None).call(tx, [instance, *args],
+                                                                    kwargs))
     elif kwargs:
         raise Unsupported(UNSUPPORTED_CALL, f"{cls.__name__}() takes no keyword arguments")
     return instance

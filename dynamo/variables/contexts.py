@@ -107,6 +107,9 @@ class ContextExit(Variable):
                               "block (only grad-mode, autocast, nullcontext and user context "
                               "managers can be resumed)")
         if self.real_exit[0] == "autocast":  # re-enter a real autocast after the graph
+            existing = plan.rebuilt(id(self))  # entered once, however often it is referred to
+            if existing is not None:
+                return f"{existing}.__exit__"
             device, dtype, enabled, cache = self.real_exit[1]
             name = plan.remember(id(self), f"{plan.bind(torch.autocast, 'autocast')}("
                                  f"{device!r}, {plan.constant(dtype)}, {enabled!r}, "

@@ -93,7 +93,11 @@ class ExceptionVariable(Variable):
         return ConstantVariable(text)
 
     def rebuild(self, plan) -> str:
-        """A fresh exception of the same class with the same arguments and attributes."""
+        """A fresh exception of the same class with the same arguments and attributes (once:
+        two references stay one object)."""
+        existing = plan.rebuilt(id(self.state))
+        if existing is not None:
+            return existing
         kind = plan.bind(self.python_class, self.python_class.__name__)
         args = plan.reconstruct(self.state.contents["args"])
         name = plan.remember(id(self.state), f"{kind}.__new__({kind}, *{args})")

@@ -135,7 +135,7 @@ class ResumeCallsVariable(Variable):
             raise Unsupported(UNSUPPORTED_CALL, "a nested resume outside its region")
         value = None
         for position in reversed(range(len(codes))):
-            function, below, values = inner.value[position]
+            function, below, values, constructs = inner.value[position]
             frame_source = ItemSource(inner.source, position)
             function_variable = tx.wrap(function, ItemSource(frame_source, 0))
             if position == len(codes) - 1:
@@ -155,6 +155,10 @@ class ResumeCallsVariable(Variable):
                 globals_source_for(tx, function.__globals__), function.__qualname__,
                 arguments, {}, (), {}, function_variable._closure(tx))
             value = result.items[1].items[0]
+            if constructs:  # an `__init__` called by a class call: the caller gets the instance
+                if not (isinstance(value, ConstantVariable) and value.value is None):
+                    raise Unsupported(UNSUPPORTED_CALL, "__init__ returning a value")
+                value = LazyVariable.of(constructs[0], ItemSource(ItemSource(frame_source, 3), 0))
         return value
 
 

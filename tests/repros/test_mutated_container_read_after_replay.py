@@ -1,0 +1,61 @@
+"""A container argument mutated, then read: the glue replayed the mutation first and then read
+the returned items through their sources (`L_lst[1]` after `L_lst[:] = [...]`), so
+`lst.reverse(); return lst[1]` returned the old `lst[1]` and `del lst[0]; return lst[-1]`
+raised IndexError. Sources denote entry values; the glue now reads them before any replay."""
+import torch
+
+from tests.capture.differential import check
+
+
+def test_reverse_then_read(backend):
+    def f(x, lst):
+        y = x.sin()
+        lst.reverse()
+        return lst[1], y
+    check(f, torch.ones(3), [torch.ones(2), torch.zeros(2)], backend=backend)
+
+
+def test_delete_then_read(backend):
+    def f(x, lst):
+        y = x.sin()
+        del lst[0]
+        return lst[-1], y
+    check(f, torch.ones(3), [torch.ones(2), torch.zeros(2)], backend=backend)
+
+
+def test_pop_before_a_graph_break(backend):
+    def f(x, lst):
+        v = lst.pop()
+        s = v.sum().item()
+        return x * s
+    check(f, torch.ones(3), [torch.ones(2), torch.full((2,), 2.0)], graphs=2, breaks=1,
+          backend=backend)
+
+
+def test_one_list_feeds_another(backend):
+    def f(x, a, b):
+        a.reverse()
+        b.append(a[0])
+        return x + 1
+    check(f, torch.ones(3), [1, 2, 3], [], backend=backend)
+
+
+def test_old_object_of_a_rebound_attribute(backend):
+    class Holder:
+        def __init__(self):
+            self.items = [1]
+
+    def f(x, holder):
+        old = holder.items
+        holder.items = []
+        old.append(2)
+        return x * len(old)
+    check(f, torch.ones(3), Holder(), backend=backend)
+
+
+def test_dict_item_popped_and_read(backend):
+    def f(x, d):
+        first = d.pop("a")
+        d["b"] = first * 2
+        return d["b"] + x, first
+    check(f, torch.ones(3), {"a": torch.ones(3), "b": torch.zeros(3)}, backend=backend)

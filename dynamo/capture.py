@@ -380,7 +380,9 @@ def as_is(code: CodeType) -> CodeType:
     from dynamo.rewrite import assemble, decode as decode_body
     cached = _as_is.get(code)
     if cached is None:
-        cached = _as_is[code] = assemble(decode_body(code), code)
+        # the same instructions: the original's stack size holds (and `bytecode` cannot
+        # compute it for a region that enters a `try` block in its middle)
+        cached = _as_is[code] = assemble(decode_body(code), code, stacksize=code.co_stacksize)
     return cached
 
 

@@ -189,10 +189,27 @@ def _build(base: CodeType, start: int, layout: Layout, exits: dict,
                                                 CompilerFlags.VARKEYWORDS | CompilerFlags.NOFREE))
     region.cellvars = []
     region.freevars = list(freevars)
-    code = region.to_code(compute_exception_stack_depths=False)
+    code = _assemble(region, base, layout)
     code = code.replace(co_name=base.co_name, co_qualname=base.co_qualname,
                         co_filename=base.co_filename, co_firstlineno=base.co_firstlineno)
     return patch_constants(code, {slots: slots_of(code, state_names(base))})
+
+
+def _assemble(region: Bytecode, base: CodeType, layout: Layout) -> CodeType:
+    """The region's code object. `bytecode` computes the stack size by walking from the
+    function's start; a region that enters a `try` (or `with`) block in its middle reaches
+    the block's handler with the stack depth of its prologue's start (0), not the block's,
+    and reports a negative size (a `raise` inside a `with` after a break). Then the size is
+    bounded instead: the region runs the original code at the original depths (at most
+    `co_stacksize`), its prologue pushes the layout plus a helper call (at most 6 more) and
+    its exits pack the stack and call a helper (at most 4 more)."""
+    try:
+        return region.to_code(compute_exception_stack_depths=False)
+    except RuntimeError as error:
+        if "negative size" not in str(error):
+            raise
+    bound = max(base.co_stacksize, len(layout)) + 8
+    return region.to_code(stacksize=bound, compute_exception_stack_depths=False)
 
 
 def first_argument(base: CodeType):

@@ -51,9 +51,12 @@ def decode(code: CodeType) -> Bytecode:
     return Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
 
 
-def assemble(body: Bytecode, original: CodeType) -> CodeType:
-    """Assemble `body` into a replacement for `original` (stack size, exception table)."""
-    code = positional_signature(body, original).to_code(compute_exception_stack_depths=False)
+def assemble(body: Bytecode, original: CodeType, stacksize: int | None = None) -> CodeType:
+    """Assemble `body` into a replacement for `original` (stack size, exception table).
+    `stacksize`: known already (the original's, for its own instructions unchanged), else
+    computed."""
+    code = positional_signature(body, original).to_code(
+        stacksize=stacksize, compute_exception_stack_depths=False)
     return code.replace(co_name=original.co_name, co_qualname=original.co_qualname,
                         co_filename=original.co_filename,
                         co_firstlineno=original.co_firstlineno)

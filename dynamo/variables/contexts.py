@@ -40,8 +40,12 @@ class GradModeContext(Variable):
 
 
 def _set_grad(tx, enabled: bool) -> None:
+    """Record a grad-mode change as a graph node (which also applies it for real while
+    tracing); the undo restores the mode it replaced, which need not be `not enabled`
+    (`set_grad_enabled(True)` with grad already on)."""
+    previous = torch.is_grad_enabled()
     tx.graph.call("call_function", torch._C._set_grad_enabled, (ConstantVariable(enabled),), {})
-    tx.undo_log.append(lambda: torch._C._set_grad_enabled(not enabled))
+    tx.undo_log.append(lambda: torch._C._set_grad_enabled(previous))
 
 
 @variable

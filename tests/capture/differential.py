@@ -2,8 +2,8 @@
 
 `check(fn, *args, graphs=N)` runs `fn` eagerly and jitted (twice: compile, then cache hit) on
 deep copies of the arguments and compares results, mutated arguments, the globals `fn` refers
-to (reset to the same starting values before each run), printed output, raised exceptions and
-the number of graphs compiled. An `nn.Module` passed as `fn` is deep-copied too: the eager
+to (reset to the same starting values before each run), printed output, raised exceptions,
+grad mode after the call and the number of graphs compiled. An `nn.Module` passed as `fn` is deep-copied too: the eager
 and the jitted copy must end in the same state (parameters, buffers, plain attributes).
 """
 from __future__ import annotations
@@ -94,13 +94,18 @@ def _plain_attributes(module: torch.nn.Module) -> dict:
 
 
 def _run(fn: Callable, args, kwargs):
+    """(result, exception, printed output, grad mode after the call); grad mode is put back
+    to what it was before, so that one run cannot change the next one's."""
     output = io.StringIO()
+    grad_before = torch.is_grad_enabled()
     with contextlib.redirect_stdout(output):
         try:
             result, error = fn(*args, **kwargs), None
         except Exception as raised:  # compared with the other run
             result, error = None, raised
-    return result, error, output.getvalue()
+    grad_after = torch.is_grad_enabled()
+    torch.set_grad_enabled(grad_before)
+    return result, error, output.getvalue(), grad_after
 
 
 def check(fn: Callable, *args, graphs: Optional[int] = 1, breaks: Optional[int] = 0,
@@ -154,8 +159,10 @@ def break_reasons(jitted) -> list[str]:
 
 
 def _compare(expected, actual, eager_args, jit_args, call: int) -> None:
-    (result, error, printed), (jit_result, jit_error, jit_printed) = expected, actual
+    (result, error, printed, grad), (jit_result, jit_error, jit_printed, jit_grad) = \
+        expected, actual
     where = f"call {call}"
+    assert jit_grad == grad, f"{where}: grad mode after the call {jit_grad}, eager {grad}"
     if error is not None or jit_error is not None:
         assert type(jit_error) is type(error), f"{where}: raised {jit_error!r}, eager {error!r}"
         assert str(jit_error) == str(error), f"{where}: message {jit_error} != {error}"

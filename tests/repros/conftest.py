@@ -4,5 +4,5 @@ import pytest
 
 @pytest.fixture(params=["eager", "inductor"])
 def backend(request):
-    import dynamo
-    return dynamo.backends.lookup_backend(request.param)
+    from dynamo.backends import lookup_backend
+    return lookup_backend(request.param)

@@ -1,0 +1,82 @@
+"""`python -m tests.fuzz.graphs`: the random FX-graph fuzzer for inductor, from the command line.
+
+    python -m tests.fuzz.graphs --count 500 --seed 0 --cpu-backend cpp --jobs 2 --minimize
+
+Checks seeds S .. S+N-1 (`--seed S --count 1` reproduces one), prints a summary per failure
+signature, with `--minimize` writes one minimized repro script per signature (into
+`--repro-dir`), and exits non-zero when any graph failed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+
+from tests.fuzz.graphs.driver import default_cache_dir, minimize_failure, run_campaign
+
+
+def parse(argv) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tests.fuzz.graphs",
+                                     description="random FX graphs: inductor vs eager")
+    parser.add_argument("--count", type=int, default=100, help="graphs to check")
+    parser.add_argument("--seed", type=int, default=0, help="first seed")
+    parser.add_argument("--cpu-backend", choices=("cpp", "triton"), default="cpp",
+                        help="code generator for CPU tensors (triton: Triton's interpreter)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--minimize", action="store_true",
+                        help="shrink the first failing graph of each signature")
+    parser.add_argument("--repro-dir", default=None,
+                        help="where minimized repro scripts go (default: print them)")
+    parser.add_argument("--log", default=None, help="append one JSON line per graph here")
+    parser.add_argument("--cache-dir", default=None, help="kernel cache (default: "
+                        "$JIT_CACHE_DIR or /tmp/jitcache-graph-fuzzer)")
+    parser.add_argument("--budget", type=int, default=300,
+                        help="checks the minimizer may spend per failure")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    options = parse(argv)
+    warnings.simplefilter("ignore")  # eager's own warnings while minimizing
+    cache_dir = options.cache_dir or default_cache_dir()
+    label = f"{options.device}, {options.cpu_backend if options.device == 'cpu' else 'triton'}" \
+        f", seeds {options.seed}..{options.seed + options.count - 1}"
+    campaign, failing = run_campaign(range(options.seed, options.seed + options.count),
+                                     options.cpu_backend, options.device, options.jobs,
+                                     cache_dir, options.log)
+    print(campaign.summary(label))
+    if options.minimize and failing:
+        _minimize_all(campaign, failing, options, cache_dir)
+    return 1 if campaign.failing_graphs else 0
+
+
+def _minimize_all(campaign, failing: dict, options, cache_dir: str) -> None:
+    for signature in campaign.signatures:
+        seed = campaign.seeds[signature][0]
+        program, failures = failing[seed]
+        if program is None:
+            print(f"{signature}: seed {seed} has no program to minimize")
+            continue
+        small = minimize_failure(program, seed, signature, options.cpu_backend,
+                                 options.device, cache_dir, options.budget)
+        example = next(f"{kind} [{call}]: {detail}" for kind, detail, call, found in failures
+                       if found == signature)
+        note = (f"graph fuzzer repro: {signature}\nseed {seed}, --cpu-backend "
+                f"{options.cpu_backend}, --device {options.device}\n{example}")
+        script = small.script(seed, note)
+        if options.repro_dir:
+            os.makedirs(options.repro_dir, exist_ok=True)
+            name = "".join(ch if ch.isalnum() else "_" for ch in signature)[:60]
+            path = os.path.join(options.repro_dir, f"{name}_{seed}.py")
+            with open(path, "w") as handle:
+                handle.write(script)
+            print(f"{signature}: seed {seed} -> {len(small.stmts)} statements, {path}")
+        else:
+            print(f"\n# ---- {signature} (seed {seed}, {len(small.stmts)} statements)\n"
+                  f"{script}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

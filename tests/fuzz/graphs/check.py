@@ -1,0 +1,148 @@
+"""The graph fuzzer's runner: one program compiled by `inductor.compile_fx` against eager.
+
+Input: a `Program`, its seed, the CPU code generator ("cpp" or "triton", the latter run by
+Triton's interpreter) and the device. Output: a `CaseResult` with every `Failure` found over
+three calls: the example inputs, fresh values, and (where the program allows one) inputs
+whose aliasing differs from the example's (distinct tensors made one, or shared ones made
+distinct; same shapes, strides and dtypes). Compilation runs with `fallback_on_error` off, so
+a compiler bug raises; a graph that runs as is for any reason but the documented one (writes
+into inputs that share memory) is an "unexpected fallback".
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+import warnings
+from typing import Optional
+
+import torch
+
+import inductor
+from tests.fuzz.graphs.compare import Failure, Outcome, compare, run
+from tests.fuzz.graphs.program import Program
+
+# Reasons `compile_fx` documents for running a graph as is (docs/inductor.md).
+EXPECTED_AS_IS = ("the graph writes into inputs that share memory",)
+
+
+@dataclasses.dataclass
+class CaseResult:
+    seed: int
+    failures: list
+    as_is: Optional[str] = None            # why the graph ran as is (expected reasons)
+    fallback_ops: dict = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0
+    nodes: int = 0
+
+
+@contextlib.contextmanager
+def compiler_settings(backend: str, cache_dir: Optional[str] = None):
+    """`inductor.config` for fuzzing: errors raise, IR verified, the chosen CPU backend."""
+    saved = inductor.config.snapshot()
+    inductor.config.update(cpu_backend=backend, fallback_on_error=False, verify_ir=True)
+    if cache_dir:
+        inductor.config.cache_dir = cache_dir
+    try:
+        yield
+    finally:
+        inductor.config.update(**saved)
+
+
+def check_program(program: Program, seed: int, backend: str = "cpp",
+                  variants: bool = True) -> CaseResult:
+    """Compile `program` and compare it with eager (see the module docstring)."""
+    started = time.perf_counter()
+    result = CaseResult(seed, [])
+    with warnings.catch_warnings(), compiler_settings(backend):
+        warnings.simplefilter("ignore")
+        try:
+            module = program.graph_module()
+        except Exception as error:  # noqa: BLE001 (a generator bug, reported as such)
+            result.failures.append(Failure("trace error", f"{type(error).__name__}: {error}"))
+            return result
+        result.nodes = sum(1 for node in module.graph.nodes if node.op == "call_function" or
+                           node.op == "call_method")
+        compiled = _compile(module, program, seed, result)
+        if compiled is not None:
+            calls = [("call 1", program, 0), ("call 2 (fresh inputs)", program, 1)]
+            variant = aliasing_variant(program) if variants else None
+            if variant is not None:
+                calls.append(("aliasing variant", variant, 2))
+            for name, version, call in calls:
+                result.failures += _check_call(module, compiled, version, seed, call, name)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _compile(module, program: Program, seed: int, result: CaseResult):
+    try:
+        compiled = inductor.compile_fx(module, program.inputs(0, seed))
+    except Exception as error:  # noqa: BLE001 (every compiler error is a finding)
+        result.failures.append(Failure("compile error", f"{type(error).__name__}: "
+                                       f"{_message(error)}"))
+        return None
+    report = compiled.report
+    result.fallback_ops = dict(report.fallback_ops or {})
+    if report.reason is not None:
+        if any(reason in report.reason for reason in EXPECTED_AS_IS):
+            result.as_is = report.reason
+        else:
+            result.failures.append(Failure("unexpected fallback", report.reason))
+    return compiled
+
+
+def _message(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return " | ".join(lines[:3])[:400] if lines else ""
+
+
+def _check_call(module, compiled, program: Program, seed: int, call: int, name: str) -> list:
+    eager_module = module if program is None else program.graph_module()
+    expected = run(eager_module, program.inputs(call, seed))
+    actual = run(compiled, program.inputs(call, seed))
+
+    def reference() -> Optional[Outcome]:
+        try:
+            with _default_dtype(torch.float64):
+                return run(program.graph_module(float64=True),
+                           program.inputs(call, seed, float64=True))
+        except Exception:  # noqa: BLE001 (no reference: the plain tolerances decide)
+            return None
+    return compare(expected, actual, name, reference)
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: torch.dtype):
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(saved)
+
+
+def aliasing_variant(program: Program) -> Optional[Program]:
+    """The program with inputs aliased differently and laid out the same: arguments that
+    share a root get roots of their own, or two arguments with identical roots and
+    derivations become one tensor passed twice. None when neither applies."""
+    variant = program.copy()
+    seen: dict = {}
+    changed = False
+    for arg in variant.args:
+        if arg.root in seen and seen[arg.root] != arg.name:
+            variant.roots.append(dataclasses.replace(variant.roots[arg.root]))
+            arg.root = len(variant.roots) - 1
+            changed = True
+        seen.setdefault(arg.root, arg.name)
+    if changed:
+        return variant
+    by_spec: dict = {}
+    for arg in variant.args:
+        root = variant.roots[arg.root]
+        key = (tuple(root.shape), root.dtype, root.kind, root.high, arg.derive)
+        if key in by_spec:
+            arg.root = by_spec[key]
+            return variant
+        by_spec[key] = arg.root
+    return None

@@ -1,0 +1,213 @@
+"""The graph fuzzer's comparison of one call: compiled against eager.
+
+Input: what eager and the compiled graph returned (or raised) for copies of the same inputs,
+the inputs after each call, and on request a float64 reference of the same program. Output:
+a list of `Failure`s: values (with dtype-appropriate tolerances; a float result outside them
+still passes when it is no further from the float64 reference than twice eager's error),
+dtypes, shapes, strides (dimensions longer than one), which outputs share memory with which
+inputs and outputs, inputs returned as the very object, mutated inputs, and exceptions.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+import torch
+
+TOLERANCES = {torch.float64: (1e-7, 1e-7), torch.float32: (1e-4, 1e-5),
+              torch.float16: (1e-2, 1e-3), torch.bfloat16: (2e-2, 1e-2)}
+
+
+@dataclasses.dataclass
+class Failure:
+    """One way the compiled graph differed from eager."""
+
+    kind: str       # "value mismatch", "compile error", "alias mismatch", ...
+    detail: str
+    call: str = ""  # "call 1", "call 2 (fresh inputs)", "aliasing variant"
+
+    def signature(self) -> str:
+        """What the minimizer keeps while shrinking: the kind, and for errors the type."""
+        if self.kind in ("compile error", "runtime error", "exception mismatch",
+                         "unexpected fallback"):
+            return f"{self.kind}: {self.detail.split(':')[0]}"
+        return self.kind
+
+    def __str__(self) -> str:
+        where = f" [{self.call}]" if self.call else ""
+        return f"{self.kind}{where}: {self.detail}"
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one run of a graph gave: flat outputs and inputs afterwards, or an exception."""
+
+    outputs: Optional[list]
+    inputs: list
+    error: Optional[BaseException] = None
+
+
+def run(function: Callable, inputs: list) -> Outcome:
+    try:
+        result = function(*inputs)
+    except Exception as error:  # noqa: BLE001 (compared with the other side's exception)
+        return Outcome(None, inputs, error)
+    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+    return Outcome(outputs, inputs)
+
+
+def compare(expected: Outcome, actual: Outcome, call: str,
+            reference: Callable[[], Optional[Outcome]]) -> list:
+    """Failures of `actual` (compiled) against `expected` (eager); `reference()` gives the
+    float64 run (or None), computed only when a float comparison needs it."""
+    if expected.error is not None or actual.error is not None:
+        return _compare_errors(expected.error, actual.error, call)
+    failures = []
+    if len(expected.outputs) != len(actual.outputs):
+        return [Failure("output structure", f"{len(actual.outputs)} outputs, eager has "
+                        f"{len(expected.outputs)}", call)]
+    cache: list = []
+
+    def lazy_reference():
+        if not cache:
+            cache.append(reference())
+        return cache[0]
+
+    for position, (want, got) in enumerate(zip(expected.outputs, actual.outputs)):
+        def ref_value(position=position):
+            outcome = lazy_reference()
+            return None if outcome is None or outcome.outputs is None else \
+                outcome.outputs[position]
+        failures += _compare_tensor(want, got, f"output {position}", call, ref_value)
+    for position, (want, got) in enumerate(zip(expected.inputs, actual.inputs)):
+        def ref_input(position=position):
+            outcome = lazy_reference()
+            return None if outcome is None or outcome.outputs is None else \
+                outcome.inputs[position]
+        for failure in _compare_tensor(want, got, f"input {position} after the call", call,
+                                       ref_input, strides=False):
+            failure.kind = "input mutation" if failure.kind == "value mismatch" \
+                else failure.kind
+            failures.append(failure)
+    failures += _compare_aliasing(expected, actual, call)
+    return failures
+
+
+def _compare_errors(expected, actual, call: str) -> list:
+    if expected is None:
+        return [Failure("runtime error", f"{type(actual).__name__}: "
+                        f"{_first_line(actual)}", call)]
+    if actual is None:
+        return [Failure("exception mismatch", f"eager raised {type(expected).__name__}: "
+                        f"{_first_line(expected)}; compiled returned", call)]
+    if type(expected) is not type(actual) and not (
+            isinstance(actual, type(expected)) or isinstance(expected, type(actual))):
+        return [Failure("exception mismatch", f"{type(actual).__name__}: "
+                        f"{_first_line(actual)} (eager: {type(expected).__name__}: "
+                        f"{_first_line(expected)})", call)]
+    return []
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else ""
+
+
+def _compare_tensor(want, got, what: str, call: str, ref_value, strides: bool = True) -> list:
+    if not isinstance(want, torch.Tensor) or not isinstance(got, torch.Tensor):
+        if type(want) is not type(got) or (not isinstance(want, torch.Tensor) and want != got):
+            return [Failure("output structure", f"{what}: {type(got).__name__} "
+                            f"{got!r:.80}, eager {type(want).__name__} {want!r:.80}", call)]
+        return []
+    if want.dtype != got.dtype:
+        return [Failure("dtype mismatch", f"{what}: {got.dtype}, eager {want.dtype}", call)]
+    if want.shape != got.shape:
+        return [Failure("shape mismatch", f"{what}: {tuple(got.shape)}, eager "
+                        f"{tuple(want.shape)}", call)]
+    if want.device != got.device:
+        return [Failure("device mismatch", f"{what}: {got.device}, eager {want.device}", call)]
+    failures = []
+    problem = value_problem(want, got, ref_value)
+    if problem is not None:
+        failures.append(Failure("value mismatch", f"{what}: {problem}", call))
+    if strides and want.numel() > 0:
+        differing = [dim for dim, extent in enumerate(want.shape)
+                     if extent > 1 and want.stride(dim) != got.stride(dim)]
+        if differing:
+            failures.append(Failure("stride mismatch", f"{what}: {got.stride()}, eager "
+                                    f"{want.stride()} (shape {tuple(want.shape)})", call))
+    return failures
+
+
+def value_problem(want: torch.Tensor, got: torch.Tensor, ref_value) -> Optional[str]:
+    """None when `got` matches `want` (see the module docstring), else a description."""
+    if want.numel() == 0:
+        return None
+    want_cpu, got_cpu = want.detach().cpu(), got.detach().cpu()
+    if not want.is_floating_point():
+        wrong = want_cpu != got_cpu
+        if not bool(wrong.any()):
+            return None
+        return _describe(wrong, want_cpu, got_cpu)
+    expected, actual = want_cpu.double(), got_cpu.double()
+    rtol, atol = TOLERANCES.get(want.dtype, (1e-4, 1e-5))
+    close = torch.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    if bool(close.all()):
+        return None
+    reference = ref_value()
+    if isinstance(reference, torch.Tensor) and reference.shape == want.shape:
+        truth = reference.detach().cpu().double()
+        eager_error = (expected - truth).abs()
+        allowed = 2 * eager_error + atol + rtol * truth.abs()
+        near_truth = (actual - truth).abs() <= allowed
+        close = close | near_truth.nan_to_num(False)
+        if bool(close.all()):
+            return None
+    return _describe(~close, expected, actual)
+
+
+def _describe(wrong: torch.Tensor, want: torch.Tensor, got: torch.Tensor) -> str:
+    positions = wrong.nonzero()
+    first = tuple(int(value) for value in positions[0]) if len(positions) else ()
+    return (f"{len(positions)} of {want.numel()} elements differ; first at {first}: "
+            f"{got[first].item()!r} vs eager {want[first].item()!r}")
+
+
+def storage_key(tensor: torch.Tensor):
+    """An id of a tensor's memory, or None for tensors without any (zero size)."""
+    storage = tensor.untyped_storage()
+    return storage.data_ptr() if storage.nbytes() > 0 else None
+
+
+def aliasing(outcome: Outcome) -> list:
+    """Per output: the inputs it is (`is`), the inputs and earlier outputs it shares memory
+    with. Tensors without memory share nothing."""
+    result = []
+    inputs = outcome.inputs
+    for position, value in enumerate(outcome.outputs):
+        if not isinstance(value, torch.Tensor):
+            result.append(None)
+            continue
+        key = storage_key(value)
+        same = tuple(index for index, item in enumerate(inputs) if item is value)
+        shared_inputs = tuple(index for index, item in enumerate(inputs)
+                              if key is not None and storage_key(item) == key)
+        shared_outputs = tuple(index for index, item in enumerate(outcome.outputs[:position])
+                               if isinstance(item, torch.Tensor) and key is not None
+                               and storage_key(item) == key)
+        result.append((same, shared_inputs, shared_outputs))
+    return result
+
+
+def _compare_aliasing(expected: Outcome, actual: Outcome, call: str) -> list:
+    failures = []
+    for position, (want, got) in enumerate(zip(aliasing(expected), aliasing(actual))):
+        if want == got or want is None:
+            continue
+        names = ("is input", "shares memory with inputs", "shares memory with outputs")
+        details = [f"{name} {got_part or '()'} (eager {want_part or '()'})"
+                   for name, want_part, got_part in zip(names, want, got)
+                   if want_part != got_part]
+        failures.append(Failure("alias mismatch", f"output {position}: " +
+                                "; ".join(details), call))
+    return failures

@@ -97,7 +97,8 @@ class BreakFrame:
 class Unsupported(Exception):
     """Tracing cannot continue at this point of the user's program."""
 
-    def __init__(self, kind: BreakKind, detail: str = "", location: Optional[str] = None):
+    def __init__(self, kind: BreakKind, detail: str = "", location: Optional[str] = None,
+                 exact_frames: bool = False):
         super().__init__(detail or kind.message)
         self.kind = kind
         self.detail = detail or kind.message
@@ -106,6 +107,12 @@ class Unsupported(Exception):
         self.root_index: Optional[int] = None  # instruction of the compiled frame it stops at
         self.root_layout: Optional[tuple] = None  # that frame's stack layout there
         self.chain: Optional[list] = None  # BreakFrame per frame, the compiled frame first
+        # the construct must run in the frames eager runs it in: it raises (an operation that
+        # failed on the example inputs: the traceback must show every inlined call), or it
+        # looks at the frame stack (sys._getframe, warnings' stacklevel, logging's caller).
+        # The break then stops at the compiled frame's own call instead of resuming inside
+        # the inlined calls (whose instruction would run in the compiled frame)
+        self.exact_frames = exact_frames
 
     def __str__(self) -> str:
         where = f" at {self.location}" if self.location else ""

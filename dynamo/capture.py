@@ -244,7 +244,7 @@ def _stops_for(code: CodeType, failure: Unsupported) -> Optional[dict]:
     enclosing = analysis.enclosing_loops(decoded, index)
     if not enclosing:
         stop = analysis.stop_at(decoded, index, failure.root_layout)
-        planned = nested.plan(failure.chain or [])
+        planned = None if failure.exact_frames else nested.plan(failure.chain or [])
         if planned is not None:
             return {index: PendingNested(planned.points, stop)}
         return None if stop is None else {index: stop}

@@ -12,7 +12,7 @@ import dataclasses
 import sys
 from typing import Any, Optional
 
-from bytecode import Compare, Instr, Label
+from bytecode import Compare, Instr, Label, TryBegin, TryEnd
 
 PY311 = sys.version_info[:2] == (3, 11)
 
@@ -55,6 +55,32 @@ def call(count: int, lineno: int) -> list:
     """Call with `count` arguments: [NULL, callable, args...] -> [result]."""
     precall = [Instr("PRECALL", count, lineno=lineno)] if PY311 else []
     return [*precall, Instr("CALL", count, lineno=lineno)]
+
+
+def transparent_call(call_instructions: list, lineno: int) -> tuple[list, list]:
+    """`call_instructions` (a call of another frame of the same function: a region) inside a
+    `try` whose handler takes this frame's entry off the exception's traceback and re-raises,
+    so a traceback through a frame with graph breaks shows the user's function once, at the
+    line that raised, as in eager. Returns (the wrapped call, the handler for the tail)."""
+    handler, cleanup = Label(), Label()
+    outer = TryBegin(handler, push_lasti=False, stack_depth=0)  # nothing below is needed
+    inner = TryBegin(cleanup, push_lasti=True, stack_depth=1)
+    wrapped = [outer, *call_instructions, TryEnd(outer)]
+    tail = [handler, Instr("PUSH_EXC_INFO", lineno=lineno), inner,
+            Instr("COPY", 1, lineno=lineno),
+            *call_helper_on_top(drop_own_traceback_entry, (), lineno),
+            Instr("POP_TOP", lineno=lineno), Instr("RERAISE", 0, lineno=lineno), TryEnd(inner),
+            cleanup, Instr("COPY", 3, lineno=lineno), Instr("POP_EXCEPT", lineno=lineno),
+            Instr("RERAISE", 1, lineno=lineno)]
+    return wrapped, tail
+
+
+def drop_own_traceback_entry(error: BaseException) -> None:
+    """Take the calling frame's entry off the head of `error`'s traceback (RERAISE adds none
+    back)."""
+    entry = error.__traceback__
+    if entry is not None and entry.tb_frame is sys._getframe(1):
+        error.__traceback__ = entry.tb_next
 
 
 def call_helper_on_top(helper: Any, extra_constants: tuple, lineno: int) -> list:

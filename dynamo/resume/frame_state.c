@@ -19,6 +19,11 @@
  *   pack(stack, slots)             -> (stack, read(slots))
  *   function(code, cell_slots)     -> a function of `code` with the caller's globals and the
  *                                     cells in `cell_slots` as its closure
+ *   call(function, *args)          -> function(*args) with the calling frame hidden from the
+ *                                     frame stack: a region continues its caller's frame, so
+ *                                     inside it `f_back`, `sys._getframe(1)`, warnings'
+ *                                     stacklevel and logging's caller see the frame that
+ *                                     called the user's function, as in eager
  *
  * `slots` is a tuple of local-variable indices of the calling frame (-1: no such local).
  */
@@ -166,6 +171,19 @@ static PyObject *fs_function(PyObject *module, PyObject *const *args, Py_ssize_t
     Py_DECREF(closure);
     return function;
 }
+
+static PyObject *fs_call(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1) return PyErr_Format(PyExc_TypeError, "call(function, *args)");
+    _PyCFrame *cframe = PyThreadState_Get()->cframe;
+    _PyInterpreterFrame *frame = cframe->current_frame;
+    if (frame == NULL) return PyObject_Vectorcall(args[0], args + 1, nargs - 1, NULL);
+    /* the callee's frame links to `frame->previous`; CPython restores `current_frame` to
+       the callee's `previous` when it returns, which is what we set here */
+    cframe->current_frame = frame->previous;
+    PyObject *result = PyObject_Vectorcall(args[0], args + 1, nargs - 1, NULL);
+    cframe->current_frame = frame;
+    return result;
+}
 #endif
 
 static PyMethodDef methods[] = {
@@ -178,6 +196,8 @@ static PyMethodDef methods[] = {
     {"pack", (PyCFunction)(void (*)(void))fs_pack, METH_FASTCALL, "the state a region starts from"},
     {"function", (PyCFunction)(void (*)(void))fs_function, METH_FASTCALL,
      "a function of the given code closing over the caller's cells"},
+    {"call", (PyCFunction)(void (*)(void))fs_call, METH_FASTCALL,
+     "call a function with the calling frame hidden from the frame stack"},
 #endif
     {NULL, NULL, 0, NULL},
 };

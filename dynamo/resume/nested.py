@@ -19,11 +19,13 @@ the chain is cut at the first call that does not, which then runs as a frame of 
 from __future__ import annotations
 
 import dataclasses
+import sys
 import types
 from typing import Optional
 
 from bytecode import Instr
 
+from dynamo import _frame_state
 from dynamo.instructions import decode
 from dynamo.resume import analysis
 from dynamo.resume.regions import entry_position, region_info
@@ -128,18 +130,27 @@ def _copy(code, decoded, first: int, last: int) -> tuple:
 def resume_calls(inner: tuple, stack: tuple, codes: tuple):
     """Finish the inlined calls of a nested stop eagerly, innermost first, and return the
     outermost call's result (region prologues call this; the tracer models it instead).
-    A call that a class call made to initialise an instance gives its caller the instance."""
+    A call that a class call made to initialise an instance gives its caller the instance.
+    Each call's region runs with this helper's frame hidden (its `f_back` is the caller's
+    frame, as in eager), and an exception leaves without this helper in its traceback."""
     value = None
-    for position in reversed(range(len(codes))):
-        function, below, values, constructs = inner[position]
-        items = stack if position == len(codes) - 1 else below + (value,)
-        region = types.FunctionType(codes[position], function.__globals__, function.__name__,
-                                    None, function.__closure__)
-        state = (items, values)
-        value = (region(None, state) if codes[position].co_argcount == 2 else region(state))[1][0]
-        if constructs:
-            if value is not None:
-                raise TypeError(f"__init__() should return None, not "
-                                f"'{type(value).__name__}'")
-            value = constructs[0]
+    try:
+        for position in reversed(range(len(codes))):
+            function, below, values, constructs = inner[position]
+            items = stack if position == len(codes) - 1 else below + (value,)
+            region = types.FunctionType(codes[position], function.__globals__,
+                                        function.__name__, None, function.__closure__)
+            state = (items, values)
+            arguments = (None, state) if codes[position].co_argcount == 2 else (state,)
+            value = _frame_state.call(region, *arguments)[1][0]
+            if constructs:
+                if value is not None:
+                    raise TypeError(f"__init__() should return None, not "
+                                    f"'{type(value).__name__}'")
+                value = constructs[0]
+    except BaseException as error:
+        entry = error.__traceback__
+        if entry is not None and entry.tb_frame is sys._getframe():
+            error.__traceback__ = entry.tb_next
+        raise
     return value

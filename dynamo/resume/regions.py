@@ -178,7 +178,9 @@ def _build(base: CodeType, start: int, layout: Layout, exits: dict,
             items.append(item)
     freevars = closure_names(base)
     prologue = ([Instr("COPY_FREE_VARS", len(freevars), lineno=lineno)] if freevars else []) + \
-        [Instr("RESUME", 0, lineno=lineno)] + _enter(layout, slots, lineno, nested) + \
+        [Instr("RESUME", 0, lineno=lineno)] + \
+        _enter(layout, slots, lineno, nested, _line(decoded.instructions[start - 1], lineno)
+               if nested else lineno) + \
         [emit.Jump(entry, lineno=lineno)]
     region = Bytecode(emit.resolve_jumps(prologue + items))
     region._copy_attr_from(body)
@@ -242,7 +244,11 @@ def _line(item, default: int) -> int:
     return getattr(item, "lineno", None) or default
 
 
-def _enter(layout: Layout, slots: Placeholder, lineno: int, nested: tuple) -> list:
+def _enter(layout: Layout, slots: Placeholder, lineno: int, nested: tuple,
+           call_line: int) -> list:
+    """The prologue's state restore; with `nested`, then the inlined calls' finish, at
+    `call_line` (the line of the call they finish: a traceback or `f_lineno` through them
+    shows the compiled frame there, as in eager)."""
     code = [*emit.call_helper(_frame_state.enter, [[Instr("LOAD_FAST", STATE, lineno=lineno)],
                                                    [Instr("LOAD_CONST", slots, lineno=lineno)]],
                               lineno),
@@ -258,7 +264,7 @@ def _enter(layout: Layout, slots: Placeholder, lineno: int, nested: tuple) -> li
     call = emit.call_helper(resume_calls, [
         [Instr("LOAD_FAST", STATE, lineno=lineno), Instr("LOAD_CONST", item, lineno=lineno),
          Instr("BINARY_SUBSCR", lineno=lineno)] for item in (below, below + 1)
-    ] + [[Instr("LOAD_CONST", nested, lineno=lineno)]], lineno)
+    ] + [[Instr("LOAD_CONST", nested, lineno=lineno)]], call_line)
     calling = 2 if emit.PY311 else 1  # PRECALL + CALL, or CALL
     return code + call[:-calling] + [Instr("DELETE_FAST", STATE, lineno=lineno)] + \
         call[-calling:]

@@ -34,7 +34,7 @@ from dynamo import _frame_state
 from dynamo.instructions import decode
 from dynamo.resume import emit
 from dynamo.resume.analysis import Edge, Stop
-from dynamo.resume.regions import (RETURN_TAG, STACK, Placeholder, closure_names, entry_position,
+from dynamo.resume.regions import (RETURN_TAG, STACK, STATE, Placeholder, closure_names, entry_position,
                                    patch_constants, region_info, slots_of, state_names, tag_of)
 from dynamo.rewrite import assemble
 from dynamo.rewrite import decode as decode_body
@@ -65,12 +65,17 @@ def build_skeleton(base: CodeType, entry_call: list, stops: dict[int, Stop],
             label = trampolines[key] = Label()
             # a traceback through a region shows this frame at the line the region starts
             where = _line_of(decoded, edge.target) or lineno
-            tail.extend([label, *_call_region(region_for(edge), edge, slots, cells, where),
-                         emit.Jump(dispatch, lineno=where)])
+            call, handler = _call_region(region_for(edge), edge, slots, cells, where)
+            tail.extend([label, *call, emit.Jump(dispatch, lineno=where), *handler])
         return trampolines[key]
 
     prologue = prologue_of(body)
-    items = [*prologue, *entry_call, emit.Jump(dispatch, lineno=lineno)]
+    # a region's skeleton: its `__state` argument is spent once the entry glue has read it
+    # (the region's own prologue, which deletes it, does not run here): `locals()` at a stop
+    # shows the user's variables only
+    spent = [Instr("DELETE_FAST", STATE, lineno=lineno)] if region_info(base) is not None \
+        else []
+    items = [*prologue, *entry_call, *spent, emit.Jump(dispatch, lineno=lineno)]
     items += _original_code(decoded, body, stops, stop_labels, trampoline, tail,
                             {id(item) for item in prologue})
     items += [dispatch, *_dispatch(base, stops, stop_labels, trampoline, slots, lineno)]
@@ -135,20 +140,25 @@ def _jump_target(edge: Edge, trampoline, tail: list, last) -> Label:
     return label
 
 
-def _call_region(region: CodeType, edge: Edge, slots, cells, lineno: int) -> list:
+def _call_region(region: CodeType, edge: Edge, slots, cells, lineno: int) -> tuple:
     """[..., stack of `layout`] -> [..., region(pack(stack, SLOTS))]. A nested stop's edge
-    first packs the innermost call's stack, which sits on top."""
+    first packs the innermost call's stack, which sits on top. Returns (the instructions,
+    their exception handler): an exception out of the region loses this frame's traceback
+    entry, since the region's frame already shows the function at the line that raised."""
+    # call(function, ...): the region's frame links to this frame's caller (see frame_state.c)
+    call, handler = emit.transparent_call(emit.call(region.co_argcount + 1, lineno), lineno)
     inner = emit.pack_layout(edge.inner[-1].layout, lineno) if edge.inner else []
     placeholder = [Instr("LOAD_CONST", None, lineno=lineno), Instr("SWAP", 2, lineno=lineno)] \
         if region.co_argcount == 2 else []  # slot 0 (see regions.first_argument)
     return [*inner, *emit.pack_layout(edge.layout, lineno),
             *emit.call_helper_on_top(_frame_state.pack, (slots,), lineno),
             Instr("PUSH_NULL", lineno=lineno), Instr("SWAP", 2, lineno=lineno),
+            Instr("LOAD_CONST", _frame_state.call, lineno=lineno),
+            Instr("SWAP", 2, lineno=lineno),
             *emit.call_helper(_frame_state.function,
                               [[Instr("LOAD_CONST", region, lineno=lineno)],
                                [Instr("LOAD_CONST", cells, lineno=lineno)]], lineno),
-            Instr("SWAP", 2, lineno=lineno), *placeholder,
-            *emit.call(region.co_argcount, lineno)]
+            Instr("SWAP", 2, lineno=lineno), *placeholder, *call], handler
 
 
 def _dispatch(base, stops, stop_labels, trampoline, slots, lineno: int) -> list:

@@ -83,7 +83,7 @@ class GraphBuilder:
             raise
         except Exception as error:
             raise Unsupported(UNSUPPORTED_CALL, f"{_name(target)} failed on example inputs: "
-                              f"{type(error).__name__}: {error}") from None
+                              f"{type(error).__name__}: {error}", exact_frames=True) from None
         node = self.graph.create_node(kind, target, node_args, node_kwargs)
         node.meta["example_value"] = fake
         node.meta["location"] = self.location

@@ -421,7 +421,12 @@ def _partial(tx, function, *args, **kwargs):
 
 @rule(__import__("warnings").warn)
 def _warn(tx, *args, **kwargs):
-    raise Unsupported(PRINT, "warnings.warn()")
+    raise Unsupported(PRINT, "warnings.warn()", exact_frames=True)  # stacklevel counts frames
+
+
+@rule(__import__("sys")._getframe)
+def _getframe(tx, *args, **kwargs):  # inspect.currentframe(), inspect.stack() end here
+    raise Unsupported(UNSUPPORTED_CALL, "sys._getframe()", exact_frames=True)
 
 
 def _operator_rule(function):

@@ -95,7 +95,7 @@ def _logging_call(tx, function, name: str, args, kwargs=None) -> Optional[Variab
         # preceding it (models call it on every step: GPT-2's loss_function property).
         tx.side_effects.deferred_calls.append((function, list(args)))
         return ConstantVariable(None)
-    raise Unsupported(PRINT, f"logging.{name}()")
+    raise Unsupported(PRINT, f"logging.{name}()", exact_frames=True)  # records its caller
 
 
 def _is_plain_constant(value: Variable) -> bool:

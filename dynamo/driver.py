@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 import warnings
 import weakref
@@ -24,6 +25,7 @@ from dynamo import _C, hook, logs, rewrite, skips
 from dynamo.breaks import GraphBreakError, Unsupported
 from dynamo.resume import regions
 from dynamo.settings import config
+from guards.held import HeldObject
 from guards.kinds.base import RANK_TYPE, Guard
 from guards.sources import GlobalStateSource
 
@@ -53,25 +55,47 @@ class CompileRecord:
 
 
 class _CodeState:
-    """Per code object: how many entries were made and the last recompile reason."""
+    """Per code object and `jit` wrapper: the guard sets of the entries it compiled, whether
+    the limit warning was given."""
 
     def __init__(self):
-        self.entries = 0
+        self.compiles = 0
         self.warned = False
         self.guard_sets: list = []
 
+    def live_entries(self) -> int:
+        """Entries of this wrapper still cached (an entry dies with the objects it
+        identity-guards, or when `reset()` drops it)."""
+        self.guard_sets = [guard_set for guard_set in self.guard_sets if guard_set.alive]
+        return len(self.guard_sets)
 
-_states: "weakref.WeakKeyDictionary[CodeType, _CodeState]" = weakref.WeakKeyDictionary()
+
+_CHURN_FACTOR = 4
+"""Compiles per code object and wrapper are capped at this many times the recompile limit,
+even while entries keep dying (a fresh lambda passed on every call): compiling on every call
+would be slower than running eagerly."""
+
+_drivers: "weakref.WeakSet[FrameDriver]" = weakref.WeakSet()
+_drivers_lock = threading.Lock()
 
 
 class FrameDriver:
-    """The frame callback of one `jit(...)` call: capture policy plus compiled-entry bookkeeping."""
+    """The frame callback of one `jit(...)` call: capture policy plus compiled-entry bookkeeping.
+
+    Its compile state (entry counts, guard sets) is its own: entries made for one wrapper never
+    count against another's recompile limit, and die with the wrapper (see `JitScopeGuard`).
+    """
 
     def __init__(self, settings):
         self.settings = settings
         self._allowed: "weakref.WeakSet[CodeType]" = weakref.WeakSet()
         self.records: list[CompileRecord] = []
         self._nop = None  # rewrites frames when the `nop_rewrite` option is on
+        self._states: "weakref.WeakKeyDictionary[CodeType, _CodeState]" = \
+            weakref.WeakKeyDictionary()
+        self._lock = threading.RLock()  # one compile at a time per wrapper (threads)
+        with _drivers_lock:
+            _drivers.add(self)
 
     def allow(self, code: CodeType) -> None:
         """Capture frames of `code` even if it lives in a library file."""
@@ -92,7 +116,8 @@ class FrameDriver:
         if skips.is_own(code) or (skips.is_library(origin) and origin not in self._allowed):
             return hook.SKIP
         try:
-            return self._compile(view)
+            with self._lock:
+                return self._compile(view)
         except GraphBreakError:
             raise
         except Exception as error:  # an internal compiler error never breaks the program
@@ -103,12 +128,19 @@ class FrameDriver:
 
     def _compile(self, view):
         code = view.f_code
-        state = _states.setdefault(code, _CodeState())
+        state = self._states.get(code)
+        if state is None:
+            state = self._states[code] = _CodeState()
+        found = _entry_matching_now(view)
+        if found is not None:
+            return found  # another thread compiled it while this one waited for the lock
         limit = self.option("recompile_limit")
-        if state.warned and state.entries >= limit:
+        live = state.live_entries()
+        full = live >= limit or state.compiles >= _CHURN_FACTOR * limit
+        if state.warned and full:
             return None  # past the limit: run eagerly without explaining every miss again
         reason = _recompile_reason(state, view)
-        if state.entries >= limit:
+        if full:
             _warn_limit(code, state, reason, limit)
             return None
         from dynamo.capture import capture_frame
@@ -118,9 +150,25 @@ class FrameDriver:
             _eager_after_failure(code, record.failure)
         if record.replacement is None:
             return hook.SKIP  # no tensor work: nothing to compile, now or later
-        state.entries += 1
+        state.compiles += 1
         state.guard_sets.append(record.compiled.guard_set)
         return record.replacement
+
+    def forget(self) -> None:
+        """`dynamo.reset()`: drop this wrapper's compile state; its entries die."""
+        with self._lock:
+            states, self._states = list(self._states.values()), weakref.WeakKeyDictionary()
+        for state in states:
+            for guard_set in state.guard_sets:
+                guard_set.invalidate()
+
+
+def _entry_matching_now(view) -> Optional[CodeType]:
+    """The replacement of a cached entry whose check accepts the frame now, if any."""
+    for check, replacement in list(hook.entries(view.f_code)):
+        if check is None or check(view.f_locals, view.f_globals):
+            return replacement
+    return None
 
 
 class JitScopeGuard(Guard):
@@ -128,17 +176,20 @@ class JitScopeGuard(Guard):
 
     Cache entries live on code objects, which every `jit` wrapper of a function shares; this
     guard keeps an entry compiled for one backend or `fullgraph` setting from answering calls
-    made through another. It holds the driver weakly: when the wrapper dies, so do its entries.
+    made through another. It holds the driver weakly (a `HeldObject`, whose weak reference
+    is owned by the guard, so nothing global keeps the guard set alive): when the wrapper dies,
+    so do its entries.
     """
 
     rank = RANK_TYPE
 
     def __init__(self, driver: "FrameDriver"):
         self.source = GlobalStateSource()
-        self.driver = weakref.ref(driver)
+        self.held = HeldObject(driver)
+        self.driver = self.held.reference  # a weak reference
 
     def key(self):
-        return id(self.driver)
+        return self.held.object_id
 
     def emit(self, writer) -> None:
         current = writer.bind(_C.get_callback, "current_jit")
@@ -153,11 +204,7 @@ class JitScopeGuard(Guard):
         return "the frame runs under the dynamo.jit call that compiled it"
 
     def watch(self, callback) -> None:
-        driver = self.driver()
-        if driver is None:
-            callback(self)
-        else:
-            weakref.finalize(driver, callback, self)
+        self.held.watch(lambda: callback(self))
 
 
 def _recompile_reason(state: _CodeState, view) -> Optional[str]:
@@ -181,9 +228,11 @@ def _recompile_reason(state: _CodeState, view) -> Optional[str]:
 def _warn_limit(code: CodeType, state: _CodeState, reason: Optional[str], limit: int) -> None:
     if state.warned:
         return
+    churn = "" if state.live_entries() >= limit else \
+        f" ({state.compiles} compiles whose entries died since)"
     state.warned = True
     warnings.warn(f"framejit: {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) "
-                  f"reached dynamo.config.recompile_limit ({limit}); calls "
+                  f"reached dynamo.config.recompile_limit ({limit}){churn}; calls "
                   f"that match no compiled entry now run eagerly. Last reason: {reason}",
                   RuntimeWarning, stacklevel=2)
 
@@ -206,8 +255,12 @@ def _warn_fallback(code: CodeType, error: Exception) -> None:
 
 
 def reset_driver_state() -> None:
-    """Forget per-code compile state (recompile counts, graph-break stops)."""
-    _states.clear()
+    """Forget every wrapper's compile state (recompile counts, guard sets, which die) and the
+    graph-break stops."""
+    with _drivers_lock:
+        drivers = list(_drivers)
+    for driver in drivers:
+        driver.forget()
     from dynamo.capture import forget_stops
     forget_stops()
 

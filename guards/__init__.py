@@ -7,21 +7,22 @@ A leaf package: it imports nothing from `dynamo` or `inductor`. Data flows
 from guards.guard_set import Check, GuardSet
 from guards.install import UnguardableValue, install_for
 from guards.kinds import (AliasGuard, ConstantGuard, DictKeysGuard, GlobalStateGuard, Guard,
-                          HasAttrGuard, IdentityGuard, LengthGuard, ModuleTrainingGuard, NoneGuard,
-                          ObjectSnapshot, ObjectSnapshotGuard, TensorMatchGuard,
-                          TensorProperties, TorchState, TruthGuard, TypeGuard, is_constant)
+                          HasAttrGuard, IdentityFacts, IdentityGuard, LengthGuard,
+                          ModuleTrainingGuard, NoneGuard, ObjectSnapshot, ObjectSnapshotGuard,
+                          PartitionGuard, TensorMatchGuard, TensorProperties, TorchState,
+                          TruthGuard, TypeGuard, is_constant)
 from guards.sources import (AttrSource, BufferSource, ClosureCellSource, ConstantSource,
                             DictItemSource, GlobalModuleSource, GlobalSource, GlobalStateSource,
-                            ItemSource, LocalSource, ParamSource, Source, SubmoduleSource,
-                            TypeSource)
+                            ItemSource, LocalSource, ObjectSource, ParamSource, Source,
+                            SubmoduleSource, TypeSource)
 
 __all__ = [
     "Check", "GuardSet", "UnguardableValue", "install_for",
     "Guard", "AliasGuard", "ConstantGuard", "DictKeysGuard", "GlobalStateGuard", "HasAttrGuard",
-    "IdentityGuard",
+    "IdentityFacts", "IdentityGuard", "PartitionGuard",
     "LengthGuard", "ModuleTrainingGuard", "NoneGuard", "ObjectSnapshot", "ObjectSnapshotGuard",
     "TensorMatchGuard", "TensorProperties", "TorchState", "TruthGuard", "TypeGuard", "is_constant",
     "Source", "AttrSource", "BufferSource", "ClosureCellSource", "ConstantSource",
     "DictItemSource", "GlobalModuleSource", "GlobalSource", "GlobalStateSource", "ItemSource",
-    "LocalSource", "ParamSource", "SubmoduleSource", "TypeSource",
+    "LocalSource", "ObjectSource", "ParamSource", "SubmoduleSource", "TypeSource",
 ]

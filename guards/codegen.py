@@ -35,7 +35,8 @@ from typing import Any, Callable
 
 from guards.native import program as native_program
 from guards.sources import (AttrSource, ConstantSource, DictItemSource, GlobalModuleSource,
-                            GlobalSource, ItemSource, LocalSource, Source, TypeSource)
+                            GlobalSource, ItemSource, LocalSource, ObjectSource, Source,
+                            TypeSource)
 from guards.sources import _ModuleMemberSource as ModuleMemberSource
 
 _WRAP_COLUMN = 100
@@ -107,6 +108,8 @@ class CheckWriter:
         if isinstance(source, ConstantSource):
             variable = self._native_constant(source) or \
                 self.bind(source.value, _identifier(source.constant_name, "constant"))
+        elif isinstance(source, ObjectSource):
+            variable = self._held_object(source)
         else:
             variable = self._native_read(source)
             if variable is None:
@@ -125,6 +128,23 @@ class CheckWriter:
         self._flush_native_comment()
         self._registers[name] = self.program.read(native_program.CONSTANT, -1, source.value,
                                                   f"{name} = <{source.constant_name}>")
+        return name
+
+    def _held_object(self, source: ObjectSource) -> str:
+        """A variable for an object bound into the check without keeping it alive: read
+        through its weak reference (natively when there is a program)."""
+        held = source.held
+        hint = _identifier(source.object_name, "object")
+        if self.program is None:
+            if not held.weak:
+                return self.bind(held.reference, hint)
+            reference = self.bind(held.reference, hint + "_ref")
+            return self.assign(f"{reference}()", hint)
+        name = self.fresh(hint)
+        self._flush_native_comment()
+        operation = native_program.WEAK if held.weak else native_program.CONSTANT
+        self._registers[name] = self.program.read(operation, -1, held.reference,
+                                                  f"{name} = <{source.object_name}>")
         return name
 
     def _native_read(self, source: Source) -> str | None:
@@ -192,6 +212,34 @@ class CheckWriter:
         name = self.bind(expected, expected.__name__)
         self._condition(variable, f"type({variable}) is {name}", native_program.TYPE_IS,
                         expected)
+
+    def check_type_id(self, variable: str, type_id: int, name: str) -> None:
+        """`id(type(variable)) == type_id` (a class held weakly); `name` names the class in
+        the listing."""
+        register = self._registers.get(variable)
+        if register is None:
+            self.require([f"id(type({variable})) == {type_id}"])
+            return
+        self._flush_native_comment()
+        self.program.check(native_program.TYPE_ID, register,
+                           f"type({variable}) is <class {name}>", number=type_id)
+
+    def check_partition(self, variables: list[str], labels: tuple, by_storage: bool,
+                        text: str) -> None:
+        """The values are one object (or share one tensor storage, `by_storage`) exactly where
+        `labels` are equal; one native step when the program holds every variable."""
+        registers = [self._registers.get(variable) for variable in variables]
+        if self.program is not None and None not in registers:
+            self._flush_native_comment()
+            self.program.partition(registers, labels,
+                                   native_program.BY_STORAGE if by_storage
+                                   else native_program.BY_OBJECT, text)
+            return
+        from guards.kinds.aliasing import storage_labels, object_labels
+        helper = self.bind(storage_labels if by_storage else object_labels,
+                           "storage_labels" if by_storage else "object_labels")
+        arguments = ", ".join(self.export(variable) for variable in variables)
+        self.require([f"{helper}({arguments}) == {labels!r}"])
 
     def check_identity(self, variable: str, object_id: int) -> None:
         """`id(variable) == object_id`."""

@@ -19,6 +19,7 @@ import logging
 from typing import Callable, Iterable, Iterator
 
 from guards.codegen import REJECT_CODE, CheckWriter
+from guards.kinds.aliasing import IdentityFacts
 from guards.kinds.base import Guard
 from guards.kinds.tensors import TensorMatchGuard, emit_together
 from guards.kinds.values import AliasGuard
@@ -38,7 +39,10 @@ class GuardSet:
         self._check: Check | None = None
         self._compiled: list[Check] = []
         self._callbacks: list[Callable[[GuardSet], None]] = []
+        self._watched: set[int] = set()  # ids of held objects of sources already watched
         self.alive = True
+        self.identities = IdentityFacts()
+        """Which sources a trace treated as one object; compiled into partition guards."""
         self.extend(guards)
 
     def add(self, guard: Guard) -> bool:
@@ -50,6 +54,11 @@ class GuardSet:
         self._guards[guard] = None
         self._check = None
         guard.watch(self._guard_died)
+        for step in guard.source.chain():  # objects bound into the check (`ObjectSource`)
+            held = getattr(step, "held", None)
+            if held is not None and id(held) not in self._watched:
+                self._watched.add(id(held))
+                held.watch(lambda guard=guard: self._guard_died(guard))
         return True
 
     def extend(self, guards: Iterable[Guard]) -> int:
@@ -57,6 +66,7 @@ class GuardSet:
         return sum(self.add(guard) for guard in guards)
 
     def __len__(self) -> int:
+        self._settle()
         return len(self._guards)
 
     def __iter__(self) -> Iterator[Guard]:
@@ -68,13 +78,19 @@ class GuardSet:
     def ordered(self) -> list[Guard]:
         """The guards in check order: by rank, then in the order they were added; guards read
         through an aliased source are read through its canonical one (see `AliasGuard`)."""
+        self._settle()
         return sorted(_through_canonical(list(self._guards)), key=lambda guard: guard.rank)
+
+    def _settle(self) -> None:
+        """Add the partition guards the identity facts call for (see `guards.kinds.aliasing`)."""
+        self.extend(self.identities.guards())
 
     def compile(self) -> Check:
         """The check function `check(L, G) -> bool` (built once, until guards are added).
 
         It has the attributes `guard_set` (this set) and `source_text` (its Python source).
         """
+        self._settle()
         if self._check is not None:
             return self._check
         try:
@@ -200,9 +216,7 @@ def _guard_failure(guard: Guard, L: dict, G: dict) -> str | None:
     except Exception:
         return _fetch_failure(guard.source, L, G)
     try:
-        if isinstance(guard, AliasGuard):
-            return guard.reason_in(value, L, G)
-        return guard.reason(value)
+        return guard.reason_in(value, L, G)
     except Exception as error:
         return f"{guard.describe()}: could not be checked ({type(error).__name__}: {error})"
 

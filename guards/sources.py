@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Hashable
 __all__ = [
     "Source", "LocalSource", "GlobalSource", "GlobalModuleSource", "AttrSource", "ItemSource",
     "DictItemSource", "TypeSource", "ClosureCellSource", "SubmoduleSource", "ParamSource",
-    "BufferSource", "ConstantSource", "GlobalStateSource", "literal",
+    "BufferSource", "ConstantSource", "ObjectSource", "GlobalStateSource", "literal",
 ]
 
 _LITERAL_TYPES = (int, str, bytes, bool, type(None))
@@ -311,6 +311,45 @@ class ConstantSource(Source):
 
     def fetch(self, L: dict, G: dict) -> Any:
         return self.value
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ObjectSource(Source):
+    """An object that is not in the frame, bound into the check without keeping it alive: a
+    class whose attributes the trace read (`class Net 0x55d0...`), a function the trace
+    inlined. Held by a `guards.held.HeldObject` (weakly when the object allows it); a guard set
+    with a guard on it dies with the object. Equality and hashing use the name only.
+    """
+
+    object_name: str
+    held: Any = dataclasses.field(default=None, compare=False, hash=False)
+    base: ClassVar[None] = None
+
+    @classmethod
+    def of(cls, value: Any, name: str | None = None) -> ObjectSource:
+        """A source for `value`, named by its kind, name and id unless `name` is given."""
+        from guards.held import HeldObject
+        if name is None:
+            label = getattr(value, "__qualname__", None) or type(value).__name__
+            kind = "class" if isinstance(value, type) else type(value).__name__
+            name = f"{kind} {label} {id(value):#x}"
+        return cls(name, HeldObject(value))
+
+    @property
+    def value(self) -> Any:
+        return self.held.get()
+
+    def name(self) -> str:
+        return self.object_name
+
+    def apply(self, base_code: str) -> str:
+        raise TypeError(f"object {self.object_name!r} has no frame expression; code "
+                        "generation binds it")
+
+    def fetch(self, L: dict, G: dict) -> Any:
+        if not self.held.alive:
+            raise ReferenceError(f"{self.object_name} was freed")
+        return self.held.get()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
 from dynamo.trace.side_effects import Box
 from dynamo.variables.base import Variable
 from dynamo.variables.constant import ConstantVariable
-from guards.sources import AttrSource, ConstantSource, Source
+from guards.sources import AttrSource, ConstantSource, ObjectSource, Source
 
 MISSING = object()
 """Marks an absent class attribute or an owner with no real object behind it."""
@@ -140,8 +140,7 @@ def guard_class_attribute(tx, cls: type, name: str, attribute: Any) -> None:
     through the instance."""
     if not cls.__flags__ & _HEAPTYPE:
         return
-    source: Source = AttrSource(ConstantSource(f"class {cls.__qualname__} {id(cls):#x}", cls),
-                                name)
+    source: Source = AttrSource(ObjectSource.of(cls), name)  # held weakly: see guards.held
     if isinstance(attribute, classmethod):
         source, expected = AttrSource(source, "__func__"), attribute.__func__
     elif isinstance(attribute, staticmethod):

@@ -1,5 +1,6 @@
 """Guard kinds (stage: guard; input: a source and what was seen at capture; output: check code,
 failure reasons and descriptions). See `base.Guard` for the protocol every kind follows."""
+from guards.kinds.aliasing import IdentityFacts, PartitionGuard
 from guards.kinds.base import (RANK_GLOBAL_STATE, RANK_OBJECT, RANK_TENSOR, RANK_TYPE, RANK_VALUE,
                                Guard)
 from guards.kinds.constants import ConstantGuard, constants_match, is_constant
@@ -15,5 +16,6 @@ __all__ = [
     "ConstantGuard", "constants_match", "is_constant", "ModuleTrainingGuard", "ObjectSnapshot",
     "ObjectSnapshotGuard", "SnapshotEntry", "GlobalStateGuard", "TorchState", "TensorMatchGuard",
     "TensorProperties", "DictKeysGuard", "HasAttrGuard", "HeldObject", "IdentityGuard",
-    "LengthGuard", "NoneGuard", "TruthGuard", "TypeGuard", "AliasGuard",
+    "LengthGuard", "NoneGuard", "TruthGuard", "TypeGuard", "AliasGuard", "IdentityFacts",
+    "PartitionGuard",
 ]

@@ -48,6 +48,11 @@ class Guard:
         """None if `value` (fetched from the source) satisfies the guard, else why not."""
         raise NotImplementedError
 
+    def reason_in(self, value: Any, L: dict, G: dict) -> str | None:
+        """`reason(value)`, for guards that also read other sources of the frame view (aliases,
+        partitions): they override this."""
+        return self.reason(value)
+
     def describe(self) -> str:
         """One readable line stating what the guard requires."""
         raise NotImplementedError
@@ -55,7 +60,7 @@ class Guard:
     def holds(self, L: dict, G: dict) -> bool:
         """Slow-path check of this guard alone against a frame view; never raises."""
         try:
-            return self.reason(self.source.fetch(L, G)) is None
+            return self.reason_in(self.source.fetch(L, G), L, G) is None
         except Exception:
             return False
 

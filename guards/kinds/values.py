@@ -6,75 +6,68 @@ order, and presence or absence of an attribute. Constant equality lives in `cons
 """
 from __future__ import annotations
 
-import weakref
 from typing import Any, Callable, Hashable
 
 from guards import messages
+from guards.held import HeldObject
 from guards.kinds.base import RANK_TYPE, RANK_VALUE, Guard
 from guards.sources import Source
 
 
 class TypeGuard(Guard):
-    """The value's type is exactly `expected` (no subclasses): `type(L['cfg']) is Config`."""
+    """The value's type is exactly `expected` (no subclasses): `type(L['cfg']) is Config`.
+
+    Classes defined in Python (heap types) are held weakly (see `guards.held`): the check
+    compares the type's id, and the guard dies with the class. A one-off class such as the
+    subclass `dynamo.jit(module)` makes would otherwise keep its module alive through the
+    entries cached on `forward`'s code.
+    """
 
     rank = RANK_TYPE
 
     def __init__(self, source: Source, expected: type) -> None:
         self.source = source
-        self.expected = expected
+        self._name = messages.type_name(expected)
+        if expected.__flags__ & _HEAPTYPE:
+            self.held: HeldObject | None = HeldObject(expected)
+            self._expected = None
+        else:
+            self.held, self._expected = None, expected
+
+    @property
+    def expected(self) -> type | None:
+        """The class (None once a weakly held class has died)."""
+        return self._expected if self.held is None else self.held.get()
+
+    def watch(self, callback: Callable[[Guard], None]) -> None:
+        if self.held is not None:
+            self.held.watch(lambda: callback(self))
 
     def key(self) -> Hashable:
-        return self.expected
+        return self._expected if self.held is None else ("class", self.held.object_id)
 
     def emit(self, writer: Any) -> None:
-        writer.check_type(writer.value(self.source), self.expected)
+        variable = writer.value(self.source)
+        if self.held is None:
+            writer.check_type(variable, self._expected)
+        else:
+            writer.check_type_id(variable, self.held.object_id, self._name)
 
     def reason(self, value: Any) -> str | None:
-        if type(value) is self.expected:
+        expected = self.expected
+        if expected is None:
+            return f"type({self.source.name()}): the class seen at capture ({self._name}) " \
+                "was freed"
+        if type(value) is expected:
             return None
-        expected, got = messages.type_names(self.expected, type(value))
-        return messages.mismatch(f"type({self.source.name()})", expected, got)
+        expected_name, got = messages.type_names(expected, type(value))
+        return messages.mismatch(f"type({self.source.name()})", expected_name, got)
 
     def describe(self) -> str:
-        return f"type({self.source.name()}) is {messages.type_name(self.expected)}"
+        return f"type({self.source.name()}) is {self._name}"
 
 
-class HeldObject:
-    """An object a guard compares against by identity, held without keeping it alive if possible.
-
-    Objects that allow weak references are held weakly; when one dies, `alive` turns False and
-    every watcher is called once. Objects that do not (lists, dicts, ints...) are held strongly,
-    so their `id` can never be reused while a check compares against it.
-    """
-
-    def __init__(self, target: Any) -> None:
-        self.object_id = id(target)
-        self.text = messages.show(target)
-        self.alive = True
-        self._watchers: list[Callable[[], None]] = []
-        self._strong: Any = None
-        try:
-            self._reference: weakref.ref | None = weakref.ref(target, self._died)
-        except TypeError:
-            self._reference = None
-            self._strong = target
-
-    def _died(self, reference: weakref.ref) -> None:
-        self.alive = False
-        watchers, self._watchers = self._watchers, []
-        for callback in watchers:
-            callback()
-
-    def watch(self, callback: Callable[[], None]) -> None:
-        """Call `callback()` once when the object dies (at once if it already has)."""
-        if not self.alive:
-            callback()
-        else:
-            self._watchers.append(callback)
-
-    def get(self) -> Any:
-        """The object, or None once it has died."""
-        return self._strong if self._reference is None else self._reference()
+_HEAPTYPE = 1 << 9
 
 
 class IdentityGuard(Guard):

@@ -14,7 +14,10 @@ from __future__ import annotations
 from typing import Any, Optional
 
 (LOCAL, GLOBAL, ATTRIBUTE, ITEM, TYPE_OF, TYPE_IS, IDENTITY, IS, IS_NOT, LENGTH, EQUAL, FLOAT,
- TENSORS, FALSY, KEYS, CONSTANT, SAME, CONTAINS, FALSY_ITEMS) = range(19)
+ TENSORS, FALSY, KEYS, CONSTANT, SAME, CONTAINS, FALSY_ITEMS, TYPE_ID, WEAK, PARTITION) = range(22)
+
+BY_OBJECT, BY_STORAGE = 0, 1
+"""What a PARTITION step groups registers by: the object itself, or the tensor's storage."""
 
 EQUAL_TYPES = (int, str, bytes)
 """Constant types whose equality the program tests with `==` after an exact type check (their
@@ -49,6 +52,12 @@ class ProgramBuilder:
     def same(self, source: int, other: int, text: str) -> None:
         """A step that holds when two registers hold one object."""
         self.steps.append((SAME, -1, source, None, 0, (other,)))
+        self.lines.append(text)
+
+    def partition(self, registers: list[int], labels: tuple, by: int, text: str) -> None:
+        """A step that holds when registers are one object (`BY_OBJECT`) or share one storage
+        (`BY_STORAGE`) exactly where their labels are equal."""
+        self.steps.append((PARTITION, -1, -1, tuple(labels), by, tuple(registers)))
         self.lines.append(text)
 
     def tensors(self, registers: list[int], specs: list[tuple], text: str) -> None:

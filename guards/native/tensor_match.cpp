@@ -17,7 +17,7 @@
 // A program is straight-line: each step reads the frame or a register into a register
 // (locals, globals, attributes, items, type, a bound constant) or checks one (exact type,
 // identity, `is` against a constant or another register, length, constant equality, tensor
-// properties). It replaces the interpreted lines of a generated check
+// properties, which registers are one object or share one tensor storage). It replaces the interpreted lines of a generated check
 // (~20 ns each) for the guards that need nothing else; the rest stay Python (guards/codegen.py).
 #include <Python.h>
 
@@ -27,6 +27,7 @@
 #include <torch/csrc/Layout.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -214,6 +215,10 @@ enum Operation : int {
   kSame = 16,       // source is registers[0] (two sources reach one object: alias guards)
   kContains = 17,   // (operand in source) == bool(number): an instance dict has, or lacks, a key
   kFalsyItems = 18, // not source[key] for every key of operand (a tuple): a module's hook dicts
+  kTypeId = 19,     // id(type(source)) == number (a class held weakly by its guard)
+  kWeak = 20,       // target = operand() (a weak reference bound into the check); dead: fails
+  kPartition = 21,  // registers[i], registers[j] are one object (number 0) or share one storage
+                    // (number 1) exactly when labels[i] == labels[j] (operand: tuple of labels)
 };
 
 struct Step {
@@ -221,6 +226,7 @@ struct Step {
   PyObject* operand = nullptr;  // borrowed: the program's `operands` list owns it
   long long number = 0;
   std::vector<int> registers;
+  std::vector<int64_t> labels;  // partition steps: one label per register
   size_t first_spec = 0;
   // attribute steps: whether objects of `seen_type` (at type version `seen_version`) read the
   // attribute straight from their instance dict (see `attribute_of`)
@@ -315,6 +321,47 @@ int same_keys(PyObject* value, PyObject* keys) {
   return 1;
 }
 
+// What a partition step compares: the object itself, or the tensor's storage (nullptr: none).
+const void* partition_key(PyObject* value, bool by_storage) {
+  if (!by_storage) return value;
+  if (!THPVariable_Check(value)) return nullptr;
+  const at::Tensor& tensor = THPVariable_Unpack(value);
+  if (!tensor.defined() || !tensor.has_storage()) return nullptr;
+  return tensor.storage().unsafeGetStorageImpl();
+}
+
+// Whether the registers fall into the same groups as the labels: keys equal exactly where
+// labels are equal. Pairwise for few values, else two sorts (O(n log n)).
+int same_partition(const Step& step, PyObject** registers) {
+  size_t count = step.registers.size();
+  bool by_storage = step.number != 0;
+  std::vector<std::pair<const void*, int64_t>> keyed(count);
+  try {
+    for (size_t i = 0; i < count; i++) {
+      keyed[i].first = partition_key(registers[step.registers[i]], by_storage);
+      if (keyed[i].first == nullptr) return 0;
+      keyed[i].second = step.labels[i];
+    }
+  } catch (...) {
+    return 0;
+  }
+  if (count <= 16) {
+    for (size_t i = 0; i < count; i++)
+      for (size_t j = i + 1; j < count; j++)
+        if ((keyed[i].first == keyed[j].first) != (keyed[i].second == keyed[j].second)) return 0;
+    return 1;
+  }
+  std::sort(keyed.begin(), keyed.end());  // equal keys adjacent: their labels must agree
+  for (size_t i = 1; i < count; i++)
+    if (keyed[i].first == keyed[i - 1].first && keyed[i].second != keyed[i - 1].second) return 0;
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    return a.second < b.second || (a.second == b.second && a.first < b.first);
+  });
+  for (size_t i = 1; i < count; i++)  // equal labels adjacent: their keys must agree
+    if (keyed[i].second == keyed[i - 1].second && keyed[i].first != keyed[i - 1].first) return 0;
+  return 1;
+}
+
 // 1: the step holds, 0: it does not, -1: an exception is set.
 int run_step(const GuardProgram* self, Step& step, PyObject** registers, PyObject* L,
              PyObject* G) {
@@ -354,6 +401,16 @@ int run_step(const GuardProgram* self, Step& step, PyObject** registers, PyObjec
       }
       return 1;
     case kConstant: result = Py_NewRef(step.operand); break;
+    case kTypeId: return static_cast<long long>(reinterpret_cast<uintptr_t>(Py_TYPE(value))) ==
+                         step.number;
+    case kWeak: {
+      PyObject* referent = PyWeakref_GetObject(step.operand);  // borrowed
+      if (referent == nullptr) return -1;
+      if (referent == Py_None) return 0;  // the object died: its guard set is dying too
+      result = Py_NewRef(referent);
+      break;
+    }
+    case kPartition: return same_partition(step, registers);
     case kSame: return value == registers[step.registers[0]];
     case kContains: {
       int found = PyDict_CheckExact(value) ? PyDict_Contains(value, step.operand)
@@ -408,10 +465,12 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
     return false;
   step.operand = operand;
   if (step.target >= register_count || step.source >= register_count ||
-      step.operation < kLocal || step.operation > kFalsyItems ||
-      ((step.operation <= kTypeOf || step.operation == kConstant) && step.target < 0) ||
+      step.operation < kLocal || step.operation > kPartition ||
+      ((step.operation <= kTypeOf || step.operation == kConstant || step.operation == kWeak) &&
+       step.target < 0) ||
       (step.operation >= kAttribute && step.operation != kTensors &&
-       step.operation != kConstant && step.source < 0)) {
+       step.operation != kConstant && step.operation != kWeak &&
+       step.operation != kPartition && step.source < 0)) {
     PyErr_SetString(PyExc_ValueError, "GuardProgram: a step's registers are out of range");
     return false;
   }
@@ -419,11 +478,16 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
     PyErr_SetString(PyExc_TypeError, "GuardProgram: a float step needs a float");
     return false;
   }
-  if ((step.operation == kKeys || step.operation == kFalsyItems) &&
-      !PyTuple_CheckExact(operand)) {
-    PyErr_SetString(PyExc_TypeError, "GuardProgram: a keys step needs a tuple");
+  if ((step.operation == kKeys || step.operation == kFalsyItems ||
+       step.operation == kPartition) && !PyTuple_CheckExact(operand)) {
+    PyErr_SetString(PyExc_TypeError, "GuardProgram: a keys or partition step needs a tuple");
     return false;
   }
+  if (step.operation == kWeak && !PyWeakref_CheckRef(operand)) {
+    PyErr_SetString(PyExc_TypeError, "GuardProgram: a weak step needs a weak reference");
+    return false;
+  }
+  if (step.operation == kPartition && !read_entries(operand, step.labels)) return false;
   std::vector<int64_t> indices;
   if (!read_entries(registers, indices)) return false;
   for (int64_t index : indices) {
@@ -435,6 +499,11 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
   }
   if (step.operation == kSame && step.registers.size() != 1) {
     PyErr_SetString(PyExc_ValueError, "GuardProgram: a same-object step names one register");
+    return false;
+  }
+  if (step.operation == kPartition && step.labels.size() != step.registers.size()) {
+    PyErr_SetString(PyExc_ValueError, "GuardProgram: a partition step needs one label per "
+                    "register");
     return false;
   }
   return true;

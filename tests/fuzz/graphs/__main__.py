@@ -65,7 +65,7 @@ def _minimize_all(campaign, failing: dict, options, cache_dir: str) -> None:
                        if found == signature)
         note = (f"graph fuzzer repro: {signature}\nseed {seed}, --cpu-backend "
                 f"{options.cpu_backend}, --device {options.device}\n{example}")
-        script = small.script(seed, note)
+        script = small.script(seed, note, options.cpu_backend)
         if options.repro_dir:
             os.makedirs(options.repro_dir, exist_ok=True)
             name = "".join(ch if ch.isalnum() else "_" for ch in signature)[:60]

@@ -19,7 +19,7 @@ from typing import Optional
 import torch
 
 import inductor
-from tests.fuzz.graphs.compare import Failure, Outcome, compare, run
+from tests.fuzz.graphs.compare import Failure, Outcome, compare, run, where_raised
 from tests.fuzz.graphs.program import Program
 
 # Reasons `compile_fx` documents for running a graph as is (docs/inductor.md).
@@ -80,7 +80,7 @@ def _compile(module, program: Program, seed: int, result: CaseResult):
         compiled = inductor.compile_fx(module, program.inputs(0, seed))
     except Exception as error:  # noqa: BLE001 (every compiler error is a finding)
         result.failures.append(Failure("compile error", f"{type(error).__name__}: "
-                                       f"{_message(error)}"))
+                                       f"{_message(error)}{where_raised(error)}"))
         return None
     report = compiled.report
     result.fallback_ops = dict(report.fallback_ops or {})
@@ -98,8 +98,7 @@ def _message(error: BaseException) -> str:
 
 
 def _check_call(module, compiled, program: Program, seed: int, call: int, name: str) -> list:
-    eager_module = module if program is None else program.graph_module()
-    expected = run(eager_module, program.inputs(call, seed))
+    expected = run(program.graph_module(), program.inputs(call, seed))
     actual = run(compiled, program.inputs(call, seed))
 
     def reference() -> Optional[Outcome]:

@@ -27,10 +27,13 @@ class Failure:
     call: str = ""  # "call 1", "call 2 (fresh inputs)", "aliasing variant"
 
     def signature(self) -> str:
-        """What the minimizer keeps while shrinking: the kind, and for errors the type."""
+        """What the minimizer keeps while shrinking: the kind, and for errors the type and
+        the innermost function of `inductor` it came from."""
         if self.kind in ("compile error", "runtime error", "exception mismatch",
                          "unexpected fallback"):
-            return f"{self.kind}: {self.detail.split(':')[0]}"
+            where = self.detail.rsplit(" @ ", 1)[1] if " @ " in self.detail else ""
+            return f"{self.kind}: {self.detail.split(':')[0]}" + (f" @ {where}" if where
+                                                                  else "")
         return self.kind
 
     def __str__(self) -> str:
@@ -110,7 +113,19 @@ def _compare_errors(expected, actual, call: str) -> list:
 
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
-    return text[0][:300] if text else ""
+    return (text[0][:300] if text else "") + where_raised(error)
+
+
+def where_raised(error: BaseException) -> str:
+    """" @ inductor/<file>:<function>" for the innermost frame of `inductor` in the
+    traceback ("" when none)."""
+    import traceback
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if "/inductor/" in frame.filename]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    return f" @ inductor/{frame.filename.rsplit('/inductor/', 1)[1]}:{frame.name}"
 
 
 def _compare_tensor(want, got, what: str, call: str, ref_value, strides: bool = True) -> list:

@@ -102,11 +102,11 @@ class Program:
             roots = [value.double() if value.is_floating_point() else value for value in roots]
         return derive_args(self.args, roots)
 
-    def script(self, seed: int, note: str = "") -> str:
+    def script(self, seed: int, note: str = "", backend: str = "cpp") -> str:
         """A standalone repro: builds the inputs, compiles with `inductor.compile_fx` and
         compares with eager."""
         from tests.fuzz.graphs.repro import script_for
-        return script_for(self, seed, note)
+        return script_for(self, seed, note, backend)
 
 
 def derive_args(args: list, roots: list) -> list:

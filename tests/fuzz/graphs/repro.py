@@ -9,16 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from tests.fuzz.graphs.program import Program, make_root
+from tests.fuzz.graphs.program import FACTORIES, Program, make_root
 
-_HEADER = '''"""{note}"""
-import operator
-import torch
-import inductor
-
-inductor.config.fallback_on_error = False
-F = torch.nn.functional
-DEVICE = torch.device({device!r})
+_TRACING = '''
 FACTORIES = ("arange", "zeros", "ones", "full", "eye", "linspace", "tensor")
 tracers = []
 
@@ -33,19 +26,16 @@ def recorded(function):  # factories and setitem become graph nodes, as dynamo r
 
 class TracedTorch:
     def __getattr__(self, name):
-        value = getattr(torch, name)
+        value = getattr(real_torch, name)
         return recorded(value) if name in FACTORIES else value
 
 
 setitem = recorded(operator.setitem)
 
-'''
-
-_FOOTER = '''
 
 def trace(function):
     global torch
-    tracer, real_torch = torch.fx.Tracer(), torch
+    tracer = real_torch.fx.Tracer()
     tracers.append(tracer)
     torch = TracedTorch()
     try:
@@ -54,60 +44,86 @@ def trace(function):
         torch = real_torch
         tracers.pop()
     return torch.fx.GraphModule(tracer.root, graph, "f")
+'''
 
+_CHECK = '''
 
 def shares(a, b):
     return a.untyped_storage().nbytes() > 0 and \\
         a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
-gm = trace(f)
-compiled = inductor.compile_fx(gm, make_inputs())
-eager_inputs, compiled_inputs = make_inputs(), make_inputs()
-expected, actual = gm(*eager_inputs), compiled(*compiled_inputs)
-for position, (want, got) in enumerate(zip(expected, actual)):
-    print(f"output {{position}}: eager {{tuple(want.shape)}} {{want.stride()}} {{want.dtype}}; "
-          f"compiled {{tuple(got.shape)}} {{got.stride()}} {{got.dtype}}")
-    torch.testing.assert_close(got, want, equal_nan=True, atol={atol}, rtol={rtol},
-                               msg=lambda m: f"output {{position}}: {{m}}")
+def check(name, make_inputs):
+    eager_inputs, compiled_inputs = make_inputs(), make_inputs()
+    expected, actual = gm(*eager_inputs), compiled(*compiled_inputs)
+    for position, (want, got) in enumerate(zip(expected, actual)):
+        where = f"{name}, output {position}"
+        print(f"{where}: eager {tuple(want.shape)} {want.stride()} {want.dtype}; "
+              f"compiled {tuple(got.shape)} {got.stride()} {got.dtype}")
+        torch.testing.assert_close(got, want, equal_nan=True, atol=@ATOL@, rtol=@RTOL@,
+                                   msg=lambda m: f"{where}: {m}")
+        for index, (a, b) in enumerate(zip(eager_inputs, compiled_inputs)):
+            assert (want is a) == (got is b), f"{where} is input {index}: {got is b}"
+            assert shares(want, a) == shares(got, b), f"{where} / input {index} aliasing"
+        for index in range(position):
+            assert shares(want, expected[index]) == shares(got, actual[index]), \\
+                f"{name}: outputs {index} and {position} aliasing"
     for index, (a, b) in enumerate(zip(eager_inputs, compiled_inputs)):
-        assert shares(want, a) == shares(got, b), f"output {{position}} / input {{index}} aliasing"
-    for index in range(position):
-        assert shares(want, expected[index]) == shares(got, actual[index]), \\
-            f"outputs {{index}} and {{position}} aliasing"
-for index, (a, b) in enumerate(zip(eager_inputs, compiled_inputs)):
-    torch.testing.assert_close(b, a, equal_nan=True, atol={atol}, rtol={rtol},
-                               msg=lambda m: f"input {{index}} after the call: {{m}}")
+        torch.testing.assert_close(b, a, equal_nan=True, atol=@ATOL@, rtol=@RTOL@,
+                                   msg=lambda m: f"{name}, input {index} after the call: {m}")
+
+
+gm = @TRACE@(f)
+compiled = inductor.compile_fx(gm, inputs_call_1())
+@CALLS@
 print("compiled matches eager")
 '''
 
 
-def script_for(program: Program, seed: int, note: str = "") -> str:
+def script_for(program: Program, seed: int, note: str = "", backend: str = "cpp") -> str:
     """The standalone repro script of `program` (see the module docstring)."""
-    header = _HEADER.format(note=note.replace('"""', "'''") or "graph fuzzer repro",
-                            device=program.device)
-    body = program.source()
-    inputs = _inputs_text(program, seed)
-    return header + body + "\n\n" + inputs + _FOOTER.format(atol=1e-4, rtol=1e-3)
+    from tests.fuzz.graphs.check import aliasing_variant
+
+    source = program.source()
+    traced = "setitem(" in source or any(f"torch.{name}(" in source for name in FACTORIES)
+    lines = ['"""' + (note.replace('"""', "'''") or "graph fuzzer repro") + '"""',
+             "import operator" if traced else "", "import torch",
+             "import torch as real_torch" if traced else "", "import inductor", "",
+             "inductor.config.update(fallback_on_error=False, verify_ir=True, "
+             f"cpu_backend={backend!r})",
+             "F = torch.nn.functional", f"DEVICE = torch.device({program.device!r})"]
+    text = "\n".join(line for line in lines if line is not None) + "\n"
+    if traced:
+        text += _TRACING
+    text += "\n\n" + source + "\n"
+    calls = [("call 1", program, 0), ("call 2 (fresh inputs)", program, 1)]
+    variant = aliasing_variant(program)
+    if variant is not None:
+        calls.append(("aliasing variant", variant, 2))
+    for position, (_name, version, call) in enumerate(calls):
+        text += "\n" + _inputs_text(version, seed, call, f"inputs_call_{position + 1}") + "\n"
+    checks = "\n".join(f"check({name!r}, inputs_call_{position + 1})"
+                       for position, (name, _version, _call) in enumerate(calls))
+    return text + _CHECK.replace("@ATOL@", "1e-4").replace("@RTOL@", "1e-3").replace(
+        "@CALLS@", checks).replace("@TRACE@", "trace" if traced else "torch.fx.symbolic_trace")
 
 
-def _inputs_text(program: Program, seed: int) -> str:
-    values = _root_values(program, seed)
-    lines = ["def make_inputs():"]
+def _inputs_text(program: Program, seed: int, call: int, name: str) -> str:
+    values = _root_values(program, seed, call)
+    lines = [f"def {name}():"]
     for index, (root, value) in enumerate(zip(program.roots, values)):
         dtype = f"torch.{root.dtype}"
         if value.numel() <= 64:
             literal = value.double().tolist() if value.is_floating_point() else value.tolist()
             text = repr(literal).replace("nan", "float('nan')").replace("inf", "float('inf')")
-            lines.append(f"    r{index} = torch.tensor({text}, dtype={dtype}, device=DEVICE)")
+            lines.append(f"    r{index} = torch.tensor({text}, dtype={dtype}, device=DEVICE)"
+                         f".reshape({tuple(root.shape)})")
+        elif value.is_floating_point():
+            lines.append(f"    r{index} = torch.randn({tuple(root.shape)}, device=DEVICE)"
+                         f".to({dtype})")
         else:
-            maker = "torch.randn" if value.is_floating_point() else "torch.randint(0, 4, "
-            if value.is_floating_point():
-                lines.append(f"    r{index} = {maker}({tuple(root.shape)}, dtype={dtype}, "
-                             f"device=DEVICE)")
-            else:
-                lines.append(f"    r{index} = {maker}{tuple(root.shape)}, device=DEVICE)"
-                             f".to({dtype})")
+            lines.append(f"    r{index} = torch.randint(0, {max(root.high, 2)}, "
+                         f"{tuple(root.shape)}, device=DEVICE).to({dtype})")
     names, made = [], {}
     for arg in program.args:
         derived = made.setdefault((arg.root, arg.derive), arg.name)
@@ -118,7 +134,7 @@ def _inputs_text(program: Program, seed: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _root_values(program: Program, seed: int) -> list:
-    generator = torch.Generator().manual_seed(seed * 1000003)
+def _root_values(program: Program, seed: int, call: int) -> list:
+    generator = torch.Generator().manual_seed(seed * 1000003 + call)
     return [make_root(root, generator, "cpu") for root in program.roots]
 

@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 import sympy
 import torch
 
-from inductor.ir.nodes import Reduction, TensorBox
+from inductor.ir.nodes import Pointwise, Reduction, TensorBox
 from inductor.ir.ops import ops
 from inductor.ir.symbols import product
 from inductor.lower.elementwise import cast, make_pointwise, opmath_dtype
@@ -23,17 +23,29 @@ aten = torch.ops.aten
 
 
 def _reduced_dims(x: TensorBox, dims) -> list:
+    """The reduced dimensions, wrapped and sorted; none for a 0-d tensor (its dim 0 or -1
+    names the tensor itself: eager returns the value as it is)."""
     rank = len(x.get_size())
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
         return list(range(rank))
     if isinstance(dims, int):
         dims = [dims]
+    if rank == 0:
+        return []
     return sorted({dim + rank if dim < 0 else dim for dim in dims})
+
+
+# The value of a reduction over no elements (eager raises for max, min, argmax and argmin).
+EMPTY_VALUES = {"sum": 0, "prod": 1, "any": False, "all": True, "var_m2": 0}
 
 
 def make_reduction(x: TensorBox, dims, keepdim: bool, reduction_type: str,
                    dtype: torch.dtype, src_dtype: Optional[torch.dtype] = None) -> TensorBox:
-    """Realize `reduction_type` of `x` over `dims`; the body yields `src_dtype` values."""
+    """Realize `reduction_type` of `x` over `dims`; the body yields `src_dtype` values.
+
+    A reduction over one element or none is a pointwise body instead (the element, its
+    position 0, a zero sum of squares; or the empty reduction's value): every code
+    generator then computes it as eager does without a degenerate reduction loop."""
     size = x.get_size()
     dims = _reduced_dims(x, dims)
     kept = [dim for dim in range(len(size)) if dim not in dims]
@@ -44,7 +56,7 @@ def make_reduction(x: TensorBox, dims, keepdim: bool, reduction_type: str,
     source = x.get_dtype()
     convert = opmath_dtype(source) != src_dtype and source != src_dtype
 
-    def inner_fn(index, rindex):
+    def load(index, rindex):
         full = [None] * len(size)
         outer = [index[dim] for dim in kept] if keepdim else list(index)
         for dim, value in zip(kept, outer):
@@ -53,11 +65,36 @@ def make_reduction(x: TensorBox, dims, keepdim: bool, reduction_type: str,
             full[dim] = value
         value = loader(full)
         return ops.to_dtype(value, src_dtype) if convert else value
-    reduction = Reduction(x.get_device(), dtype, inner_fn, out_size,
-                          [size[dim] for dim in dims], reduction_type, src_dtype)
+    reduced = [size[dim] for dim in dims]
+    count = product(reduced)
+    if count.is_Integer and int(count) <= 1:
+        return TensorBox.create(Pointwise(x.get_device(), dtype, _degenerate_body(
+            load, len(reduced), int(count), reduction_type, dtype, src_dtype), out_size))
+    reduction = Reduction(x.get_device(), dtype, load, out_size, reduced, reduction_type,
+                          src_dtype)
     box = TensorBox.create(reduction)
     box.realize()
     return box
+
+
+def _degenerate_body(load, reduced_rank: int, count: int, reduction_type: str,
+                     dtype: torch.dtype, src_dtype: torch.dtype):
+    """The body of a reduction over `count` (0 or 1) elements."""
+    if count == 0 and reduction_type not in EMPTY_VALUES:
+        raise NotImplementedError(f"{reduction_type} over no elements")  # eager raises too
+    zeros = [sympy.Integer(0)] * reduced_rank
+
+    def inner_fn(index):
+        if count == 0:
+            return ops.constant(EMPTY_VALUES[reduction_type], dtype)
+        if reduction_type in ("argmax", "argmin"):
+            return ops.constant(0, dtype)
+        value = load(index, zeros)
+        if reduction_type == "var_m2":  # 0, or NaN for an infinite or NaN element
+            deviation = ops.sub(value, value)
+            value = ops.mul(deviation, deviation)
+        return ops.to_dtype(value, dtype) if dtype != src_dtype else value
+    return inner_fn
 
 
 def _accumulator(dtype: torch.dtype) -> torch.dtype:

@@ -80,11 +80,19 @@ class Variable:
         raise Unsupported(UNSUPPORTED_OBJECT, f"iterating over {self.describe()}")
 
     def truth(self, tx: "Tracer") -> bool:
-        """`bool(self)` at trace time; specialises (and guards) when needed."""
+        """`bool(self)` at trace time; specialises (and guards) when needed. A value whose
+        type defines neither `__bool__` nor `__len__` (functions, classes, modules) is true."""
         try:
             return bool(self.as_constant())
         except NotConstant:
-            raise Unsupported(UNSUPPORTED_OBJECT, f"truth value of {self.describe()}") from None
+            pass
+        try:
+            kind = self.python_type()
+        except Unsupported:
+            kind = None
+        if kind is not None and not any(hasattr(kind, name) for name in ("__bool__", "__len__")):
+            return True
+        raise Unsupported(UNSUPPORTED_OBJECT, f"truth value of {self.describe()}")
 
     def has_attribute(self, tx: "Tracer", name: str) -> bool:
         raise Unsupported(UNSUPPORTED_OBJECT, f"hasattr on {self.describe()}")

@@ -191,7 +191,8 @@ def _wrap_mapping(tx, value: dict, source: Optional[Source]) -> Variable:
     _guard(tx, source, lambda: TypeGuard(source, kind))
     _guard(tx, source, lambda: DictKeysGuard(source, tuple(value)))
     pairs = value.items() if isinstance(value, types.MappingProxyType) else dict.items(value)
-    items = {key: wrap(tx, item, None if source is None else DictItemSource(source, key))
+    items = {real_key(tx, key): wrap(tx, item, None if source is None else
+                                     DictItemSource(source, key))
              for key, item in pairs}
     box = Box("dict", items, source=_box_source(value, source), real=value)
     tx.side_effects.track(box)
@@ -299,7 +300,8 @@ def wrap_computed(tx, value: Any) -> Variable:
     if kind is tuple or (isinstance(value, tuple) and hasattr(kind, "_fields")):
         return TupleVariable(tuple(wrap_computed(tx, item) for item in value), kind)
     if kind in (dict, collections.OrderedDict):
-        return DictVariable.new({key: wrap_computed(tx, item) for key, item in value.items()},
+        return DictVariable.new({real_key(tx, key): wrap_computed(tx, item)
+                                 for key, item in value.items()},
                                 python_class=kind)
     if kind in (set, frozenset):
         from dynamo.variables.containers import SetVariable
@@ -308,6 +310,16 @@ def wrap_computed(tx, value: Any) -> Variable:
         from dynamo.variables.iterators import SequenceIterator
         return SequenceIterator.over([wrap_computed(tx, item) for item in value])
     return wrap(tx, value, None)
+
+
+def real_key(tx, key: Any) -> Any:
+    """The key a real dict's `key` has in a dict variable: the same as a lookup with that
+    key's variable computes (`containers.constant_key`), so that a class, function or module
+    key of a library's dict is found (`_VALIDATORS.get(types.UnionType)` returned None)."""
+    if literal(key) is not None:
+        return key
+    from dynamo.variables.containers import constant_key
+    return constant_key(wrap(tx, key, None))
 
 
 def new_dict_from(tx, value: Variable) -> DictVariable:

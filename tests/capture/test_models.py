@@ -66,6 +66,35 @@ def vit():
                                                generator=torch.Generator().manual_seed(2))}
 
 
+def bart():
+    """Its config's `get_text_config` copies the config and re-sets attributes through
+    huggingface_hub's strict-dataclass validator, which looks the annotation's origin up in a
+    dict keyed by classes (`types.UnionType`): keys of library dicts once missed, and the
+    traced validator raised where eager's passes."""
+    model = _transformers_model("BartModel", "BartConfig", d_model=64, encoder_layers=2,
+                                decoder_layers=2, encoder_attention_heads=4,
+                                decoder_attention_heads=4, encoder_ffn_dim=128,
+                                decoder_ffn_dim=128, vocab_size=1000,
+                                max_position_embeddings=64)
+    ids = _ids()
+    return model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
+def deberta_v2():
+    model = _transformers_model("DebertaV2Model", "DebertaV2Config", hidden_size=64,
+                                num_hidden_layers=2, num_attention_heads=4,
+                                intermediate_size=128, vocab_size=1000)
+    ids = _ids()
+    return model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
+def mistral():
+    model = _transformers_model("MistralForCausalLM", "MistralConfig", hidden_size=64,
+                                intermediate_size=128, num_hidden_layers=2,
+                                num_attention_heads=4, num_key_value_heads=2, vocab_size=1000)
+    return model, {"input_ids": _ids()}
+
+
 def _vision(name: str, **options):
     def build():
         torchvision = pytest.importorskip("torchvision")
@@ -78,7 +107,8 @@ def _vision(name: str, **options):
 
 MODELS = {
     "BertModel": bert, "GPT2LMHeadModel": gpt2, "T5Model": t5, "LlamaForCausalLM": llama,
-    "DistilBertModel": distilbert, "ViTModel": vit,
+    "DistilBertModel": distilbert, "ViTModel": vit, "BartModel": bart,
+    "DebertaV2Model": deberta_v2, "MistralForCausalLM": mistral,
     "resnet18": _vision("resnet18"), "mobilenet_v3_large": _vision("mobilenet_v3_large"),
     "vit_b_16": _vision("vit_b_16", image_size=64), "convnext_tiny": _vision("convnext_tiny"),
     "swin_t": _vision("swin_t"),

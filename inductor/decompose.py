@@ -107,8 +107,8 @@ class OutputAlias:
     base_index: int
     size: tuple
     stride: tuple
-    storage_offset: int
-    same_object: bool       # the very input object is returned
+    storage_offset: int     # relative to the base's storage offset
+    same_object: bool       # the very base object is returned (in-place ops led to it)
 
 
 @dataclasses.dataclass
@@ -122,11 +122,25 @@ class AtenGraph:
     output_aliases: list              # per flat output: Optional[OutputAlias]
     output_strides: list              # per flat output: eager strides (None for non-tensors)
     grad_mode_after: Optional[bool]   # set grad mode to this after each call (None: unchanged)
+    hidden_outputs: int = 0           # trailing outputs that are only bases of aliasing outputs
+
+    def mutated_inputs(self) -> list:
+        """Placeholder positions the graph writes into (a trailing `aten.copy_` into them)."""
+        placeholders = [node for node in self.module.graph.nodes if node.op == "placeholder"]
+        copy = aten.copy_.default
+        return [position for position, node in enumerate(placeholders)
+                if any(user.target is copy and user.args[0] is node for user in node.users)]
 
 
 class UnsupportedGraph(Exception):
     """The graph cannot be compiled (e.g. unpaired autocast regions, symbolic inputs); the
     caller runs it as is, which is always correct."""
+
+
+class SharedInputWrites(UnsupportedGraph):
+    """The graph writes into an input that shares its memory with another input (views of
+    one tensor passed separately): functionalization would treat them as independent. The
+    caller runs it as is for that sharing of storages."""
 
 
 def fake_inputs_for(example_inputs, fake_mode: FakeTensorMode) -> list:
@@ -180,13 +194,13 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     finally:
         torch._C._set_grad_enabled(grad_before)
     constants, lifted = lift_constants(decomposed)
-    aliases, strides = _observable_outputs(lifted)
+    aliases, strides, hidden = _observable_outputs(lifted)
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes
     if _mutates(lifted):
         if _writes_into_shared_inputs(lifted):
-            raise UnsupportedGraph("the graph writes into inputs that share memory with other "
-                                   "inputs (views of one tensor passed separately)")
+            raise SharedInputWrites("the graph writes into inputs that share memory with other "
+                                    "inputs (views of one tensor passed separately)")
         with fake_mode:
             functional = make_fx(torch.func.functionalize(lifted, remove="mutations_and_views"),
                                  tracing_mode="real")(*all_fakes)
@@ -203,7 +217,7 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     functional.graph.eliminate_dead_code()
     functional.recompile()
     return AtenGraph(functional, constants, all_fakes, spec_box[0], aliases, strides,
-                     grad_mode_after)
+                     grad_mode_after, hidden)
 
 
 def _storage_of(value):
@@ -284,32 +298,103 @@ def lift_constants(gm: torch.fx.GraphModule):
 
 
 def _observable_outputs(decomposed: torch.fx.GraphModule):
-    """Per flat output: how it aliases placeholders or earlier outputs, and its eager strides."""
-    placeholders = [node.meta.get("val") for node in decomposed.graph.nodes
-                    if node.op == "placeholder"]
+    """Per flat output: how it aliases placeholders or other outputs (found by data flow:
+    through view ops and in-place ops back to the node that owns the memory), and its eager
+    strides. Outputs that view one intermediate the graph does not return get that
+    intermediate as a hidden extra output to rebuild them from; returns (aliases, strides,
+    hidden count), with `decomposed`'s output node extended by the hidden bases."""
+    placeholders = [node for node in decomposed.graph.nodes if node.op == "placeholder"]
     output_node = next(node for node in decomposed.graph.nodes if node.op == "output")
+    arguments = list(output_node.args[0])
     values = [arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
-              for arg in output_node.args[0]]
-    aliases, strides = [], []
-    for position, value in enumerate(values):
-        if not isinstance(value, torch.Tensor):
-            aliases.append(None)
-            strides.append(None)
+              for arg in arguments]
+    aliases: list = [None] * len(values)
+    strides = [tuple(value.stride()) if isinstance(value, torch.Tensor) else None
+               for value in values]
+    by_root: dict = {}
+    same: dict = {}    # position -> whether it is its root's very object
+    for position, (argument, value) in enumerate(zip(arguments, values)):
+        if not isinstance(value, torch.Tensor) or not isinstance(argument, torch.fx.Node) \
+                or value.is_neg() or value.is_conj():
+            continue  # a lazily negated/conjugated view: as_strided would drop the bit
+        root, same_object = memory_root(argument)
+        same[position] = same_object
+        if root is argument:
+            by_root.setdefault(root, []).append(position)
             continue
-        strides.append(tuple(value.stride()))
-        aliases.append(_alias_of(value, placeholders, values[:position]))
-    return aliases, strides
-
-
-def _alias_of(value, placeholders, earlier_outputs) -> Optional[OutputAlias]:
-    if value.is_neg() or value.is_conj():
-        return None  # a lazily negated/conjugated view: as_strided would drop the bit
-    storage = value.untyped_storage()._cdata
-    for kind, candidates in (("input", placeholders), ("output", earlier_outputs)):
-        for index, candidate in enumerate(candidates):
-            if not isinstance(candidate, torch.Tensor):
+        base = root.meta.get("val")
+        if not isinstance(base, torch.Tensor) or _storage_of(base) != _storage_of(value):
+            continue
+        if base.dtype != value.dtype:
+            raise UnsupportedGraph("an output views another tensor's memory with another dtype")
+        if root.op == "placeholder":
+            aliases[position] = _alias(value, "input", placeholders.index(root), base,
+                                       same_object)
+        else:
+            by_root.setdefault(root, []).append(position)
+    hidden = []
+    for root, positions in by_root.items():
+        if len(positions) < 2 and arguments[positions[0]] is not root:
+            continue   # one view of an intermediate: the code generator returns it as is
+        base_position = next((position for position in positions
+                              if arguments[position] is root), None)
+        if base_position is None:
+            if len(positions) < 2:
                 continue
-            if candidate.untyped_storage()._cdata == storage:
-                return OutputAlias(kind, index, tuple(value.shape), tuple(value.stride()),
-                                   int(value.storage_offset()), value is candidate)
-    return None
+            base_position = len(arguments) + len(hidden)
+            hidden.append(root)
+            strides.append(tuple(root.meta["val"].stride()))
+        base = root.meta["val"]
+        for position in positions:
+            if position != base_position:
+                aliases[position] = _alias(values[position], "output", base_position, base,
+                                           same[position])
+    if hidden:
+        output_node.args = (arguments + hidden,)
+        decomposed.recompile()
+    return aliases, strides, len(hidden)
+
+
+def _alias(value, kind: str, index: int, base, same_object: bool) -> OutputAlias:
+    return OutputAlias(kind, index, tuple(value.shape), tuple(value.stride()),
+                       int(value.storage_offset()) - int(base.storage_offset()), same_object)
+
+
+def _aliased_argument(node: torch.fx.Node):
+    """(the argument node whose memory `node`'s result is, whether the op writes into it),
+    or (None, False) for ops returning fresh memory."""
+    if node.op != "call_function":
+        return None, False
+    if node.target is operator.getitem:
+        parent = node.args[0]
+        source, writes = _aliased_argument(parent) if isinstance(parent, torch.fx.Node) \
+            else (None, False)
+        return source, False
+    schema = getattr(node.target, "_schema", None)
+    if schema is None or not schema.returns or schema.returns[0].alias_info is None:
+        return None, False
+    # A list of views (`split`, `unbind`: `Tensor(a)[]`) carries its set on the elements,
+    # which the schema does not expose: then the argument annotated `(a -> *)` is the source.
+    alias_set = schema.returns[0].alias_info.before_set
+    for position, argument in enumerate(schema.arguments):
+        info = argument.alias_info
+        if info is None or (alias_set and info.before_set != alias_set):
+            continue
+        value = node.args[position] if position < len(node.args) \
+            else node.kwargs.get(argument.name)
+        if isinstance(value, torch.fx.Node):
+            return value, bool(info.is_write)
+    return None, False
+
+
+def memory_root(node: torch.fx.Node):
+    """(the node whose memory `node`'s value is, following views and in-place ops back to a
+    placeholder or an op returning fresh memory; whether only in-place ops led there, so the
+    value is that very tensor object)."""
+    same_object = True
+    while True:
+        source, writes = _aliased_argument(node)
+        if source is None:
+            return node, same_object
+        same_object = same_object and writes
+        node = source

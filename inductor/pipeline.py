@@ -24,8 +24,10 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from inductor.config import config
-from inductor.decompose import AtenGraph, UnsupportedGraph, trace_aten
-from inductor.runtime.compiled_graph import CompiledGraph, GraphReport
+from inductor.decompose import (GRAD_MODE_CALLS, AtenGraph, SharedInputWrites, UnsupportedGraph,
+                                trace_aten)
+from inductor.runtime.compiled_graph import (CompiledGraph, GraphReport, Specialized,
+                                             StoragePattern)
 
 log = logging.getLogger("framejit.inductor")
 output_code = logging.getLogger("framejit.output_code")
@@ -60,8 +62,27 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
                 _device_of(example_inputs).type == "cuda":
             _warn_training_without_cuda_graphs(mode)
         return compile_training(gm, example_inputs, functools.partial(compile_aten, mode=mode))
+    compiled = _compile_inference(gm, example_inputs, mode, started)
+    grad_mode = torch.is_grad_enabled() if _requires_grad(gm, example_inputs) else None
+    pattern = compiled.report.input_pattern
+    if grad_mode is None and pattern is None:
+        return compiled
+    # Compiled for this grad mode (where an input requires grad) and this sharing of storages
+    # (where the graph writes into an input): calls presenting others get their own variant.
+    run = Specialized(compiled.run, grad_mode, pattern,
+                      lambda inputs: compile_fx(gm, inputs, mode=mode), gm.forward)
+    return CompiledGraph(run, compiled.report)
+
+
+def _compile_inference(gm: torch.fx.GraphModule, example_inputs: Sequence,
+                       mode: Optional[str], started: float) -> CompiledGraph:
+    """decompose -> compile_aten -> the wrapper reproducing what eager's callers observe."""
     try:
         aten_graph = trace_aten(gm, example_inputs)
+    except SharedInputWrites as error:
+        compiled = _as_is(gm, str(error), started)
+        compiled.report.input_pattern = StoragePattern(example_inputs)
+        return compiled
     except UnsupportedGraph as error:
         return _as_is(gm, str(error), started)
     inner = compile_aten(_without_alias_outputs(aten_graph), aten_graph.fake_inputs,
@@ -70,8 +91,10 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
             _device_of(example_inputs).type == "cuda":
         from inductor.runtime.cudagraphs import CudaGraphRunner
         inner = CompiledGraph(CudaGraphRunner(inner, aten_graph), inner.report)
-    run = _wrap_observable_behaviour(aten_graph, inner)
+    run = _wrap_observable_behaviour(aten_graph, inner, _requires_grad(gm, example_inputs))
     report = inner.report
+    if aten_graph.mutated_inputs():
+        report.input_pattern = StoragePattern(example_inputs, aten_graph.constants)
     report.compile_seconds = time.perf_counter() - started
     return CompiledGraph(run, report)
 
@@ -238,9 +261,8 @@ def _fakes_for(gm: torch.fx.GraphModule, example_inputs: Sequence) -> list:
     return values
 
 
-def _needs_autograd(gm: torch.fx.GraphModule, example_inputs: Sequence) -> bool:
-    if not torch.is_grad_enabled():
-        return False
+def _requires_grad(gm: torch.fx.GraphModule, example_inputs: Sequence) -> bool:
+    """Whether an input, or a tensor the graph module holds, requires grad."""
     if any(isinstance(value, torch.Tensor) and value.requires_grad for value in example_inputs):
         return True
     attributes = (node.target for node in gm.graph.nodes if node.op == "get_attr")
@@ -251,6 +273,24 @@ def _needs_autograd(gm: torch.fx.GraphModule, example_inputs: Sequence) -> bool:
         if isinstance(value, torch.Tensor) and value.requires_grad:
             return True
     return any(parameter.requires_grad for parameter in gm.parameters())
+
+
+def _computes_with_grad(gm: torch.fx.GraphModule) -> bool:
+    """Whether some op of the graph runs with grad mode on: the caller's grad mode, switched
+    by the graph's own `_set_grad_enabled` calls (`with torch.no_grad():` regions)."""
+    enabled = torch.is_grad_enabled()
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in GRAD_MODE_CALLS:
+            enabled = bool(node.args[0])
+        elif enabled and node.op in ("call_function", "call_method", "call_module"):
+            return True
+    return False
+
+
+def _needs_autograd(gm: torch.fx.GraphModule, example_inputs: Sequence) -> bool:
+    """Whether autograd must see the graph: something requires grad and some op runs with
+    grad mode on (regions included: `torch.enable_grad()` inside a `no_grad` caller)."""
+    return _requires_grad(gm, example_inputs) and _computes_with_grad(gm)
 
 
 def _as_is(gm: torch.fx.GraphModule, reason: str, started: float) -> CompiledGraph:
@@ -276,37 +316,50 @@ def _without_alias_outputs(aten_graph: AtenGraph) -> torch.fx.GraphModule:
     return module
 
 
-def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: Callable) -> Callable:
-    """Pass lifted constants, rebuild aliasing outputs, restore grad mode, unflatten."""
+def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
+                               without_grad: bool) -> Callable:
+    """Pass lifted constants, rebuild aliasing outputs (from their base: an input, or an
+    output, hidden ones included, which are then dropped), set the grad mode the graph
+    leaves, unflatten. `without_grad`: an input requires grad but no op of the graph runs
+    with grad mode on, so the call runs with grad mode off (library calls and rebuilt views
+    must not record autograd history)."""
     constants = tuple(aten_graph.constants)
     spec = aten_graph.output_spec
     aliases = aten_graph.output_aliases
+    rebuilt = [(position, alias) for position, alias in enumerate(aliases) if alias is not None]
+    count = len(aliases)
     grad_mode = aten_graph.grad_mode_after
-    plain = not any(aliases) and grad_mode is None
     rebuild = _fast_unflatten(spec)
     inner_run = inner.run
 
-    if plain and not constants:
+    if not rebuilt and grad_mode is None and not constants and not without_grad:
         def run(*inputs):
             return rebuild(inner_run(*inputs))
         return run
 
     def run(*inputs):
         arguments = constants + inputs if constants else inputs
-        results = inner_run(*arguments)
-        if plain:
-            return rebuild(results)
-        results = list(results)
-        for position, alias in enumerate(aliases):
-            if alias is None:
-                continue
-            base = arguments[alias.base_index] if alias.base_kind == "input" \
-                else results[alias.base_index]
-            results[position] = base if alias.same_object else torch.as_strided(
-                base, alias.size, alias.stride, alias.storage_offset)
+        if without_grad:
+            entry = torch.is_grad_enabled()
+            torch._C._set_grad_enabled(False)
+        try:
+            results = inner_run(*arguments)
+            if rebuilt:
+                results = list(results)
+                for position, alias in rebuilt:
+                    base = arguments[alias.base_index] if alias.base_kind == "input" \
+                        else results[alias.base_index]
+                    results[position] = base if alias.same_object else torch.as_strided(
+                        base, alias.size, alias.stride,
+                        base.storage_offset() + alias.storage_offset)
+                if len(results) > count:
+                    del results[count:]
+        finally:
+            if without_grad:
+                torch._C._set_grad_enabled(entry)
         if grad_mode is not None:
             torch._C._set_grad_enabled(grad_mode)
-        return pytree.tree_unflatten(results, spec)
+        return rebuild(results)
 
     return run
 

@@ -32,7 +32,10 @@ from inductor.autograd.joint import trace_inference, trace_joint
 from inductor.autograd.partition import PartitionPolicy, partition, policy
 from inductor.autograd.runtime import (DoubleBackwardError, InferenceVariant, TrainingVariant,
                                        compile_graph, output_strides)
-from inductor.autograd.signature import UnsupportedGraph, analyze, lift_attributes
+from inductor.autograd.signature import (SharedInputWrites, UnsupportedGraph, analyze,
+                                         lift_attributes)
+from inductor.decompose import check_state_calls
+from inductor.runtime.compiled_graph import StoragePattern
 
 __all__ = ["compile_training", "aot_eager", "run_graph", "CompiledTraining", "DoubleBackwardError",
            "UnsupportedGraph", "PartitionPolicy", "policy"]
@@ -42,7 +45,9 @@ log = logging.getLogger("framejit.training")
 
 class CompiledTraining:
     """The callable `compile_training` returns: picks (or compiles) the variant for the
-    current global state and the inputs' `requires_grad`, and runs it."""
+    current global state, the inputs' `requires_grad` and, for graphs that write into an
+    input, how the inputs share storages; runs it, then leaves grad mode as the graph
+    does."""
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                  compile_inner: Callable, decompositions: dict):
@@ -52,30 +57,43 @@ class CompiledTraining:
         self.decompositions = decompositions
         self.variants: dict[tuple, Callable] = {}
         self.input_count = len(example_inputs)
+        self.writes_inputs = False   # set when a variant finds a write into an input
+        self.grad_mode_after = check_state_calls(gm)
         arguments = list(example_inputs) + self.lifted.fetch(gm)
-        self._variant(self._key(arguments), arguments)
+        self._variant(arguments)
 
-    @staticmethod
-    def _key(arguments: Sequence[Any]) -> tuple:
-        """Global state, which inputs require grad, and the values of non-tensor inputs (they
-        are constants in the traced graphs)."""
-        return (GlobalState.current(),
-                tuple(a.requires_grad if isinstance(a, torch.Tensor) else _constant_key(a)
-                      for a in arguments))
+    def _key(self, arguments: Sequence[Any]) -> tuple:
+        """Global state, which inputs require grad, the values of non-tensor inputs (they
+        are constants in the traced graphs), and for graphs writing into an input, which
+        inputs share a storage (functionalization assumed the compile-time sharing)."""
+        key = (GlobalState.current(),
+               tuple(a.requires_grad if isinstance(a, torch.Tensor) else _constant_key(a)
+                     for a in arguments))
+        if self.writes_inputs:
+            key += (StoragePattern.sharing(arguments),)
+        return key
 
     def __call__(self, *arguments):
         arguments = list(arguments)
         if self.lifted.attribute_paths:
             arguments.extend(self.lifted.fetch(self.owner))
-        key = self._key(arguments)
-        variant = self.variants.get(key)
+        variant = self.variants.get(self._key(arguments))
         if variant is None:
-            variant = self._variant(key, arguments)
-        return variant(arguments)
+            variant = self._variant(arguments)
+        result = variant(arguments)
+        if self.grad_mode_after is not None:
+            torch._C._set_grad_enabled(self.grad_mode_after)
+        return result
 
-    def _variant(self, key: tuple, arguments: list) -> Callable:
+    def _variant(self, arguments: list) -> Callable:
+        key = self._key(arguments)
         try:
             variant = self._compile_variant(key, arguments)
+        except SharedInputWrites as reason:
+            self.writes_inputs = True
+            log.info("training compilation runs this graph eagerly for these inputs: %s",
+                     reason)
+            variant = EagerVariant(self.lifted.module)
         except UnsupportedGraph as reason:
             log.warning("training compilation runs this graph eagerly: %s", reason)
             variant = EagerVariant(self.lifted.module)
@@ -83,14 +101,20 @@ class CompiledTraining:
             log.warning("training compilation runs this graph eagerly: its shapes or control "
                         "flow depend on tensor values (%s)", type(error).__name__)
             variant = EagerVariant(self.lifted.module)
-        self.variants[key] = variant
+        # The key again: compiling may have found that the graph writes into an input,
+        # which makes the sharing of storages part of the key.
+        self.variants[self._key(arguments)] = variant
         return variant
 
     def _compile_variant(self, key: tuple, arguments: list) -> Callable:
-        state, requires_grad = key
+        state, requires_grad = key[:2]
         graph = self.lifted.module
-        signature = analyze(graph, arguments, state.autocast_context)
-        training = (state.grad_enabled and any(flag is True for flag in requires_grad)
+        signature = analyze(graph, arguments, state.autocast_context, state.grad_enabled)
+        if signature.mutated_inputs and not self.writes_inputs:
+            self.writes_inputs = True
+        # Outputs that need a backward exist wherever the graph computes from inputs that
+        # require grad with grad mode on: the caller's mode or an `enable_grad` region.
+        training = (any(flag is True for flag in requires_grad)
                     and signature.tangent_count > 0 and signature.differentiable_inputs)
         if training:
             joint = trace_joint(graph, signature, arguments, state, self.decompositions)

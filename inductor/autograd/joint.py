@@ -77,10 +77,12 @@ def _joint_function(gm: torch.fx.GraphModule, signature: GraphSignature, state: 
                 leaves[index].requires_grad_(True)
             # An input that requires grad and is updated in place is a non-leaf in eager: give
             # the graph a copy so that autograd allows the update, and differentiate the leaf.
-            arguments = [leaf.clone() if index in mutated and index in differentiable else leaf
-                         for index, leaf in enumerate(leaves)]
+            with torch.enable_grad():
+                arguments = [leaf.clone() if index in mutated and index in differentiable
+                             else leaf for index, leaf in enumerate(leaves)]
             tangents = [to_functional(tangent) for tangent in tangents]
-            with torch.enable_grad(), state.autocast_context():
+            # The caller's grad mode, which the graph's own regions switch.
+            with torch.set_grad_enabled(state.grad_enabled), state.autocast_context():
                 result = gm(*arguments)
             outputs = _function_outputs(signature, arguments, result)
             wanted = [output for output, info in zip(outputs, signature.function_outputs)

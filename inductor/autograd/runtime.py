@@ -163,8 +163,13 @@ class Epilogue:
             elif kind is OutputKind.INPUT:
                 flat.append(arguments[output.base])
             elif kind is OutputKind.VIEW_OF_INPUT:
-                flat.append(_rebuild_view(arguments[output.base], output.meta,
-                                          output.base_offset))
+                if output.made_with_grad or not torch.is_grad_enabled():
+                    flat.append(_rebuild_view(arguments[output.base], output.meta,
+                                              output.base_offset))
+                else:   # made inside a `no_grad` region: no autograd history, as in eager
+                    with torch.no_grad():
+                        flat.append(_rebuild_view(arguments[output.base], output.meta,
+                                                  output.base_offset))
             elif kind is OutputKind.VIEW_OF_OUTPUT:
                 flat.append(_rebuild_view(function_outputs[output.base], output.meta,
                                           output.base_offset))
@@ -191,7 +196,10 @@ class InferenceVariant:
         self.epilogue = Epilogue(signature)
 
     def __call__(self, arguments: list) -> Any:
-        outputs = _run_without_autocast(self.run, list(arguments))
+        # Nothing computed here needs a backward: library calls must not record autograd
+        # history on inputs that require grad (a `no_grad` region inside a grad-mode call).
+        with torch.no_grad():
+            outputs = _run_without_autocast(self.run, list(arguments))
         return self.epilogue(arguments, outputs)
 
 
@@ -212,7 +220,11 @@ class TrainingVariant:
         self.function = _make_function(self)
 
     def __call__(self, arguments: list) -> Any:
-        outputs = self.function.apply(*arguments)
+        if torch.is_grad_enabled():
+            outputs = self.function.apply(*arguments)
+        else:   # an `enable_grad` region inside a `no_grad` caller computes differentiably
+            with torch.enable_grad():
+                outputs = self.function.apply(*arguments)
         return self.epilogue(arguments, outputs)
 
     def backward_callable(self, example: list) -> Callable:

@@ -36,6 +36,12 @@ class UnsupportedGraph(Exception):
     caller runs that graph eagerly."""
 
 
+class SharedInputWrites(UnsupportedGraph):
+    """The graph writes into an input that shares its storage with another input (views of
+    one tensor passed separately): the traced functional graph would treat them as
+    independent. The caller runs the graph eagerly for that sharing of storages."""
+
+
 @dataclasses.dataclass(frozen=True)
 class TensorMeta:
     """What the runtime needs to rebuild a view or make a tangent: layout, dtype, device."""
@@ -84,6 +90,7 @@ class OutputInfo:
     meta: Optional[TensorMeta] = None
     value: Any = None
     base_offset: int = 0   # the base's storage offset when traced (views are rebuilt relative)
+    made_with_grad: bool = True   # False: a view made where grad mode was off (rebuilt so)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,9 +237,10 @@ def _storage_key(tensor: torch.Tensor) -> int:
 
 
 def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
-            autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
-            ) -> GraphSignature:
-    """Run `gm` on functional wrappers of fake copies of `inputs` (grad mode on, inside
+            autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+            grad_enabled: bool = True) -> GraphSignature:
+    """Run `gm` on functional wrappers of fake copies of `inputs` (entering with grad mode
+    `grad_enabled`, which the graph's own `no_grad`/`enable_grad` regions switch; inside
     `autocast()`), and describe its mutations and outputs. Raises `UnsupportedGraph` when the
     graph changes an input's sizes, strides or storage in place."""
     mode = fake_mode()
@@ -243,9 +251,10 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
                                     if isinstance(value, torch.Tensor) else value)
             if isinstance(value, torch.Tensor) and value.requires_grad:
                 # A non-leaf, so that in-place updates are legal here as they are in eager.
-                wrapped = wrapped.requires_grad_(True).clone()
+                with torch.enable_grad():
+                    wrapped = wrapped.requires_grad_(True).clone()
             arguments.append(wrapped)
-        with torch.enable_grad(), autocast():
+        with torch.set_grad_enabled(grad_enabled), autocast():
             result = gm(*arguments)
         flat, spec = pytree.tree_flatten(result)
         input_infos = [_input_info(value, argument) for value, argument in zip(inputs, arguments)]
@@ -271,8 +280,9 @@ def _refuse_writes_into_shared_inputs(inputs: Sequence[Any], infos: list) -> Non
             storages[key] = storages.get(key, 0) + 1
     for value, info in zip(inputs, infos):
         if info.mutates_data and storages[_storage_key(value)] > 1:
-            raise UnsupportedGraph("the graph writes into an input that shares its memory with "
-                                   "another input (views of one tensor passed separately)")
+            raise SharedInputWrites("the graph writes into an input that shares its memory "
+                                    "with another input (views of one tensor passed "
+                                    "separately)")
 
 
 def _input_info(value: Any, argument: Any) -> InputInfo:
@@ -306,7 +316,8 @@ def _classify_outputs(flat: list, arguments: list, function_outputs: list) -> li
         elif _storage_key(value) in input_storages:
             base = input_storages[_storage_key(value)]
             outputs[index] = OutputInfo(OutputKind.VIEW_OF_INPUT, base, TensorMeta.of(value),
-                                        base_offset=arguments[base].storage_offset())
+                                        base_offset=arguments[base].storage_offset(),
+                                        made_with_grad=not _made_without_grad(value))
         elif value._base is None:
             if id(value) not in position_of:   # the same tensor returned twice: one position
                 position_of[id(value)] = len(function_outputs)
@@ -323,6 +334,13 @@ def _classify_outputs(flat: list, arguments: list, function_outputs: list) -> li
         outputs[index] = OutputInfo(OutputKind.VIEW_OF_OUTPUT, position_of[id(base)],
                                     TensorMeta.of(value), base_offset=base.storage_offset())
     return outputs
+
+
+def _made_without_grad(view: torch.Tensor) -> bool:
+    """Whether a view of a tensor that requires grad was made with grad mode off: it then
+    has no `grad_fn` (eager gives such a view `requires_grad` and no history; a view's
+    `requires_grad` alone does not tell the two apart)."""
+    return view.requires_grad and view.grad_fn is None
 
 
 def _function_output(source: str, index: int, value: torch.Tensor) -> FunctionOutput:

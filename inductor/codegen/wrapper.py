@@ -116,6 +116,12 @@ def raw_callable(kernel, keywords=()):
     return kernel
 
 
+def _size_text(size) -> str:
+    """The arguments of a `.view(...)` call to `size` (`()` for a 0-d view: `.view()` with no
+    argument is a TypeError)."""
+    return ", ".join(str(int(extent)) for extent in size) if len(size) else "()"
+
+
 def _restride(value: torch.Tensor, size, stride) -> torch.Tensor:
     result = torch.empty_strided(size, stride, dtype=value.dtype, device=value.device)
     return result.copy_(value)
@@ -297,7 +303,7 @@ class WrapperWriter:
             if kind == "transpose":
                 return f"{base}.t()"
             if kind == "reshape":
-                return f"{base}.view({', '.join(str(int(s)) for s in value.layout.size)})"
+                return f"{base}.view({_size_text(value.layout.size)})"
         return self.reference(value)
 
     def argument(self, value, inputs, library: bool = False) -> str:
@@ -377,7 +383,7 @@ class WrapperWriter:
         if kind == "same":
             return donor
         if kind == "reshape":
-            return f"{donor}.view({', '.join(str(int(s)) for s in layout.size)})"
+            return f"{donor}.view({_size_text(layout.size)})"
         return (f"as_strided({donor}, {self.constant(tuple(int(s) for s in layout.size))}, "
                 f"{self.constant(tuple(int(s) for s in layout.stride))}, "
                 f"{self.offset_text(donor, 0)})")

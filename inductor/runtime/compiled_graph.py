@@ -3,11 +3,23 @@
 Input: the generated (or fallback) run function and what the stages recorded. Output: a
 `CompiledGraph`, called with the graph's flat tensors, carrying a `GraphReport` that
 `dynamo.explain()` shows (kernel count, ops run through eager kernels, library calls).
+
+Compiled code holds for the facts it was compiled under. Two of them are checked on every
+call where they matter (`Specialized`): how the input tensors share memory (`StoragePattern`:
+only for graphs that write into an input, whose functional form assumes the aliasing seen at
+compile time), and grad mode (only where an input requires grad). A call presenting other
+facts runs a variant compiled for them (first sight compiles it).
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+import logging
+import threading
+from typing import Callable, Optional, Sequence
+
+import torch
+
+log = logging.getLogger("framejit.inductor")
 
 
 @dataclasses.dataclass
@@ -24,6 +36,8 @@ class GraphReport:
     source: the generated code (wrapper and kernels), for people.
     channels_last: whether 4-D activations were kept channels-last (graphs with 2-D
         convolutions on CPU whose activations outweigh their weights).
+    input_pattern: for graphs that write into an input, how the compile-time inputs shared
+        storages (calls that share them otherwise run another variant), else None.
     """
 
     kernel_count: int = 0
@@ -33,6 +47,7 @@ class GraphReport:
     compile_seconds: float = 0.0
     source: str = ""
     channels_last: bool = False
+    input_pattern: Optional["StoragePattern"] = None
 
     def summary(self) -> str:
         """One line: kernels, library calls and fallbacks."""
@@ -88,3 +103,110 @@ class CompiledGraph:
 
     def __repr__(self) -> str:
         return f"<CompiledGraph: {self.report.summary()}>"
+
+
+def _storage_id(value) -> int:
+    return value.untyped_storage()._cdata
+
+
+class StoragePattern:
+    """Which tensor inputs share a storage, and where the sharing ones start in it.
+
+    `matches(inputs)` is the per-call check: for the usual pattern (no two tensors share a
+    storage) one storage lookup per tensor and a set; otherwise the whole key. Positions of
+    non-tensors are skipped (they are constants of the graph). `prefix`: tensors the graph
+    holds itself (lifted constants), checked before the inputs."""
+
+    def __init__(self, inputs: Sequence, prefix: Sequence = ()):
+        self.prefix = tuple(prefix)
+        inputs = self.prefix + tuple(inputs)
+        self.positions = tuple(index for index, value in enumerate(inputs)
+                               if isinstance(value, torch.Tensor))
+        self.key = self._key(inputs)
+        self.distinct = all(group == index for index, (group, _) in enumerate(self.key))
+
+    def key_of(self, inputs: Sequence) -> tuple:
+        """Per tensor: (index of the first tensor with its storage, storage offset where
+        shared, else None)."""
+        return self._key(self.prefix + tuple(inputs) if self.prefix else inputs)
+
+    def _key(self, inputs: Sequence) -> tuple:
+        first: dict = {}
+        groups = []
+        for order, position in enumerate(self.positions):
+            groups.append(first.setdefault(_storage_id(inputs[position]), order))
+        shared = {group for index, group in enumerate(groups) if group != index}
+        return tuple((group, int(inputs[position].storage_offset()) if group in shared else None)
+                     for group, position in zip(groups, self.positions))
+
+    def matches(self, inputs: Sequence) -> bool:
+        """Whether `inputs` share storages exactly as the compile-time inputs did."""
+        if self.prefix:
+            inputs = self.prefix + tuple(inputs)
+        if self.distinct:
+            ids = {_storage_id(inputs[position]) for position in self.positions}
+            return len(ids) == len(self.positions)
+        return self._key(inputs) == self.key
+
+    @staticmethod
+    def sharing(inputs: Sequence):
+        """None when no two tensors of `inputs` share a storage (one lookup per tensor and a
+        set), else the full key of their pattern."""
+        tensors = [value for value in inputs if isinstance(value, torch.Tensor)]
+        if len({_storage_id(value) for value in tensors}) == len(tensors):
+            return None
+        return StoragePattern(inputs).key
+
+    @property
+    def shares(self) -> bool:
+        """Whether some tensors share a storage."""
+        return not self.distinct
+
+
+class Specialized:
+    """Runs `run` when a call presents the facts it was compiled under (grad mode, when
+    `grad_mode` is not None; the storage pattern of its tensors, when `pattern` is not None),
+    else the variant `compile_variant(inputs)` returns for that call's facts, compiled on
+    first sight and kept (at most `limit` variants; past that, `fallback` runs)."""
+
+    def __init__(self, run: Callable, grad_mode: Optional[bool],
+                 pattern: Optional[StoragePattern], compile_variant: Callable,
+                 fallback: Callable, limit: int = 8):
+        self.run = run
+        self.grad_mode = grad_mode
+        self.pattern = pattern
+        self.compile_variant = compile_variant
+        self.fallback = fallback
+        self.limit = limit
+        self.variants: dict = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, *inputs):
+        grad_mode = self.grad_mode
+        if grad_mode is not None and torch.is_grad_enabled() is not grad_mode:
+            return self.other(inputs)
+        pattern = self.pattern
+        if pattern is not None and not pattern.matches(inputs):
+            return self.other(inputs)
+        return self.run(*inputs)
+
+    def key(self, inputs) -> tuple:
+        """The facts of a call that select its variant."""
+        return (torch.is_grad_enabled() if self.grad_mode is not None else None,
+                self.pattern.key_of(inputs) if self.pattern is not None else None)
+
+    def other(self, inputs):
+        """Run (compiling first if new) the variant for this call's facts."""
+        key = self.key(inputs)
+        variant = self.variants.get(key)
+        if variant is None:
+            with self.lock:
+                variant = self.variants.get(key)
+                if variant is None:
+                    if len(self.variants) >= self.limit:
+                        return self.fallback(*inputs)
+                    log.info("compiling a variant of a graph for other input aliasing or "
+                             "grad mode: %s", key)
+                    variant = self.compile_variant(list(inputs))
+                    self.variants[key] = variant
+        return variant(*inputs)

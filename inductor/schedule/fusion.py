@@ -119,6 +119,12 @@ class FusedGroup:
         if not self.nodes:
             numel, rnumel = node.numel(), node.rnumel() if node.is_reduction() else 1
         if node.is_reduction():
+            if rnumel == 1 and node.rnumel() > 1 and \
+                    any(member.is_reduction() for member in self.nodes):
+                # A member reducing over one element would run over the new inner loop and
+                # combine its value once per inner point (`v[None].sum(-1)` next to
+                # `v.expand(2).sum()` came out twice the value).
+                return None
             if rnumel == 1 and self.nodes and node.numel() * node.rnumel() == numel \
                     and node.rnumel() > 1:
                 numel, rnumel = node.numel(), node.rnumel()

@@ -11,6 +11,7 @@ from inductor.ir.nodes import MultiOutput, ReinterpretView
 from inductor.schedule.fusion import FusedGroup, fuse
 from inductor.schedule.in_place import in_place_outputs
 from inductor.schedule.nodes import SchedulerNode
+from inductor.schedule.order import mutated_input, predecessors, program_order
 from inductor.schedule.plans import (ExternStep, GraphPlan, KernelPlan, build_kernel,
                                      build_scatter)
 
@@ -26,46 +27,32 @@ def _output_names(outputs) -> set:
 
 
 def _live_nodes(graph, outputs: set) -> list[SchedulerNode]:
-    """Scheduler nodes for every buffer something needs (dead computed buffers dropped)."""
+    """Scheduler nodes for every buffer something needs (dead computed buffers dropped), in
+    program order (`order.program_order`: updates of inputs after every reader of the old
+    value)."""
     nodes = [SchedulerNode(buffer) for buffer in graph.buffers]
     needed = set(outputs)
     live = []
     for node in reversed(nodes):
-        keep = node.name in needed or node.is_extern() or \
-            getattr(node.buffer, "mutated_input", None)
+        keep = node.name in needed or node.is_extern() or mutated_input(node)
         if isinstance(node.buffer, MultiOutput) and node.name not in needed:
             keep = False
         if keep:
             live.append(node)
             needed |= node.read_names()
     live.reverse()
-    # In-place updates of inputs go last: every reader of the old value (including outputs
-    # realized after the update was lowered) must run before the input is overwritten.
-    live = [node for node in live if not getattr(node.buffer, "mutated_input", None)] + \
-        [node for node in live if getattr(node.buffer, "mutated_input", None)]
-    for order, node in enumerate(live):
-        node.order = order
-    return live
+    return program_order(live, graph)
 
 
 def _dependencies(nodes: list[SchedulerNode]) -> tuple[dict, dict]:
     """(node -> nodes that must run first, buffer name -> reading nodes)."""
-    writer = {}
     readers: dict = {}
-    dependencies: dict = {}
     for node in nodes:
-        before = []
-        for name in node.read_names():
-            if name in writer:
-                before.append(writer[name])
-        mutated = getattr(node.buffer, "mutated_input", None)
-        if mutated:
-            before += [reader for reader in readers.get(mutated, []) if reader is not node]
-        dependencies[node] = before
         for name in node.read_names():
             readers.setdefault(name, []).append(node)
-        writer[node.name] = node
-    return dependencies, readers
+    before = predecessors(nodes)
+    return {node: sorted(before[node], key=lambda other: other.order) for node in nodes}, \
+        readers
 
 
 def schedule(graph) -> GraphPlan:

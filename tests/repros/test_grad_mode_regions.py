@@ -12,14 +12,6 @@ from tests.capture.differential import check
 LINEAR = torch.nn.Linear(3, 3)
 
 
-def inductor_grad_regions_open(request, backend):
-    """Soundness II class 4 (inductor's grad-mode regions), fixed on the inductor side."""
-    if backend.__name__ == "inductor":
-        request.node.add_marker(pytest.mark.xfail(
-            strict=True, reason="inductor does not honour grad mode per region yet "
-            "(Soundness II, class 4)"))
-
-
 def test_set_grad_enabled_true_under_grad_mode(backend):
     def f(x):
         y = LINEAR(x)
@@ -38,8 +30,7 @@ def test_grad_mode_after_a_break_following_a_block(backend):
     check(f, torch.ones(3), graphs=2, breaks=1, backend=backend)
 
 
-def test_break_inside_no_grad(backend, request):
-    inductor_grad_regions_open(request, backend)
+def test_break_inside_no_grad(backend):
     def f(x):
         with torch.no_grad():
             y = LINEAR(x)
@@ -62,8 +53,7 @@ def test_enable_grad_inside_no_grad_with_a_break(backend):
     check(f, torch.ones(3), graphs=None, breaks=1, backend=backend)
 
 
-def test_set_grad_enabled_as_a_call_stays_applied(backend, request):
-    inductor_grad_regions_open(request, backend)
+def test_set_grad_enabled_as_a_call_stays_applied(backend):
     def f(x):
         torch.set_grad_enabled(False)
         return LINEAR(x)
@@ -93,9 +83,7 @@ def test_no_grad_decorated_helper_with_a_break(backend):
 
 
 @pytest.mark.parametrize("outer", [True, False])
-def test_called_under_either_mode(backend, outer, request):
-    if not outer:
-        inductor_grad_regions_open(request, backend)
+def test_called_under_either_mode(backend, outer):
     def f(x):
         with torch.set_grad_enabled(not outer):
             y = LINEAR(x)

@@ -50,6 +50,8 @@ def _worker_main(connection, cache_dir: Optional[str]) -> None:
             connection.send({"seed": job.seed, "program": program, "as_is": result.as_is,
                              "failures": [(failure.kind, failure.detail, failure.call,
                                            failure.signature()) for failure in result.failures],
+                             "notes": [(note.kind, note.detail, note.call) for note in
+                                       result.notes],
                              "fallback_ops": result.fallback_ops, "seconds": result.seconds,
                              "nodes": result.nodes})
         except Exception as error:  # noqa: BLE001 (a fuzzer bug: reported, worker goes on)
@@ -157,6 +159,7 @@ class Campaign:
     seeds: dict = dataclasses.field(default_factory=lambda: collections.defaultdict(list))
     examples: dict = dataclasses.field(default_factory=dict)
     as_is: dict = dataclasses.field(default_factory=collections.Counter)
+    notes: dict = dataclasses.field(default_factory=collections.Counter)
     fallback_ops: dict = dataclasses.field(default_factory=collections.Counter)
     nodes: int = 0
     seconds: float = 0.0
@@ -166,6 +169,8 @@ class Campaign:
         self.nodes += result["nodes"]
         if result["as_is"]:
             self.as_is[result["as_is"]] += 1
+        for kind in {note[0] for note in result.get("notes", [])}:
+            self.notes[kind] += 1
         for name, count in result["fallback_ops"].items():
             self.fallback_ops[name] += count
         signatures = []
@@ -189,6 +194,8 @@ class Campaign:
                          if signature.startswith(("compile error", "unexpected fallback")))
         lines.append(f"  unexpected fallbacks (compile errors, which run as FX by default, and "
                      f"graphs run as is for undocumented reasons): {unexpected}")
+        for kind, count in self.notes.most_common():
+            lines.append(f"  {kind} (graphs, not failures): {count}")
         for reason, count in self.as_is.most_common():
             lines.append(f"  ran as is (documented reason) {count:5d}: {reason[:90]}")
         if self.fallback_ops:

@@ -52,15 +52,14 @@ def minimize(program: Program, seed: int, signature: str,
 
 def candidates(program: Program) -> Iterator[Program]:
     yield from _fewer_outputs(program)
-    pruned = _without_dead_code(program)
-    if pruned is not None:
-        yield pruned
+    for prune in (_without_dead_code, _without_unused_inputs):
+        pruned = prune(program)
+        if pruned is not None:
+            yield pruned
     yield from _fewer_statements(program)
     yield from _cut_operands(program)
     yield from _simpler_inputs(program)
-    pruned = _without_unused_inputs(program)
-    if pruned is not None:
-        yield pruned
+    yield from _unused_inputs_one_by_one(program)
 
 
 def _fewer_outputs(program: Program) -> Iterator[Program]:
@@ -179,3 +178,17 @@ def _without_unused_inputs(program: Program):
     for arg in candidate.args:
         arg.root = roots_used.index(arg.root)
     return candidate
+
+
+def _unused_inputs_one_by_one(program: Program) -> Iterator[Program]:
+    """Each unused input dropped alone (dropping all of them may lose the aliasing a
+    failure needs)."""
+    used = set(program.outputs)
+    for stmt in program.stmts:
+        used.update(stmt.uses)
+    for position, arg in enumerate(program.args):
+        if arg.name in used:
+            continue
+        candidate = program.copy()
+        del candidate.args[position]
+        yield candidate

@@ -110,8 +110,11 @@ def script_for(program: Program, seed: int, note: str = "", backend: str = "cpp"
 
 def _inputs_text(program: Program, seed: int, call: int, name: str) -> str:
     values = _root_values(program, seed, call)
-    lines = [f"def {name}():"]
+    lines = [f"def {name}():", f"    generator = torch.Generator().manual_seed({call})"]
+    used = {arg.root for arg in program.args}
     for index, (root, value) in enumerate(zip(program.roots, values)):
+        if index not in used:
+            continue
         dtype = f"torch.{root.dtype}"
         if value.numel() <= 64:
             literal = value.double().tolist() if value.is_floating_point() else value.tolist()
@@ -119,11 +122,11 @@ def _inputs_text(program: Program, seed: int, call: int, name: str) -> str:
             lines.append(f"    r{index} = torch.tensor({text}, dtype={dtype}, device=DEVICE)"
                          f".reshape({tuple(root.shape)})")
         elif value.is_floating_point():
-            lines.append(f"    r{index} = torch.randn({tuple(root.shape)}, device=DEVICE)"
-                         f".to({dtype})")
+            lines.append(f"    r{index} = torch.randn({tuple(root.shape)}, "
+                         f"generator=generator).to(DEVICE, {dtype})")
         else:
             lines.append(f"    r{index} = torch.randint(0, {max(root.high, 2)}, "
-                         f"{tuple(root.shape)}, device=DEVICE).to({dtype})")
+                         f"{tuple(root.shape)}, generator=generator).to(DEVICE, {dtype})")
     names, made = [], {}
     for arg in program.args:
         derived = made.setdefault((arg.root, arg.derive), arg.name)

@@ -177,6 +177,8 @@ _ENTRIES = {
     "opt": (_opt, "OPTForCausalLM"),
     "electra": (_bert_like("ElectraConfig", "ElectraForMaskedLM", SMALL, embedding_size=128),
                 "ElectraForMaskedLM"),
+    "deberta-v2": (_bert_like("DebertaV2Config", "DebertaV2ForMaskedLM", SMALL),
+                   "DebertaV2ForMaskedLM"),
 }
 for _name, (_build, _class_name) in _ENTRIES.items():
     register(_name, "transformers", f"{_class_name}, {_SMALL_NOTE}")(_build)

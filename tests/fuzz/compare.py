@@ -1,0 +1,257 @@
+"""Comparing what one call did eagerly with what it did jitted.
+
+Stage: checking. Input: two object graphs living in two namespaces (the eager run's and the
+jitted run's: results, arguments after the call, globals, printed text). Output: the first
+`Mismatch` (failure kind, path, detail) or None.
+
+Objects are matched by structure, and identity is part of the structure: once an eager object
+has been paired with a jitted one, every later occurrence must pair the same way (a result that
+is the argument list in eager must be the argument list jitted; two results that are one tensor
+in eager must be one tensor jitted). Tensors are paired by storage as well, so a result that
+views an input eagerly must view the corresponding input jitted.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import types
+from typing import Any, Optional
+
+import torch
+
+KINDS = {
+    "internal_error": "the jitted call raised from inside the compiler where eager did not",
+    "exception": "exception type or message differ (or only one side raised)",
+    "traceback": "same exception, different frames or lines in the program",
+    "result": "return value differs (structure, type, dtype, shape, values)",
+    "requires_grad": "a tensor's requires_grad differs",
+    "aliasing": "identity or storage sharing differs (objects, tensors, views of inputs)",
+    "layout": "a tensor's strides or storage offset differ",
+    "mutation": "an argument differs after the call",
+    "globals": "a global, class attribute or module-object attribute differs after the call",
+    "print": "printed output differs",
+    "grad_mode": "torch.is_grad_enabled() differs after the call",
+    "backward": "gradients (or the error of backward()) differ",
+    "timeout": "the program did not finish in time",
+    "crash": "the worker process died (segfault, abort, out of memory)",
+}
+
+
+@dataclasses.dataclass
+class Mismatch:
+    kind: str
+    where: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"[{self.kind}] {self.where}: {self.detail}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+EXACT = Tolerance(0.0, 0.0)
+TOLERANCES = {"eager": Tolerance(1.3e-6, 1e-5), "inductor": Tolerance(1e-4, 1e-4)}
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, range,
+              torch.dtype, torch.device, torch.Size)
+
+
+class Comparer:
+    """Compares object graphs of two namespaces, remembering which objects were paired."""
+
+    def __init__(self, tolerance: Tolerance, check_layout: bool = True):
+        self.tolerance = tolerance
+        self.check_layout = check_layout
+        self.forward: dict = {}  # id(eager object) -> jitted object
+        self.backward: dict = {}  # id(jitted object) -> eager object
+        self.storages: dict = {}  # eager storage pointer -> jitted storage pointer
+        self.storages_back: dict = {}
+        self._alive: list = []
+
+    def same(self, expected: Any, actual: Any, where: str) -> Optional[Mismatch]:
+        if not isinstance(expected, _IMMUTABLE) or not isinstance(actual, _IMMUTABLE):
+            paired = self.forward.get(id(expected))
+            if paired is not None:
+                if paired is actual:
+                    return None
+                return Mismatch("aliasing", where, "eager has the same object here as "
+                                "elsewhere; jitted has a different one")
+            if id(actual) in self.backward:
+                return Mismatch("aliasing", where, "jitted has the same object here as "
+                                "elsewhere; eager has a different one")
+            self.forward[id(expected)] = actual
+            self.backward[id(actual)] = expected
+            self._alive += [expected, actual]
+        return self._same(expected, actual, where)
+
+    def _same(self, expected, actual, where) -> Optional[Mismatch]:
+        if isinstance(expected, torch.Tensor) or isinstance(actual, torch.Tensor):
+            return self._tensor(expected, actual, where)
+        if type_name(expected) != type_name(actual):
+            return Mismatch("result", where, f"type {type_name(actual)}, eager "
+                            f"{type_name(expected)} ({short(actual)} vs {short(expected)})")
+        if isinstance(expected, float):
+            if not close(expected, actual, self.tolerance):
+                return Mismatch("result", where, f"{actual!r} != eager {expected!r}")
+            return None
+        if isinstance(expected, (list, tuple)):
+            if len(expected) != len(actual):
+                return Mismatch("result", where, f"length {len(actual)}, eager {len(expected)}")
+            for index, (a, b) in enumerate(zip(expected, actual)):
+                found = self.same(a, b, f"{where}[{index}]")
+                if found:
+                    return found
+            return None
+        if isinstance(expected, dict):
+            return self._dict(expected, actual, where)
+        if isinstance(expected, (set, frozenset)):
+            return None if expected == actual else Mismatch("result", where, f"{actual} != "
+                                                                              f"{expected}")
+        if isinstance(expected, torch.nn.Module):
+            return self._module(expected, actual, where)
+        if isinstance(expected, BaseException):
+            if str(expected) != str(actual):
+                return Mismatch("result", where, f"{actual!r} != eager {expected!r}")
+            return self._dict(_state(expected), _state(actual), where + ".__dict__")
+        if isinstance(expected, (types.FunctionType, type, types.ModuleType,
+                                 types.BuiltinFunctionType, types.MethodType)):
+            return None  # compared by name (type_name)
+        if hasattr(expected, "__dict__") and not isinstance(expected, types.GeneratorType):
+            return self._dict(_state(expected), _state(actual), where + ".__dict__")
+        if expected != actual:
+            return Mismatch("result", where, f"{short(actual)} != eager {short(expected)}")
+        return None
+
+    def _dict(self, expected: dict, actual: dict, where: str) -> Optional[Mismatch]:
+        keys, other = list(dict.keys(expected)), list(dict.keys(actual))
+        if keys != other:
+            return Mismatch("result", where, f"keys {other}, eager {keys}")
+        for key in keys:
+            found = self.same(dict.__getitem__(expected, key), dict.__getitem__(actual, key),
+                              f"{where}[{key!r}]")
+            if found:
+                return found
+        return None
+
+    def _module(self, expected, actual, where) -> Optional[Mismatch]:
+        if expected.training != actual.training:
+            return Mismatch("result", where + ".training", f"{actual.training}")
+        for field in ("_parameters", "_buffers", "_modules"):
+            found = self._dict(getattr(expected, field), getattr(actual, field),
+                               f"{where}.{field}")
+            if found:
+                return found
+        plain = {key: value for key, value in vars(expected).items() if not key.startswith("_")}
+        other = {key: value for key, value in vars(actual).items() if not key.startswith("_")}
+        return self._dict(plain, other, where + ".__dict__")
+
+    def _tensor(self, expected, actual, where) -> Optional[Mismatch]:
+        if not isinstance(actual, torch.Tensor) or not isinstance(expected, torch.Tensor):
+            return Mismatch("result", where, f"{short(actual)} vs eager {short(expected)}")
+        if type(expected) is not type(actual):
+            return Mismatch("result", where, f"type {type(actual).__name__}, eager "
+                            f"{type(expected).__name__}")
+        if expected.dtype != actual.dtype or expected.shape != actual.shape:
+            return Mismatch("result", where, f"{actual.dtype}{list(actual.shape)}, eager "
+                            f"{expected.dtype}{list(expected.shape)}")
+        if expected.requires_grad != actual.requires_grad:
+            return Mismatch("requires_grad", where, f"requires_grad={actual.requires_grad}, "
+                            f"eager {expected.requires_grad}")
+        found = self._storage(expected, actual, where)
+        if found:
+            return found
+        if not values_close(expected, actual, self.tolerance):
+            return Mismatch("result", where, f"values differ:\n  jitted {tensor_text(actual)}"
+                            f"\n  eager  {tensor_text(expected)}")
+        if self.check_layout and expected.numel() > 1 and \
+                (expected.stride() != actual.stride() or
+                 expected.storage_offset() != actual.storage_offset()):
+            return Mismatch("layout", where, f"stride {actual.stride()} offset "
+                            f"{actual.storage_offset()}, eager {expected.stride()} offset "
+                            f"{expected.storage_offset()}")
+        return None
+
+    def _storage(self, expected, actual, where) -> Optional[Mismatch]:
+        if expected.numel() == 0 or actual.numel() == 0:
+            return None
+        mine = expected.untyped_storage().data_ptr()
+        theirs = actual.untyped_storage().data_ptr()
+        paired = self.storages.get(mine)
+        if paired is None and theirs in self.storages_back:
+            return Mismatch("aliasing", where, "jitted shares storage with another tensor "
+                            "compared before; eager does not")
+        if paired is not None and paired != theirs:
+            return Mismatch("aliasing", where, "eager shares storage with another tensor "
+                            "compared before (a view or the same tensor); jitted does not")
+        self.storages[mine] = theirs
+        self.storages_back[theirs] = mine
+        return None
+
+
+def _state(value) -> dict:
+    return dict(vars(value)) if hasattr(value, "__dict__") else {}
+
+
+def type_name(value) -> str:
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ in ("builtins", "torch") or \
+        kind.__module__.startswith("fuzzprog") else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def close(expected: float, actual: float, tolerance: Tolerance) -> bool:
+    if math.isnan(expected) and math.isnan(actual):
+        return True
+    return math.isclose(expected, actual, rel_tol=tolerance.rtol, abs_tol=tolerance.atol) or \
+        expected == actual
+
+
+def values_close(expected: torch.Tensor, actual: torch.Tensor, tolerance: Tolerance) -> bool:
+    a, b = expected.detach(), actual.detach()
+    if a.is_floating_point() or a.is_complex():
+        return torch.allclose(b.double(), a.double(), rtol=tolerance.rtol, atol=tolerance.atol,
+                              equal_nan=True)
+    return torch.equal(a, b)
+
+
+def tensor_text(value: torch.Tensor) -> str:
+    return str(value.detach().flatten()[:12].tolist())
+
+
+def short(value, limit: int = 80) -> str:
+    text = repr(value) if not isinstance(value, torch.Tensor) else \
+        f"tensor{list(value.shape)}"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+_NUMBER = re.compile(r"-?\d+\.\d*(?:e[-+]?\d+)?|-?\d+(?:e[-+]?\d+)|nan|-?inf")
+
+
+def _printed_close(x: str, y: str, tolerance: Tolerance) -> bool:
+    """Printed numbers agree within the tolerance plus one unit of the last printed digit (a
+    value a hair away from a rounding boundary prints differently)."""
+    if x == y:
+        return True
+    digits = x.split(".")[1].split("e")[0] if "." in x else ""
+    unit = 10.0 ** -len(digits) if digits and "e" not in x else 0.0
+    a, b = float(x), float(y)
+    return close(a, b, tolerance) or abs(a - b) <= 1.01 * unit + tolerance.atol
+
+
+def printed_differ(expected: str, actual: str, tolerance: Tolerance) -> Optional[str]:
+    """None if the printed texts agree (numbers with a decimal point within tolerance)."""
+    if expected == actual:
+        return None
+    a_parts, b_parts = _NUMBER.split(expected), _NUMBER.split(actual)
+    a_nums, b_nums = _NUMBER.findall(expected), _NUMBER.findall(actual)
+    if a_parts == b_parts and len(a_nums) == len(b_nums):
+        if all(_printed_close(x, y, tolerance) for x, y in zip(a_nums, b_nums)):
+            return None
+    for index, (x, y) in enumerate(zip(expected.splitlines(), actual.splitlines())):
+        if x != y:
+            return f"line {index + 1}: jitted {y!r}, eager {x!r}"
+    return f"jitted printed {len(actual.splitlines())} lines, eager " \
+           f"{len(expected.splitlines())}: jitted {actual[-200:]!r}, eager {expected[-200:]!r}"

@@ -1,0 +1,393 @@
+"""Running one generated program eagerly and jitted, call by call, and judging the difference.
+
+Stage: execution. Input: program source text and a backend name. Output: an `Outcome`:
+"pass", "fail" (a failure kind from `compare.KINDS`, the call and a detail) or "invalid" (the
+program itself misbehaved: not deterministic eagerly, or `inputs()` raised: a fuzzer bug).
+
+The source is executed three times into fresh module namespaces: two eager copies (the second
+proves the program deterministic, so that a difference is the compiler's) and one whose `fn`
+is jitted. Call k runs in all three before call k+1, and is compared right away: grad mode
+after the call, exception (type, message, the program's own frames), arguments after the call,
+the returned value, printed output, then every global, class attribute and module-object
+attribute, and finally the gradients of `backward()` through the results.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import linecache
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+import types
+import warnings
+from typing import Any, Callable, Optional
+
+import torch
+
+from tests.fuzz import compare
+from tests.fuzz.compare import Comparer, Mismatch
+
+
+
+def _product_dirs() -> tuple:
+    """The directories of the dynamo/guards/inductor packages actually imported."""
+    import dynamo
+    root = os.path.dirname(os.path.dirname(os.path.abspath(dynamo.__file__)))
+    return tuple(os.path.join(root, name) + os.sep for name in ("dynamo", "guards",
+                                                                 "inductor"))
+
+
+NAMESPACE = "fuzzprog"
+HARNESS_NAMES = {"fn", "inputs", "CALLS", "_t"}
+
+
+class Timeout(BaseException):
+    """The program ran past its time (a BaseException: no generated handler catches it)."""
+
+
+@dataclasses.dataclass
+class Backend:
+    """How to jit a function for one backend name, and what to read back about it."""
+
+    name: str
+    tolerance: compare.Tolerance
+    compiler_dirs: tuple
+
+    def wrap(self, fn: Callable) -> Callable:
+        if self.name.startswith("torch.compile"):
+            inner = self.name.partition(":")[2] or "inductor"
+            return torch.compile(fn, backend=inner)
+        import dynamo
+        return dynamo.jit(fn, backend=self.name)
+
+    def reset(self) -> None:
+        if self.name.startswith("torch.compile"):
+            import torch._dynamo
+            torch._dynamo.reset()
+            torch._dynamo.utils.counters.clear()
+        else:
+            import dynamo
+            dynamo.reset()
+
+    def configure(self) -> None:
+        if self.name.startswith("torch.compile"):
+            import torch._dynamo
+            torch._dynamo.config.suppress_errors = False
+        else:
+            import dynamo
+            dynamo.config.suppress_errors = False
+
+    def stats(self, jitted) -> dict:
+        if self.name.startswith("torch.compile"):
+            from torch._dynamo.utils import counters
+            breaks = counters.get("graph_break", {})
+            return {"graphs": counters.get("stats", {}).get("unique_graphs", 0),
+                    "breaks": sum(breaks.values()),
+                    "break_kinds": {str(key)[:60]: value for key, value in breaks.items()}}
+        records = getattr(getattr(jitted, "_framejit_driver", None), "records", [])
+        kinds, failures = {}, {}
+        for record in records:
+            for item in record.breaks:
+                kinds[item.title] = kinds.get(item.title, 0) + 1
+            if record.failure is not None and not record.breaks:
+                text = str(record.failure).split("\n")[0][:80]
+                failures[text] = failures.get(text, 0) + 1
+        return {"graphs": sum(1 for record in records if record.graph is not None),
+                "breaks": sum(kinds.values()), "break_kinds": kinds,
+                "fallbacks": sum(failures.values()), "fallback_reasons": failures}
+
+
+def backend(name: str) -> Backend:
+    if name.startswith("torch.compile"):
+        inner = name.partition(":")[2] or "inductor"
+        dirs = tuple(os.path.join(os.path.dirname(torch.__file__), part) + os.sep
+                     for part in ("_dynamo", "_inductor", "_functorch"))
+        return Backend(name, compare.TOLERANCES[inner], dirs)
+    if name not in compare.TOLERANCES:
+        raise ValueError(f"unknown backend {name!r}; use eager, inductor, torch.compile or "
+                         f"torch.compile:eager")
+    return Backend(name, compare.TOLERANCES[name], _product_dirs())
+
+
+@dataclasses.dataclass
+class Outcome:
+    seed: int
+    status: str  # "pass", "fail", "invalid"
+    kind: str = ""
+    call: int = -1
+    detail: str = ""
+    seconds: float = 0.0
+    stats: dict = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class CallRun:
+    args: Any
+    value: Any = None
+    error: Optional[BaseException] = None
+    printed: str = ""
+    grad_after: bool = True
+    frames: list = dataclasses.field(default_factory=list)
+    gradients: Any = "not run"  # what backward() through the results gave (run once)
+
+
+def load(source: str, filename: str) -> dict:
+    """Execute the program into a fresh module namespace."""
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    module = types.ModuleType(NAMESPACE)
+    namespace = module.__dict__
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
+
+
+def call(fn: Callable, args: tuple, filename: str) -> CallRun:
+    run = CallRun(args)
+    output = io.StringIO()
+    torch.set_grad_enabled(True)
+    with contextlib.redirect_stdout(output):
+        try:
+            run.value = fn(*args)
+        except Exception as error:  # compared with the other run
+            run.error = error
+    run.grad_after = torch.is_grad_enabled()
+    torch.set_grad_enabled(True)
+    run.printed = output.getvalue()
+    if run.error is not None:
+        run.frames = [(frame.name, frame.lineno) for frame in
+                      traceback.extract_tb(run.error.__traceback__) if frame.filename == filename]
+    return run
+
+
+def run_source(source: str, backend_name: str, seed: int = 0, timeout: float = 120.0,
+               backward: bool = True) -> Outcome:
+    """Run and compare one program; never raises for anything the program or the compiler
+    does."""
+    chosen = backend(backend_name)
+    chosen.configure()
+    chosen.reset()
+    started = time.perf_counter()
+    filename = f"<fuzzprog {seed}>"
+    outcome = Outcome(seed, "pass")
+    try:
+        with _alarm(timeout), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _run_calls(source, chosen, filename, outcome, backward)
+        outcome.stats["warnings"] = sum(1 for item in caught if "framejit" in str(item.message))
+    except Timeout:
+        outcome.status, outcome.kind, outcome.detail = "fail", "timeout", f"over {timeout} s"
+    finally:
+        torch.set_grad_enabled(True)
+        linecache.cache.pop(filename, None)
+        chosen.reset()
+    outcome.seconds = round(time.perf_counter() - started, 3)
+    return outcome
+
+
+def _run_calls(source, chosen, filename, outcome, backward) -> None:
+    try:
+        spaces = [load(source, filename) for _ in range(3)]
+    except Exception as error:
+        outcome.status, outcome.detail = "invalid", f"the program does not load: {error!r}"
+        return
+    eager, check, jit_space = spaces
+    jitted = chosen.wrap(jit_space["fn"])
+    outcome.stats["eager_raised"] = 0
+    for index in range(eager["CALLS"]):
+        try:
+            arguments = [space["inputs"](index) for space in spaces]
+        except Exception as error:
+            outcome.status, outcome.detail = "invalid", f"inputs({index}) raised {error!r}"
+            return
+        first = call(eager["fn"], arguments[0], filename)
+        second = call(check["fn"], arguments[1], filename)
+        actual = call(jitted, arguments[2], filename)
+        outcome.stats["eager_raised"] += first.error is not None
+        if first.error is not None:
+            errors = outcome.stats.setdefault("eager_errors", [])
+            if type(first.error).__name__ not in errors:
+                errors.append(type(first.error).__name__)
+        same = _compare(first, second, eager, check, compare.EXACT, ())
+        if same is None and backward:
+            same = _compare_backward(first, second, eager, check, compare.EXACT)
+        if same is not None:
+            outcome.status, outcome.call = "invalid", index
+            outcome.detail = f"not deterministic eagerly: {same}"
+            return
+        found = _compare(first, actual, eager, jit_space, chosen.tolerance, chosen.compiler_dirs)
+        if found is None and backward:
+            found = _compare_backward(first, actual, eager, jit_space, chosen.tolerance)
+        if found is not None:
+            outcome.status, outcome.kind, outcome.call = "fail", found.kind, index
+            outcome.detail = f"call {index}: {found}"
+            break
+    outcome.stats.update(chosen.stats(jitted))
+
+
+def _compare(expected: CallRun, actual: CallRun, space_e: dict, space_a: dict,
+             tolerance, compiler_dirs) -> Optional[Mismatch]:
+    found = _compare_error(expected, actual, compiler_dirs)
+    if found:
+        return found
+    if expected.grad_after != actual.grad_after:
+        return Mismatch("grad_mode", "after the call", f"grad enabled {actual.grad_after}, "
+                        f"eager {expected.grad_after}")
+    comparer = Comparer(tolerance, check_layout=True)
+    found = _relabel(comparer.same(expected.args, actual.args, "arguments"), "mutation")
+    if found:
+        return found
+    if expected.error is None:
+        found = comparer.same(expected.value, actual.value, "result")
+        if found:
+            return found
+    text = compare.printed_differ(expected.printed, actual.printed, tolerance)
+    if text:
+        return Mismatch("print", "stdout", text)
+    return _relabel(comparer.same(_globals(space_e), _globals(space_a), "globals"), "globals")
+
+
+def _relabel(found: Optional[Mismatch], kind: str) -> Optional[Mismatch]:
+    if found is not None and found.kind == "result":
+        found.kind = kind
+    return found
+
+
+def _compare_error(expected: CallRun, actual: CallRun, compiler_dirs) -> Optional[Mismatch]:
+    a, b = expected.error, actual.error
+    if a is None and b is None:
+        return None
+    if a is not None and b is not None and type(a).__qualname__ == type(b).__qualname__ and \
+            str(a) == str(b):
+        if expected.frames != actual.frames:
+            return Mismatch("traceback", type(a).__name__,
+                            f"jitted frames {actual.frames}, eager {expected.frames}")
+        return None
+    if b is not None and _from_compiler(b, compiler_dirs):
+        return Mismatch("internal_error", "jitted raised", f"{_describe(b)} (eager: "
+                        f"{_describe(a) if a else 'no exception'})\n{_compiler_frames(b)}")
+    return Mismatch("exception", "raised", f"jitted {_describe(b) if b else 'no exception'}, "
+                    f"eager {_describe(a) if a else 'no exception'}")
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error)[:300]}"
+
+
+def _from_compiler(error: BaseException, compiler_dirs) -> bool:
+    module = type(error).__module__ or ""
+    if module.split(".")[0] in ("dynamo", "guards", "inductor") or \
+            module.startswith(("torch._dynamo", "torch._inductor")):
+        return True
+    return any(frame.filename.startswith(compiler_dirs)
+               for frame in traceback.extract_tb(error.__traceback__))
+
+
+def _compiler_frames(error: BaseException) -> str:
+    frames = traceback.extract_tb(error.__traceback__)[-4:]
+    return "\n".join(f"    {frame.filename}:{frame.lineno} {frame.name}" for frame in frames)
+
+
+def _globals(space: dict) -> dict:
+    """The program's state outside `fn`: data globals, class attributes, module objects."""
+    state = {}
+    for key, value in space.items():
+        if key.startswith("__") or key in HARNESS_NAMES:
+            continue
+        if isinstance(value, types.ModuleType):
+            if value.__name__ in sys.modules:
+                continue  # torch, types, ...: not the program's
+            state[key] = {k: v for k, v in vars(value).items() if not k.startswith("__")}
+        elif isinstance(value, type):
+            state[key] = {k: v for k, v in vars(value).items() if not k.startswith("__") and
+                          not callable(v) and not isinstance(v, (property, staticmethod,
+                                                                 classmethod))}
+        elif not callable(value) or isinstance(value, torch.nn.Module):
+            state[key] = value
+    return state
+
+
+def _compare_backward(expected: CallRun, actual: CallRun, space_e: dict, space_a: dict,
+                      tolerance) -> Optional[Mismatch]:
+    if expected.error is not None:
+        return None
+    first = _backward(expected, space_e)
+    second = _backward(actual, space_a)
+    if first is None and second is None:
+        return None
+    if (first is None) != (second is None):
+        return Mismatch("backward", "results", "only one side has results requiring grad")
+    (error_a, grads_a), (error_b, grads_b) = first, second
+    if error_a != error_b:
+        return Mismatch("backward", "backward()", f"jitted {error_b}, eager {error_a}")
+    found = Comparer(tolerance, check_layout=False).same(grads_a, grads_b, "gradients")
+    if found is not None:
+        found.kind = "backward"
+    return found
+
+
+def _backward(run: CallRun, space: dict):
+    if run.gradients == "not run":
+        run.gradients = _run_backward(run, space)
+    return run.gradients
+
+
+def _run_backward(run: CallRun, space: dict):
+    outputs = [t for t in _tensors(run.value) if t.requires_grad and t.is_floating_point()]
+    if not outputs:
+        return None
+    leaves = [t for t in _tensors(run.args) + _parameters(space)
+              if t.is_leaf and t.requires_grad]
+    for leaf in leaves:
+        leaf.grad = None
+    try:
+        sum(output.sum() for output in outputs).backward()
+    except Exception as error:  # compared with the other side
+        return f"{type(error).__name__}: {error}", None
+    return None, [leaf.grad for leaf in leaves]
+
+
+def _tensors(value, depth: int = 0) -> list:
+    if depth > 4:
+        return []
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item, depth + 1)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _tensors(item, depth + 1)]
+    if isinstance(value, torch.nn.Module):
+        return list(value.parameters())
+    if hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
+        return _tensors(vars(value), depth + 1)
+    return []
+
+
+def _parameters(space: dict) -> list:
+    return [p for value in space.values() if isinstance(value, torch.nn.Module)
+            for p in value.parameters()]
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float):
+    if threading.current_thread() is not threading.main_thread() or not seconds:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise Timeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

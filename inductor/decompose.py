@@ -35,17 +35,20 @@ _EXTRA_DECOMPOSITIONS = [
     aten._native_batch_norm_legit_no_training, aten._batch_norm_with_update,
     aten._batch_norm_with_update_functional, aten._batch_norm_no_update, aten.gelu, aten.elu,
     aten.leaky_relu, aten.hardtanh, aten.embedding, aten.index_select, aten.unfold,
-    aten.native_dropout, aten.addcmul, aten.addcdiv, aten.lerp, aten.diagonal,
+    aten.native_dropout, aten.diagonal,
     aten.upsample_bilinear2d, aten.upsample_nearest2d,
     aten.repeat, aten.logical_xor, aten.rsub,
 ]
 
 # Ops torch's core table would decompose that we keep whole: library calls (attention), and
-# reductions and views the lowering handles better in one piece.
+# pointwise ops whose lowering rounds as eager's kernels do (torch's decompositions of
+# addcmul, addcdiv and lerp round each step: one ulp away from eager in optimizer updates).
 _KEPT_WHOLE = [
     aten.scaled_dot_product_attention.default,
     aten._scaled_dot_product_flash_attention_for_cpu.default,
     aten._scaled_dot_product_attention_math.default,
+    aten.addcmul.default, aten.addcdiv.default, aten.lerp.Scalar, aten.lerp.Tensor,
+    aten.addcmul_.default, aten.addcdiv_.default, aten.lerp_.Scalar, aten.lerp_.Tensor,
 ]
 
 # Calls in a torch-level graph that change global state instead of computing tensors.

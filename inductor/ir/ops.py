@@ -27,9 +27,12 @@ BINARY = (
     "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
     "left_shift", "right_shift", "copysign", "hypot", "nextafter",
 )
+# fma(a, b, c) = a * b + c rounded once: eager's CPU and CUDA kernels compute add/sub with
+# alpha, addcmul and lerp this way, and matching them bit for bit needs the same rounding.
+TERNARY = ("fma",)
 SPECIAL = ("load", "constant", "index_expr", "to_dtype", "bitcast", "where", "masked",
            "indirect_indexing", "random")
-OPERATIONS = UNARY + BINARY + SPECIAL
+OPERATIONS = UNARY + BINARY + TERNARY + SPECIAL
 
 
 class OpsHandler:

@@ -190,26 +190,72 @@ def _scaled(b, alpha):
     return b * alpha
 
 
+def _add_scaled(a, b, alpha):
+    """a + alpha * b as eager computes it: one fused multiply-add in the op-math type for
+    floating results (ATen's CPU kernel is `fmadd(b, alpha, a)`; CUDA's `a + alpha * b` is
+    contracted by nvcc), else a product and a sum (exact for integers)."""
+    compute = opmath_dtype(result_type(a, b))
+    if compute.is_floating_point:
+        return make_pointwise(lambda x, y: ops.fma(y, ops.constant(alpha, compute), x), a, b)
+    return make_pointwise(lambda x, y: ops.add(x, ops.mul(y, ops.constant(alpha, compute))),
+                          a, b)
+
+
 @register_lowering(aten.add)
 def add(a, b, alpha=None):
-    if alpha is not None and alpha != 1 and is_tensor(b):
-        dtype = result_type(a, b)
-        compute = opmath_dtype(dtype)
-        return make_pointwise(lambda x, y: ops.add(x, ops.mul(y, ops.constant(alpha, compute))),
-                              a, b)
+    if alpha is not None and alpha != 1:
+        return _add_scaled(a, b, alpha)
     return make_pointwise(ops.add, a, _scaled(b, alpha))
 
 
 @register_lowering(aten.sub)
 def sub(a, b, alpha=None):
-    if alpha is not None and alpha != 1 and is_tensor(b):
-        dtype = result_type(a, b)
-        compute = opmath_dtype(dtype)
-        return make_pointwise(lambda x, y: ops.sub(x, ops.mul(y, ops.constant(alpha, compute))),
-                              a, b)
+    if alpha is not None and alpha != 1 and result_type(a, b) != torch.bool:
+        return _add_scaled(a, b, -alpha)
     if result_type(a, b) == torch.bool:
         raise NotImplementedError("subtraction of bool tensors")
     return make_pointwise(ops.sub, a, _scaled(b, alpha))
+
+
+def _times_value(tensor, value, compute):
+    return tensor if value == 1 else ops.mul(ops.constant(value, compute), tensor)
+
+
+@register_lowering(aten.addcmul)
+def addcmul(self, tensor1, tensor2, *, value=1):
+    """self + value * tensor1 * tensor2 as eager's kernel rounds it: fma(value * tensor1,
+    tensor2, self) for floating types (the compiler contracts ATen's vector expression)."""
+    compute = opmath_dtype(result_type(self, tensor1, tensor2))
+    if not compute.is_floating_point:
+        value = int(value)   # eager truncates a float value for integer tensors
+        return make_pointwise(lambda s, a, b: ops.add(s, ops.mul(_times_value(a, value, compute),
+                                                                 b)), self, tensor1, tensor2)
+    return make_pointwise(lambda s, a, b: ops.fma(_times_value(a, value, compute), b, s),
+                          self, tensor1, tensor2)
+
+
+@register_lowering(aten.addcdiv)
+def addcdiv(self, tensor1, tensor2, *, value=1):
+    """self + (value * tensor1) / tensor2, in eager's order (not value * (tensor1 /
+    tensor2), which rounds differently)."""
+    compute = opmath_dtype(result_type(self, tensor1, tensor2))
+    return make_pointwise(
+        lambda s, a, b: ops.add(s, ops.truediv(_times_value(a, value, compute), b)),
+        self, tensor1, tensor2)
+
+
+@register_lowering(aten.lerp)
+def lerp(start, end, weight):
+    """Eager's lerp: fma(weight, end - start, start) for |weight| < 0.5, else
+    fma(weight - 1, end - start, end), which keeps both ends exact."""
+    compute = opmath_dtype(result_type(start, end))
+
+    def body(s, e, w):
+        difference = ops.sub(e, s)
+        near_start = ops.fma(w, difference, s)
+        near_end = ops.fma(ops.sub(w, ops.constant(1, compute)), difference, e)
+        return ops.where(ops.lt(ops.abs(w), ops.constant(0.5, compute)), near_start, near_end)
+    return make_pointwise(body, start, end, weight, dtype=result_type(start, end))
 
 
 @register_lowering(aten.rsub)

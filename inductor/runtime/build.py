@@ -69,7 +69,10 @@ def has_vector_math() -> bool:
 
 def compile_flags() -> list[str]:
     """Every flag passed to the compiler (part of the cache key)."""
-    flags = ["-shared", "-fPIC", "-std=c++17", "-fopenmp", "-fwrapv", "-w"]
+    # -ffp-contract=off: g++ fuses `a * b + c` into one rounding by default, even in C++17
+    # mode, where eager rounds the product and the sum (separate kernels); the lowering asks
+    # for a fused multiply-add by name (`ops.fma`) exactly where eager's kernels fuse.
+    flags = ["-shared", "-fPIC", "-std=c++17", "-fopenmp", "-fwrapv", "-ffp-contract=off", "-w"]
     flags += config.cxx_flags.split()
     if "avx512f" in cpu_flags().split():
         flags.append("-mprefer-vector-width=512")

@@ -219,6 +219,10 @@ class CppOpsHandler(OpsHandler):
             return self.emit(f"{a.name} && {b.name}", a.dtype)
         return self.emit(f"jit_min({a.name}, {b.name})", a.dtype)
 
+    def fma(self, a, b, c):
+        """One rounding, as eager's kernels (a vfmadd under -march=native)."""
+        return self.emit(f"__builtin_fma{_suffix(a)}({a.name}, {b.name}, {c.name})", a.dtype)
+
     def fmax(self, a, b):
         return self.emit(f"__builtin_fmax{_suffix(a)}({a.name}, {b.name})", a.dtype)
 

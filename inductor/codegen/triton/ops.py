@@ -285,6 +285,9 @@ class TritonOpsHandler(OpsHandler):
     def atan2(self, a, b):
         return self._libdevice("atan2", a, b)
 
+    def fma(self, a, b, c):
+        return self._libdevice("fma", a, b, c)
+
     def hypot(self, a, b):
         return self._libdevice("hypot", a, b)
 

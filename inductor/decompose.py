@@ -35,20 +35,17 @@ _EXTRA_DECOMPOSITIONS = [
     aten._native_batch_norm_legit_no_training, aten._batch_norm_with_update,
     aten._batch_norm_with_update_functional, aten._batch_norm_no_update, aten.gelu, aten.elu,
     aten.leaky_relu, aten.hardtanh, aten.embedding, aten.index_select, aten.unfold,
-    aten.native_dropout, aten.diagonal,
+    aten.native_dropout, aten.addcmul, aten.addcdiv, aten.lerp,
     aten.upsample_bilinear2d, aten.upsample_nearest2d,
     aten.repeat, aten.logical_xor, aten.rsub,
 ]
 
 # Ops torch's core table would decompose that we keep whole: library calls (attention), and
-# pointwise ops whose lowering rounds as eager's kernels do (torch's decompositions of
-# addcmul, addcdiv and lerp round each step: one ulp away from eager in optimizer updates).
+# reductions and views the lowering handles better in one piece.
 _KEPT_WHOLE = [
     aten.scaled_dot_product_attention.default,
     aten._scaled_dot_product_flash_attention_for_cpu.default,
     aten._scaled_dot_product_attention_math.default,
-    aten.addcmul.default, aten.addcdiv.default, aten.lerp.Scalar, aten.lerp.Tensor,
-    aten.addcmul_.default, aten.addcdiv_.default, aten.lerp_.Scalar, aten.lerp_.Tensor,
 ]
 
 # Calls in a torch-level graph that change global state instead of computing tensors.
@@ -76,7 +73,62 @@ def _table() -> dict:
                            eps)
         return _batch_norm_inference(input, weight, bias, running_mean, running_var, eps)
     table[aten.native_batch_norm.default] = native_batch_norm
+    for overload in (aten.addcmul.default, aten.addcmul_.default):
+        if overload in table:
+            table[overload] = _integer_value_truncated(table[overload])
+    for overload in (aten.index_put.default, aten.index_put_.default,
+                     aten._index_put_impl_.default):
+        table[overload] = functools.partial(_index_put_with_mask, overload)
     return table
+
+
+def _integer_value_truncated(decomposition):
+    """torch's `addcmul` reference rejects a float `value` for integer tensors; eager
+    truncates it to an integer (graph fuzzer: `a.addcmul_(b, c, value=0.5)` on int32)."""
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        tensors = (self, tensor1, tensor2)
+        integral = not any(tensor.is_floating_point() or tensor.is_complex()
+                           for tensor in tensors)
+        if integral and isinstance(value, float):
+            value = int(value)
+        return decomposition(self, tensor1, tensor2, value=value)
+    return addcmul
+
+
+def _index_put_with_mask(overload, self, indices, values, accumulate=False, *_unsafe):
+    """`x[mask] = values` (a boolean or uint8 mask over consecutive dimensions) as a `where`
+    over `x`: without this, tracing needs the mask's `nonzero` (a data-dependent shape) and
+    the graph could not be compiled (graph fuzzer: `x[x > 0] = -2`). Values broadcast over
+    the masked elements or give one row per true element (in order: a cumulative count of
+    the mask picks each element's row). Other indices: NotImplemented (torch's own path)."""
+    indices = list(indices)
+    masks = [position for position, index in enumerate(indices)
+             if index is not None and index.dtype in (torch.bool, torch.uint8)]
+    if len(masks) != 1 or any(index is not None for position, index in enumerate(indices)
+                              if position != masks[0]):
+        return NotImplemented
+    start, mask = masks[0], indices[masks[0]].bool()
+    rest = self.dim() - start - mask.dim()
+    if rest < 0 or tuple(self.shape[start:start + mask.dim()]) != tuple(mask.shape):
+        return NotImplemented
+    spread = mask.reshape([1] * start + list(mask.shape) + [1] * rest)
+    values = values.to(self.dtype)
+    if values.dim() > rest and not (values.dim() == rest + 1 and values.shape[0] == 1):
+        if start != 0 or values.dim() != rest + 1:
+            return NotImplemented
+        rows = (mask.reshape(-1).to(torch.int64).cumsum(0) - 1).clamp(min=0)
+        rows = rows.clamp(max=max(values.shape[0] - 1, 0)).reshape(mask.shape)
+        values = values[rows] if values.shape[0] > 0 else values.new_zeros(
+            tuple(mask.shape) + tuple(values.shape[1:]))
+    elif values.dim() == rest + 1:
+        values = values[0]
+    if accumulate:
+        result = self + torch.where(spread, values, torch.zeros_like(values))
+    else:
+        result = torch.where(spread, values, self)
+    if overload is aten.index_put.default:
+        return result.to(self.dtype)
+    return self.copy_(result)
 
 
 def _batch_norm_inference(input, weight, bias, running_mean, running_var, eps):

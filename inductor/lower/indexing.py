@@ -1,9 +1,11 @@
 """Lowerings that move data by index: `cat`, `constant_pad_nd`, `arange`, and the indirect
 reads `index` (advanced indexing, `embedding` after decomposition), `gather`.
 
-Input: ATen ops with lowered operands. Output: `Pointwise` bodies. Positions outside an
-operand become masked loads (`ops.masked`); indices read from memory become index symbols
-(`ops.indirect_indexing`, negative values wrapped, out-of-range values reported as errors).
+Input: ATen ops with lowered operands (and `slice_scatter` and `diagonal_scatter`, the
+inverses of views that functionalization writes through). Output: `Pointwise` bodies.
+Positions outside an operand become masked loads (`ops.masked`); indices read from memory
+become index symbols (`ops.indirect_indexing`, negative values wrapped, out-of-range values
+reported as errors).
 """
 from __future__ import annotations
 
@@ -219,5 +221,25 @@ def slice_scatter(x, source, dim=0, start=None, end=None, step=1):
         shifted = list(index)
         shifted[dim] = FloorDiv(position - start, step) if step != 1 else position - start
         written = ops.masked(inside, lambda: source_loader(shifted), 0)
+        return ops.where(inside, written, base_loader(index))
+    return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, size))
+
+
+@register_lowering(aten.diagonal_scatter)
+def diagonal_scatter(x, source, offset=0, dim1=0, dim2=1):
+    """`x` with `source` written over `x.diagonal(offset, dim1, dim2)` (a where)."""
+    from inductor.lower.views import diagonal_geometry
+
+    size = x.get_size()
+    _size, kept, (dim1, dim2), (row, column) = diagonal_geometry(size, offset, dim1, dim2)
+    dtype = x.get_dtype()
+    base_loader = x.make_loader()
+    source_loader = _converted(source.make_loader(), source.get_dtype(), dtype)
+
+    def inner_fn(index):
+        step = ops.index_expr(index[dim2] - index[dim1], torch.int64)
+        inside = ops.eq(step, ops.constant(column - row, torch.int64))
+        position = [index[dim] for dim in kept] + [index[dim1] - row]
+        written = ops.masked(inside, lambda: source_loader(position), 0)
         return ops.where(inside, written, base_loader(index))
     return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, size))

@@ -1,9 +1,9 @@
 """Lowerings of view ops: each is an index remap (`View`), so views cost nothing until read.
 
 Input: view, reshape, permute, expand, squeeze/unsqueeze, slice, select, transpose,
-as_strided, split and unbind (and their functional `_copy` forms). Output: `TensorBox`es
-whose loaders translate an index of the view into an index of the viewed value; `as_strided`
-reads the realized storage through a new layout.
+diagonal, as_strided, split and unbind (and their functional `_copy` forms). Output:
+`TensorBox`es whose loaders translate an index of the view into an index of the viewed
+value; `as_strided` reads the realized storage through a new layout.
 """
 from __future__ import annotations
 
@@ -252,6 +252,34 @@ def view(x, size=None, *_ignored):
     if len(old) == len(new) and all(a == b for a, b in zip(old, new)):
         return x
     return make_view(x, new, reshape_indexer(old, new))
+
+
+def diagonal_geometry(size: Sequence, offset: int, dim1: int, dim2: int):
+    """(result size, kept dims, first row, first column) of `diagonal(offset, dim1, dim2)`:
+    the kept dims in order, then the diagonal, whose element k sits at
+    (row + k, column + k) of dims (dim1, dim2)."""
+    rank = len(size)
+    dim1, dim2 = _wrap_dim(dim1, rank), _wrap_dim(dim2, rank)
+    row, column = max(-offset, 0), max(offset, 0)
+    length = max(0, min(int(size[dim1]) - row, int(size[dim2]) - column))
+    kept = [dim for dim in range(rank) if dim not in (dim1, dim2)]
+    return [size[dim] for dim in kept] + [sympy.Integer(length)], kept, (dim1, dim2), \
+        (row, column)
+
+
+@register_lowering(aten.diagonal, aten.diagonal_copy)
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    """A view: element (..., k) reads (..., row + k, ..., column + k, ...)."""
+    size, kept, (dim1, dim2), (row, column) = diagonal_geometry(x.get_size(), offset, dim1,
+                                                                dim2)
+
+    def reindex(index):
+        source = [None] * (len(kept) + 2)
+        for dim, value in zip(kept, index[:-1]):
+            source[dim] = value
+        source[dim1], source[dim2] = row + index[-1], column + index[-1]
+        return source
+    return make_view(x, size, reindex)
 
 
 @register_lowering(aten.flip)

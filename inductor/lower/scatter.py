@@ -3,12 +3,14 @@
 
 Input: the functional ATen ops. Output: a realized `ScatterBuffer`: the input copied, then
 every source element stored (or added) at a position read from the index tensors
-(`ops.indirect_indexing`, wrapped and bounds-checked like every indirect read).
+(`ops.indirect_indexing`, wrapped and bounds-checked like every indirect read). Accumulating
+scatters of dtypes Triton cannot add atomically run through eager's kernel on that backend.
 """
 from __future__ import annotations
 
 import torch
 
+from inductor.config import config
 from inductor.ir.layout import Layout
 from inductor.ir.nodes import Pointwise, ScatterBuffer, TensorBox, current_graph
 from inductor.ir.ops import ops
@@ -19,9 +21,20 @@ from inductor.lower.registry import register_lowering
 aten = torch.ops.aten
 
 
+# Triton adds atomically only 16-bit floats and wider types (no bool or 8/16-bit integers);
+# its CPU interpreter has no bfloat16 at all. Such accumulating scatters run eager's kernel.
+TRITON_ATOMIC_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64,
+                        torch.int32, torch.int64)
+
+
 def _scatter_buffer(x: TensorBox, size, value_fn, destination, mode) -> TensorBox:
     """Realize `x` updated at `destination(index)` with `value_fn(index)` over `size`."""
     dtype = x.get_dtype()
+    device = x.get_device()
+    if mode == "sum" and config.uses_triton(device) and (
+            dtype not in TRITON_ATOMIC_DTYPES or (dtype == torch.bfloat16 and
+                                                  device.type == "cpu")):
+        raise NotImplementedError(f"no Triton atomic add for {dtype} on {device.type}")
     layout = Layout(x.get_device(), dtype, x.get_size())
     body = Pointwise(x.get_device(), dtype, value_fn, size)
     buffer = ScatterBuffer(None, layout, body, x.make_loader(), destination, mode)

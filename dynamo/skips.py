@@ -61,11 +61,22 @@ def is_library_file(filename: str) -> bool:
 
 def is_library_module(module) -> bool:
     """Library modules are trusted not to change their attributes while a program runs, so
-    reads of their attributes and globals install no guards."""
+    reads of their attributes and globals install no guards. A module is a library's when its
+    file is (torch, the standard library, installed packages), when it is built into the
+    interpreter or frozen, or when it is a namespace package whose folders all are. A module
+    with no file otherwise (`types.ModuleType("cfg")`, a module made by `exec`) is the user's:
+    its attributes are configuration a program may change, and reads of them are guarded."""
     filename = getattr(module, "__file__", None)
-    if filename is None:  # builtin and namespace modules
+    if isinstance(filename, str):
+        return is_library_file(os.path.abspath(filename))
+    name = getattr(module, "__name__", None)
+    if name in sys.builtin_module_names:
         return True
-    return is_library_file(os.path.abspath(filename))
+    spec = getattr(module, "__spec__", None)
+    if getattr(spec, "origin", None) in ("built-in", "frozen"):
+        return True
+    paths = list(getattr(module, "__path__", None) or ())
+    return bool(paths) and all(is_library_file(os.path.abspath(path) + os.sep) for path in paths)
 
 
 def is_library_globals(f_globals: dict) -> bool:

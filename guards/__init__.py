@@ -6,23 +6,25 @@ A leaf package: it imports nothing from `dynamo` or `inductor`. Data flows
 """
 from guards.guard_set import Check, GuardSet
 from guards.install import UnguardableValue, install_for
-from guards.kinds import (AliasGuard, ConstantGuard, DictKeysGuard, GlobalStateGuard, Guard,
-                          HasAttrGuard, IdentityFacts, IdentityGuard, LengthGuard,
-                          ModuleTrainingGuard, NoneGuard, ObjectSnapshot, ObjectSnapshotGuard,
-                          PartitionGuard, TensorMatchGuard, TensorProperties, TorchState,
-                          TruthGuard, TypeGuard, is_constant)
-from guards.sources import (AttrSource, BufferSource, ClosureCellSource, ConstantSource,
-                            DictItemSource, GlobalModuleSource, GlobalSource, GlobalStateSource,
-                            ItemSource, LocalSource, ObjectSource, ParamSource, Source,
-                            SubmoduleSource, TypeSource)
+from guards.kinds import (AliasGuard, ConstantGuard, ContainsGuard, DictKeysGuard,
+                          GlobalStateGuard, Guard, HasAttrGuard, IdentityFacts, IdentityGuard,
+                          LengthGuard, ModuleTrainingGuard, NoneGuard, ObjectSnapshot,
+                          ObjectSnapshotGuard, PartitionGuard, TensorMatchGuard, TensorProperties,
+                          TorchState, TruthGuard, TypeGuard, is_constant)
+from guards.sources import (AttrSource, BufferSource, CallSource, ClosureCellSource,
+                            ConstantSource, DictItemSource, GlobalModuleSource, GlobalSource,
+                            GlobalsSource, GlobalStateSource, ItemSource, LocalSource,
+                            MethodCallSource, ObjectSource, ParamSource, Source, SubmoduleSource,
+                            TypeSource)
 
 __all__ = [
     "Check", "GuardSet", "UnguardableValue", "install_for",
-    "Guard", "AliasGuard", "ConstantGuard", "DictKeysGuard", "GlobalStateGuard", "HasAttrGuard",
-    "IdentityFacts", "IdentityGuard", "PartitionGuard",
-    "LengthGuard", "ModuleTrainingGuard", "NoneGuard", "ObjectSnapshot", "ObjectSnapshotGuard",
-    "TensorMatchGuard", "TensorProperties", "TorchState", "TruthGuard", "TypeGuard", "is_constant",
-    "Source", "AttrSource", "BufferSource", "ClosureCellSource", "ConstantSource",
-    "DictItemSource", "GlobalModuleSource", "GlobalSource", "GlobalStateSource", "ItemSource",
-    "LocalSource", "ObjectSource", "ParamSource", "SubmoduleSource", "TypeSource",
+    "Guard", "AliasGuard", "ConstantGuard", "ContainsGuard", "DictKeysGuard", "GlobalStateGuard",
+    "HasAttrGuard", "IdentityFacts", "IdentityGuard", "LengthGuard", "ModuleTrainingGuard",
+    "NoneGuard", "ObjectSnapshot", "ObjectSnapshotGuard", "PartitionGuard", "TensorMatchGuard",
+    "TensorProperties", "TorchState", "TruthGuard", "TypeGuard", "is_constant",
+    "Source", "AttrSource", "BufferSource", "CallSource", "ClosureCellSource", "ConstantSource",
+    "DictItemSource", "GlobalModuleSource", "GlobalSource", "GlobalsSource", "GlobalStateSource",
+    "ItemSource", "LocalSource", "MethodCallSource", "ObjectSource", "ParamSource",
+    "SubmoduleSource", "TypeSource",
 ]

@@ -34,9 +34,9 @@ import weakref
 from typing import Any, Callable
 
 from guards.native import program as native_program
-from guards.sources import (AttrSource, ConstantSource, DictItemSource, GlobalModuleSource,
-                            GlobalSource, ItemSource, LocalSource, ObjectSource, Source,
-                            TypeSource)
+from guards.sources import (AttrSource, CallSource, ConstantSource, DictItemSource,
+                            GlobalModuleSource, GlobalSource, GlobalsSource, ItemSource,
+                            LocalSource, ObjectSource, Source, TypeSource)
 from guards.sources import _ModuleMemberSource as ModuleMemberSource
 
 _WRAP_COLUMN = 100
@@ -110,6 +110,13 @@ class CheckWriter:
                 self.bind(source.value, _identifier(source.constant_name, "constant"))
         elif isinstance(source, ObjectSource):
             variable = self._held_object(source)
+        elif isinstance(source, CallSource):
+            function = self.bind(source.function, _identifier(
+                getattr(source.function, "__name__", "function"), "function"))
+            arguments = ", ".join(
+                [self._argument(argument) for argument in source.arguments] +
+                [f"{key}={self._argument(value)}" for key, value in source.keywords])
+            variable = self.assign(f"{function}({arguments})", _source_hint(source))
         else:
             variable = self._native_read(source)
             if variable is None:
@@ -146,6 +153,9 @@ class CheckWriter:
         self._registers[name] = self.program.read(operation, -1, held.reference,
                                                   f"{name} = <{source.object_name}>")
         return name
+
+    def _argument(self, value: Any) -> str:
+        return repr(value) if _literal_argument(value) else self.bind(value, "argument")
 
     def _native_read(self, source: Source) -> str | None:
         steps = _native_steps(source) if self.program is not None else None
@@ -399,6 +409,11 @@ class CheckWriter:
         return check, text
 
 
+def _literal_argument(value: Any) -> bool:
+    return type(value) in (int, str, bool, type(None)) or \
+        (type(value) is float and value == value and abs(value) != float("inf"))
+
+
 def _native_steps(source: Source) -> list[tuple] | None:
     """(operation, operand) steps reading `source` from its base, or None for kinds the native
     program does not read (closure cells, global state...)."""
@@ -415,6 +430,8 @@ def _native_steps(source: Source) -> list[tuple] | None:
         return [(native_program.ITEM, source.key)]
     if kind is TypeSource:
         return [(native_program.TYPE_OF, None)]
+    if kind is GlobalsSource:
+        return [(native_program.GLOBALS, None)]
     if isinstance(source, ModuleMemberSource):
         return [(native_program.ATTRIBUTE, source.registry),
                 (native_program.ITEM, source.member)]

@@ -26,7 +26,8 @@ from typing import Any, ClassVar, Hashable
 __all__ = [
     "Source", "LocalSource", "GlobalSource", "GlobalModuleSource", "AttrSource", "ItemSource",
     "DictItemSource", "TypeSource", "ClosureCellSource", "SubmoduleSource", "ParamSource",
-    "BufferSource", "ConstantSource", "ObjectSource", "GlobalStateSource", "literal",
+    "BufferSource", "ConstantSource", "ObjectSource", "GlobalsSource", "CallSource",
+    "MethodCallSource", "GlobalStateSource", "literal",
 ]
 
 _LITERAL_TYPES = (int, str, bytes, bool, type(None))
@@ -350,6 +351,74 @@ class ObjectSource(Source):
         if not self.held.alive:
             raise ReferenceError(f"{self.object_name} was freed")
         return self.held.get()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GlobalsSource(Source):
+    """The function's globals dict itself: `G` (a builtin the code used must stay unshadowed
+    by a global of that name)."""
+
+    base: ClassVar[None] = None
+
+    def name(self) -> str:
+        return "G"
+
+    def apply(self, base_code: str) -> str:
+        return "G"
+
+    def fetch(self, L: dict, G: dict) -> Any:
+        return G
+
+
+def _call_text(function: Any) -> str:
+    module = getattr(function, "__module__", None) or ""
+    name = getattr(function, "__qualname__", None) or getattr(function, "__name__", "function")
+    if module in ("torch._C", "torch._C._VariableFunctions") or module.startswith("torch._C."):
+        module = "torch._C"
+    return f"{module}.{name}" if module else name
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CallSource(Source):
+    """What a function of process state returns now: `torch.get_num_threads()`,
+    `torch.initial_seed()`. The check calls it (with constant arguments) on every call; a
+    trace that folded such a call guards its result this way. The function is held strongly
+    (library functions only: they live as long as the process)."""
+
+    function: Any
+    arguments: tuple = ()
+    keywords: tuple = ()  # (name, value) pairs
+    base: ClassVar[None] = None
+
+    def name(self) -> str:
+        parts = [repr(argument) for argument in self.arguments]
+        parts += [f"{key}={value!r}" for key, value in self.keywords]
+        return f"{_call_text(self.function)}({', '.join(parts)})"
+
+    def apply(self, base_code: str) -> str:
+        raise TypeError(f"{self.name()} has no frame expression; code generation binds the "
+                        "function")
+
+    def fetch(self, L: dict, G: dict) -> Any:
+        return self.function(*self.arguments, **dict(self.keywords))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MethodCallSource(Source):
+    """What a method without arguments returns for another value: `L['x'].storage_offset()`
+    (facts of a tensor that its tensor guard does not cover, guarded where they are read)."""
+
+    base: Source
+    method: str
+
+    def name(self) -> str:
+        return _step_name(self.base, f".{self.method}()")
+
+    def apply(self, base_code: str) -> str:
+        return f"{base_code}.{self.method}()"
+
+    def fetch(self, L: dict, G: dict) -> Any:
+        return getattr(self.base.fetch(L, G), self.method)()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

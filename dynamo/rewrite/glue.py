@@ -28,7 +28,7 @@ import types
 from typing import Any, Optional
 
 from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
-from guards.sources import ConstantSource, GlobalSource, LocalSource, Source
+from guards.sources import ConstantSource, GlobalSource, LocalSource, ObjectSource, Source
 
 _LITERALS = (int, str, bool, type(None), bytes)
 _counter = itertools.count()
@@ -81,8 +81,8 @@ class GluePlan:
         constant, or a temporary read before any mutation is replayed."""
         if isinstance(source, LocalSource):
             return self.parameter(source.local)
-        if isinstance(source, ConstantSource):
-            return self.bind(source.value, source.constant_name)
+        if isinstance(source, (ConstantSource, ObjectSource)):
+            return self._expression(source)
         name = self._read_names.get(source)
         if name is None:
             name = self._read_names[source] = f"r{len(self._read_names)}"
@@ -96,6 +96,10 @@ class GluePlan:
             return f"G[{source.global_name!r}]"
         if isinstance(source, ConstantSource):
             return self.bind(source.value, source.constant_name)
+        if isinstance(source, ObjectSource):  # held weakly: the entry dies with the object
+            if not source.held.weak:
+                return self.bind(source.held.reference, source.object_name)
+            return f"{self.bind(source.held.reference, source.object_name)}()"
         if source.base is None:
             raise Unsupported(UNSUPPORTED_OBJECT, f"no run-time expression for {source.name()}")
         return source.apply(self._expression(source.base))
@@ -143,7 +147,7 @@ class GluePlan:
             if source in names:
                 return names[source]
             if source.base is None or isinstance(source, (LocalSource, GlobalSource,
-                                                          ConstantSource)):
+                                                          ConstantSource, ObjectSource)):
                 return self._expression(source)
             expression = source.apply(fetch(source.base))
             if source not in shared:

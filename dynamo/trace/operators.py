@@ -122,11 +122,14 @@ def identity(tx, left: Variable, right: Variable) -> bool:
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
         return isinstance(left, TensorVariable) and isinstance(right, TensorVariable) and \
             (left.node is right.node or left.example is right.example)
+    from dynamo.variables.guarding import identity_used
     box_left, box_right = getattr(left, "box", None), getattr(right, "box", None)
     if box_left is not None or box_right is not None:
+        identity_used(tx, left, right)  # guarded: the objects stay as distinct or as shared
         return box_left is box_right
     real_left, real_right = tx.real_value(left), tx.real_value(right)
     if real_left is not _UNKNOWN and real_right is not _UNKNOWN:
+        identity_used(tx, left, right)
         return real_left is real_right
     if _known_type(left) is not _known_type(right) and None not in (_known_type(left),
                                                                      _known_type(right)):

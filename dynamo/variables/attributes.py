@@ -285,6 +285,8 @@ def preexisting_box(tx, real: Any, source: Optional[Source], facet: str = "") ->
         if source is None:
             source = ConstantSource(f"{type(real).__name__}_object", real)
         box = tx.side_effects.track(Box("object", {}, source=source, real=real), facet)
+        # once written, the object must stay distinct from the others the trace reached
+        tx.guards.identities.mark(real, lambda box=box: box.mutated)
     return box
 
 

@@ -1,11 +1,14 @@
-"""Real values -> variables, installing the guards that make specialising on them sound.
+"""Real values -> variables, installing the guards that make relying on them sound.
 
 `wrap(tx, value, source)` is used for everything read from the frame: arguments, globals,
-attributes, closure contents, defaults. With a `source` it guards (tensors: full tensor match;
-constants: equality; containers: type and length or keys, then their items; objects and
-modules: exact type; functions, classes and modules: identity). Without one (values of
-library modules, which are trusted not to change) it guards nothing.
-`wrap_computed(tx, value)` is for values computed at trace time (folded constants).
+attributes, closure contents, defaults. With a `source` it installs what the guard table gives
+for the value (`guards.install.guards_for`: tensors, a full tensor match; constants, equality;
+containers, type and length or keys, then their items as they are wrapped; functions, classes
+and modules, identity, and a user function's code and defaults; objects and `nn.Module`s,
+exact type) and records the object's identity (`guarding.note_object`). A user's function,
+class or module reached without a source gets one of its own (`guarding.own_source`); values
+of libraries (torch, the standard library, installed packages) are trusted not to change and
+are guarded by nothing. `wrap_computed(tx, value)` is for values computed at trace time.
 """
 from __future__ import annotations
 
@@ -32,9 +35,10 @@ from dynamo.variables.objects import ClassVariable, UserObjectVariable
 from dynamo.resume.nested import resume_calls
 from dynamo.variables import resume_state
 from dynamo.variables.torch_calls import TorchFunctionVariable, is_torch_function
-from guards import (AliasGuard, ConstantGuard, DictKeysGuard, IdentityGuard, LengthGuard,
-                    NoneGuard, TensorMatchGuard, TypeGuard)
+from dynamo.variables import guarding
+from guards import AliasGuard, IdentityGuard, UnguardableValue
 from guards import is_constant as guards_is_constant
+from guards.install import guards_for
 from guards.sources import (AttrSource, ConstantSource, DictItemSource, ItemSource, Source,
                             literal)
 
@@ -55,31 +59,44 @@ class DisabledFunctionVariable(Variable):
 
 
 def wrap(tx, value: Any, source: Optional[Source]) -> Variable:
+    if source is None:
+        source = guarding.own_source(value)
     if isinstance(value, torch.Tensor):
         return _wrap_tensor(tx, value, source)
-    if value is None:
-        _guard(tx, source, lambda: NoneGuard(source, True))
-        return ConstantVariable(None, source=source)
-    if isinstance(value, types.CodeType):
-        _guard(tx, source, lambda: IdentityGuard(source, value))
+    if value is None or isinstance(value, types.CodeType):
+        _install(tx, value, source)
         return ConstantVariable(value, source=source)
     if is_constant_value(value) and type(value) not in (tuple, torch.Size, range, slice) and \
             (source is None or guards_is_constant(value)):
-        _guard(tx, source, lambda: ConstantGuard(source, value))
+        _install(tx, value, source)
         return ConstantVariable(value, source=source)
     kind = type(value)
-    if kind in (list, tuple, torch.Size) or (isinstance(value, tuple) and hasattr(kind, "_fields")) \
-            or (isinstance(value, list) and _modelled_subclass(kind, source)):
+    if kind in (list, tuple, torch.Size) or \
+            (isinstance(value, tuple) and hasattr(kind, "_fields")) or \
+            (isinstance(value, list) and _modelled_subclass(kind, source)):
         return _wrap_sequence(tx, value, source)
     if kind in _MAPPINGS or _modelled_subclass(kind, source):
         return _wrap_mapping(tx, value, source)
     if kind is set:
         return _wrap_set(tx, value, source)
     if kind in (range, slice, frozenset) or isinstance(value, enum.Enum):
-        if source is not None:
-            _guard_immutable(tx, value, source)
+        _install(tx, value, source)
         return ConstantVariable(value, source=source)
     return _wrap_object(tx, value, source)
+
+
+def _install(tx, value: Any, source: Optional[Source]) -> None:
+    """The guards the table gives for relying on `value` read from `source` (none without a
+    source; none on an object bound into the check itself, which is that object)."""
+    if source is None:
+        return
+    try:
+        guards = guards_for(value, source, trusted=guarding.is_trusted(value))
+    except UnguardableValue as error:
+        raise Unsupported(UNSUPPORTED_OBJECT, str(error)) from None
+    if guarding.is_own_root(source):
+        guards = [guard for guard in guards if guard.source != source]
+    tx.guards.extend(guards)
 
 
 def _wrap_set(tx, value: set, source: Optional[Source]) -> Variable:
@@ -87,42 +104,26 @@ def _wrap_set(tx, value: set, source: Optional[Source]) -> Variable:
     from dynamo.variables.containers import SetVariable
     box = tx.side_effects.box_for(value)
     if box is not None:
+        _alias(tx, source, box.source)
         return SetVariable(box, source=source)
     if not all(guards_is_constant(item) for item in value):
         raise Unsupported(UNSUPPORTED_OBJECT, "a set of values that cannot be guarded")
-    _guard(tx, source, lambda: TypeGuard(source, set))
-    _guard(tx, source, lambda: DictKeysGuard(source, tuple(value)))
+    _install(tx, value, source)
     items = {item: ConstantVariable(item) for item in value}
     box = Box("set", items, source=_box_source(value, source), real=value)
+    guarding.note_object(tx, value, source, relevant=True)
     return SetVariable(tx.side_effects.track(box), source=source)
-
-
-def _guard_immutable(tx, value: Any, source: Source) -> None:
-    """Guards for immutable values the constant guard does not take: enum members by
-    identity, ranges and slices by their parts, frozensets by type and items."""
-    if isinstance(value, enum.Enum):
-        tx.guards.add(IdentityGuard(source, value))
-        return
-    tx.guards.add(TypeGuard(source, type(value)))
-    if isinstance(value, frozenset):
-        if not all(guards_is_constant(item) for item in value):
-            raise Unsupported(UNSUPPORTED_OBJECT, "a frozenset of values that cannot be guarded")
-        tx.guards.add(DictKeysGuard(source, tuple(value)))
-        return
-    for part in ("start", "stop", "step"):
-        attribute = getattr(value, part)
-        if not guards_is_constant(attribute):
-            raise Unsupported(UNSUPPORTED_OBJECT, f"a {type(value).__name__} whose {part} "
-                              "cannot be guarded")
-        tx.guards.add(ConstantGuard(AttrSource(source, part), attribute))
 
 
 _MAPPINGS = (dict, collections.OrderedDict, collections.defaultdict, types.MappingProxyType)
 
 
-def _guard(tx, source: Optional[Source], make) -> None:
-    if source is not None:
-        tx.guards.add(make())
+def _alias(tx, source: Optional[Source], first: Optional[Source]) -> None:
+    """A value the trace already holds (one box, one placeholder) read again through `source`:
+    the two sources must keep naming one object."""
+    if source is not None and first is not None and source != first and \
+            not guarding.is_own_root(source):
+        tx.guards.add(AliasGuard(source, first))
 
 
 def _wrap_tensor(tx, value: torch.Tensor, source: Optional[Source]) -> Variable:
@@ -132,8 +133,27 @@ def _wrap_tensor(tx, value: torch.Tensor, source: Optional[Source]) -> Variable:
     if type(value) not in (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer) and \
             not isinstance(value, torch.nn.Parameter):
         raise Unsupported(UNSUPPORTED_OBJECT, f"tensor subclass {type(value).__name__}")
-    tx.guards.add(TensorMatchGuard.of(source, value))
-    return tx.graph.add_input(value, source)
+    _install(tx, value, source)
+    result = tx.graph.add_input(value, source)
+    if result.source != source:  # one placeholder for two sources (tied weights, f(a, a))
+        _alias(tx, source, result.source)
+        return result
+    guarding.note_object(tx, value, source)
+    tx.guards.identities.note_tensor(value, source, _mutated(result.example))
+    return result
+
+
+def _mutated(example: torch.Tensor):
+    """Whether the graph wrote to the fake input `example`, asked after the trace."""
+    start = _version(example)
+    return lambda: _version(example) != start
+
+
+def _version(example: torch.Tensor) -> int:
+    try:
+        return example._version
+    except Exception:  # noqa: BLE001  (inference tensors have no version counter)
+        return 0
 
 
 def _modelled_subclass(kind: type, source: Optional[Source]) -> bool:
@@ -160,18 +180,20 @@ def _box_source(value: Any, source: Optional[Source]) -> Source:
 
 def _wrap_sequence(tx, value, source: Optional[Source]) -> Variable:
     kind = type(value)
-    _guard(tx, source, lambda: TypeGuard(source, kind))
-    _guard(tx, source, lambda: LengthGuard(source, len(value)))
     is_list = isinstance(value, list)
     if is_list:
         box = tx.side_effects.box_for(value)
         if box is not None:
+            _alias(tx, source, box.source)
             return ListVariable(box, kind, source=source)
+    _install(tx, value, source)
     items = [wrap(tx, item, None if source is None else ItemSource(source, index))
              for index, item in enumerate(list.__iter__(value) if is_list else value)]
     if is_list:
         box = Box("list", items, source=_box_source(value, source), real=value)
+        guarding.note_object(tx, value, source, relevant=True)
         return ListVariable(tx.side_effects.track(box), kind, source=source)
+    guarding.note_object(tx, value, source)
     return TupleVariable(tuple(items), kind, source=source)
 
 
@@ -183,23 +205,70 @@ def _wrap_mapping(tx, value: dict, source: Optional[Source]) -> Variable:
         factory = wrap(tx, value.default_factory,
                        None if source is None else AttrSource(source, "default_factory"))
     if box is not None:
+        _alias(tx, source, box.source)
         return DictVariable(box, kind, factory, source=source)
-    keys = value.keys() if isinstance(value, types.MappingProxyType) else dict.keys(value)
-    if source is not None and not all(literal(key) is not None for key in keys):
-        raise Unsupported(UNSUPPORTED_OBJECT, f"a dict with keys other than numbers, strings "
-                          f"and None ({source.name()})")
-    _guard(tx, source, lambda: TypeGuard(source, kind))
-    _guard(tx, source, lambda: DictKeysGuard(source, tuple(value)))
+    _install(tx, value, source)
     pairs = value.items() if isinstance(value, types.MappingProxyType) else dict.items(value)
     items = {real_key(tx, key): wrap(tx, item, None if source is None else
                                      DictItemSource(source, key))
              for key, item in pairs}
     box = Box("dict", items, source=_box_source(value, source), real=value)
     tx.side_effects.track(box)
+    guarding.note_object(tx, value, source, relevant=True)
     return DictVariable(box, kind, factory, source=source)
 
 
 def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
+    special = _wrap_framejit_value(tx, value, source)
+    if special is not None:
+        return special
+    if isinstance(value, torch.nn.Module):
+        _install(tx, value, source)
+        guarding.note_object(tx, value, source)
+        return ModuleVariable(value, source=source)
+    from dynamo.variables.contexts import real_context
+    context = real_context(value)
+    if context is not None:
+        _install(tx, value, source)
+        return context
+    if isinstance(value, types.ModuleType):
+        _install(tx, value, source)
+        return PythonModuleVariable(value, source=source)
+    if is_torch_function(value):
+        _install(tx, value, source)
+        return TorchFunctionVariable(value, source=source)
+    if isinstance(value, types.FunctionType):
+        _install(tx, value, source)
+        return UserFunctionVariable(value, source=source)
+    if _is_builtin(value) or is_method_descriptor(value):
+        _install(tx, value, source)
+        return BuiltinVariable(value) if _is_builtin(value) else SlotFunctionVariable(value)
+    if _is_bound_builtin_method(value):
+        _install(tx, value, source)
+        owner_source = None if source is None else AttrSource(source, "__self__")
+        function = class_lookup(type(value.__self__), value.__name__)
+        return BoundMethodVariable(SlotFunctionVariable(function),
+                                   wrap(tx, value.__self__, owner_source))
+    if isinstance(value, type):
+        _install(tx, value, source)
+        return ClassVariable(value, source=source)
+    if isinstance(value, types.MethodType):
+        _install(tx, value, source)
+        return BoundMethodVariable(wrap(tx, value.__func__, _part(source, "__func__")),
+                                   wrap(tx, value.__self__, _part(source, "__self__")))
+    if isinstance(value, functools.partial):
+        return _wrap_partial(tx, value, source)
+    _install(tx, value, source)
+    guarding.note_object(tx, value, source, relevant=True)
+    return UserObjectVariable(value, source=source)
+
+
+def _part(source: Optional[Source], name: str) -> Optional[Source]:
+    return None if source is None else AttrSource(source, name)
+
+
+def _wrap_framejit_value(tx, value: Any, source: Optional[Source]) -> Optional[Variable]:
+    """framejit's own objects a rewritten frame holds (resume helpers, jit wrappers)."""
     if type(value) is types.BuiltinFunctionType and value in resume_state.HELPERS:
         return resume_state.FrameStateHelper(resume_state.HELPERS[value])
     if value is resume_calls:
@@ -208,63 +277,28 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
         return resume_state.wrap_exit(tx, value, source)
     if isinstance(value, _C.ScopedCall):
         if value.callback is None:
-            _guard(tx, source, lambda: IdentityGuard(source, value))
+            if source is not None:
+                tx.guards.add(IdentityGuard(source, value))
             return DisabledFunctionVariable(value, source=source)
-        return wrap(tx, value.fn, None if source is None else AttrSource(source, "fn"))
-    if isinstance(value, torch.nn.Module):
-        _guard(tx, source, lambda: TypeGuard(source, type(value)))
-        return ModuleVariable(value, source=source)
-    from dynamo.variables.contexts import real_context
-    context = real_context(value)
-    if context is not None:
-        _guard(tx, source, lambda: TypeGuard(source, type(value)))
-        return context
-    identity = lambda: IdentityGuard(source, value)  # noqa: E731
-    if isinstance(value, types.ModuleType):
-        _guard(tx, source, identity)
-        return PythonModuleVariable(value, source=source)
-    if is_torch_function(value):
-        _guard(tx, source, identity)
-        return TorchFunctionVariable(value, source=source)
-    if isinstance(value, types.FunctionType):
-        _guard(tx, source, identity)
-        return UserFunctionVariable(value, source=source)
-    if _is_builtin(value):
-        return BuiltinVariable(value)
-    if is_method_descriptor(value):
-        return SlotFunctionVariable(value)
-    if _is_bound_builtin_method(value):
-        owner_source = None if source is None else AttrSource(source, "__self__")
-        function = class_lookup(type(value.__self__), value.__name__)
-        return BoundMethodVariable(SlotFunctionVariable(function),
-                                   wrap(tx, value.__self__, owner_source))
-    if isinstance(value, type):
-        _guard(tx, source, identity)
-        return ClassVariable(value, source=source)
-    if isinstance(value, types.MethodType):
-        owner_source = None if source is None else AttrSource(source, "__self__")
-        return BoundMethodVariable(wrap(tx, value.__func__, None), wrap(tx, value.__self__,
-                                                                          owner_source))
-    if isinstance(value, functools.partial):
-        part = None if source is None else AttrSource(source, "func")
-        return PartialVariable(wrap(tx, value.func, part),
+        return wrap(tx, value.fn, _part(source, "fn"))
+    return None
+
+
+def _wrap_partial(tx, value: functools.partial, source: Optional[Source]) -> Variable:
+    """`functools.partial(func, *args, **keywords)`: with a source, each part is read through
+    it and guarded as read (`p.keywords['a'] = 5` after capture recompiles)."""
+    _install(tx, value, source)
+    if source is None:
+        return PartialVariable(wrap(tx, value.func, None),
                                tuple(wrap_computed(tx, arg) for arg in value.args),
                                {key: wrap_computed(tx, item) for key, item in
                                 value.keywords.items()})
-    _guard(tx, source, lambda: TypeGuard(source, type(value)))
-    if source is not None:
-        _note_alias(tx, value, source)
-    return UserObjectVariable(value, source=source)
-
-
-def _note_alias(tx, value: Any, source: Source) -> None:
-    """Record the first source of a plain object; when another source reaches the same object,
-    guard that they name one object, so that the guard set reads its attributes through the
-    first only (HF models reach one configuration through every layer: 70 reads of attributes
-    through transformers' Python `__getattribute__` per check of T5-small)."""
-    seen = tx.state.object_sources.setdefault(id(value), (value, source))
-    if seen[0] is value and seen[1] != source:
-        tx.guards.add(AliasGuard(source, seen[1]))
+    args, keywords = AttrSource(source, "args"), AttrSource(source, "keywords")
+    return PartialVariable(wrap(tx, value.func, AttrSource(source, "func")),
+                           tuple(wrap(tx, arg, ItemSource(args, index))
+                                 for index, arg in enumerate(value.args)),
+                           {key: wrap(tx, item, DictItemSource(keywords, key))
+                            for key, item in value.keywords.items()})
 
 
 def _is_bound_builtin_method(value: Any) -> bool:

@@ -222,6 +222,11 @@ def _id(tx, value):
     from dynamo.trace.operators import _UNKNOWN
     if real is _UNKNOWN:
         raise Unsupported(UNSUPPORTED_CALL, f"id() of {value.describe()}")
+    from dynamo.variables.guarding import identity_used
+    identity_used(tx, value)
+    if value.source is not None:  # the id folds: it is that very object on later calls too
+        from dynamo.variables.guarding import guard_identity
+        guard_identity(tx, value)
     return ConstantVariable(id(real))
 
 

@@ -61,6 +61,8 @@ def constant_key(key: Variable) -> Any:
     identity = _identity(key)
     if identity is None:
         raise Unsupported(UNSUPPORTED_OBJECT, f"{key.describe()} used as a dict key")
+    from dynamo.variables.guarding import mark_identity
+    mark_identity(key)  # the key's identity decides lookups: it is guarded
     return ObjectKey(key, identity)
 
 

@@ -59,8 +59,7 @@ class ModuleVariable(Variable):
         return instance_getattr(tx, self, module, name, self.source)
 
     def _member(self, tx, value, source_kind, name: str) -> Variable:
-        if value is None:
-            return ConstantVariable(None)
+        # a `None` member (a buffer registered as None, a missing bias) is guarded too
         return tx.wrap(value, None if self.source is None else source_kind(self.source, name))
 
     def has_attribute(self, tx, name: str) -> bool:
@@ -257,10 +256,8 @@ class PythonModuleVariable(Variable):
         except AttributeError:
             raise Unsupported(UNSUPPORTED_OBJECT, f"module {self.value.__name__} has no "
                               f"attribute {name!r}") from None
-        from dynamo import skips
-        trusted = skips.is_library_module(self.value)
-        source = None if trusted or self.source is None else AttrSource(self.source, name)
-        return tx.wrap(value, source)
+        from dynamo.variables.guarding import module_attribute_source
+        return tx.wrap(value, module_attribute_source(self.value, name, self.source))
 
     def has_attribute(self, tx, name: str) -> bool:
         return hasattr(self.value, name)

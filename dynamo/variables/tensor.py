@@ -1,7 +1,11 @@
 """Tensors: an FX node plus a fake example value (shape, dtype, device, strides, grad).
 
 Metadata (sizes, dtype, device, `dim()`, `is_contiguous()`...) is answered from the example at
-trace time; the guards on the frame's inputs make that sound. Everything else becomes a node.
+trace time; the tensor guards on the frame's inputs make that sound. Facts those guards do not
+cover are guarded where they are read (`dynamo.variables.guarding`): `storage_offset()` and
+`is_pinned()` (of the input, or of every input sharing a computed view's storage), `is_leaf`
+of an input that requires grad, and Python attributes set on an input (`x.tag`). Everything
+else becomes a node.
 """
 from __future__ import annotations
 
@@ -18,10 +22,12 @@ from dynamo.variables.constant import ConstantVariable
 # Attributes answered from the fake example (static shapes).
 _METADATA_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout",
                         "is_sparse", "is_quantized", "is_meta", "is_nested", "is_mps", "is_cpu",
-                        "is_leaf", "itemsize", "nbytes", "is_complex_", "names"}
+                        "itemsize", "nbytes", "is_complex_"}
 _METADATA_METHODS = {"size", "dim", "stride", "numel", "nelement", "is_contiguous",
                      "is_floating_point", "is_complex", "element_size", "get_device", "ndimension",
-                     "storage_offset", "is_signed", "is_inference", "has_names", "is_pinned"}
+                     "is_signed", "is_inference", "has_names"}
+# Facts of the storage: not covered by the tensor guard, guarded where read.
+_STORAGE_METHODS = {"storage_offset", "is_pinned"}
 # Attributes that compute a new tensor.
 _TENSOR_ATTRIBUTES = {"T", "mT", "H", "mH", "real", "imag"}
 # Methods that read values out of the tensor into Python.
@@ -53,16 +59,33 @@ class TensorVariable(Variable):
             if name == "shape":
                 return size_variable(self.example.shape)
             return ConstantVariable(getattr(self.example, name))
+        if name == "is_leaf":
+            from dynamo.variables.guarding import tensor_is_leaf
+            return ConstantVariable(tensor_is_leaf(tx, self))
         if name in _TENSOR_ATTRIBUTES:
             return tx.graph.call("call_function", getattr, (self, name), {})
         if name in ("grad", "data", "grad_fn", "_base", "_version"):
             raise Unsupported(UNSUPPORTED_OBJECT, f"reading tensor.{name}")
-        if not hasattr(torch.Tensor, name):  # raises AttributeError where eager code does
-            raise Unsupported(UNSUPPORTED_OBJECT, f"tensor attribute {name!r} (AttributeError)")
+        if not hasattr(torch.Tensor, name):
+            return self._instance_attribute(tx, name)
         return TensorMethodVariable(self, name)
 
+    def _instance_attribute(self, tx, name: str) -> Variable:
+        """A Python attribute set on an input tensor (`x.tag = 5`), read and guarded; absent,
+        AttributeError as in eager code (caught by `getattr(x, name, default)`)."""
+        from dynamo.variables.guarding import tensor_instance_attribute
+        present, value = tensor_instance_attribute(tx, self, name)
+        if present:
+            from guards.sources import AttrSource
+            return tx.wrap(value, AttrSource(self.source, name))
+        from dynamo.variables.exceptions import python_error
+        raise python_error(AttributeError, f"'Tensor' object has no attribute '{name}'")
+
     def has_attribute(self, tx, name: str) -> bool:
-        return hasattr(self.example, name)
+        if hasattr(torch.Tensor, name):
+            return True
+        from dynamo.variables.guarding import tensor_instance_attribute
+        return tensor_instance_attribute(tx, self, name)[0]
 
     def call_method(self, tx, name: str, args, kwargs) -> Variable:
         return call_tensor_method(tx, self, name, args, kwargs)
@@ -119,6 +142,9 @@ class TensorMethodVariable(Variable):
 
 
 def call_tensor_method(tx, tensor: TensorVariable, name: str, args, kwargs) -> Variable:
+    if name in _STORAGE_METHODS and not args and not kwargs:
+        from dynamo.variables.guarding import tensor_fact
+        return ConstantVariable(tensor_fact(tx, tensor, name))
     if name in _METADATA_METHODS:
         from dynamo.variables.lowering import lower
         values = lower(tuple(args))[1]

@@ -4,6 +4,14 @@ Functions that answer from metadata or global state (`torch.is_tensor`, `torch.i
 `torch.get_default_dtype`, `torch.compiler.is_compiling`) fold to constants; functions with
 effects on the process (seeding, global flags, I/O, synchronisation) break the graph; the
 grad-mode and autocast context managers are handled in `dynamo.variables.contexts`.
+
+A folded call that reads process state is a fact the trace consumed: the global-state guard
+covers grad mode, inference mode, autocast, the default dtype, deterministic algorithms and the
+matmul precision; any other call without tensor arguments whose result folds
+(`torch.get_num_threads()`, `torch.initial_seed()`, `torch._C._get_cublas_allow_tf32()`,
+`torch.get_autocast_dtype("cpu")` while autocast is off) is called again by the check
+(`guarding.guard_call_result`), unless it is pure (`torch.finfo`) or constant for the process
+(`torch.cuda.is_available()`).
 """
 from __future__ import annotations
 
@@ -81,21 +89,51 @@ class TorchFunctionVariable(Variable):
         folded = _FOLDED.get(function)
         if folded is not None:
             from dynamo.variables.lowering import lower
-            return ConstantVariable(folded(*lower(tuple(args))[1], **lower(dict(kwargs))[1]))
+            values, keywords = lower(tuple(args))[1], lower(dict(kwargs))[1]
+            result = folded(*values, **keywords)
+            if function in _STATE_READERS and not keywords:
+                from dynamo.variables.guarding import guard_call_result
+                guard_call_result(tx, function, tuple(values), result)
+            return ConstantVariable(result)
         if function in _EFFECTS:
             raise Unsupported(UNSUPPORTED_CALL, f"{self.describe()}() changes process state")
         from dynamo.variables.contexts import context_for_function
         context = context_for_function(tx, function, args, kwargs)
         if context is not None:
             return context
-        if not any(_holds_tensor(arg) for arg in [*args, *kwargs.values()]):
-            constant = _fold_on_constants(function, args, kwargs)
-            if constant is not None:
-                return ConstantVariable(constant)
-        return tx.graph.call("call_function", function, tuple(args), dict(kwargs))
+        if any(_holds_tensor(arg) for arg in [*args, *kwargs.values()]):
+            return tx.graph.call("call_function", function, tuple(args), dict(kwargs))
+        constant = _fold_on_constants(function, args, kwargs)
+        if constant is not None:
+            return ConstantVariable(constant)
+        result = tx.graph.call("call_function", function, tuple(args), dict(kwargs))
+        if isinstance(result, ConstantVariable):
+            return _fold_for_real(tx, function, args, kwargs, result)
+        return result
 
     def getattr(self, tx, name: str) -> Variable:
         return tx.wrap(getattr(self.value, name), None)
+
+
+_STATE_READERS = {torch.is_autocast_enabled, torch.get_autocast_dtype}
+"""Folded readers of state the global-state guard covers only in part (other devices, the
+autocast dtype while autocast is off)."""
+
+
+def _fold_for_real(tx, function, args, kwargs, traced: ConstantVariable) -> Variable:
+    """A call without tensor arguments that returned no tensor: its result folds. The trace ran
+    it under the fake-tensor mode, whose presence some readers see
+    (`torch._C._len_torch_dispatch_stack()`), so it is run again outside it, and the check calls
+    it again on every call (`guarding.guard_call_result`)."""
+    try:
+        arguments = tuple(arg.as_constant() for arg in args)
+        keywords = {key: value.as_constant() for key, value in kwargs.items()}
+    except NotConstant:
+        return traced  # not repeatable from constants: it rests on its (guarded) arguments
+    value = function(*arguments, **keywords)
+    from dynamo.variables.guarding import guard_call_result
+    guard_call_result(tx, function, arguments, value, keywords)
+    return ConstantVariable(value)
 
 
 def _holds_tensor(value: Variable) -> bool:

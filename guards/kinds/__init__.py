@@ -8,14 +8,15 @@ from guards.kinds.objects import (ModuleTrainingGuard, ObjectSnapshot, ObjectSna
                                   SnapshotEntry)
 from guards.kinds.state import GlobalStateGuard, TorchState
 from guards.kinds.tensors import TensorMatchGuard, TensorProperties
-from guards.kinds.values import (AliasGuard, DictKeysGuard, HasAttrGuard, HeldObject, IdentityGuard,
-                                 LengthGuard, NoneGuard, TruthGuard, TypeGuard)
+from guards.kinds.values import (AliasGuard, ContainsGuard, DictKeysGuard, HasAttrGuard,
+                                 HeldObject, IdentityGuard, LengthGuard, NoneGuard, TruthGuard,
+                                 TypeGuard)
 
 __all__ = [
     "Guard", "RANK_TYPE", "RANK_VALUE", "RANK_OBJECT", "RANK_TENSOR", "RANK_GLOBAL_STATE",
     "ConstantGuard", "constants_match", "is_constant", "ModuleTrainingGuard", "ObjectSnapshot",
     "ObjectSnapshotGuard", "SnapshotEntry", "GlobalStateGuard", "TorchState", "TensorMatchGuard",
     "TensorProperties", "DictKeysGuard", "HasAttrGuard", "HeldObject", "IdentityGuard",
-    "LengthGuard", "NoneGuard", "TruthGuard", "TypeGuard", "AliasGuard", "IdentityFacts",
-    "PartitionGuard",
+    "LengthGuard", "NoneGuard", "TruthGuard", "TypeGuard", "AliasGuard", "ContainsGuard",
+    "IdentityFacts", "PartitionGuard",
 ]

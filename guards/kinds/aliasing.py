@@ -172,6 +172,14 @@ class IdentityFacts:
             self._settled = None
             self._add(known.relevant, relevant)
 
+    def mark_source(self, source: Source, relevant: bool | Callable[[], bool] = True) -> None:
+        """`mark` for the object first reached through `source`."""
+        for reached in self._reached.values():
+            if reached.source == source:
+                self._settled = None
+                self._add(reached.relevant, relevant)
+                return
+
     @staticmethod
     def _add(flags: list, relevant) -> None:
         if relevant is True or callable(relevant):

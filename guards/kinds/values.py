@@ -315,3 +315,31 @@ class AliasGuard(Guard):
 
     def describe(self) -> str:
         return f"{self.source.name()} is {self.canonical.name()}"
+
+
+class ContainsGuard(Guard):
+    """`key in value` is `present` for a dict: `'max' not in G` (the builtin a trace used is
+    not shadowed by a global defined since), `'tag' in L['x'].__dict__`."""
+
+    rank = RANK_VALUE
+
+    def __init__(self, source: Source, key: Hashable, present: bool) -> None:
+        self.source = source
+        self.entry = key
+        self.present = bool(present)
+
+    def key(self) -> Hashable:
+        return (type(self.entry), self.entry, self.present)
+
+    def emit(self, writer: Any) -> None:
+        writer.check_contains(writer.value(self.source), self.entry, self.present)
+
+    def reason(self, value: Any) -> str | None:
+        got = self.entry in value
+        if got == self.present:
+            return None
+        return messages.mismatch(self.describe().rsplit(" is ", 1)[0], str(self.present),
+                                 str(got))
+
+    def describe(self) -> str:
+        return f"{self.entry!r} in {self.source.name()} is {self.present}"

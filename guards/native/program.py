@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 (LOCAL, GLOBAL, ATTRIBUTE, ITEM, TYPE_OF, TYPE_IS, IDENTITY, IS, IS_NOT, LENGTH, EQUAL, FLOAT,
- TENSORS, FALSY, KEYS, CONSTANT, SAME, CONTAINS, FALSY_ITEMS, TYPE_ID, WEAK, PARTITION) = range(22)
+ TENSORS, FALSY, KEYS, CONSTANT, SAME, CONTAINS, FALSY_ITEMS, TYPE_ID, WEAK, PARTITION,
+ GLOBALS) = range(23)
 
 BY_OBJECT, BY_STORAGE = 0, 1
 """What a PARTITION step groups registers by: the object itself, or the tensor's storage."""

@@ -219,6 +219,7 @@ enum Operation : int {
   kWeak = 20,       // target = operand() (a weak reference bound into the check); dead: fails
   kPartition = 21,  // registers[i], registers[j] are one object (number 0) or share one storage
                     // (number 1) exactly when labels[i] == labels[j] (operand: tuple of labels)
+  kGlobals = 22,    // target = G (the globals dict itself: a builtin not shadowed by a global)
 };
 
 struct Step {
@@ -411,6 +412,7 @@ int run_step(const GuardProgram* self, Step& step, PyObject** registers, PyObjec
       break;
     }
     case kPartition: return same_partition(step, registers);
+    case kGlobals: result = Py_NewRef(G); break;
     case kSame: return value == registers[step.registers[0]];
     case kContains: {
       int found = PyDict_CheckExact(value) ? PyDict_Contains(value, step.operand)
@@ -465,12 +467,12 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
     return false;
   step.operand = operand;
   if (step.target >= register_count || step.source >= register_count ||
-      step.operation < kLocal || step.operation > kPartition ||
-      ((step.operation <= kTypeOf || step.operation == kConstant || step.operation == kWeak) &&
-       step.target < 0) ||
+      step.operation < kLocal || step.operation > kGlobals ||
+      ((step.operation <= kTypeOf || step.operation == kConstant || step.operation == kWeak ||
+        step.operation == kGlobals) && step.target < 0) ||
       (step.operation >= kAttribute && step.operation != kTensors &&
        step.operation != kConstant && step.operation != kWeak &&
-       step.operation != kPartition && step.source < 0)) {
+       step.operation != kPartition && step.operation != kGlobals && step.source < 0)) {
     PyErr_SetString(PyExc_ValueError, "GuardProgram: a step's registers are out of range");
     return false;
   }

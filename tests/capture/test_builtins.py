@@ -155,7 +155,9 @@ def test_id_of_pre_existing_objects_compares_identity():
     def f(x, a, b):
         return x * (id(a) == id(a)) + (id(a) == id(b))
     shared = Holder()
-    check(f, x4, shared, Holder())
+    # id() folds to the object's id, so the entry is guarded on that very object: the second
+    # call (fresh copies of the arguments) compiles again
+    check(f, x4, shared, Holder(), graphs=2)
 
 
 def test_callable_builtin():

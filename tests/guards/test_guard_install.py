@@ -1,6 +1,7 @@
 """install_for: the guards a tracer installs for each kind of value."""
 import collections
 import enum
+import functools
 import math
 import types
 
@@ -11,6 +12,7 @@ from guard_checking import holds, reason
 from guards import (ConstantGuard, DictKeysGuard, GuardSet, IdentityGuard, LengthGuard,
                     LocalSource, ModuleTrainingGuard, NoneGuard, ObjectSnapshotGuard,
                     TensorMatchGuard, TypeGuard, UnguardableValue, install_for)
+from guards.install import guards_for
 from guards.sources import (AttrSource, BufferSource, DictItemSource, ItemSource, ParamSource,
                             SubmoduleSource)
 
@@ -126,9 +128,57 @@ def test_self_containing_list_guards_the_back_reference_by_identity():
 
 def test_unguardable_values_raise():
     with pytest.raises(UnguardableValue, match="cannot guard a set"):
-        install_for({1, 2}, X)
+        install_for({1, object()}, X)
     with pytest.raises(UnguardableValue, match="L\\['x'\\]\\[0\\]: cannot guard a bytearray"):
         install_for([bytearray(b"a")], X)
+
+
+def test_set_of_constants_is_guarded_by_type_and_items():
+    guards = install_for({1, 2}, X)
+    assert kinds(guards) == [("TypeGuard", "L['x']"), ("DictKeysGuard", "L['x']")]
+    assert holds(guards, {"x": {1, 2}})
+    assert not holds(guards, {"x": {1, 3}})
+    assert not holds(guards, {"x": frozenset({1, 2})})
+
+
+def test_python_function_guards_its_code_and_defaults_unless_trusted():
+    def scale(x, factor=2, *, offset=1):
+        return x * factor + offset
+
+    guards = install_for(scale, X)
+    assert kinds(guards) == [("IdentityGuard", "L['x']"), ("IdentityGuard", "L['x'].__code__"),
+                             ("TypeGuard", "L['x'].__defaults__"),
+                             ("LengthGuard", "L['x'].__defaults__"),
+                             ("TypeGuard", "L['x'].__kwdefaults__"),
+                             ("DictKeysGuard", "L['x'].__kwdefaults__")]
+    frame = {"x": scale}
+    assert holds(guards, frame)
+    code = scale.__code__
+    scale.__code__ = (lambda x, factor=2, *, offset=1: x).__code__
+    assert reason(guards, frame).startswith("L['x'].__code__: expected the same object")
+    scale.__code__ = code
+    scale.__defaults__ = ()
+    assert reason(guards, frame) == "len(L['x'].__defaults__): expected 1, got 0"
+    scale.__defaults__ = (2,)
+    scale.__kwdefaults__ = None
+    assert reason(guards, frame) == "type(L['x'].__kwdefaults__): expected dict, got NoneType"
+    assert kinds(guards_for(scale, X, trusted=True)) == [("IdentityGuard", "L['x']")]
+
+
+def test_partial_guards_its_function_arguments_and_keywords():
+    def add(a, b, c=0):
+        return a + b + c
+
+    value = functools.partial(add, 1, c=3)
+    guards = install_for(value, X)
+    frame = {"x": value}
+    assert holds(guards, frame)
+    value.keywords["c"] = 4
+    assert reason(guards, frame) == "L['x'].keywords['c']: expected 3, got 4"
+    value.keywords["d"] = 4
+    assert reason(guards, frame) == "L['x'].keywords.keys(): expected ['c'], got ['c', 'd']"
+    assert holds(guards, {"x": functools.partial(add, 1, c=3)})
+    assert not holds(guards, {"x": functools.partial(add, 2, c=3)})
 
 
 def test_dict_with_non_literal_keys_is_unguardable():

@@ -68,6 +68,8 @@ def load_global(tx, name: str):
     builtins_dict = tx.f_globals.get("__builtins__", builtins)
     builtins_dict = getattr(builtins_dict, "__dict__", builtins_dict)
     if name in builtins_dict:
+        from dynamo.variables.guarding import guard_builtin_lookup
+        guard_builtin_lookup(tx, name)  # no global of that name may appear later
         return tx.wrap(builtins_dict[name], None)
     raise tx.unsupported(UNSUPPORTED_OBJECT, f"name {name!r} is not defined (NameError)")
 

@@ -13,6 +13,7 @@ cannot know), not a failure.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Callable, Optional
 
 import torch
@@ -35,14 +36,18 @@ class Failure:
         return self.kind.startswith("note:")
 
     def signature(self) -> str:
-        """What the minimizer keeps while shrinking: the kind, and for errors the type and
-        the innermost function of `inductor` it came from."""
+        """What the minimizer keeps while shrinking: the kind, and for errors the type, the
+        start of the message (digits as #) and the innermost function of `inductor`; marked
+        when seen in the aliasing-variant call."""
         if self.kind in ("compile error", "runtime error", "exception mismatch",
                          "unexpected fallback"):
             where = self.detail.rsplit(" @ ", 1)[1] if " @ " in self.detail else ""
-            return f"{self.kind}: {self.detail.split(':')[0]}" + (f" @ {where}" if where
-                                                                  else "")
-        return self.kind
+            kind, _, message = self.detail.partition(": ")
+            message = re.sub(r"\d+", "#", message.split(" @ ")[0].split(" | ")[0])[:60]
+            text = f"{self.kind}: {kind}: {message}" + (f" @ {where}" if where else "")
+        else:
+            text = self.kind
+        return text + (" [aliasing variant]" if self.call == "aliasing variant" else "")
 
     def __str__(self) -> str:
         where = f" [{self.call}]" if self.call else ""

@@ -3,9 +3,10 @@
 Input: a `Program`, its seed, the failure signature to keep (`Failure.signature()`), and a
 `check(program) -> set of signatures` (run in a worker process by the driver, so a crashing
 candidate costs a worker, not the minimizer). Output: a smaller `Program` whose check still
-reports the signature. Candidates, biggest cuts first: one output alone, fewer outputs,
-statements dropped (dead pure statements all at once), an operand cut loose into a fresh
-contiguous input, inputs made contiguous and unaliased, plain values, unused inputs dropped.
+reports the signature. Candidates, biggest cuts first: one output alone, an input returned
+instead, fewer outputs, statements dropped (dead pure statements all at once), an operand cut
+loose into a fresh contiguous input, inputs made contiguous and unaliased, plain values,
+unused inputs dropped.
 Each candidate must still run eagerly before it is checked.
 """
 from __future__ import annotations
@@ -52,6 +53,7 @@ def minimize(program: Program, seed: int, signature: str,
 
 def candidates(program: Program) -> Iterator[Program]:
     yield from _fewer_outputs(program)
+    yield from _inputs_as_outputs(program)
     for prune in (_without_dead_code, _without_unused_inputs):
         pruned = prune(program)
         if pruned is not None:
@@ -73,6 +75,19 @@ def _fewer_outputs(program: Program) -> Iterator[Program]:
         candidate = program.copy()
         del candidate.outputs[position]
         yield candidate
+
+
+def _inputs_as_outputs(program: Program) -> Iterator[Program]:
+    """Return one input instead (a failure that shows in a mutated input then needs no
+    statement producing an output)."""
+    if all(name.startswith("a") for name in program.outputs):
+        return
+    used = [name for stmt in program.stmts for name in stmt.uses if name.startswith("a")]
+    for name in dict.fromkeys(used):
+        if program.outputs != [name]:
+            candidate = program.copy()
+            candidate.outputs = [name]
+            yield candidate
 
 
 def _mutates(code: str) -> bool:

@@ -449,7 +449,8 @@ def reshuffle(g):
         pads = [g.choice([0, 1]) for _ in range(2)]
         return f"{out} = F.pad({x}, {fmt(pads)}, mode='{mode}')", [out]
     if kind == "flip":
-        return f"{out} = torch.flip({x}, {fmt(g.rng.sample(range(rank), g.rng.randint(1, rank)))})", [out]
+        dims = g.rng.sample(range(rank), g.rng.randint(1, rank))
+        return f"{out} = torch.flip({x}, {fmt(dims)})", [out]
     if kind == "roll":
         return f"{out} = torch.roll({x}, {g.choice([1, -2, 3])}, {dim})", [out]
     if kind == "repeat":

@@ -14,12 +14,11 @@ registered with `on_invalidate` run once, letting the cache drop the entry.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 from typing import Callable, Iterable, Iterator
 
 from guards.codegen import REJECT_CODE, CheckWriter
-from guards.kinds.aliasing import IdentityFacts
+from guards.kinds.aliasing import IdentityFacts, rebased
 from guards.kinds.base import Guard
 from guards.kinds.tensors import TensorMatchGuard, emit_together
 from guards.kinds.values import AliasGuard
@@ -185,29 +184,12 @@ def _through_canonical(guards: list[Guard]) -> list[Guard]:
     kept: dict[Guard, None] = {}
     for guard in guards:
         if not isinstance(guard, AliasGuard):
-            source = _rebased(guard.source, aliases, rebuilt)
+            source = rebased(guard.source, aliases, rebuilt)
             if source is not guard.source:
                 guard = copy.copy(guard)
                 guard.source = source
         kept.setdefault(guard, None)
     return list(kept)
-
-
-def _rebased(source: Source, aliases: dict, rebuilt: dict) -> Source:
-    """`source` with its deepest aliased prefix replaced by the canonical source."""
-    found = rebuilt.get(source)
-    if found is not None:
-        return found
-    rebuilt[source] = source    # (a cycle of aliases, not expected, stops here unrewritten)
-    if source in aliases:       # the canonical source may pass through an alias itself
-        result = _rebased(aliases[source], aliases, rebuilt)
-    elif getattr(source, "base", None) is None:
-        result = source
-    else:
-        base = _rebased(source.base, aliases, rebuilt)
-        result = source if base is source.base else dataclasses.replace(source, base=base)
-    rebuilt[source] = result
-    return result
 
 
 def _guard_failure(guard: Guard, L: dict, G: dict) -> str | None:

@@ -121,9 +121,10 @@ _MAPPINGS = (dict, collections.OrderedDict, collections.defaultdict, types.Mappi
 def _alias(tx, source: Optional[Source], first: Optional[Source]) -> None:
     """A value the trace already holds (one box, one placeholder) read again through `source`:
     the two sources must keep naming one object."""
-    if source is not None and first is not None and source != first and \
-            not guarding.is_own_root(source):
-        tx.guards.add(AliasGuard(source, first))
+    if source is not None and first is not None and not guarding.is_own_root(source):
+        first = tx.guards.identities.alias(source, first)  # None: implied by earlier aliases
+        if first is not None:
+            tx.guards.add(AliasGuard(source, first))
 
 
 def _wrap_tensor(tx, value: torch.Tensor, source: Optional[Source]) -> Variable:

@@ -41,16 +41,22 @@ def is_trusted(value: Any) -> bool:
     from dynamo import skips
     if isinstance(value, types.FunctionType):
         code = value.__code__
-        return skips.is_own(code) or skips.is_library_file(code.co_filename)
-    if isinstance(value, type):
-        if not value.__flags__ & _HEAPTYPE:
+        if skips.is_own(code) or skips.is_library_file(code.co_filename):
             return True
-        import sys
-        module = sys.modules.get(getattr(value, "__module__", None) or "")
-        return module is None or skips.is_library_module(module)
+        # code made by exec (a dataclass's generated __init__): trusted when its module is
+        return code.co_filename.startswith("<") and _module_is_library(value)
+    if isinstance(value, type):
+        return not value.__flags__ & _HEAPTYPE or _module_is_library(value)
     if isinstance(value, types.ModuleType):
         return skips.is_library_module(value)
     return True
+
+
+def _module_is_library(value: Any) -> bool:
+    import sys
+    from dynamo import skips
+    module = sys.modules.get(getattr(value, "__module__", None) or "")
+    return module is None or skips.is_library_module(module)
 
 
 def own_source(value: Any) -> Optional[Source]:

@@ -139,6 +139,7 @@ class IdentityFacts:
     """
 
     def __init__(self) -> None:
+        self._aliases: dict[Source, Source] = {}  # second source -> first (alias guards)
         self._reached: dict[int, _Reached] = {}
         self._tensors: dict[int, tuple[torch.Tensor, Source, list]] = {}
         self._settled: list[Guard] | None = None
@@ -151,10 +152,20 @@ class IdentityFacts:
         known = self._reached.get(id(value))
         if known is not None and known.value is value:
             self._add(known.relevant, relevant)
-            return known.source if known.source != source else None
+            return self.alias(source, known.source)
         self._reached[id(value)] = _Reached(value, source, ("object", type(value)), [])
         self._add(self._reached[id(value)].relevant, relevant)
         return None
+
+    def alias(self, source: Source, first: Source) -> Source | None:
+        """`source` names the object first reached through `first`: returns `first` when that
+        needs an alias guard, None when it follows from the alias guards already made (the
+        object was reached through an object already known to be the same: a configuration's
+        `__dict__` read through every layer's alias of one configuration)."""
+        if rebased(source, self._aliases) == rebased(first, self._aliases):
+            return None
+        self._aliases[source] = first
+        return first
 
     def note_tensor(self, tensor: torch.Tensor, source: Source,
                     mutated: Callable[[], bool]) -> None:
@@ -214,6 +225,25 @@ class IdentityFacts:
         labels = storage_labels(*(tensor for tensor, _, _ in tensors))
         return [PartitionGuard(tuple(source for _, source, _ in tensors), labels,
                                by_storage=True)]
+
+
+def rebased(source: Source, aliases: dict, memo: dict | None = None) -> Source:
+    """`source` with its deepest aliased prefix replaced by the canonical source (`aliases`
+    maps each second source to the first; the first may pass through an alias itself)."""
+    memo = {} if memo is None else memo
+    found = memo.get(source)
+    if found is not None:
+        return found
+    memo[source] = source    # (a cycle of aliases, not expected, stops here unrewritten)
+    if source in aliases:
+        result = rebased(aliases[source], aliases, memo)
+    elif getattr(source, "base", None) is None:
+        result = source
+    else:
+        base = rebased(source.base, aliases, memo)
+        result = source if base is source.base else dataclasses.replace(source, base=base)
+    memo[source] = result
+    return result
 
 
 def _holds(flag) -> bool:

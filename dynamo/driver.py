@@ -77,6 +77,10 @@ would be slower than running eagerly."""
 
 _drivers: "weakref.WeakSet[FrameDriver]" = weakref.WeakSet()
 _drivers_lock = threading.Lock()
+_compile_lock = threading.RLock()
+"""One compile at a time in the process: tracing and the backends use process-wide state
+(torch.fx's patcher, inductor's code generation) that is not thread-safe. A thread that
+waited for it first looks for an entry another thread compiled meanwhile."""
 
 
 class FrameDriver:
@@ -84,6 +88,7 @@ class FrameDriver:
 
     Its compile state (entry counts, guard sets) is its own: entries made for one wrapper never
     count against another's recompile limit, and die with the wrapper (see `JitScopeGuard`).
+    Compiles take `_compile_lock`.
     """
 
     def __init__(self, settings):
@@ -93,7 +98,6 @@ class FrameDriver:
         self._nop = None  # rewrites frames when the `nop_rewrite` option is on
         self._states: "weakref.WeakKeyDictionary[CodeType, _CodeState]" = \
             weakref.WeakKeyDictionary()
-        self._lock = threading.RLock()  # one compile at a time per wrapper (threads)
         with _drivers_lock:
             _drivers.add(self)
 
@@ -116,7 +120,7 @@ class FrameDriver:
         if skips.is_own(code) or (skips.is_library(origin) and origin not in self._allowed):
             return hook.SKIP
         try:
-            with self._lock:
+            with _compile_lock:
                 return self._compile(view)
         except GraphBreakError:
             raise
@@ -156,7 +160,7 @@ class FrameDriver:
 
     def forget(self) -> None:
         """`dynamo.reset()`: drop this wrapper's compile state; its entries die."""
-        with self._lock:
+        with _compile_lock:
             states, self._states = list(self._states.values()), weakref.WeakKeyDictionary()
         for state in states:
             for guard_set in state.guard_sets:

@@ -106,20 +106,22 @@ class Generator:
         return name
 
     def new_input(self, shape: tuple, dtype: str, kind: Optional[str] = None,
-                  high: int = 0) -> str:
+                  high: int = 0, dim: int = 0) -> str:
         """A new graph input of exactly `shape`: contiguous, transposed, strided, offset,
         expanded, or a view of an existing root (aliasing)."""
         shape = tuple(int(extent) for extent in shape)
         kind = kind or ("bool" if dtype == "bool" else "float" if dtype in FLOAT_NAMES
                         else "int")
         name = f"a{len(self.program.args)}"
-        shared = self._aliasing_derivation(shape, dtype, kind) if kind != "index" else None
+        indices = kind in ("index", "unique")
+        shared = None if indices else self._aliasing_derivation(shape, dtype, kind)
         if shared is not None:
             root_index, derive = shared
         else:
-            root_shape, derive = self._layout(shape) if kind != "index" else (shape, "r")
+            root_shape, derive = (shape, "r") if indices else self._layout(shape)
             root = Root(root_shape, dtype, kind, high, special=kind == "float" and
-                        self.chance(0.08), scale=self.choice([1.0, 1.0, 1.0, 3.0, 0.1]))
+                        self.chance(0.08), scale=self.choice([1.0, 1.0, 1.0, 3.0, 0.1]),
+                        dim=dim)
             self.program.roots.append(root)
             generator = torch.Generator().manual_seed(self.seed * 1000003)
             for earlier in self.program.roots[:-1]:  # the same draws as Program.inputs

@@ -8,6 +8,7 @@ value as target: inputs, intermediates, and views of either (written through the
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import torch
 
@@ -187,8 +188,13 @@ def _partner_into(g, target: str):
     return g.new_input(tuple(partner), dtype)
 
 
-def index_input(g, high: int, shape: tuple, negative: bool = False) -> str:
-    """Indices in [0, high) (or [-high, 0)): a new input, or computed from a live one."""
+def index_input(g, high: int, shape: tuple, negative: bool = False,
+                unique_dim: Optional[int] = None) -> str:
+    """Indices in [0, high) (or [-high, 0)): a new input, or computed from a live one.
+    `unique_dim`: on GPUs, no value repeats along that dimension (writes to one position
+    from several threads land in any order there, in eager as in compiled code)."""
+    if unique_dim is not None and g.device != "cpu":
+        return g.new_input(shape, "int64", kind="unique", high=high, dim=unique_dim)
     integer = g.pick(lambda t: tuple(t.shape) == shape and t.dtype in (
         torch.int64, torch.int32) and high > 0)
     if integer is not None and g.chance(0.3):
@@ -199,6 +205,11 @@ def index_input(g, high: int, shape: tuple, negative: bool = False) -> str:
         arg.derive = f"r - {high}"
         g.env[name] = g.env[name] - high
     return name
+
+
+def _unique_count(g, count: int, high: int) -> int:
+    """`count` positions, at most `high` where they must not repeat (GPUs)."""
+    return min(count, high) if g.device != "cpu" else count
 
 
 def inplace(g):
@@ -256,12 +267,14 @@ def inplace(g):
         return None
     dim = g.rng.randrange(rank)
     if kind == "index_put_":
-        count = g.choice([1, 2, 3, 5])
-        indices = index_input(g, shape[0], (count,))
+        accumulate = g.chance(0.4)
+        count = g.choice([1, 2, 3, 5]) if accumulate else \
+            _unique_count(g, g.choice([1, 2, 3, 5]), shape[0])
+        indices = index_input(g, shape[0], (count,), unique_dim=None if accumulate else 0)
         values = g.new_input((count,) + shape[1:] if g.chance(0.7) else shape[1:],
                              _dtype_text(g, target))
         return f"{prefix}{target}.index_put_(({indices},), {values}, " \
-            f"accumulate={fmt(g.chance(0.4))})", defines
+            f"accumulate={fmt(accumulate)})", defines
     if kind == "index_fill_":
         indices = index_input(g, shape[dim], (g.choice([1, 2, 3]),))
         return f"{prefix}{target}.index_fill_({dim}, {indices}, " \
@@ -273,7 +286,8 @@ def inplace(g):
         source = g.new_input(source_shape, _dtype_text(g, target))
         return f"{prefix}{target}.index_add_({dim}, {indices}, {source})", defines
     index_shape = tuple(g.rng.randint(1, extent) if extent else 0 for extent in shape)
-    indices = index_input(g, shape[dim], index_shape)
+    indices = index_input(g, shape[dim], index_shape,
+                          unique_dim=dim if kind == "scatter_" else None)
     source = g.new_input(index_shape, _dtype_text(g, target))
     return f"{prefix}{target}.{kind}({dim}, {indices}, {source})", defines
 
@@ -367,7 +381,8 @@ def indexing(g):
         return f"{out} = F.one_hot({indices}, 5)", [out]
     if kind in ("scatter", "scatter_add", "scatter_reduce"):
         index_shape = tuple(g.rng.randint(1, extent) if extent else 0 for extent in shape)
-        indices = index_input(g, shape[dim], index_shape)
+        indices = index_input(g, shape[dim], index_shape,
+                              unique_dim=dim if kind == "scatter" else None)
         source = g.new_input(index_shape, _dtype_text(g, x))
         if kind == "scatter_reduce":
             reduce = g.choice(["sum", "prod", "amax", "amin", "mean"])
@@ -375,11 +390,13 @@ def indexing(g):
                 f"include_self={fmt(g.chance(0.5))})", [out]
         return f"{out} = torch.{kind}({x}, {dim}, {indices}, {source})", [out]
     if kind == "index_put":
-        count = g.choice([1, 2, 4])
-        indices = index_input(g, shape[0], (count,))
+        accumulate = g.chance(0.5)
+        count = g.choice([1, 2, 4]) if accumulate else \
+            _unique_count(g, g.choice([1, 2, 4]), shape[0])
+        indices = index_input(g, shape[0], (count,), unique_dim=None if accumulate else 0)
         values = g.new_input((count,) + shape[1:], _dtype_text(g, x))
         return f"{out} = torch.index_put({x}, ({indices},), {values}, " \
-            f"{fmt(g.chance(0.5))})", [out]
+            f"{fmt(accumulate)})", [out]
     if kind == "index_add":
         count = g.choice([1, 2, 3])
         indices = index_input(g, shape[dim], (count,))

@@ -30,8 +30,9 @@ NAME_PATTERN = re.compile(r"\b[av]\d+\b")
 
 @dataclasses.dataclass
 class Root:
-    """A fresh tensor per call: `kind` is "float", "int", "bool" or "index" (integers in
-    [0, high)); `special` floats include zeros, infinities and NaN."""
+    """A fresh tensor per call: `kind` is "float", "int", "bool", "index" (integers in
+    [0, high)) or "unique" (the same, never repeating along `dim`); `special` floats include
+    zeros, infinities and NaN."""
 
     shape: tuple
     dtype: str
@@ -39,6 +40,7 @@ class Root:
     high: int = 0
     special: bool = False
     scale: float = 1.0
+    dim: int = 0            # "unique": no value repeats along this dimension
 
 
 @dataclasses.dataclass
@@ -127,6 +129,13 @@ def make_root(root: Root, generator: torch.Generator, device: str) -> torch.Tens
         value = torch.rand(shape, generator=generator) < 0.5
     elif root.kind == "index":
         value = torch.randint(0, max(root.high, 1), shape, generator=generator)
+    elif root.kind == "unique" and not shape:
+        value = torch.randint(0, max(root.high, 1), shape, generator=generator)
+    elif root.kind == "unique":
+        drawn = list(shape)
+        drawn[root.dim] = max(root.high, shape[root.dim])
+        order = torch.rand(drawn, generator=generator).argsort(root.dim)
+        value = order.narrow(root.dim, 0, shape[root.dim]).contiguous()
     elif root.kind == "int":
         low, high = (0, 16) if dtype == torch.uint8 else (-8, 9)
         value = torch.randint(low, high, shape, generator=generator)

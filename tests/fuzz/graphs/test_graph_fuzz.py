@@ -38,6 +38,10 @@ KNOWN_OPEN = {
         "11, Triton ^ of a block and a scalar bool",
     "runtime error: InterpreterError: OverflowError('Python integer -# out of bounds":
         "14, Triton bitwise_not of uint8",
+    "runtime error: InterpreterError: ValueError(\"Cannot broadcast, rank mismatch":
+        "16, Triton reductions of integer constants",
+    "runtime error: InterpreterError: IndexError('tuple index out of range')":
+        "16, Triton reductions of integer constants",
 }
 
 

@@ -25,6 +25,8 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
+from inductor import batch_norm
+
 aten = torch.ops.aten
 
 # Composite ops decomposed on top of torch's core ATen table: they become reductions and
@@ -41,11 +43,14 @@ _EXTRA_DECOMPOSITIONS = [
 ]
 
 # Ops torch's core table would decompose that we keep whole: library calls (attention), and
-# reductions and views the lowering handles better in one piece.
+# pointwise ops whose lowering rounds as eager's kernels do (torch's decompositions of
+# addcmul, addcdiv and lerp round each step: one ulp away from eager in optimizer updates).
 _KEPT_WHOLE = [
     aten.scaled_dot_product_attention.default,
     aten._scaled_dot_product_flash_attention_for_cpu.default,
     aten._scaled_dot_product_attention_math.default,
+    aten.addcmul.default, aten.addcdiv.default, aten.lerp.Scalar, aten.lerp.Tensor,
+    aten.addcmul_.default, aten.addcdiv_.default, aten.lerp_.Scalar, aten.lerp_.Tensor,
 ]
 
 # Calls in a torch-level graph that change global state instead of computing tensors.
@@ -65,16 +70,29 @@ def _table() -> dict:
     for overload in _KEPT_WHOLE:
         table.pop(overload, None)
     general = table[aten.native_batch_norm.default]
+    exact_training = batch_norm.updating(general, functional=False)
+    # Training-mode batch norm as eager's CPU kernel rounds it, where that is reproducible
+    # (`inductor/batch_norm.py`): functionalization turns native_batch_norm into the
+    # functional variant, which the training engineer's joint graphs meet.
+    for overload, functional in ((aten._native_batch_norm_legit_functional.default, True),
+                                 (aten._native_batch_norm_legit.default, False),
+                                 (aten._batch_norm_with_update.default, False)):
+        if overload in table:
+            table[overload] = batch_norm.updating(table[overload], functional)
 
     def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
                           eps):
         if training or running_mean is None or running_var is None:
-            return general(input, weight, bias, running_mean, running_var, training, momentum,
-                           eps)
+            return exact_training(input, weight, bias, running_mean, running_var, training,
+                                  momentum, eps)
+        exact = batch_norm.evaluation(input, weight, bias, running_mean, running_var, eps)
+        if exact is not None:
+            empty = input.new_zeros((0,))
+            return exact, empty, empty
         return _batch_norm_inference(input, weight, bias, running_mean, running_var, eps)
     table[aten.native_batch_norm.default] = native_batch_norm
     for overload in (aten.addcmul.default, aten.addcmul_.default):
-        if overload in table:
+        if overload in table:   # kept whole (lowered as eager rounds it): nothing to wrap
             table[overload] = _integer_value_truncated(table[overload])
     for overload in (aten.index_put.default, aten.index_put_.default,
                      aten._index_put_impl_.default):
@@ -253,7 +271,7 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes
     if _mutates(lifted):
-        if _writes_into_shared_inputs(lifted):
+        if _writes_into_shared_inputs(lifted, list(constants) + list(example_inputs)):
             raise SharedInputWrites("the graph writes into inputs that share memory with other "
                                     "inputs (views of one tensor passed separately)")
         with fake_mode:
@@ -279,19 +297,22 @@ def _storage_of(value):
     return value.untyped_storage()._cdata if isinstance(value, torch.Tensor) else None
 
 
-def _writes_into_shared_inputs(gm: torch.fx.GraphModule) -> bool:
-    """Whether an in-place op writes into the memory of a placeholder that shares its storage
-    with another placeholder (views of one tensor passed separately: functionalization would
-    not see the write through the other view). Writes into intermediates (T5's `add_`) are
-    fine; a written value without a recorded example counts as shared."""
-    counts: dict = {}
-    for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            storage = _storage_of(node.meta.get("val"))
-            counts[storage] = counts.get(storage, 0) + 1
-    shared = {storage for storage, count in counts.items() if storage is not None and count > 1}
+def _writes_into_shared_inputs(gm: torch.fx.GraphModule, values: list) -> bool:
+    """Whether an in-place op writes into the memory of a placeholder whose value (in
+    `values`, one per placeholder: lifted constants, then the inputs) shares its storage with
+    another placeholder's (views of one tensor passed separately, or an input that is a
+    tensor the graph also holds: functionalization would not see the write through the other
+    one). Writes into intermediates (T5's `add_`) are fine; a written value without a
+    recorded example counts as shared."""
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    groups: dict = {}
+    for node, value in zip(placeholders, values):
+        if isinstance(value, torch.Tensor):
+            groups.setdefault(value.untyped_storage()._cdata, []).append(node)
+    shared = {node for members in groups.values() if len(members) > 1 for node in members}
     if not shared:
         return False
+    shared_storages = {_storage_of(node.meta.get("val")) for node in shared} - {None}
     for node in gm.graph.nodes:
         schema = getattr(node.target, "_schema", None)
         if node.op != "call_function" or schema is None or not schema.is_mutable:
@@ -301,9 +322,10 @@ def _writes_into_shared_inputs(gm: torch.fx.GraphModule) -> bool:
                 continue
             value = node.args[position] if position < len(node.args) else \
                 node.kwargs.get(argument.name)
-            storage = _storage_of(value.meta.get("val")) \
-                if isinstance(value, torch.fx.Node) else None
-            if storage is None or storage in shared:
+            if not isinstance(value, torch.fx.Node):
+                return True
+            storage = _storage_of(value.meta.get("val"))
+            if memory_root(value)[0] in shared or storage is None or storage in shared_storages:
                 return True
     return False
 

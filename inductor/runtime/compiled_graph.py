@@ -124,6 +124,8 @@ class StoragePattern:
                                if isinstance(value, torch.Tensor))
         self.key = self._key(inputs)
         self.distinct = all(group == index for index, (group, _) in enumerate(self.key))
+        from inductor.runtime.native import storages_shared
+        self.shared = storages_shared()   # one pointer per tensor, in C++ where it builds
 
     def key_of(self, inputs: Sequence) -> tuple:
         """Per tensor: (index of the first tensor with its storage, storage offset where
@@ -144,16 +146,15 @@ class StoragePattern:
         if self.prefix:
             inputs = self.prefix + tuple(inputs)
         if self.distinct:
-            ids = {_storage_id(inputs[position]) for position in self.positions}
-            return len(ids) == len(self.positions)
+            return not self.shared(inputs)
         return self._key(inputs) == self.key
 
     @staticmethod
     def sharing(inputs: Sequence):
         """None when no two tensors of `inputs` share a storage (one lookup per tensor and a
         set), else the full key of their pattern."""
-        tensors = [value for value in inputs if isinstance(value, torch.Tensor)]
-        if len({_storage_id(value) for value in tensors}) == len(tensors):
+        from inductor.runtime.native import storages_shared
+        if not storages_shared()(inputs):
             return None
         return StoragePattern(inputs).key
 

@@ -4,6 +4,7 @@
 // the installed torch's headers by guards.native.build_extension (see native.py).
 //
 //   empty_strided(sizes, strides, dtype, device) -> Tensor
+//   storages_shared(values) -> bool
 //
 // The same tensor as torch.empty_strided(sizes, strides, dtype=dtype, device=device), through
 // at::empty_strided (so the dispatcher, dispatch modes and the device's caching allocator all
@@ -18,6 +19,7 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace {
@@ -68,11 +70,34 @@ PyObject* empty_strided(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   END_HANDLE_TH_ERRORS
 }
 
+// Whether two tensors of a sequence share a storage (other items are skipped): the per-call
+// check of compiled graphs that write into inputs (compiled_graph.StoragePattern), one pointer
+// read per tensor instead of a Python storage object (0.2 us each from Python).
+PyObject* storages_shared(PyObject*, PyObject* sequence) {
+  PyObject* fast = PySequence_Fast(sequence, "storages_shared: expected a sequence");
+  if (fast == nullptr) return nullptr;
+  Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
+  PyObject** items = PySequence_Fast_ITEMS(fast);
+  std::vector<const void*> storages;
+  storages.reserve(static_cast<size_t>(count));
+  for (Py_ssize_t i = 0; i < count; i++) {
+    if (!THPVariable_Check(items[i])) continue;
+    const at::Tensor& tensor = THPVariable_Unpack(items[i]);
+    if (tensor.has_storage()) storages.push_back(tensor.storage().unsafeGetStorageImpl());
+  }
+  Py_DECREF(fast);
+  std::sort(storages.begin(), storages.end());
+  bool shared = std::adjacent_find(storages.begin(), storages.end()) != storages.end();
+  return PyBool_FromLong(shared);
+}
+
 PyMethodDef methods[] = {
     {"empty_strided", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(empty_strided)),
      METH_FASTCALL,
      "empty_strided(sizes, strides, dtype, device): torch.empty_strided without the Python "
      "argument parser."},
+    {"storages_shared", storages_shared, METH_O,
+     "storages_shared(values): whether two tensors of the sequence share a storage."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",

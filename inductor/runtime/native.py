@@ -6,10 +6,11 @@ headers (about 10 s, once per torch, Python and compiler) into `<JIT_NATIVE_CACH
 cache_dir>/native/<key>/_native<suffix>`, where the key hashes the source, torch's and Python's
 versions and the compiler; it is compiled by `build.py`'s machinery for kernels (temporary
 folder, atomic rename) under a file lock, so concurrent processes build it once (`guards/native`
-builds its matcher alike, but inductor imports nothing from guards). It has one entry
-point: `empty_strided(sizes, strides, dtype, device)`, the tensor `torch.empty_strided` returns,
+builds its matcher alike, but inductor imports nothing from guards). Entry points:
+`empty_strided(sizes, strides, dtype, device)`, the tensor `torch.empty_strided` returns,
 through `at::empty_strided` but without torch's Python argument parser (a wrapper allocates each
-buffer it does not reuse on every call).
+buffer it does not reuse on every call); `storages_shared(values)`, whether two tensors of a
+sequence share a storage (the per-call aliasing check of graphs that write into inputs).
 
 `empty_strided()` returns that function, or a Python function calling `torch.empty_strided`
 where the extension cannot be built (no compiler or headers; logged once on
@@ -114,3 +115,15 @@ def empty_strided() -> Callable:
         return _python_empty_strided
     module = _state.get("module") or _load()
     return module.empty_strided if module is not None else _python_empty_strided
+
+
+def _python_storages_shared(values) -> bool:
+    storages = [value.untyped_storage()._cdata for value in values
+                if isinstance(value, torch.Tensor)]
+    return len(set(storages)) != len(storages)
+
+
+def storages_shared() -> Callable:
+    """`storages_shared(values) -> bool`: the extension's, else a Python version."""
+    module = _state.get("module") or _load()
+    return module.storages_shared if module is not None else _python_storages_shared

@@ -1,0 +1,115 @@
+"""Stage "decompose" (BatchNorm): batch normalization as ATen ops rounding as eager's CPU kernel.
+
+Input: the arguments of `aten.native_batch_norm` (fake tensors while `make_fx` traces). Output:
+ATen ops computing its three results and updating the running statistics, bit for bit as
+ATen's CPU kernel (`batch_norm_cpu_update_stats_template` and `batch_norm_cpu_transform_input`,
+`aten/src/ATen/native/Normalization.cpp` and `native/cpu/batch_norm_kernel.cpp`) where that is
+reproducible, else None (the caller keeps torch's general decomposition).
+
+What the kernel computes for a float32 input, per channel c over the n = numel / C elements:
+
+    sum     = sum of x in float64                  mean   = float(sum / n)
+    var_sum = float(sum in float64 of float((x - mean) * (x - mean)))
+    invstd  = float(1 / sqrt(float64(var_sum / n) + eps))        (var_sum / n in float)
+    running_mean = float(m * mean) + float((1 - m) * running_mean)        (m = float(momentum))
+    running_var  = float(float64(m) * float64(var_sum / (n - 1)) + float64((1 - m) * rv))
+    alpha = invstd * weight,  beta = fma(-mean, alpha, bias),  out = fma(x, alpha, beta)
+
+and in evaluation mode `invstd = 1 / sqrt(running_var + eps)` in float, then the same alpha,
+beta and out. The float64 sums run in another order than the kernel's sequential loop, which
+can change the float64 result in its last bits; rounded to float32 it almost never shows.
+Reproduced: contiguous inputs with more than one element per sample and channel (N, C, *) on
+CPU, float32 throughout. Not reproduced: inputs of shape (N, C) and channels-last ones (the
+kernel sums them in float32 partial sums, one per thread of `torch.get_num_threads()`), other
+dtypes, and CUDA (cuDNN): those keep torch's decomposition.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+
+def _reproducible(input, weight, bias, running_mean, running_var) -> bool:
+    tensors = [value for value in (input, weight, bias, running_mean, running_var)
+               if value is not None]
+    return (input.device.type == "cpu" and input.dim() >= 3
+            and all(value.dtype == torch.float32 for value in tensors)
+            and input.is_contiguous() and input.numel() // (input.shape[0] * input.shape[1]) > 1)
+
+
+def _per_channel(value: torch.Tensor, dim: int) -> torch.Tensor:
+    return value.view([1, -1] + [1] * (dim - 2))
+
+
+def _affine(input, weight, bias, mean, invstd):
+    """out = fma(x, alpha, beta) with alpha = invstd * weight, beta = fma(-mean, alpha, bias)
+    (`addcmul` lowers to exactly these fused multiply-adds)."""
+    alpha = invstd * weight if weight is not None else invstd
+    base = bias if bias is not None else torch.zeros_like(mean)
+    beta = torch.addcmul(base, mean, alpha, value=-1)
+    dim = input.dim()
+    return torch.addcmul(_per_channel(beta, dim), input, _per_channel(alpha, dim))
+
+
+def training(input, weight, bias, running_mean, running_var, momentum: float,
+             eps: float) -> Optional[tuple]:
+    """(out, save_mean, save_invstd, new running mean or None, new running variance or None)
+    of training-mode batch norm, computed without writing anything, or None where the
+    kernel's rounding is not reproduced (module docstring)."""
+    if not _reproducible(input, weight, bias, running_mean, running_var):
+        return None
+    channels = input.shape[1]
+    count = input.numel() // channels
+    dims = [0] + list(range(2, input.dim()))
+    mean = (input.to(torch.float64).sum(dims) / count).to(torch.float32)
+    centered = input - _per_channel(mean, input.dim())
+    var_sum = (centered * centered).to(torch.float64).sum(dims).to(torch.float32)
+    invstd = torch.reciprocal(torch.sqrt((var_sum / count).to(torch.float64) + eps)) \
+        .to(torch.float32)
+    scale = float(torch.tensor(momentum, dtype=torch.float32))
+    keep = float(torch.tensor(1 - scale, dtype=torch.float32))
+    new_mean = new_var = None
+    if running_mean is not None:
+        new_mean = mean * scale + running_mean * keep
+    if running_var is not None:
+        unbiased = (var_sum / (count - 1)).to(torch.float64)
+        new_var = (unbiased * scale + (running_var * keep).to(torch.float64)).to(torch.float32)
+    return _affine(input, weight, bias, mean, invstd), mean, invstd, new_mean, new_var
+
+
+def updating(decomposition, functional: bool):
+    """A decomposition of one of ATen's training-mode batch norms that takes the exact path
+    where it applies and falls back to `decomposition` elsewhere.
+
+    `functional`: the op returns the new running statistics after its three results
+    (`_native_batch_norm_legit_functional`, what functionalization makes of the others);
+    otherwise it writes them into `running_mean` and `running_var` (`native_batch_norm`,
+    `_native_batch_norm_legit`, `_batch_norm_with_update`, whose fourth result, a reserve
+    buffer, is empty on CPU)."""
+    def decompose(input, weight, bias, running_mean, running_var, *rest):
+        training_flag, momentum, eps = rest if len(rest) == 3 else (True,) + tuple(rest)
+        exact = training(input, weight, bias, running_mean, running_var, momentum, eps) \
+            if training_flag else None
+        if exact is None:
+            return decomposition(input, weight, bias, running_mean, running_var, *rest)
+        out, mean, invstd, new_mean, new_var = exact
+        if functional:
+            return out, mean, invstd, new_mean, new_var
+        if new_mean is not None:
+            running_mean.copy_(new_mean)
+        if new_var is not None:
+            running_var.copy_(new_var)
+        if len(rest) == 2:   # _batch_norm_with_update: (out, mean, invstd, reserve)
+            return out, mean, invstd, input.new_empty((0,), dtype=torch.uint8)
+        return out, mean, invstd
+    return decompose
+
+
+def evaluation(input, weight, bias, running_mean, running_var,
+               eps: float) -> Optional[torch.Tensor]:
+    """The output of evaluation-mode batch norm, or None where not reproduced."""
+    if not _reproducible(input, weight, bias, running_mean, running_var):
+        return None
+    invstd = torch.reciprocal(torch.sqrt(running_var + eps))
+    return _affine(input, weight, bias, running_mean, invstd)

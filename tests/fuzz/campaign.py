@@ -26,6 +26,7 @@ from tests.fuzz.execution import Outcome
 from tests.fuzz.generator import GENERATOR_VERSION, generate
 
 RESTART_EVERY = 150
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @dataclasses.dataclass
@@ -73,8 +74,11 @@ class Worker:
         command = [sys.executable, "-m", "tests.fuzz", "--worker"] + self.options.worker_args()
         self.stderr.seek(0)
         self.stderr.truncate()
+        env = dict(os.environ)  # tests.fuzz importable from any directory; the working
+        # directory stays first on the path, so a checkout run from imports its own dynamo
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), _ROOT]))
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.stderr, text=True, bufsize=1)
+                                        stderr=self.stderr, text=True, bufsize=1, env=env)
         self.done = 0
 
     def send(self, request: dict) -> None:

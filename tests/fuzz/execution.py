@@ -108,10 +108,12 @@ def backend(name: str) -> Backend:
         dirs = tuple(os.path.join(os.path.dirname(torch.__file__), part) + os.sep
                      for part in ("_dynamo", "_inductor", "_functorch"))
         return Backend(name, compare.TOLERANCES[inner], dirs)
-    if name not in compare.TOLERANCES:
-        raise ValueError(f"unknown backend {name!r}; use eager, inductor, torch.compile or "
-                         f"torch.compile:eager")
-    return Backend(name, compare.TOLERANCES[name], _product_dirs())
+    import dynamo
+    if name not in dynamo.list_backends():
+        raise ValueError(f"unknown backend {name!r}; use one of {dynamo.list_backends()}, "
+                         f"torch.compile or torch.compile:eager")
+    return Backend(name, compare.TOLERANCES.get(name, compare.TOLERANCES["eager"]),
+                   _product_dirs())
 
 
 @dataclasses.dataclass

@@ -49,6 +49,8 @@ class Generator:
         self.width = 3  # the program's feature size M
         self.grad_params: set = set()  # tensor parameters that require grad in some calls
         self.local_grad_roots: set = set()  # local leaves made to require grad
+        self.strided: set = set()  # tensor parameters some calls pass transposed
+        self.tagged: set = set()  # tensor parameters some calls give a `tag` attribute
 
     def inplace_ok(self, scope: Scope, expr) -> bool:
         """Whether an in-place op may write `expr`'s tensor: it views no leaf that may require

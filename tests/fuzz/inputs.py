@@ -30,6 +30,8 @@ class CallState:
     scalars: dict
     alias: tuple = ()  # (param, param) passed one object
     inner_alias: bool = False  # a list or object holds one tensor twice
+    layout: str = ""  # "offset": tensors are views at offset 1; "strided": transposed
+    tagged: bool = False  # tensor parameters carry a Python attribute `tag`
     notes: list = dataclasses.field(default_factory=list)
 
 
@@ -77,6 +79,11 @@ def make_params(gen, scope: Scope) -> list:
         params.append(scope.add(var))
     for var in params:
         var.grad_leaf = var.name in gen.grad_params
+        if isinstance(var.slot, TensorT) and gen.chance(0.15):
+            gen.strided.add(var.name)  # may come transposed: never assumed contiguous
+            var.contiguous = False
+        if isinstance(var.slot, TensorT) and gen.chance(0.1):
+            gen.tagged.add(var.name)
     return params
 
 
@@ -166,7 +173,7 @@ def _vary(gen, state: CallState, params: list, aliasable: list, setup: list) -> 
     """Change one thing for this call."""
     rng = gen.rng
     options = ["values", "shape", "scalar", "alias", "grad", "knob", "length", "dtype",
-               "inner_alias"]
+               "inner_alias", "layout", "tag"]
     what = rng.choice(options)
     if what == "shape":
         state.n = rng.choice([n for n in range(slots.N_RANGE[0], slots.N_RANGE[1] + 1)
@@ -193,6 +200,12 @@ def _vary(gen, state: CallState, params: list, aliasable: list, setup: list) -> 
         description, make = rng.choice(gen.knobs)
         setup.extend(make(rng))
         state.notes.append(description)
+    elif what == "layout":
+        state.layout = rng.choice(["", "offset", "strided"] if gen.strided else ["", "offset"])
+        state.notes.append(f"layout {state.layout or 'dense'}")
+    elif what == "tag" and gen.tagged:
+        state.tagged = not state.tagged
+        state.notes.append("tagged" if state.tagged else "untagged")
     elif what == "length" and state.lengths:
         key = rng.choice(sorted(state.lengths))
         state.lengths[key] = rng.randint(2, 4)
@@ -204,12 +217,23 @@ def _render_call(gen, params: list, state: CallState, setup: list) -> CallSpec:
     bindings = []
 
     def tensor(slot: TensorT, param: str) -> str:
-        shape = ", ".join(str(size) for size in slots.concrete(slot.shape, state.n))
+        sizes = list(slots.concrete(slot.shape, state.n))
         seed = state.seed + next(counter)
         extra = "" if state.dtype == "float32" else ", dtype=torch.float64"
         if state.grad and param in gen.grad_params:
             extra += ", grad=True"
-        return f"_t({seed}{', ' if shape else ''}{shape}{extra})"
+        suffix = ""
+        if state.layout == "offset" and sizes:
+            sizes[0] += 1
+            suffix = "[1:]"
+        elif state.layout == "strided" and len(sizes) == 2 and param in gen.strided:
+            sizes.reverse()
+            suffix = ".T"
+        shape = ", ".join(map(str, sizes))
+        text = f"_t({seed}{', ' if shape else ''}{shape}{extra}){suffix}"
+        if state.tagged and param in gen.tagged:
+            text = f"_tag({text}, {1 + seed % 3})"
+        return text
 
     def value(var: Var) -> str:
         slot = var.slot

@@ -164,6 +164,12 @@ def _t(seed, *shape, dtype=torch.float32, grad=False):
     """A deterministic tensor of multiples of 0.25 in [-2, 2]."""
     values = torch.randint(-8, 9, shape, generator=torch.Generator().manual_seed(seed)) / 4
     return values.to(dtype).requires_grad_(grad)
+
+
+def _tag(tensor, value):
+    """The tensor, carrying a Python attribute."""
+    tensor.tag = value
+    return tensor
 '''
 
 

@@ -207,7 +207,8 @@ def try_except(gen, scope):
     head = f"except {{0}} as {error}:"
     if gen.chance(0.3):
         head = f"except ({{0}}, LookupError) as {error}:"
-    handler.insert(0, simple("print('caught', type({0}).__name__, {0})", name(error)))
+    if gen.on("print"):
+        handler.insert(0, simple("print('caught', type({0}).__name__, {0})", name(error)))
     clauses = [Clause("try:", [], body), Clause(head, [caught_expr], handler)]
     scope.merge(after_body, after_handler, skipped=False)
     if gen.chance(0.3):

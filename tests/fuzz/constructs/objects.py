@@ -125,6 +125,30 @@ def new_object(gen, scope):
     return [simple(f"{obj} = {{0}}({{1}}, {{2}})", name(info.name), *args, defs=[obj])]
 
 
+@statement("class", 0.6)
+def global_object(gen, scope):
+    """`o = OBJ`: a module-level instance, mutated through the local name."""
+    existing = [name_ for name_, (kind, _) in gen.globals.items() if kind == "object"]
+    if existing and gen.chance(0.6):
+        holder = gen.choice(existing)
+    else:
+        info = any_class(gen, scope)
+        holder = gen.fresh("OBJ")
+        sizes = ", ".join(str(dim.coef) for dim in info.attr.shape)
+        if slots.has_batch(info.attr.shape):
+            return None
+        var = Var(holder, info.slot, is_global=True)
+        gen.globals[holder] = ("object", var)
+        gen.add_top(Stmt([Clause(f"{holder} = {info.name}(_t(7, {sizes}), _t(8, {sizes}))",
+                                 [], None)], frozenset([holder])))
+        gen.knobs.append((f"{holder}.a rebound", lambda rng, h=holder, z=sizes: [
+            (f"{h}.a = _t({rng.randint(100, 199)}, {z})", frozenset([h]))]))
+    _, var = gen.globals[holder]
+    local = gen.fresh("o")
+    scope.add(Var(local, var.slot, roots=frozenset(["global"])))
+    return [simple(f"{local} = {{0}}", name(holder, var.slot), defs=[local])]
+
+
 @statement("class", 1.5)
 def object_write(gen, scope):
     objects = _objects(scope)
@@ -216,11 +240,11 @@ def context_class(gen, suppress=None) -> str:
     cls = gen.fresh("Ctx")
     suppresses = gen.chance(0.3) if suppress is None else suppress
     enter = [_line(f"{cls}.depth += 1")]
-    if gen.chance(0.5):
+    if gen.on("print") and gen.chance(0.5):
         enter.append(_line(f'print("enter", self.tag, {cls}.depth)'))
     enter.append(_line("return self"))
     leave = [_line(f"{cls}.depth -= 1")]
-    if gen.chance(0.4):
+    if gen.on("print") and gen.chance(0.4):
         leave.append(_line('print("exit", self.tag, kind is not None)'))
     leave.append(_line("return kind is ValueError" if suppresses else "return False"))
     body = [_line("depth = 0"), _def("def __init__(self, tag):", [_line("self.tag = tag")]),
@@ -235,11 +259,15 @@ def context_class(gen, suppress=None) -> str:
 
 def context_function(gen) -> str:
     manager = gen.fresh("cm")
-    body = [_line(f'print("{manager} enter", scale)'),
+    say = gen.on("print")
+    body = [_line(f'print("{manager} enter", scale)' if say else f"{manager}.entered += 1"),
             Stmt([Clause("try:", [], [_line("yield scale * 2")]),
-                  Clause("finally:", [], [_line(f'print("{manager} exit")')])])]
+                  Clause("finally:", [], [_line(f'print("{manager} exit")' if say else
+                                                f"{manager}.entered -= 1")])])]
     gen.add_top(_def(f"def {manager}(scale):", body, defs=[manager],
                      decorator="@contextlib.contextmanager"))
+    if not say:
+        gen.add_top(_line(f"{manager}.entered = 0"))
     return manager
 
 

@@ -106,6 +106,17 @@ def int_shape(gen, scope, slot, depth):
     return op(fmt, int_slot(lo, hi), name(var.name, var.slot))
 
 
+@expression("int", "scalar", 0.6)
+def int_tag(gen, scope, slot, depth):
+    """`getattr(x, "tag", 1)`: a Python attribute some calls set on a tensor argument."""
+    if not _fits(slot, 1, 3):
+        return None
+    var = scope.pick(gen.rng, lambda v: v.name in gen.tagged and v.owner == "fn")
+    if var is None:
+        return None
+    return op('getattr({0}, "tag", 1)', int_slot(1, 3), name(var.name, var.slot))
+
+
 @expression("int", "scalar", 1.0)
 def int_len(gen, scope, slot, depth):
     if slot.hi < 99:

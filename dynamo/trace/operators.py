@@ -119,10 +119,12 @@ def identity(tx, left: Variable, right: Variable) -> bool:
     """`left is right` at trace time."""
     if left is right:
         return True
-    if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
-        return isinstance(left, TensorVariable) and isinstance(right, TensorVariable) and \
-            (left.node is right.node or left.example is right.example)
     from dynamo.variables.guarding import identity_used
+    if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
+        if not (isinstance(left, TensorVariable) and isinstance(right, TensorVariable)):
+            return False
+        identity_used(tx, left, right)  # guarded: input tensors stay as distinct or shared
+        return left.node is right.node or left.example is right.example
     box_left, box_right = getattr(left, "box", None), getattr(right, "box", None)
     if box_left is not None or box_right is not None:
         identity_used(tx, left, right)  # guarded: the objects stay as distinct or as shared

@@ -53,3 +53,17 @@ def test_reduction_over_one_element(cpu_backend, name, shape):
 def test_reduction_over_no_elements(cpu_backend, reduction):
     x = torch.randn(3, 0, 2)
     check_same(lambda a: getattr(a, reduction)(1), x)
+
+
+@pytest.mark.parametrize("case", ["amax_then_mean", "count_then_std"])
+def test_reduction_over_one_element_feeding_a_reduction(cpu_backend, case):
+    """Issue 21 class 6: `inductor could not compile a graph (TypeError:
+    make_reduction.<locals>.inner_fn() missing 1 required positional argument: 'rindex')`.
+    The one-element reduction was fused into the next reduction's kernel as a pointwise
+    stage and its body called without reduction indices (fuzzer seeds 5361 and 5527 at
+    68aa03b, 4 of 1,500 graphs)."""
+    if case == "amax_then_mean":
+        check_same(lambda a: a.amax(1, keepdim=True).mean(0), torch.randn(4, 1))
+    else:
+        check_same(lambda a: torch.count_nonzero(a, 1).double().std(0, correction=1),
+                   torch.tensor([[11], [14], [0]], dtype=torch.uint8))

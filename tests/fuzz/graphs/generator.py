@@ -3,9 +3,9 @@
 Input: a seed and a device. Output: a `Program` whose statements all ran eagerly on the
 first call's inputs while it was built (each candidate statement is executed on real
 tensors; one that raises, or makes a tensor too large, is dropped), so every generated graph
-is one eager can run. Op families live in `ops_compute.py` and `ops_memory.py`; this module
-holds the state they draw from: live values, fresh inputs with varied layouts and aliasing,
-shapes and scalars.
+is one eager can run. Op families live in `ops_compute.py`, `ops_memory.py` and
+`ops_aten.py` (ATen overloads called directly); this module holds the state they draw from:
+live values, fresh inputs with varied layouts and aliasing, shapes and scalars.
 """
 from __future__ import annotations
 
@@ -242,10 +242,11 @@ class Generator:
 
 def generate(seed: int, device: str = "cpu", max_stmts: Optional[int] = None) -> Program:
     """A random program for `seed` (see the module docstring)."""
+    from tests.fuzz.graphs.ops_aten import ATEN_FAMILIES
     from tests.fuzz.graphs.ops_compute import COMPUTE_FAMILIES
     from tests.fuzz.graphs.ops_memory import MEMORY_FAMILIES
 
-    families = {**COMPUTE_FAMILIES, **MEMORY_FAMILIES}
+    families = {**COMPUTE_FAMILIES, **MEMORY_FAMILIES, **ATEN_FAMILIES}
     generator = Generator(seed, device, max_stmts)
     with torch.no_grad():
         for _ in range(generator.rng.choice([1, 1, 2, 3])):

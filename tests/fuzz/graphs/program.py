@@ -166,10 +166,10 @@ def _recorded(function):
 
 
 def namespace_for(device: str, traced: bool = False) -> dict:
-    """Globals of generated code: torch, functional, the device, `setitem`; with `traced`,
+    """Globals of generated code: torch, functional, aten, the device, `setitem`; with `traced`,
     `torch` is a stand-in whose factories become graph nodes."""
     namespace = {"torch": torch, "F": torch.nn.functional, "DEVICE": torch.device(device),
-                 "setitem": operator.setitem}
+                 "setitem": operator.setitem, "aten": torch.ops.aten}
     if traced:
         namespace["torch"] = _TracedTorch()
         namespace["setitem"] = _recorded(operator.setitem)

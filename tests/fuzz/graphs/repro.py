@@ -91,7 +91,8 @@ def script_for(program: Program, seed: int, note: str = "", backend: str = "cpp"
              "import torch as real_torch" if traced else "", "import inductor", "",
              "inductor.config.update(fallback_on_error=False, verify_ir=True, "
              f"cpu_backend={backend!r})",
-             "F = torch.nn.functional", f"DEVICE = torch.device({program.device!r})"]
+             "F = torch.nn.functional", "aten = torch.ops.aten",
+             f"DEVICE = torch.device({program.device!r})"]
     text = "\n".join(line for line in lines if line is not None) + "\n"
     if traced:
         text += _TRACING

@@ -219,16 +219,24 @@ class SharedInputWrites(UnsupportedGraph):
 def fake_inputs_for(example_inputs, fake_mode: FakeTensorMode) -> list:
     """Fake copies of `example_inputs` in `fake_mode` (real or other-mode fake tensors)."""
     converted = []
+    seen: set = set()
     for value in example_inputs:
         if not isinstance(value, torch.Tensor):
             raise UnsupportedGraph(f"non-tensor graph input of type {type(value).__name__}")
         if isinstance(value, FakeTensor) and value.fake_mode is not fake_mode:
             with fake_mode:
-                fresh = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype,
-                                            device=value.device)
-            converted.append(fresh)
+                fake = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype,
+                                           device=value.device)
         else:
-            converted.append(fake_mode.from_tensor(value, static_shapes=True))
+            fake = fake_mode.from_tensor(value, static_shapes=True)
+        if id(fake) in seen:
+            # The same tensor passed twice: one fake object would bind both uses to one
+            # placeholder, and a later call with distinct tensors would read the wrong one.
+            # An alias keeps the memory shared and the placeholders apart.
+            with fake_mode:
+                fake = torch.ops.aten.alias.default(fake)
+        seen.add(id(fake))
+        converted.append(fake)
     return converted
 
 
@@ -268,9 +276,13 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
         torch._C._set_grad_enabled(grad_before)
     constants, lifted = lift_constants(decomposed)
     aliases, strides, hidden = _observable_outputs(lifted)
+    strides = _eager_strides(gm, example_inputs, strides)
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes
     if _mutates(lifted):
+        if _writes_into_overlapping_memory(lifted):
+            raise UnsupportedGraph("the graph writes through a view whose elements overlap in "
+                                   "memory (an expanded tensor, overlapping unfold windows)")
         if _writes_into_shared_inputs(lifted, list(constants) + list(example_inputs)):
             raise SharedInputWrites("the graph writes into inputs that share memory with other "
                                     "inputs (views of one tensor passed separately)")
@@ -291,6 +303,27 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     functional.recompile()
     return AtenGraph(functional, constants, all_fakes, spec_box[0], aliases, strides,
                      grad_mode_after, hidden)
+
+
+def _eager_strides(gm: torch.fx.GraphModule, example_inputs, strides: list) -> list:
+    """`strides` (per flat output, from the decomposed graph) with those of the user's
+    outputs replaced by what the torch-level graph gives on fake inputs: eager's own strides
+    (a decomposition may lay a result out otherwise: torch's `repeat` keeps a transposed
+    input's layout where eager's `repeat` returns a contiguous tensor)."""
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    grad_before = torch.is_grad_enabled()
+    try:
+        with fake_mode:
+            flat = pytree.tree_leaves(gm(*fake_inputs_for(example_inputs, fake_mode)))
+    except Exception:   # noqa: BLE001  (an op without a fake kernel: keep the traced strides)
+        return strides
+    finally:
+        torch._C._set_grad_enabled(grad_before)
+    eager = list(strides)
+    for position, value in enumerate(flat[:len(strides)]):
+        if isinstance(value, torch.Tensor) and eager[position] is not None:
+            eager[position] = tuple(value.stride())
+    return eager
 
 
 def _storage_of(value):
@@ -327,6 +360,46 @@ def _writes_into_shared_inputs(gm: torch.fx.GraphModule, values: list) -> bool:
             storage = _storage_of(value.meta.get("val"))
             if memory_root(value)[0] in shared or storage is None or storage in shared_storages:
                 return True
+    return False
+
+
+def _may_overlap(value) -> bool:
+    """Whether two elements of a tensor may share a memory location (True where unsure):
+    sorted by stride, each dimension must step past everything the smaller ones span."""
+    dims = sorted((int(stride), int(size)) for size, stride in zip(value.shape, value.stride())
+                  if int(size) > 1)
+    span = 0
+    for stride, size in dims:
+        if stride <= span:
+            return True
+        span += (size - 1) * stride
+    return False
+
+
+def _write_targets(gm: torch.fx.GraphModule):
+    """The nodes in-place ops write into."""
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or not schema.is_mutable:
+            continue
+        for position, argument in enumerate(schema.arguments):
+            if argument.alias_info is not None and argument.alias_info.is_write:
+                yield node.args[position] if position < len(node.args) else \
+                    node.kwargs.get(argument.name)
+
+
+def _writes_into_overlapping_memory(gm: torch.fx.GraphModule) -> bool:
+    """Whether an in-place op writes through a view (or into an input) some of whose elements
+    share a memory location: eager writes them one after another into one place, while the
+    functional graph computes them apart and inverts the view (an expanded input accumulated
+    into by `index_put_`, a `fill_` through overlapping `unfold` windows)."""
+    for target in _write_targets(gm):
+        node = target
+        while isinstance(node, torch.fx.Node):
+            value = node.meta.get("val")
+            if isinstance(value, torch.Tensor) and _may_overlap(value):
+                return True
+            node = _aliased_argument(node)[0]
     return False
 
 
@@ -396,7 +469,7 @@ def _observable_outputs(decomposed: torch.fx.GraphModule):
             continue  # a lazily negated/conjugated view: as_strided would drop the bit
         root, same_object = memory_root(argument)
         same[position] = same_object
-        if root is argument:
+        if root is argument and root.op != "placeholder":
             by_root.setdefault(root, []).append(position)
             continue
         base = root.meta.get("val")

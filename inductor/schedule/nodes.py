@@ -226,6 +226,9 @@ def _merge_plan(sizes: list[int], symbols: list, expressions: list, prefix: str)
     Returns the new sizes and a map from each original symbol to an expression in the new
     loop variables `prefix0, prefix1, ...`.
     """
+    if any(size == 0 for size in sizes):
+        # No element at all: one empty loop (the kernel runs nothing; the buffer is allocated).
+        return [0], {symbol: sympy.Integer(0) for symbol in symbols}
     replacements = {}
     kept_sizes, kept_symbols = [], []
     for size, symbol in zip(sizes, symbols):

@@ -201,6 +201,8 @@ def reduction_linear_index(node: SchedulerNode):
 
 def _merge_loops(sizes: list, variables: list, expressions: list):
     """Merge neighbouring loops when every expression walks them contiguously."""
+    if any(size == 0 for size in sizes):   # no element: one empty loop, nothing to merge
+        return [0], {symbol: sympy.Integer(0) for symbol in variables[:len(sizes)]}
     groups: list = []
     for position, size in enumerate(sizes):
         symbol = variables[position]

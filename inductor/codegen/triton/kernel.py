@@ -302,7 +302,7 @@ class TritonKernel:
         """Define each loop variable of `variables` from the flat `index`."""
         stride = _product(sizes)
         for position, (symbol, size) in enumerate(zip(variables, sizes)):
-            stride //= int(size)
+            stride //= int(size) or 1   # a zero-size loop (no element): the grid is empty
             if len(variables) == 1:
                 text = index
             elif position == 0:

@@ -20,7 +20,7 @@ at capture, both ways:
 `IdentityFacts` collects what the tracer reached (`note`), what mattered (`mark`, and
 predicates evaluated when the guard set is compiled, after the trace), and turns them into
 partition guards (`guards()`). Checking a partition is O(n) in the number of sources (one native
-step; sorting beyond 16 values).
+step: a table from each object or storage to its label).
 """
 from __future__ import annotations
 
@@ -74,7 +74,8 @@ class PartitionGuard(Guard):
             raise ValueError("a partition guard needs two or more sources, one label each")
         self.sources = tuple(sources)
         self.source = self.sources[0]
-        self.labels = tuple(labels)
+        seen: dict = {}
+        self.labels = tuple(seen.setdefault(label, len(seen)) for label in labels)  # canonical
         self.by_storage = bool(by_storage)
         self.rank = RANK_TENSOR if by_storage else RANK_VALUE
 
@@ -115,12 +116,16 @@ class PartitionGuard(Guard):
         return "one object" if same else "distinct objects"
 
     def describe(self) -> str:
+        """`distinct objects: L['a'], L['b']`, or with groups sharing one storage
+        `storages as captured: (L['a'] = L['b']), (L['c'])`."""
         groups: dict[int, list[str]] = {}
         for source, label in zip(self.sources, self.labels):
             groups.setdefault(label, []).append(source.name())
-        parts = [" is ".join(names) if len(names) > 1 else names[0] for names in groups.values()]
         what = "storages" if self.by_storage else "objects"
-        return f"separate {what}: " + ", ".join(parts)
+        if all(len(names) == 1 for names in groups.values()):
+            return f"distinct {what}: " + ", ".join(names[0] for names in groups.values())
+        return f"{what} as captured: " + ", ".join(f"({' = '.join(names)})"
+                                                  for names in groups.values())
 
 
 @dataclasses.dataclass

@@ -27,7 +27,6 @@
 #include <torch/csrc/Layout.h>
 #include <torch/csrc/autograd/python_variable.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -332,34 +331,41 @@ const void* partition_key(PyObject* value, bool by_storage) {
 }
 
 // Whether the registers fall into the same groups as the labels: keys equal exactly where
-// labels are equal. Pairwise for few values, else two sorts (O(n log n)).
+// labels are equal. Labels are canonical (0, 1, 2... in order of first appearance, so each is
+// below the count): one pass, with the key of each label in a vector and the label of each key
+// in an open-addressing table (scratch space kept per thread: no allocation per call).
 int same_partition(const Step& step, PyObject** registers) {
   size_t count = step.registers.size();
   bool by_storage = step.number != 0;
-  std::vector<std::pair<const void*, int64_t>> keyed(count);
+  thread_local std::vector<const void*> key_of_label;
+  thread_local std::vector<std::pair<const void*, int64_t>> table;
+  size_t capacity = 8;
+  while (capacity < 2 * count) capacity <<= 1;
+  key_of_label.assign(count, nullptr);
+  table.assign(capacity, {nullptr, -1});
   try {
     for (size_t i = 0; i < count; i++) {
-      keyed[i].first = partition_key(registers[step.registers[i]], by_storage);
-      if (keyed[i].first == nullptr) return 0;
-      keyed[i].second = step.labels[i];
+      const void* key = partition_key(registers[step.registers[i]], by_storage);
+      int64_t label = step.labels[i];
+      if (key == nullptr || label < 0 || static_cast<size_t>(label) >= count) return 0;
+      const void*& known = key_of_label[label];
+      if (known == nullptr) known = key;
+      else if (known != key) return 0;  // one label, two objects
+      size_t slot = (reinterpret_cast<uintptr_t>(key) >> 4) * 0x9E3779B97F4A7C15ull;
+      for (slot &= capacity - 1;; slot = (slot + 1) & (capacity - 1)) {
+        if (table[slot].first == nullptr) {
+          table[slot] = {key, label};
+          break;
+        }
+        if (table[slot].first == key) {
+          if (table[slot].second != label) return 0;  // one object, two labels
+          break;
+        }
+      }
     }
   } catch (...) {
     return 0;
   }
-  if (count <= 16) {
-    for (size_t i = 0; i < count; i++)
-      for (size_t j = i + 1; j < count; j++)
-        if ((keyed[i].first == keyed[j].first) != (keyed[i].second == keyed[j].second)) return 0;
-    return 1;
-  }
-  std::sort(keyed.begin(), keyed.end());  // equal keys adjacent: their labels must agree
-  for (size_t i = 1; i < count; i++)
-    if (keyed[i].first == keyed[i - 1].first && keyed[i].second != keyed[i - 1].second) return 0;
-  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
-    return a.second < b.second || (a.second == b.second && a.first < b.first);
-  });
-  for (size_t i = 1; i < count; i++)  // equal labels adjacent: their keys must agree
-    if (keyed[i].second == keyed[i - 1].second && keyed[i].first != keyed[i - 1].first) return 0;
   return 1;
 }
 

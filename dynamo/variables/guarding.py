@@ -117,8 +117,8 @@ def guard_call_result(tx, function: Any, arguments: tuple, result: Any,
     """A torch function's result folded at trace time (no tensor arguments): the check calls it
     again with the same arguments, unless the result cannot change in this process."""
     keywords = tuple(sorted((keywords or {}).items()))
-    if id(function) in PROCESS_CONSTANTS or not is_constant(result):
-        return
+    if id(function) in PROCESS_CONSTANTS or result is None or not is_constant(result):
+        return  # (None: a procedure, not a reader; the check must not call it again)
     if not all(is_constant(value) for value in (*arguments, *(v for _, v in keywords))):
         return  # not repeatable from constants: the value rests on guarded arguments
     try:

@@ -103,6 +103,8 @@ class TorchFunctionVariable(Variable):
             return context
         if any(_holds_tensor(arg) for arg in [*args, *kwargs.values()]):
             return tx.graph.call("call_function", function, tuple(args), dict(kwargs))
+        if _sets_process_state(function):
+            raise Unsupported(UNSUPPORTED_CALL, f"{self.describe()}() changes process state")
         constant = _fold_on_constants(function, args, kwargs)
         if constant is not None:
             return ConstantVariable(constant)
@@ -114,6 +116,16 @@ class TorchFunctionVariable(Variable):
     def getattr(self, tx, name: str) -> Variable:
         return tx.wrap(getattr(self.value, name), None)
 
+
+def _sets_process_state(function) -> bool:
+    """A setter of process state (`torch._C._set_cudnn_enabled`, `torch.set_autocast_dtype`):
+    run at trace time it would change the state once, never on the calls that hit the entry
+    (and a guard calling it again would set it on every check): it breaks the graph."""
+    name = getattr(function, "__name__", "") or ""
+    return name.startswith(("set_", "_set_")) or name in _SETTER_NAMES
+
+
+_SETTER_NAMES = {"manual_seed", "seed", "use_deterministic_algorithms", "empty_cache"}
 
 _STATE_READERS = {torch.is_autocast_enabled, torch.get_autocast_dtype}
 """Folded readers of state the global-state guard covers only in part (other devices, the

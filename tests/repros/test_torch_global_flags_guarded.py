@@ -83,3 +83,21 @@ def test_process_constants_are_not_guarded():
     jitted(torch.ones(2))
     [record] = [record for record in jitted._framejit_driver.records if record.compiled]
     assert not any("is_available" in line for line in record.guards)
+
+
+def test_a_setter_inside_the_function_runs_on_every_call(backend):
+    """A torch setter called by the function (`torch._C._set_cudnn_enabled(False)`) ran once,
+    at trace time, and then on every check (its None result was guarded by calling it again).
+    Setters of process state break the graph and run eagerly."""
+    def f(x):
+        torch._C._set_cudnn_enabled(False)
+        return x + 1
+    import dynamo
+    jitted = dynamo.jit(f, backend=backend)
+    with restored(torch._C._get_cudnn_enabled, torch._C._set_cudnn_enabled):
+        for _ in range(3):
+            torch._C._set_cudnn_enabled(True)
+            torch.testing.assert_close(jitted(torch.ones(2)), torch.full((2,), 2.0))
+            assert torch._C._get_cudnn_enabled() is False
+        [first, *_] = [record for record in jitted._framejit_driver.records if record.compiled]
+        assert not any("_set_cudnn_enabled" in line for line in first.guards)

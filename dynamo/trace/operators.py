@@ -136,6 +136,10 @@ def identity(tx, left: Variable, right: Variable) -> bool:
     if _known_type(left) is not _known_type(right) and None not in (_known_type(left),
                                                                      _known_type(right)):
         return False  # objects of different types are never the same object
+    from dynamo.variables.guarding import identity_by_source
+    same = identity_by_source(tx, left, right)  # tuples read from the frame: their objects
+    if same is not None:
+        return same
     try:
         a, b = _constants(left, right)
     except NotConstant:

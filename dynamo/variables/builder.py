@@ -194,7 +194,7 @@ def _wrap_sequence(tx, value, source: Optional[Source]) -> Variable:
         box = Box("list", items, source=_box_source(value, source), real=value)
         guarding.note_object(tx, value, source, relevant=True)
         return ListVariable(tx.side_effects.track(box), kind, source=source)
-    guarding.note_object(tx, value, source)
+    guarding.note_object(tx, value, source, merged=False)  # one variable per read
     return TupleVariable(tuple(items), kind, source=source)
 
 

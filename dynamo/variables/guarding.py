@@ -147,13 +147,14 @@ def guard_builtin_lookup(tx, name: str) -> None:
 _current = threading.local()  # .facts: the IdentityFacts of the trace in progress on this thread
 
 
-def note_object(tx, value: Any, source: Optional[Source], relevant=False) -> None:
-    """`value` was reached through `source`; if it was reached before through another one,
-    guard that the two stay one object (the trace treats them as one)."""
+def note_object(tx, value: Any, source: Optional[Source], relevant=False,
+                merged: bool = True) -> None:
+    """`value` was reached through `source`; if it was reached before through another one and
+    the trace treats the two as one (`merged`), guard that they stay one object."""
     _current.facts = tx.guards.identities
     if source is None or is_own_root(source):
         return
-    first = tx.guards.identities.note(value, source, relevant)
+    first = tx.guards.identities.note(value, source, relevant, merged)
     if first is not None:
         tx.guards.add(AliasGuard(source, first))
 
@@ -164,6 +165,21 @@ def identity_used(tx, *values) -> None:
     they were."""
     for value in values:
         _mark(tx.guards.identities, value)
+
+
+def identity_by_source(tx, left, right) -> Optional[bool]:
+    """`left is right` for values read through sources that the trace does not model as
+    objects (tuples: one variable per read), answered from the objects behind the sources
+    and guarded; None when either was not noted."""
+    if left.source is None or right.source is None:
+        return None
+    facts = tx.guards.identities
+    first, second = facts.object_at(left.source), facts.object_at(right.source)
+    if first is None or second is None:
+        return None
+    facts.mark_source(left.source)
+    facts.mark_source(right.source)
+    return first is second
 
 
 def mark_identity(value) -> None:

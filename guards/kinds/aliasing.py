@@ -31,6 +31,7 @@ import torch
 
 from guards import messages
 from guards.kinds.base import RANK_TENSOR, RANK_VALUE, Guard
+from guards.kinds.values import AliasGuard
 from guards.sources import Source
 
 
@@ -134,6 +135,7 @@ class _Reached:
     source: Source
     group: Hashable
     relevant: list  # bools and predicates: whether the object's identity mattered
+    others: list = dataclasses.field(default_factory=list)  # further sources, not merged
 
 
 class IdentityFacts:
@@ -149,15 +151,22 @@ class IdentityFacts:
         self._tensors: dict[int, tuple[torch.Tensor, Source, list]] = {}
         self._settled: list[Guard] | None = None
 
-    def note(self, value: Any, source: Source, relevant: bool | Callable[[], bool] = False
-             ) -> Source | None:
+    def note(self, value: Any, source: Source, relevant: bool | Callable[[], bool] = False,
+             merged: bool = True) -> Source | None:
         """`value` was reached through `source`; returns the source it was first reached
-        through when that is another one (the caller guards that they stay one object)."""
+        through when that is another one and the trace treats the two as one (`merged`: one
+        box, one placeholder, one object variable): the caller guards that they stay one
+        object. Values the trace does not merge (tuples) get that guard only if their identity
+        turns out to matter (`guards()`)."""
         self._settled = None
         known = self._reached.get(id(value))
         if known is not None and known.value is value:
             self._add(known.relevant, relevant)
-            return self.alias(source, known.source)
+            if merged:
+                return self.alias(source, known.source)
+            if source != known.source:
+                known.others.append(source)
+            return None
         self._reached[id(value)] = _Reached(value, source, ("object", type(value)), [])
         self._add(self._reached[id(value)].relevant, relevant)
         return None
@@ -189,12 +198,22 @@ class IdentityFacts:
             self._add(known.relevant, relevant)
 
     def mark_source(self, source: Source, relevant: bool | Callable[[], bool] = True) -> None:
-        """`mark` for the object first reached through `source`."""
+        """`mark` for the object reached through `source`."""
+        reached = self._at(source)
+        if reached is not None:
+            self._settled = None
+            self._add(reached.relevant, relevant)
+
+    def object_at(self, source: Source) -> Any:
+        """The object reached through `source` (None if none was noted)."""
+        reached = self._at(source)
+        return None if reached is None else reached.value
+
+    def _at(self, source: Source) -> _Reached | None:
         for reached in self._reached.values():
-            if reached.source == source:
-                self._settled = None
-                self._add(reached.relevant, relevant)
-                return
+            if reached.source == source or source in reached.others:
+                return reached
+        return None
 
     @staticmethod
     def _add(flags: list, relevant) -> None:
@@ -214,10 +233,14 @@ class IdentityFacts:
         groups: dict[Hashable, list[_Reached]] = {}
         for reached in self._reached.values():
             groups.setdefault(reached.group, []).append(reached)
-        found = []
+        found: list[Guard] = []
         for members in groups.values():
-            if len(members) > 1 and any(_holds(flag) for member in members
-                                        for flag in member.relevant):
+            relevant = [member for member in members
+                        if any(_holds(flag) for flag in member.relevant)]
+            for member in relevant:  # sources of one object the trace did not merge
+                found += [AliasGuard(other, member.source) for other in member.others
+                          if self.alias(other, member.source) is not None]
+            if len(members) > 1 and relevant:
                 sources = tuple(member.source for member in members)
                 found.append(PartitionGuard(sources, tuple(range(len(sources)))))
         return found

@@ -155,3 +155,15 @@ def test_tied_weights_stay_tied(backend):
         module.second.weight = torch.nn.Parameter(torch.full((3, 3), 0.5))
     check_after_changes(module, backend, [(None, lambda: (x,)), (untie, lambda: (x,))],
                         compiles=2)
+
+
+def test_identity_of_tuples_read_twice(backend):
+    """Tuples are not merged by the trace (one variable per read): reaching one tuple twice
+    needs no guard, unless `is` looked at it."""
+    def f(x, first, second):
+        return x + 1 if first is second else x - 1
+    shared = (1, 2)
+    check_after_changes(f, backend, [(None, lambda: (torch.ones(2), shared, shared)),
+                                     (None, lambda: (torch.ones(2), shared, tuple([1, 2]))),
+                                     (None, lambda: (torch.ones(2), shared, shared))],
+                        compiles=2)

@@ -7,6 +7,7 @@ snapshot file's path. Output: a `Verdict` (class, rule, where). Classes, worst f
                 its dtype/type checks, or an assertEqual in the test body on values)
   crash         an exception raised inside framejit (inductor/, dynamo/, guards/)
   timeout       the per-test time limit ran out
+  unsupported   framejit's capture refused the program under fullgraph (GraphBreakError)
   test_assert   another assertion of the test body failed (to be read one by one)
   excluded      the test asserts or drives the peer compiler's internals (rules below)
   harness       anything else failing (the snapshot's helpers, torch's capture, the adapter)
@@ -46,9 +47,17 @@ EXCLUSION_RULES = (
      r"config\.(cpp_wrapper|triton\.|halide|max_autotune|implicit_fallbacks|fallback_random|"
      r"cpu_backend|cuda_backend|freezing|comprehensive_padding|"
      r"emulate_precision_casts)"),
+    ("dynamo-counts", "asserts frame, op or recompile counts specific to torch._dynamo's design",
+     r"frame_count|op_count|cnt\.|counter\.|counters\[|CompileCounter"),
+    ("dynamo-internals", "reads torch._dynamo's internals (variable trackers, recorded graph "
+     "strings, guard objects, explain(), its config)",
+     r"torch\._dynamo\.(variables|symbolic_convert|bytecode|guards|source|output_graph|"
+     r"eval_frame|convert_frame|config|utils\.(?!same))|ConstantVariable|RangeVariable|"
+     r"normalize_gm|assertExpectedInline|EagerAndRecordGraphs|guard_fail_fn|\.explain\(|"
+     r"graph_break_reasons|disable_translation_validation"),
 )
 
-VALUE_FRAMES = ("check_model", "check_model_gpu")
+VALUE_FRAMES = ("check_model", "check_model_gpu", "standard_test")
 
 
 @dataclasses.dataclass
@@ -85,8 +94,10 @@ def _where(frame) -> str:
 
 
 def classify(outcome: str, exc: Optional[BaseException], source: str, snapshot_file: str,
-             timed_out: bool = False) -> Verdict:
-    """Classify one result; `outcome` is 'passed', 'skipped' or 'failed'."""
+             timed_out: bool = False, adapter_file: str = "") -> Verdict:
+    """Classify one result; `outcome` is 'passed', 'skipped' or 'failed'. Frames of
+    `snapshot_file` and `adapter_file` (the adapter's stand-ins for the suite's helpers) are
+    the test's own."""
     rules = static_rules(source)
     if outcome == "skipped":
         return Verdict("skipped", error=str(exc)[:200] if exc else "")
@@ -96,7 +107,10 @@ def classify(outcome: str, exc: Optional[BaseException], source: str, snapshot_f
         return Verdict("timeout", rule=rules[0] if rules else None)
     first_line = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}" \
         if str(exc).strip() else type(exc).__name__
-    snapshot_file = os.path.abspath(snapshot_file)
+    own_files = {os.path.abspath(snapshot_file), os.path.abspath(adapter_file or snapshot_file)}
+    if type(exc).__name__ == "GraphBreakError":
+        return Verdict("unsupported", rule=rules[0] if rules else None,
+                       error=f"GraphBreakError: {str(exc).strip()[:300]}")
     for link in _chain(exc):
         frames = _frames(link)
         ours = [frame for frame in frames if _in_framejit(frame)]
@@ -105,7 +119,7 @@ def classify(outcome: str, exc: Optional[BaseException], source: str, snapshot_f
                            error=f"{type(link).__name__}: {str(link).strip()[:300]}")
     frames = _frames(exc)
     in_test_file = [frame for frame in frames
-                    if os.path.abspath(frame.filename) == snapshot_file]
+                    if os.path.abspath(frame.filename) in own_files]
     last = in_test_file[-1] if in_test_file else (frames[-1] if frames else None)
     where = _where(last) if last else ""
     if isinstance(exc, AssertionError) and last is not None:
@@ -115,10 +129,10 @@ def classify(outcome: str, exc: Optional[BaseException], source: str, snapshot_f
             return Verdict("wrong_value", where=where, error=first_line)
         if line_rules:
             return Verdict("excluded", rule=line_rules[0], where=where, error=first_line)
-        if rules:
-            return Verdict("excluded", rule=rules[0], where=where, error=first_line)
         if re.search(r"assertEqual|same\(|allclose", last.line or ""):
             return Verdict("wrong_value", where=where, error=first_line)
+        if rules:
+            return Verdict("excluded", rule=rules[0], where=where, error=first_line)
         return Verdict("test_assert", where=where, error=first_line)
     if rules:
         return Verdict("excluded", rule=rules[0], where=where, error=first_line)

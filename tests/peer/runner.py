@@ -84,7 +84,7 @@ class PeerResult(unittest.TestResult):
         return "passed"
 
 
-def run_one(test_id, method, source, snapshot_file, timeout, stats_hook):
+def run_one(test_id, method, source, snapshot_file, timeout, stats_hook, adapter_file=""):
     """Run one bound unittest method (setUp/tearDown included); return its record."""
     case = method.__self__
     result = PeerResult()
@@ -102,13 +102,14 @@ def run_one(test_id, method, source, snapshot_file, timeout, stats_hook):
     outcome = result.outcome()
     exc = result.exception if outcome == "failed" else (
         Exception(result.skip_reason) if outcome == "skipped" else None)
-    verdict = classify(outcome, exc, source, snapshot_file, isinstance(exc, TestTimeout))
+    verdict = classify(outcome, exc, source, snapshot_file, isinstance(exc, TestTimeout),
+                       adapter_file)
     return {"id": test_id, "outcome": outcome, "class": verdict.cls, "rule": verdict.rule,
             "where": verdict.where, "error": verdict.error,
             "seconds": round(time.perf_counter() - started, 2), "graphs": stats}
 
 
-def run_all(tests, snapshot_file, args, stats_hook):
+def run_all(tests, snapshot_file, args, stats_hook, adapter_file=""):
     """Run the selected tests, appending one JSON line each to args.out."""
     done = set()
     if args.resume and os.path.exists(args.out):
@@ -122,7 +123,8 @@ def run_all(tests, snapshot_file, args, stats_hook):
         for count, (test_id, method, source) in enumerate(selected, 1):
             if test_id in done:
                 continue
-            record = run_one(test_id, method, source, snapshot_file, args.timeout, stats_hook)
+            record = run_one(test_id, method, source, snapshot_file, args.timeout, stats_hook,
+                             adapter_file)
             out.write(json.dumps(record) + "\n")
             out.flush()
             print(f"[{count}/{len(selected)}] {record['class']:12} {record['seconds']:7.1f}s "
@@ -144,8 +146,8 @@ def summary(path) -> str:
                 and record.get("graphs", {}).get("compiled", 0) == 0
                 and record.get("graphs", {}).get("as_is", 0) > 0)
     lines = [f"{len(records)} tests", "", "| class | tests |", "|---|---:|"]
-    for name in ("passed", "wrong_value", "crash", "timeout", "test_assert", "harness",
-                 "excluded", "skipped"):
+    for name in ("passed", "wrong_value", "crash", "timeout", "unsupported", "test_assert",
+                 "harness", "excluded", "skipped"):
         lines.append(f"| {name} | {counts.get(name, 0)} |")
     lines.append(f"\npassed with every graph run as is (nothing compiled): {as_is}")
     lines += ["", "| exclusion rule | tests | what it excludes |", "|---|---:|---|"]

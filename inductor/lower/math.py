@@ -308,28 +308,31 @@ def fmod(a, b):
 def power(base, exponent):
     dtype = result_type(base, exponent)
     compute = opmath_dtype(dtype)
+
+    def of_base(function):
+        # the exponent promotes too: bool ** 2 is int64, int ** 2.0 is float32 (fuzzer)
+        return make_pointwise(function, base, dtype=dtype, compute_dtype=compute)
     if not is_tensor(exponent) and dtype.is_floating_point:
         if exponent == 2:
-            return make_pointwise(lambda x: ops.mul(x, x), base)
+            return of_base(lambda x: ops.mul(x, x))
         if exponent == 1:
             return cast(base, dtype)
         if exponent == 0.5 and (dtype != torch.float16 or base.get_device().type == "cuda"):
-            return make_pointwise(ops.sqrt, base)   # eager's CPU float16 kernel calls pow
+            return of_base(ops.sqrt)   # eager's CPU float16 kernel calls pow
         if exponent == -1:
-            return make_pointwise(ops.reciprocal, base)
+            return of_base(ops.reciprocal)
         # Eager's kernels multiply too (GELU's tanh form cubes); for bfloat16 they round each
         # product to the type (float16 on CPUs rounds once), and so does this: bit for bit
         # eager's. A `pow` call instead cost GPT-2's GELU kernel on an H100 three times a
         # streaming kernel's time.
         if exponent == 3 and dtype == torch.bfloat16:
-            return make_pointwise(
-                lambda x: ops.mul(ops.to_dtype(ops.mul(x, x), dtype), x), base)
+            return of_base(lambda x: ops.mul(ops.to_dtype(ops.mul(x, x), dtype), x))
         if exponent == 3:
-            return make_pointwise(lambda x: ops.mul(ops.mul(x, x), x), base)
+            return of_base(lambda x: ops.mul(ops.mul(x, x), x))
         if exponent == -2 and dtype != torch.bfloat16:
-            return make_pointwise(lambda x: ops.reciprocal(ops.mul(x, x)), base)
+            return of_base(lambda x: ops.reciprocal(ops.mul(x, x)))
     if not is_tensor(exponent) and not dtype.is_floating_point and exponent == 2:
-        return make_pointwise(lambda x: ops.mul(x, x), base)
+        return of_base(lambda x: ops.mul(x, x))
     return make_pointwise(ops.pow, base, exponent, dtype=dtype, compute_dtype=compute)
 
 

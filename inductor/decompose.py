@@ -26,6 +26,9 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from inductor import batch_norm
+from inductor.aliasing import (OutputAlias, SharedInputWrites, UnsupportedGraph, memory_root,
+                               observable_outputs, write_targets,
+                               writes_into_overlapping_memory, writes_into_shared_inputs)
 
 aten = torch.ops.aten
 
@@ -97,6 +100,9 @@ def _table() -> dict:
     for overload in (aten.index_put.default, aten.index_put_.default,
                      aten._index_put_impl_.default):
         table[overload] = functools.partial(_index_put_with_mask, overload)
+    if aten._unsafe_masked_index.default in table:
+        table[aten._unsafe_masked_index.default] = _negative_indices_wrapped(
+            table[aten._unsafe_masked_index.default])
     return table
 
 
@@ -111,6 +117,17 @@ def _integer_value_truncated(decomposition):
             value = int(value)
         return decomposition(self, tensor1, tensor2, value=value)
     return addcmul
+
+
+def _negative_indices_wrapped(decomposition):
+    """torch's `_unsafe_masked_index` decomposition clamps indices into range, so a negative
+    index under a true mask read element 0; eager counts it from the end (a[-2] is a[6])."""
+    def unsafe_masked_index(x, mask, indices, fill):
+        wrapped = [None if index is None else
+                   torch.where(index < 0, index + x.shape[dim], index)
+                   for dim, index in enumerate(indices)]
+        return decomposition(x, mask, wrapped, fill)
+    return unsafe_masked_index
 
 
 def _index_put_with_mask(overload, self, indices, values, accumulate=False, *_unsafe):
@@ -173,18 +190,6 @@ def decomposition_table() -> dict:
 
 
 @dataclasses.dataclass
-class OutputAlias:
-    """An output that, in eager, is a view of a graph input or of an earlier output."""
-
-    base_kind: str          # "input" (index into constants + user inputs) or "output"
-    base_index: int
-    size: tuple
-    stride: tuple
-    storage_offset: int     # relative to the base's storage offset
-    same_object: bool       # the very base object is returned (in-place ops led to it)
-
-
-@dataclasses.dataclass
 class AtenGraph:
     """The decomposed, functional graph and what the runtime wrapper must reproduce."""
 
@@ -203,17 +208,6 @@ class AtenGraph:
         copy = aten.copy_.default
         return [position for position, node in enumerate(placeholders)
                 if any(user.target is copy and user.args[0] is node for user in node.users)]
-
-
-class UnsupportedGraph(Exception):
-    """The graph cannot be compiled (e.g. unpaired autocast regions, symbolic inputs); the
-    caller runs it as is, which is always correct."""
-
-
-class SharedInputWrites(UnsupportedGraph):
-    """The graph writes into an input that shares its memory with another input (views of
-    one tensor passed separately): functionalization would treat them as independent. The
-    caller runs it as is for that sharing of storages."""
 
 
 def fake_inputs_for(example_inputs, fake_mode: FakeTensorMode) -> list:
@@ -275,15 +269,15 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     finally:
         torch._C._set_grad_enabled(grad_before)
     constants, lifted = lift_constants(decomposed)
-    aliases, strides, hidden = _observable_outputs(lifted)
+    aliases, strides, hidden = observable_outputs(lifted)
     strides = _eager_strides(gm, example_inputs, strides)
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes
     if _mutates(lifted):
-        if _writes_into_overlapping_memory(lifted):
+        if writes_into_overlapping_memory(lifted):
             raise UnsupportedGraph("the graph writes through a view whose elements overlap in "
                                    "memory (an expanded tensor, overlapping unfold windows)")
-        if _writes_into_shared_inputs(lifted, list(constants) + list(example_inputs)):
+        if writes_into_shared_inputs(lifted, list(constants) + list(example_inputs)):
             raise SharedInputWrites("the graph writes into inputs that share memory with other "
                                     "inputs (views of one tensor passed separately)")
         with fake_mode:
@@ -319,7 +313,7 @@ def _scalars_on_graph_device(functional, constants: list, fakes: list, example_i
         return functional, constants, fakes
     device = next(iter(devices))
     placeholders = [node for node in functional.graph.nodes if node.op == "placeholder"]
-    written = {memory_root(target)[0] for target in _write_targets(functional)
+    written = {memory_root(target)[0] for target in write_targets(functional)
                if isinstance(target, torch.fx.Node)}
     moved = [index for index, value in enumerate(constants)
              if value.device.type == "cpu" and value.dim() == 0
@@ -356,83 +350,6 @@ def _eager_strides(gm: torch.fx.GraphModule, example_inputs, strides: list) -> l
         if isinstance(value, torch.Tensor) and eager[position] is not None:
             eager[position] = tuple(value.stride())
     return eager
-
-
-def _storage_of(value):
-    return value.untyped_storage()._cdata if isinstance(value, torch.Tensor) else None
-
-
-def _writes_into_shared_inputs(gm: torch.fx.GraphModule, values: list) -> bool:
-    """Whether an in-place op writes into the memory of a placeholder whose value (in
-    `values`, one per placeholder: lifted constants, then the inputs) shares its storage with
-    another placeholder's (views of one tensor passed separately, or an input that is a
-    tensor the graph also holds: functionalization would not see the write through the other
-    one). Writes into intermediates (T5's `add_`) are fine; a written value without a
-    recorded example counts as shared."""
-    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
-    groups: dict = {}
-    for node, value in zip(placeholders, values):
-        if isinstance(value, torch.Tensor):
-            groups.setdefault(value.untyped_storage()._cdata, []).append(node)
-    shared = {node for members in groups.values() if len(members) > 1 for node in members}
-    if not shared:
-        return False
-    shared_storages = {_storage_of(node.meta.get("val")) for node in shared} - {None}
-    for node in gm.graph.nodes:
-        schema = getattr(node.target, "_schema", None)
-        if node.op != "call_function" or schema is None or not schema.is_mutable:
-            continue
-        for position, argument in enumerate(schema.arguments):
-            if argument.alias_info is None or not argument.alias_info.is_write:
-                continue
-            value = node.args[position] if position < len(node.args) else \
-                node.kwargs.get(argument.name)
-            if not isinstance(value, torch.fx.Node):
-                return True
-            storage = _storage_of(value.meta.get("val"))
-            if memory_root(value)[0] in shared or storage is None or storage in shared_storages:
-                return True
-    return False
-
-
-def _may_overlap(value) -> bool:
-    """Whether two elements of a tensor may share a memory location (True where unsure):
-    sorted by stride, each dimension must step past everything the smaller ones span."""
-    dims = sorted((int(stride), int(size)) for size, stride in zip(value.shape, value.stride())
-                  if int(size) > 1)
-    span = 0
-    for stride, size in dims:
-        if stride <= span:
-            return True
-        span += (size - 1) * stride
-    return False
-
-
-def _write_targets(gm: torch.fx.GraphModule):
-    """The nodes in-place ops write into."""
-    for node in gm.graph.nodes:
-        schema = getattr(node.target, "_schema", None)
-        if node.op != "call_function" or schema is None or not schema.is_mutable:
-            continue
-        for position, argument in enumerate(schema.arguments):
-            if argument.alias_info is not None and argument.alias_info.is_write:
-                yield node.args[position] if position < len(node.args) else \
-                    node.kwargs.get(argument.name)
-
-
-def _writes_into_overlapping_memory(gm: torch.fx.GraphModule) -> bool:
-    """Whether an in-place op writes through a view (or into an input) some of whose elements
-    share a memory location: eager writes them one after another into one place, while the
-    functional graph computes them apart and inverts the view (an expanded input accumulated
-    into by `index_put_`, a `fill_` through overlapping `unfold` windows)."""
-    for target in _write_targets(gm):
-        node = target
-        while isinstance(node, torch.fx.Node):
-            value = node.meta.get("val")
-            if isinstance(value, torch.Tensor) and _may_overlap(value):
-                return True
-            node = _aliased_argument(node)[0]
-    return False
 
 
 def _mutates(gm: torch.fx.GraphModule) -> bool:
@@ -477,106 +394,3 @@ def lift_constants(gm: torch.fx.GraphModule):
             continue
         environment[node] = graph.node_copy(node, lambda arg: environment[arg])
     return constants, torch.fx.GraphModule(gm, graph)
-
-
-def _observable_outputs(decomposed: torch.fx.GraphModule):
-    """Per flat output: how it aliases placeholders or other outputs (found by data flow:
-    through view ops and in-place ops back to the node that owns the memory), and its eager
-    strides. Outputs that view one intermediate the graph does not return get that
-    intermediate as a hidden extra output to rebuild them from; returns (aliases, strides,
-    hidden count), with `decomposed`'s output node extended by the hidden bases."""
-    placeholders = [node for node in decomposed.graph.nodes if node.op == "placeholder"]
-    output_node = next(node for node in decomposed.graph.nodes if node.op == "output")
-    arguments = list(output_node.args[0])
-    values = [arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
-              for arg in arguments]
-    aliases: list = [None] * len(values)
-    strides = [tuple(value.stride()) if isinstance(value, torch.Tensor) else None
-               for value in values]
-    by_root: dict = {}
-    same: dict = {}    # position -> whether it is its root's very object
-    for position, (argument, value) in enumerate(zip(arguments, values)):
-        if not isinstance(value, torch.Tensor) or not isinstance(argument, torch.fx.Node) \
-                or value.is_neg() or value.is_conj():
-            continue  # a lazily negated/conjugated view: as_strided would drop the bit
-        root, same_object = memory_root(argument)
-        same[position] = same_object
-        if root is argument and root.op != "placeholder":
-            by_root.setdefault(root, []).append(position)
-            continue
-        base = root.meta.get("val")
-        if not isinstance(base, torch.Tensor) or _storage_of(base) != _storage_of(value):
-            continue
-        if base.dtype != value.dtype:
-            raise UnsupportedGraph("an output views another tensor's memory with another dtype")
-        if root.op == "placeholder":
-            aliases[position] = _alias(value, "input", placeholders.index(root), base,
-                                       same_object)
-        else:
-            by_root.setdefault(root, []).append(position)
-    hidden = []
-    for root, positions in by_root.items():
-        if len(positions) < 2 and arguments[positions[0]] is not root:
-            continue   # one view of an intermediate: the code generator returns it as is
-        base_position = next((position for position in positions
-                              if arguments[position] is root), None)
-        if base_position is None:
-            if len(positions) < 2:
-                continue
-            base_position = len(arguments) + len(hidden)
-            hidden.append(root)
-            strides.append(tuple(root.meta["val"].stride()))
-        base = root.meta["val"]
-        for position in positions:
-            if position != base_position:
-                aliases[position] = _alias(values[position], "output", base_position, base,
-                                           same[position])
-    if hidden:
-        output_node.args = (arguments + hidden,)
-        decomposed.recompile()
-    return aliases, strides, len(hidden)
-
-
-def _alias(value, kind: str, index: int, base, same_object: bool) -> OutputAlias:
-    return OutputAlias(kind, index, tuple(value.shape), tuple(value.stride()),
-                       int(value.storage_offset()) - int(base.storage_offset()), same_object)
-
-
-def _aliased_argument(node: torch.fx.Node):
-    """(the argument node whose memory `node`'s result is, whether the op writes into it),
-    or (None, False) for ops returning fresh memory."""
-    if node.op != "call_function":
-        return None, False
-    if node.target is operator.getitem:
-        parent = node.args[0]
-        source, writes = _aliased_argument(parent) if isinstance(parent, torch.fx.Node) \
-            else (None, False)
-        return source, False
-    schema = getattr(node.target, "_schema", None)
-    if schema is None or not schema.returns or schema.returns[0].alias_info is None:
-        return None, False
-    # A list of views (`split`, `unbind`: `Tensor(a)[]`) carries its set on the elements,
-    # which the schema does not expose: then the argument annotated `(a -> *)` is the source.
-    alias_set = schema.returns[0].alias_info.before_set
-    for position, argument in enumerate(schema.arguments):
-        info = argument.alias_info
-        if info is None or (alias_set and info.before_set != alias_set):
-            continue
-        value = node.args[position] if position < len(node.args) \
-            else node.kwargs.get(argument.name)
-        if isinstance(value, torch.fx.Node):
-            return value, bool(info.is_write)
-    return None, False
-
-
-def memory_root(node: torch.fx.Node):
-    """(the node whose memory `node`'s value is, following views and in-place ops back to a
-    placeholder or an op returning fresh memory; whether only in-place ops led there, so the
-    value is that very tensor object)."""
-    same_object = True
-    while True:
-        source, writes = _aliased_argument(node)
-        if source is None:
-            return node, same_object
-        same_object = same_object and writes
-        node = source

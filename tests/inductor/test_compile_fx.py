@@ -163,6 +163,8 @@ def test_memory_of_a_buffer_viewed_by_an_eager_op_is_not_reused():
     assert "aten.as_strided" in compiled.fallback_ops
 
 
+@pytest.mark.expect_fallback("unsupported", reason="a write into one of two inputs sharing "
+                            "a storage runs as is")
 def test_writing_into_one_of_two_aliased_inputs_runs_as_is():
     def function(x, row):
         x.add_(1)

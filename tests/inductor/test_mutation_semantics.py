@@ -132,6 +132,7 @@ def test_a_global_updated_after_reading_an_updated_input(backend):
 
 # -- class 2: inputs sharing memory --------------------------------------------------------
 
+@pytest.mark.expect_fallback("unsupported", reason="a write into one of two inputs sharing a storage runs as is")
 def test_compiled_for_distinct_inputs_then_called_with_one_tensor_twice(backend):
     def function(a, b):
         a.mul_(3)
@@ -144,6 +145,7 @@ def test_compiled_for_distinct_inputs_then_called_with_one_tensor_twice(backend)
     assert_same(a, expected_a)
 
 
+@pytest.mark.expect_fallback("unsupported", reason="a write into one of two inputs sharing a storage runs as is")
 def test_compiled_for_one_tensor_twice_then_called_with_distinct_ones(backend):
     def function(a, b):
         a.mul_(3)
@@ -157,6 +159,7 @@ def test_compiled_for_one_tensor_twice_then_called_with_distinct_ones(backend):
     assert_same(a, torch.full((3,), 3.0))
 
 
+@pytest.mark.expect_fallback("unsupported", reason="a write into one of two inputs sharing a storage runs as is")
 def test_input_sharing_memory_with_a_row_of_another(backend):
     def function(x, row):
         x.add_(1)
@@ -167,6 +170,7 @@ def test_input_sharing_memory_with_a_row_of_another(backend):
     assert_same(base, torch.ones(3, 4))
 
 
+@pytest.mark.expect_fallback("unsupported", reason="a write into one of two inputs sharing a storage runs as is")
 def test_calls_with_new_sharing_compile_a_variant_once(backend):
     def function(a, b):
         a.add_(b)

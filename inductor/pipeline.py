@@ -26,8 +26,10 @@ import torch.utils._pytree as pytree
 from inductor.config import config
 from inductor.decompose import (GRAD_MODE_CALLS, AtenGraph, SharedInputWrites, UnsupportedGraph,
                                 trace_aten)
+from inductor.runtime import fallbacks
 from inductor.runtime.compiled_graph import (CompiledGraph, GraphReport, Specialized,
                                              StoragePattern)
+from inductor.runtime.locks import serialized
 
 log = logging.getLogger("framejit.inductor")
 output_code = logging.getLogger("framejit.output_code")
@@ -36,6 +38,7 @@ output_code = logging.getLogger("framejit.output_code")
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
+@serialized     # one compilation at a time per process (runtime/locks.py says why)
 def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
                mode: Optional[str] = None) -> CompiledGraph:
     """Compile a torch-level FX graph (torch's backend signature) into a `CompiledGraph`.
@@ -112,6 +115,7 @@ def _warn_training_without_cuda_graphs(mode: str) -> None:
                 "launched kernel by kernel); inference graphs are recorded", mode)
 
 
+@serialized
 def compile_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
                  output_strides: Optional[Sequence] = None, *,
                  mode: Optional[str] = None) -> CompiledGraph:
@@ -138,6 +142,11 @@ def compile_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
             log.warning("inductor could not compile a graph (%s: %s); running it through "
                         "eager kernels", type(error).__name__, error)
             reason = f"compilation failed: {type(error).__name__}: {error}"
+            fallbacks.record("error", reason)
+    elif config.fallback_only or reason == "Triton is not installed":
+        fallbacks.record("configured", reason)
+    else:
+        fallbacks.record("unsupported", reason)
     report = GraphReport(reason=reason)
     run = _fallback_runner(gm, output_strides, report)
     report.compile_seconds = time.perf_counter() - started
@@ -295,6 +304,7 @@ def _needs_autograd(gm: torch.fx.GraphModule, example_inputs: Sequence) -> bool:
 
 def _as_is(gm: torch.fx.GraphModule, reason: str, started: float) -> CompiledGraph:
     log.info("running the graph as is: %s", reason)
+    fallbacks.record("unsupported", reason)
     report = GraphReport(reason=reason, fallback_ops={"<whole graph>": 1})
     report.compile_seconds = time.perf_counter() - started
     return CompiledGraph(gm.forward, report)

@@ -6,7 +6,8 @@ functions taking data pointers and returning an int status. A built library live
 version, the flags and the host CPU's instruction-set flags; a hit skips the compiler. Missing
 libraries build in parallel (one compiler process per source, up to `compile_workers` at a
 time), are written under a temporary name and renamed into place, so concurrent processes
-never load a half-written file. Loading goes through ctypes: no Python-version-specific glue.
+never load a half-written file, and each is built by one process sharing the cache (a file lock
+per library; `runtime/locks.py`). Loading goes through ctypes: no Python-version-specific glue.
 """
 from __future__ import annotations
 
@@ -18,13 +19,16 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from typing import Optional, Sequence
 
 from inductor.config import config
+from inductor.runtime.locks import FileLock, write_atomically
 
 log = logging.getLogger("framejit.inductor")
 
-_loaded: dict = {}
+_loaded: dict = {}          # cache key -> loaded library
+_loaded_lock = threading.Lock()
 
 
 class BuildError(RuntimeError):
@@ -120,7 +124,8 @@ def _finish_build(process, work: str, output: str, source_path: str, path: str) 
     messages, _ = process.communicate()
     if process.returncode != 0:
         kept = path.replace(".so", ".failed.cpp")
-        shutil.copyfile(source_path, kept)
+        with open(source_path) as handle:
+            write_atomically(kept, handle.read())
         shutil.rmtree(work, ignore_errors=True)
         raise BuildError(f"C++ compilation failed (source kept at {kept}):\n{messages[-4000:]}")
     os.replace(output, path)
@@ -129,31 +134,67 @@ def _finish_build(process, work: str, output: str, source_path: str, path: str) 
 
 def build(units: Sequence) -> list:
     """For each translation unit (with `.source` and `.entries`, a list of (symbol, argument
-    count)), its entry points as ctypes functions, building what the cache lacks."""
+    count)), its entry points as ctypes functions, building what the cache lacks.
+
+    Each missing library is built by one process: the builder holds `<key>.lock` next to it
+    (`locks.FileLock`); a library another process is building is waited for, after this
+    process's own builds, and built here only if that process failed."""
     keys = [cache_key(unit.source) for unit in units]
     missing = {}
     for key, unit in zip(keys, units):
         if key not in _loaded and key not in missing and not os.path.exists(library_path(key)):
             missing[key] = unit.source
-    workers = config.compile_workers or os.cpu_count() or 1
-    pending = list(missing.items())
-    running: list = []
-    while pending or running:
-        while pending and len(running) < workers:
-            key, source = pending.pop(0)
-            running.append((key, _start_build(source, library_path(key))))
-        key, started = running.pop(0)
-        _finish_build(*started, library_path(key))
+    elsewhere = _build_missing(missing, blocking=False)
+    if elsewhere:
+        _build_missing({key: missing[key] for key in elsewhere}, blocking=True)
     if missing:
         log.info("built %d kernel librar%s", len(missing), "y" if len(missing) == 1 else "ies")
     return [_entries(key, unit.entries) for key, unit in zip(keys, units)]
 
 
+def _build_missing(missing: dict, blocking: bool) -> list:
+    """Build `missing` (key -> source) in parallel, each under its file lock; return the keys
+    whose lock another process held (non-blocking only)."""
+    workers = config.compile_workers or os.cpu_count() or 1
+    pending, running, elsewhere = list(missing.items()), [], []
+    try:
+        while pending or running:
+            while pending and len(running) < workers:
+                key, source = pending.pop(0)
+                lock = FileLock(library_path(key) + ".lock")
+                if not lock.acquire(blocking):
+                    elsewhere.append(key)
+                    continue
+                if os.path.exists(library_path(key)):     # built meanwhile by another process
+                    lock.release()
+                    continue
+                try:
+                    started = _start_build(source, library_path(key))
+                except BaseException:
+                    lock.release()
+                    raise
+                running.append((key, lock, started))
+            if running:
+                key, lock, started = running.pop(0)
+                try:
+                    _finish_build(*started, library_path(key))
+                finally:
+                    lock.release()
+    finally:
+        for _key, lock, started in running:     # a failed build: stop the others
+            started[0].kill()
+            started[0].communicate()
+            shutil.rmtree(started[1], ignore_errors=True)
+            lock.release()
+    return elsewhere
+
+
 def _entries(key: str, entries) -> list:
-    library = _loaded.get(key)
-    if library is None:
-        library = ctypes.CDLL(library_path(key))
-        _loaded[key] = library
+    with _loaded_lock:
+        library = _loaded.get(key)
+        if library is None:
+            library = ctypes.CDLL(library_path(key))
+            _loaded[key] = library
     functions = []
     for symbol, argument_count in entries:
         function = getattr(library, symbol)

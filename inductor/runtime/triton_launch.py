@@ -14,12 +14,14 @@ Triton versions without that entry point, it goes through the `@triton.jit` func
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Optional
 
 import torch
 
 from inductor.config import config
 from inductor.runtime import triton_autotune as autotune
+from inductor.runtime.locks import interpreter_lock
 
 log = logging.getLogger("framejit.inductor")
 
@@ -60,6 +62,7 @@ class Launcher:
         self.needs_scratch = bool(self.spec.workspaces) or self.spec.status
         # Whether the first function may launch programmatically (`programmatic_steps`)
         self.programmatic_first = programmatic_first
+        self._tuning = threading.Lock()     # one thread tunes; the others wait for its pick
 
     def _options(self, order: int) -> dict:
         """Compile options of the variant's function launched `order`-th (warm-up and
@@ -121,13 +124,19 @@ class Launcher:
                 self._call = self._direct_function()
                 return
         if self.choice is None:
-            self.choice = self._tune(tensors)
+            self._tune_once(tensors)
         self._launch(self.choice, tensors)
+
+    def _tune_once(self, tensors) -> None:
+        """Pick `self.choice` (tuning on `tensors`) unless another thread did meanwhile."""
+        with self._tuning:
+            if self.choice is None:
+                self.choice = self._tune(tensors)
 
     def _general(self, *tensors) -> None:
         """Launch without the direct path's assumptions (a misaligned input)."""
         if self.choice is None:
-            self.choice = self._tune(tensors)
+            self._tune_once(tensors)
         self._launch(self.choice, tensors, record=False)
 
     def _direct_function(self):
@@ -194,6 +203,12 @@ class Launcher:
         return (cdiv(spec.xnumel, kwargs["XBLOCK"]),)
 
     def _launch(self, candidate, tensors, record: bool = True) -> None:
+        if self.interpret:      # the interpreter's state is process-wide (runtime/locks.py)
+            with interpreter_lock:
+                return self._launch_now(candidate, tensors, record)
+        return self._launch_now(candidate, tensors, record)
+
+    def _launch_now(self, candidate, tensors, record: bool) -> list:
         extra = self._scratch()
         compiled = []
         for order, (position, kwargs) in enumerate(zip(self.variants[candidate.variant],
@@ -223,9 +238,9 @@ class Launcher:
         if not config.triton_direct_launch:
             return
         runners = self._runners(compiled)
-        if runners is not None:
-            self.fast = runners
+        if runners is not None:     # the alignment first: `_call` reads `fast` first
             self.alignment = self._aligned(tensors)
+            self.fast = runners
 
     def _runners(self, compiled: list) -> Optional[list]:
         """The direct launches of kernels `_launch` just compiled and ran, or None (kernels

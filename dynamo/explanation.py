@@ -3,7 +3,8 @@
 Input: a function or module and the arguments of one call. Output: an `ExplainReport` built
 from what the per-frame driver recorded while compiling that call: the graphs, each graph
 break (kind, reason, the user's `file:line` and source line, the calls that led to it, a
-hint), the frames that ran eagerly, guards, recompile reasons and compile time per stage.
+hint), the frames that ran eagerly, guards, recompile reasons, compile time per stage, and
+the graphs the inductor backend ran through eager kernels instead of generated code.
 
     report = dynamo.explain(model)(x)
     print(report)            # reads well in a terminal
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
+import sys
 from typing import Any, Callable, Optional
 
 import torch
@@ -61,6 +63,7 @@ class ExplainReport:
     compile_time: dict  # stage -> seconds, summed over frames
     eager_frames: list  # (qualified name, file:line, reason) of frames that ran eagerly
     output: Any = None  # what the call returned
+    fallbacks: dict = dataclasses.field(default_factory=dict)  # inductor: reason -> graphs
 
     def __str__(self) -> str:
         lines = [f"framejit explain: {self.graph_count} graph(s), "
@@ -77,6 +80,10 @@ class ExplainReport:
             lines.append("frames run eagerly:")
             lines += [f"  {name} ({where}): {reason}" for name, where, reason in
                       self.eager_frames]
+        if self.fallbacks:
+            lines.append("graphs run through eager kernels instead of generated code "
+                         "(inductor fallbacks):")
+            lines += [f"  {count} x {reason}" for reason, count in self.fallbacks.items()]
         if self.recompiles:
             lines.append("recompiles:")
             lines += [f"  {reason}" for reason in self.recompiles]
@@ -97,10 +104,22 @@ def explain(fn_or_module: Callable, backend="eager", **jit_options) -> Callable:
         reset()
         counting = CountingBackend(lookup_backend(backend))
         jitted = jit(fn_or_module, backend=counting, **jit_options)
+        before = _inductor_fallbacks()
         output = jitted(*args, **kwargs)
         records = list(jitted._framejit_driver.records)
-        return build_report(records, counting, output)
+        report = build_report(records, counting, output)
+        after = _inductor_fallbacks()
+        report.fallbacks = {reason: count - before.get(reason, 0) for reason, count in
+                            after.items() if count > before.get(reason, 0)}
+        return report
     return run
+
+
+def _inductor_fallbacks() -> dict:
+    """inductor's graph fallbacks so far (reason -> graphs), if a backend has loaded inductor:
+    dynamo reaches inductor only through the backend registry, so never imports it here."""
+    module = sys.modules.get("inductor.runtime.fallbacks")
+    return module.fallbacks() if module is not None else {}
 
 
 def build_report(records: list, counting: CountingBackend, output=None) -> ExplainReport:

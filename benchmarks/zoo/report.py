@@ -51,6 +51,9 @@ graphs run as FX Python (the capture's own cost); `torch.compile` (the anchor, d
 - **Peak memory** of one step above what was resident before it. CUDA:
   `max_memory_allocated`. CPU: the resident-set high-water mark with glibc's mmap threshold
   pinned at 128 KiB and the heap trimmed first, so freed tensors leave the resident set.
+- **Fallbacks**: `(N fallbacks)` after framejit's speedup: N graphs that inductor ran
+  through eager kernels instead of generated code (`inductor.fallbacks()`), listed with
+  their reasons under the table.
 - Statuses: `pass`; `no graph` (ran correctly but compiled nothing: a full fallback to eager);
   `inaccurate`; `error`/`crash`/`timeout` (with the reason below each table).
 
@@ -243,6 +246,9 @@ def _cell(row: dict) -> str:
         return "-"
     status = row.get("status")
     speed = f"{row['speedup']:.2f}x" if row.get("speedup") is not None else ""
+    fallbacks = row.get("inductor_fallbacks")
+    if fallbacks:
+        speed += f" ({fallbacks} fallback{'s' if fallbacks > 1 else ''})"
     if status == "pass":
         return speed
     return f"{speed} {STATUS_MARK.get(status, status)}".strip()
@@ -297,12 +303,28 @@ def _plots(path: Path, mode: str, rows: list[dict], document_folder: Path) -> li
 
 def _failures(rows: list[dict]) -> list[str]:
     bad = [row for row in rows if row.get("status") != "pass"]
-    if not bad:
+    lines = []
+    if bad:
+        lines += ["Jobs that did not pass:", ""]
+        for row in bad:
+            status = STATUS_MARK.get(row["status"], row["status"])
+            lines.append(f"- {row['model']} / {row['compiler']}: {status} - {_reason(row)}")
+        lines.append("")
+    return lines + _fallback_lines(rows)
+
+
+def _fallback_lines(rows: list[dict]) -> list[str]:
+    """Jobs in which inductor ran graphs through eager kernels instead of generated code."""
+    fell = [row for row in rows if row.get("inductor_fallbacks")]
+    if not fell:
         return []
-    lines = ["Jobs that did not pass:", ""]
-    for row in bad:
-        status = STATUS_MARK.get(row["status"], row["status"])
-        lines.append(f"- {row['model']} / {row['compiler']}: {status} - {_reason(row)}")
+    lines = [f"Graph fallbacks (inductor ran a graph through eager kernels) in {len(fell)} "
+             "job(s):", ""]
+    for row in fell:
+        reasons = "; ".join(f"{count} x {reason}" for reason, count in
+                            (row.get("inductor_fallback_reasons") or {}).items())
+        lines.append(f"- {row['model']} / {row['compiler']}: {row['inductor_fallbacks']} "
+                     f"graph(s): {reasons[:300]}")
     return lines + [""]
 
 

@@ -201,6 +201,8 @@ def _progress_line(done: int, total: int, job: Job, row: dict, elapsed: float) -
         detail += f" {row['speedup']:.2f}x"
     if row.get("compile_seconds") is not None:
         detail += f", compile {row['compile_seconds']:.1f} s"
+    if row.get("inductor_fallbacks"):
+        detail += f", {row['inductor_fallbacks']} graph(s) run by eager kernels"
     if row.get("error"):
         detail += f" ({row['error'][:80]})"
     return (f"[{bar}] {done}/{total} {_label(job)}: {detail} "

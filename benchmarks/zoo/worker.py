@@ -8,8 +8,10 @@ the eager result in the job's dtype; compile, timing the first call (cold compil
 one execution); judge accuracy (`accuracy.compare`); warm up; time eager and compiled steps in
 interleaved trials; count graphs again (new ones are recompiles); measure each step's peak
 memory. A training step is forward, loss, backward and an SGD step; accuracy in training
-compares the loss and every parameter's gradient after the first backward. Any exception
-becomes a row with `status: "error"` naming the step it happened in; the process exits 0.
+compares the loss and every parameter's gradient after the first backward. Jobs of the
+`framejit` compiler count the graphs inductor ran through eager kernels instead of generated
+code (`inductor_fallbacks`, with their reasons). Any exception becomes a row with
+`status: "error"` naming the step it happened in; the process exits 0.
 """
 from __future__ import annotations
 
@@ -115,6 +117,7 @@ def run_job(job: Job) -> dict:
     """Measure `job`; never raises (errors become the row's `status`/`error`)."""
     run = _Run(job)
     started = time.perf_counter()
+    fallbacks_before = _inductor_fallbacks(job)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -124,6 +127,11 @@ def run_job(job: Job) -> dict:
             run.row["error"] = f"{type(error).__name__}: {error}"[:2000]
             run.row["traceback"] = traceback.format_exc()[-3000:]
     run.row["fallbacks"] = _product_warnings(caught)
+    if fallbacks_before is not None:
+        from inductor.runtime import fallbacks
+        added = fallbacks.since(fallbacks_before)
+        run.row["inductor_fallbacks"] = sum(added.values())
+        run.row["inductor_fallback_reasons"] = dict(list(added.items())[:5])
     run.row["job_seconds"] = round(time.perf_counter() - started, 2)
     run.row["env"] = machine.describe(job.device)
     run.row["date"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -231,6 +239,15 @@ def _status(job: Job, row: dict, verdict: accuracy.Accuracy) -> str:
     if job.compiler != "eager" and not row.get("graphs"):
         return "eager_fallback"  # ran correctly, but nothing was compiled
     return "pass"
+
+
+def _inductor_fallbacks(job: Job) -> Optional[dict]:
+    """For jobs compiling with inductor: its graph fallback counts so far (a job's own are the
+    difference at its end), else None."""
+    if job.compiler != "framejit":
+        return None
+    from inductor.runtime import fallbacks
+    return fallbacks.fallbacks()
 
 
 def _product_warnings(caught) -> list[str]:

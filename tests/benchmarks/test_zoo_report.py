@@ -66,3 +66,33 @@ def test_report_renders_tables_plots_and_failures(results, tmp_path):
     # Rendering again replaces the zoo section instead of appending a second one.
     again = report.write([results], document)
     assert again.count(report.ZOO_BEGIN) == 1 and again == text
+
+
+def test_report_shows_inductor_fallbacks(tmp_path):
+    rows = [_row("gpt2", "eager", speedup=1.0, compile_seconds=None),
+            _row("gpt2", "framejit", speedup=1.4, inductor_fallbacks=2,
+                 inductor_fallback_reasons={"error: compilation failed: TypeError: x": 2})]
+    path = tmp_path / "results" / "cpu.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    document = tmp_path / "benchmarks.md"
+    text = report.write([path], document)
+    assert "| gpt2 | 10.0 | 1.40x (2 fallbacks) |" in text
+    assert "- gpt2 / framejit: 2 graph(s): 2 x error: compilation failed: TypeError: x" in text
+
+
+@pytest.mark.expect_fallback("error", reason="records a planted fallback")
+def test_worker_counts_inductor_fallbacks(monkeypatch):
+    """A framejit job's row carries the graphs inductor gave up during that job."""
+    from benchmarks.zoo import worker
+    from inductor.runtime import fallbacks
+
+    def measure(run):
+        fallbacks.record("error", "compilation failed: TypeError: planted")
+        run.row["status"] = "pass"
+    monkeypatch.setattr(worker, "_measure", measure)
+    row = worker.run_job(worker.Job("planted", compiler="framejit"))
+    assert row["inductor_fallbacks"] == 1
+    assert row["inductor_fallback_reasons"] == {
+        "error: compilation failed: TypeError: planted": 1}
+    assert "inductor_fallbacks" not in worker.run_job(worker.Job("planted", compiler="eager"))

@@ -348,3 +348,20 @@ def test_graph_compiled_under_no_grad_then_called_with_grad_mode_on():
     assert result.requires_grad
     result.sum().backward()
     torch.testing.assert_close(bias.grad, torch.full((3,), 2.0))
+
+
+def test_training_graph_called_with_inputs_sharing_memory():
+    """The training path keys its variants on the sharing of storages once a graph writes
+    into an input: compiled for distinct tensors, then called with one tensor twice."""
+    def function(a, b, weight):
+        a.mul_(3)
+        return (b * weight).sum(), a
+    weight = torch.ones(3, requires_grad=True)
+    compiled = compiled_graph(function, (torch.ones(3), torch.ones(3), weight))
+    shared = torch.ones(3)
+    loss, returned = compiled(shared, shared, weight)
+    assert loss.item() == 9.0 and returned is shared and shared.tolist() == [3.0] * 3
+    loss.backward()
+    assert weight.grad.tolist() == [3.0] * 3
+    loss, _ = compiled(torch.ones(3), torch.ones(3), weight)
+    assert loss.item() == 3.0

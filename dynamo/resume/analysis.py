@@ -114,10 +114,14 @@ class Stop:
 
 def stop_at(decoded: DecodedCode, index: int, layout: Layout,
             loop_header: bool = False) -> Optional["Stop"]:
-    """The stop for a break at `index` with the stack `layout` (None: not resumable there)."""
+    """The stop for a break at `index` with the stack `layout` (None: not resumable there).
+    Code that runs while an exception is being handled (an `except` body, a `with` block's
+    cleanup) is never resumable: the rebuilt frame would lack the exception state that
+    `PUSH_EXC_INFO` set up (a region resumed after `__exit__` raised crashed CPython)."""
     instructions = decoded.instructions
     instruction = instructions[index]
-    if None in layout:
+    counts = handling(decoded)
+    if None in layout or counts.get(index, 0):
         return None
     if loop_header and instruction.opname != "FOR_ITER":
         return Stop(index, index - 1, layout, (Edge(index, layout),), loop_header=True)
@@ -132,7 +136,35 @@ def stop_at(decoded: DecodedCode, index: int, layout: Layout,
     edges = _edges(decoded, instructions[last], before)
     if edges is None or any(None in edge.layout for edge in edges):
         return None
+    if any(counts.get(edge.target, 0) for edge in edges):
+        return None
     return Stop(index, last, layout, edges, loop_header=loop_header)
+
+
+
+def handling(decoded: DecodedCode) -> dict[int, int]:
+    """How many exceptions are being handled on arrival at each reachable instruction: the
+    `PUSH_EXC_INFO`s minus the `POP_EXCEPT`s on the way there (CPython's compiler gives every
+    point one count; an exception edge keeps the count of the instruction that raised)."""
+    instructions = decoded.instructions
+    counts, pending = {0: 0}, [0]
+    while pending:
+        index = pending.pop()
+        if index >= len(instructions):
+            continue
+        instruction, count = instructions[index], counts[index]
+        after = count + (instruction.opname == "PUSH_EXC_INFO") - \
+            (instruction.opname == "POP_EXCEPT")
+        targets = [] if instruction.opname in _NO_FALLTHROUGH else [(index + 1, after)]
+        if instruction.target is not None:
+            targets.append((instruction.target, after))
+        if instruction.handler is not None:
+            targets.append((instruction.handler.target, count))
+        for target, value in targets:
+            if target not in counts:
+                counts[target] = value
+                pending.append(target)
+    return counts
 
 
 def _span_end(instructions: list[Instruction], index: int, layout: Layout) -> Optional[int]:

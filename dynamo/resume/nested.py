@@ -50,6 +50,8 @@ def plan(chain: list) -> Optional[NestedPlan]:
     """The deepest resumable stop for a break met with this chain of frames, or None."""
     if len(chain) < 2 or chain[0].opname not in CALLS:
         return None
+    if analysis.handling(decode(chain[0].code)).get(chain[0].index, 0):
+        return None  # the call is in an `except` body: see analysis.stop_at
     depth = 0
     for position in range(1, len(chain)):
         frame = chain[position]
@@ -128,26 +130,26 @@ def _copy(code, decoded, first: int, last: int) -> tuple:
 
 
 def resume_calls(inner: tuple, stack: tuple, codes: tuple):
-    """Finish the inlined calls of a nested stop eagerly, innermost first, and return the
-    outermost call's result (region prologues call this; the tracer models it instead).
-    A call that a class call made to initialise an instance gives its caller the instance.
-    Each call's region runs with this helper's frame hidden (its `f_back` is the caller's
-    frame, as in eager), and an exception leaves without this helper in its traceback."""
-    value = None
+    """Finish the inlined call `inner[0]` eagerly and return its result (region prologues
+    call this; the tracer models it instead). `codes` holds the call's region, which itself
+    finishes `inner[1]` first (passed on as raw state) when there is one, so callers stay on
+    the frame stack while their callees finish. A call that a class call made to initialise
+    an instance gives its caller the instance. The region runs with this helper's frame
+    hidden (its `f_back` is the caller's frame, as in eager), and an exception leaves
+    without this helper in its traceback."""
     try:
-        for position in reversed(range(len(codes))):
-            function, below, values, constructs = inner[position]
-            items = stack if position == len(codes) - 1 else below + (value,)
-            region = types.FunctionType(codes[position], function.__globals__,
-                                        function.__name__, None, function.__closure__)
-            state = (items, values)
-            arguments = (None, state) if codes[position].co_argcount == 2 else (state,)
-            value = _frame_state.call(region, *arguments)[1][0]
-            if constructs:
-                if value is not None:
-                    raise TypeError(f"__init__() should return None, not "
-                                    f"'{type(value).__name__}'")
-                value = constructs[0]
+        function, below, values, constructs = inner[0]
+        items = stack if len(inner) == 1 else below + (inner[1:], stack)
+        region = types.FunctionType(codes[0], function.__globals__, function.__name__, None,
+                                    function.__closure__)
+        state = (items, values)
+        arguments = (None, state) if codes[0].co_argcount == 2 else (state,)
+        value = _frame_state.call(region, *arguments)[1][0]
+        if constructs:
+            if value is not None:
+                raise TypeError(f"__init__() should return None, not "
+                                f"'{type(value).__name__}'")
+            value = constructs[0]
     except BaseException as error:
         entry = error.__traceback__
         if entry is not None and entry.tb_frame is sys._getframe():

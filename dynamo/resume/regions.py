@@ -130,13 +130,20 @@ def region_for(base: CodeType, start: int, layout: Layout, exits: dict,
                inner: tuple = ()) -> CodeType:
     """The region of `base` starting at instruction `start` (cached). `exits` maps the index
     of each loop-header stop to its (tag, layout). With `inner` (a nested stop's
-    `InnerFrame`s), the region first finishes those calls and pushes the result."""
+    `InnerFrame`s, outermost first), the region first finishes the call it made, `inner[0]`,
+    whose own region finishes `inner[1]` in turn, and so on: every caller's frame is live
+    while its callee finishes, as in eager (tracebacks, `sys._getframe`)."""
     key = (start, layout, tuple(sorted(exits.items())), inner)
     per_code = _cache.setdefault(base, {})
     code = per_code.get(key)
     if code is None:
-        codes = tuple(region_for(frame.code, frame.start, frame.layout, {})
-                      for frame in inner)
+        codes = ()
+        if inner:
+            callee, rest = inner[0], inner[1:]
+            # a caller's layout ends with its callee's result; a region finishing calls of
+            # its own takes their states there instead (two raw items, as this one does)
+            callee_layout = callee.layout[:-1] + (False, False) if rest else callee.layout
+            codes = (region_for(callee.code, callee.start, callee_layout, {}, rest),)
         code = per_code[key] = _build(base, start, layout, exits, codes)
         raw = (_items(layout[:-2]), _items(layout[:-2]) + 1) if codes else ()
         _regions[code] = RegionInfo(base, origin_of(base), start, layout, state_names(base),

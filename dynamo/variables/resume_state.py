@@ -133,33 +133,47 @@ class ResumeCallsVariable(Variable):
         inner, stack, codes = args[0], args[1], tx.constant(args[2], "region codes")
         if not isinstance(inner, RawValueVariable) or not isinstance(stack, RawValueVariable):
             raise Unsupported(UNSUPPORTED_CALL, "a nested resume outside its region")
-        value = None
-        for position in reversed(range(len(codes))):
-            function, below, values, constructs = inner.value[position]
-            frame_source = ItemSource(inner.source, position)
-            function_variable = tx.wrap(function, ItemSource(frame_source, 0))
-            if position == len(codes) - 1:
-                items = tuple(LazyVariable.of(item, ItemSource(stack.source, index))
-                              for index, item in enumerate(stack.value))
-            else:
-                items = tuple(LazyVariable.of(item, ItemSource(ItemSource(frame_source, 1), i))
-                              for i, item in enumerate(below)) + (value,)
-            names = state_names(codes[position])
-            locals_ = tuple(LazyVariable.of(item, ResumedSource(frame_source, 2, index, name))
-                            for index, (name, item) in enumerate(zip(names, values)))
-            arguments = [RegionStateVariable(items, locals_)]
-            if codes[position].co_argcount == 2:  # slot 0's placeholder
-                arguments.insert(0, ConstantVariable(None))
-            result = inline_function(
-                tx, codes[position], function.__globals__,
-                globals_source_for(tx, function.__globals__), function.__qualname__,
-                arguments, {}, (), {}, function_variable._closure(tx))
-            value = result.items[1].items[0]
-            if constructs:  # an `__init__` called by a class call: the caller gets the instance
-                if not (isinstance(value, ConstantVariable) and value.value is None):
-                    raise Unsupported(UNSUPPORTED_CALL, "__init__ returning a value")
-                value = LazyVariable.of(constructs[0], ItemSource(ItemSource(frame_source, 3), 0))
+        function, below, values, constructs = inner.value[0]
+        frame_source = ItemSource(inner.source, 0)
+        function_variable = tx.wrap(function, ItemSource(frame_source, 0))
+        if len(inner.value) == 1:
+            items = tuple(LazyVariable.of(item, ItemSource(stack.source, index))
+                          for index, item in enumerate(stack.value))
+        else:  # the call's region finishes the calls inside it: their states stay raw
+            items = tuple(LazyVariable.of(item, ItemSource(ItemSource(frame_source, 1), index))
+                          for index, item in enumerate(below))
+            items += (RawValueVariable(inner.value[1:], source=_Rest(inner.source)), stack)
+        names = state_names(codes[0])
+        locals_ = tuple(LazyVariable.of(item, ResumedSource(frame_source, 2, index, name))
+                        for index, (name, item) in enumerate(zip(names, values)))
+        arguments = [RegionStateVariable(items, locals_)]
+        if codes[0].co_argcount == 2:  # slot 0's placeholder
+            arguments.insert(0, ConstantVariable(None))
+        result = inline_function(
+            tx, codes[0], function.__globals__, globals_source_for(tx, function.__globals__),
+            function.__qualname__, arguments, {}, (), {}, function_variable._closure(tx))
+        value = result.items[1].items[0]
+        if constructs:  # an `__init__` called by a class call: the caller gets the instance
+            if not (isinstance(value, ConstantVariable) and value.value is None):
+                raise Unsupported(UNSUPPORTED_CALL, "__init__ returning a value")
+            value = LazyVariable.of(constructs[0], ItemSource(ItemSource(frame_source, 3), 0))
         return value
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Rest(Source):
+    """`inner[1:]`: the states of the calls inside the one a nested resume finishes."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}[1:]"
+
+    def apply(self, base_code: str) -> str:
+        return f"{base_code}[1:]"
+
+    def fetch(self, L: dict, G: dict) -> Any:
+        return self.base.fetch(L, G)[1:]
 
 
 def _leave(tx, stack: Variable, tag: Variable) -> Variable:

@@ -9,6 +9,8 @@ reported as errors).
 """
 from __future__ import annotations
 
+import math
+
 import sympy
 import torch
 
@@ -120,10 +122,14 @@ def constant_pad_nd(x, pad, value=0):
 def arange(start, end=None, step=1, *, dtype=None, device=None, **_ignored):
     if end is None:
         start, end = 0, start
+    integral = all(isinstance(value, int) for value in (start, end, step))
     if dtype is None:
-        dtype = torch.int64 if all(isinstance(value, int) for value in (start, end, step)) \
-            else torch.get_default_dtype()
-    length = max(0, int(-(-(end - start) // step)))
+        dtype = torch.int64 if integral else torch.get_default_dtype()
+    # eager: ceil((end - start) / step) elements in double, then for an integer dtype the
+    # start and step truncated to it (arange(0.1, 8.0001, 1, dtype=int64) is 0..7)
+    length = max(0, -(-(end - start) // step) if integral else math.ceil((end - start) / step))
+    if not dtype.is_floating_point:
+        start, step = int(start), int(step)
     device = device or torch.device("cpu")
 
     def inner_fn(index):

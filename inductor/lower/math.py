@@ -75,6 +75,23 @@ for _name in ("floor", "ceil", "trunc", "round"):
     register_lowering(getattr(aten, _name), overloads_only=False)(_rounding(_name))
 
 
+@register_lowering(aten.round.decimals)
+def round_decimals(x, *, decimals=0):
+    """Eager's kernel: nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) * 10^-d for
+    negative d, in the op-math type."""
+    if decimals == 0 or not x.get_dtype().is_floating_point:
+        return _rounding("round")(x)
+    compute = opmath_dtype(x.get_dtype())
+    scale = float(10 ** abs(decimals))
+
+    def body(value):
+        factor = ops.constant(scale, compute)
+        if decimals > 0:
+            return ops.truediv(ops.round(ops.mul(value, factor)), factor)
+        return ops.mul(ops.round(ops.truediv(value, factor)), factor)
+    return make_pointwise(body, x)
+
+
 @register_lowering(aten._neg_view)
 def neg_view(x):
     """A view with the negative bit set in eager; its value is what matters here (generated

@@ -221,8 +221,10 @@ class Step:
     def arguments(self, world: World) -> tuple:
         a = self.a.value(world) if self.a.kind != "same" else self.a.value(world)
         b = self.b.value(world, first=a)
-        lst = [0, 1]
-        other = lst if self.lists_shared else [0, 1]
+        # long enough that no program pops them empty: what a traced frame leaves behind when
+        # it raises is the program fuzzer's subject (tests/fuzz), not the guards'
+        lst = [0, 1, 2, 3, 4]
+        other = lst if self.lists_shared else [0, 1, 2, 3, 4]
         x = torch.ones(4)
         return x, a, b, lst, other, world.holder
 

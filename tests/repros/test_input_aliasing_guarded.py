@@ -4,6 +4,7 @@ answer; the same with `[a, a]` then `[a, b]` in a list, a list passed twice, and
 that become one object later. Now: sources the trace merged must still name one object, and
 the storage partition of the input tensors is guarded when the graph writes to an input (and
 the distinctness of containers and objects the trace kept apart)."""
+import pytest
 import torch
 
 from tests.repros.after_change import check_after_changes
@@ -35,6 +36,8 @@ def test_distinct_then_aliased(backend):
                         compiles=2)
 
 
+@pytest.mark.expect_fallback("unsupported", reason="inductor runs a graph writing into an "
+                            "input that shares its storage with another as is")
 def test_a_view_of_another_input(backend):
     def view():
         a = torch.ones(2, 3)

@@ -18,6 +18,7 @@ import dataclasses
 import io
 import json
 import os
+import signal
 import sys
 import time
 
@@ -25,6 +26,7 @@ from tests.fuzz import grammar
 from tests.fuzz.campaign import (Options, Summary, append_log, minimize_outcome, read_log,
                                  run_seeds)
 from tests.fuzz.generator import generate
+from tests.fuzz.tree import PREAMBLE
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -67,12 +69,25 @@ def options_from(args) -> Options:
                    timeout, not args.no_backward, args.jobs)
 
 
+WARM_UP = PREAMBLE + """
+def fn(x):
+    return x.sin() + 1
+
+CALLS = 1
+
+def inputs(call):
+    return (_t(1, 3),)
+"""
+
+
 def worker(options: Options) -> None:
     """Answer requests from the parent: {"seed": s} or {"seed": s, "source": text}."""
     from tests.fuzz.execution import run_source
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     sys.stdout = open(os.devnull, "w")  # stray prints (finalizers) stay out of the protocol
     settings = options.settings()
+    with contextlib.redirect_stdout(io.StringIO()):  # one-time builds outside the timeout
+        run_source(WARM_UP, options.backend, -1, 0, options.backward)
     for line in sys.stdin:
         request = json.loads(line)
         seed = request["seed"]
@@ -83,7 +98,12 @@ def worker(options: Options) -> None:
         protocol.write(json.dumps(outcome.to_json()) + "\n")
 
 
+def _exit_on_term(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds through run_seeds, which stops the workers
+
+
 def main(argv=None) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_term)
     args = parse(argv)
     options = options_from(args)
     if args.worker:

@@ -80,7 +80,10 @@ class Backend:
             torch._dynamo.config.suppress_errors = False
         else:
             import dynamo
+            import inductor
             dynamo.config.suppress_errors = False
+            inductor.config.fallback_on_error = False  # compiler bugs surface (as in tests)
+            inductor.config.verify_ir = True
 
     def stats(self, jitted) -> dict:
         if self.name.startswith("torch.compile"):
@@ -212,6 +215,10 @@ def _run_calls(source, chosen, filename, outcome, backward) -> None:
         first = call(eager["fn"], arguments[0], filename)
         second = call(check["fn"], arguments[1], filename)
         actual = call(jitted, arguments[2], filename)
+        if isinstance(first.error, NameError):  # never generated on purpose: a fuzzer bug
+            outcome.status, outcome.call = "invalid", index
+            outcome.detail = f"eager raised {first.error!r}"
+            return
         outcome.stats["eager_raised"] += first.error is not None
         if first.error is not None:
             errors = outcome.stats.setdefault("eager_errors", [])

@@ -92,7 +92,8 @@ if __name__ == "__main__":
     for index, (a, b) in enumerate(zip(eager, jitted)):
         for part in a:
             if a[part] != b[part]:
-                print(f"call {{index}}: {{part}} differs\\n  eager:  {{a[part]}}\\n  jitted: {{b[part]}}")
+                print(f"call {{index}}: {{part}} differs\\n  eager:  {{a[part]}}\\n"
+                      f"  jitted: {{b[part]}}")
                 raise SystemExit(1)
     print("eager and jitted agree on every call")
 '''

@@ -77,6 +77,7 @@ class Scope:
         self.in_try = False
         self.in_with = False
         self.in_generator_loop = False
+        self.may_raise = True  # False in constructors the inputs or module loading call
 
     # -- queries ---------------------------------------------------------------------------
     def all(self, predicate: Callable = lambda var: True) -> list:
@@ -153,6 +154,7 @@ class Scope:
         other.in_try = self.in_try
         other.in_with = self.in_with
         other.in_generator_loop = self.in_generator_loop
+        other.may_raise = self.may_raise
         return other
 
     def merge(self, *children: "Scope", skipped: bool = True) -> None:

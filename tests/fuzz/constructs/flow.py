@@ -181,6 +181,8 @@ def raise_statement(gen, scope, kinds=None):
 
 @statement("exception", 0.7)
 def raise_when(gen, scope):
+    if not scope.may_raise:
+        return None
     condition = gen.expr(scope, BOOL, 2)
     stmt, _ = raise_statement(gen, scope)
     if gen.chance(0.2):
@@ -197,7 +199,7 @@ def try_except(gen, scope):
     caught = gen.choice(BUILTIN_ERRORS)
     if gen.chance(0.7):
         raised, caught = _raise_in(gen, after_body, body)
-        if gen.chance(0.15):  # the wrong class: the exception escapes
+        if gen.chance(0.15) and scope.may_raise:  # the wrong class: the exception escapes
             caught = gen.choice(BUILTIN_ERRORS)
     handler_scope = scope.child()
     handler_scope.merge(after_body)

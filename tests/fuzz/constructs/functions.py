@@ -38,6 +38,7 @@ def _arguments(gen, scope, count):
 def _function_scope(gen, scope, kind, fname, args, param_names):
     inner = Scope(FuncCtx(kind, fname, depth=scope.func.depth + 1))
     inner.loop_depth = scope.loop_depth
+    inner.may_raise = scope.may_raise
     for var, param in zip(args, param_names):
         inner.add(Var(param, var.slot, roots=frozenset(scope.roots(name(var.name))) |
                       var.roots, state=var.state, contiguous=var.contiguous,
@@ -105,6 +106,7 @@ def closure(gen, scope):
     slot = TensorT(gen.shape_of_choice(scope))
     inner = Scope(FuncCtx("closure", fname, depth=scope.func.depth + 1, outer=scope))
     inner.vars = dict(scope.vars)  # the same variables: writes through nonlocal are shared
+    inner.may_raise = scope.may_raise
     inner.loop_depth = scope.loop_depth + 1  # may run twice: never shrinks outer containers
     inner.add(Var(param, slot))
     body = []
@@ -154,16 +156,18 @@ def partial_call(gen, scope):
     slot = TensorT(gen.shape_of_choice(scope))
     helper = gen.fresh("h")
     inner = Scope(FuncCtx("helper", helper, depth=scope.func.depth + 1))
+    inner.may_raise = scope.may_raise
     inner.add(Var("a", slot))
     inner.add(Var("scale", FLOAT))
     body = [simple("return {0}", gen.expr(inner, slot, 2))]
     gen.add_top(_definition(f"def {helper}(a, scale):", body, [helper]))
     bound, result = gen.fresh("p"), gen.fresh("t")
+    out = [simple(f"{bound} = functools.partial({{0}}, scale={{1}})", name(helper),
+                  gen.expr(scope, FLOAT, 1), defs=[bound]),
+           simple(f"{result} = {{0}}({{1}})", name(bound), gen.expr(scope, slot, 1),
+                  defs=[result])]
     scope.add(Var(result, slot))
-    return [simple(f"{bound} = functools.partial({{0}}, scale={{1}})", name(helper),
-                   gen.expr(scope, FLOAT, 1), defs=[bound]),
-            simple(f"{result} = {{0}}({{1}})", name(bound), gen.expr(scope, slot, 1),
-                   defs=[result])]
+    return out
 
 
 # -- generators ---------------------------------------------------------------------------------
@@ -173,6 +177,7 @@ def generator_use(gen, scope):
     fname = gen.fresh("gen")
     inner = Scope(FuncCtx("generator", fname, depth=scope.func.depth + 1))
     inner.loop_depth = scope.loop_depth + 1
+    inner.may_raise = scope.may_raise
     base = gen.expr(scope, slot, 1)
     inner.add(Var("base", slot))
     lists = [var for var in scope.lists(1) if var.slot.elem == slot]
@@ -252,9 +257,9 @@ def comprehension(gen, scope):
             return [simple(f"{result} = any({{0}} for {item} in {{1}})", test,
                            name(source.name), defs=[result])]
         value = gen.expr(inner, source.slot.elem, 2)
+        start = op("torch.zeros_like({0})", source.slot.elem, gen.expr(scope, source.slot.elem, 0))
         result = gen.fresh("t")
         scope.add(Var(result, source.slot.elem))
-        start = op("torch.zeros_like({0})", source.slot.elem, gen.expr(scope, source.slot.elem, 0))
         return [simple(f"{result} = sum(({{0}} for {item} in {{1}}), {{2}})", value,
                        name(source.name), start, defs=[result])]
     slot = TensorT(gen.shape_of_choice(inner))

@@ -65,6 +65,7 @@ def make_module(gen, scope) -> ModuleInfo:
 
 def _forward(gen, info: ModuleInfo) -> list:
     scope = Scope(FuncCtx("forward", f"{info.cls}.forward"))
+    scope.may_raise = False  # modules are also called from constructors
     vector = TensorT((Dim(gen.width),))
     gen.local_grad_roots.add("param")
     scope.add(Var("self", info.slot, rebindable=False))

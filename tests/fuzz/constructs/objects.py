@@ -47,6 +47,7 @@ def _line(text: str) -> Stmt:
 
 def _method_scope(gen, kind: str, cls: str, attr: TensorT) -> Scope:
     scope = Scope(FuncCtx(kind, f"{cls}.{kind}"))
+    scope.may_raise = False  # methods are also called from constructors
     scope.add(Var("self", ObjT(cls), rebindable=False))
     unsafe = frozenset(gen.grad_params) | {"attr"}
     for attribute in ("self.a", "self.b"):
@@ -72,6 +73,7 @@ def make_class(gen, scope) -> ClassInfo:
     gen.constructing.add(cls)
     body = [_line(f"scale = {gen.choice(['2.0', '0.5', '1.5'])}"), _line("made = 0")]
     init = Scope(FuncCtx("init", f"{cls}.__init__"))
+    init.may_raise = False  # instances are also made by inputs() and at module level
     init.add(Var("self", ObjT(cls), rebindable=False))
     for param in ("a", "b"):
         init.add(Var(param, attr, roots=frozenset(gen.grad_params) | {"attr"}))
@@ -159,10 +161,11 @@ def object_write(gen, scope):
     this = name(var.name, var.slot)
     kind = gen.choice(["attr", "attr", "method", "class_attr", "setattr", "new_attr"])
     if kind == "method" and info.methods:
+        argument = gen.expr(scope, info.attr, 1)
         result = gen.fresh("t")
         scope.add(Var(result, info.attr))
-        return [simple(f"{result} = {{0}}.{gen.choice(info.methods)}({{1}})", this,
-                       gen.expr(scope, info.attr, 1), defs=[result])]
+        return [simple(f"{result} = {{0}}.{gen.choice(info.methods)}({{1}})", this, argument,
+                       defs=[result])]
     if kind == "class_attr":
         fmt = gen.choice(["{0}.made += 1", "{0}.scale = {0}.scale * 0.5",
                           "type({1}).made += 1"])

@@ -6,8 +6,8 @@ three calls: the example inputs, fresh values, and (where the program allows one
 whose aliasing differs from the example's (distinct tensors made one, or shared ones made
 distinct; same shapes, strides and dtypes). Compilation runs with `fallback_on_error` off, so
 a compiler bug raises; a graph that runs as is for any reason but the documented ones (writes
-into inputs that share memory, or through views overlapping themselves) is an "unexpected
-fallback".
+into inputs that share memory or through views overlapping themselves, reading a tensor's
+value as a number) is an "unexpected fallback".
 """
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ from tests.fuzz.graphs.program import Program
 # Reasons `compile_fx` documents for running a graph as is (docs/inductor.md: writes the
 # functional form cannot express).
 EXPECTED_AS_IS = ("the graph writes into inputs that share memory",
-                  "the graph writes through a view whose elements overlap in memory")
+                  "the graph writes through a view whose elements overlap in memory",
+                  "the graph reads a tensor's value as a Python number")
 
 
 @dataclasses.dataclass
@@ -121,7 +122,16 @@ def _check_call(compiled, program: Program, seed: int, call: int, name: str) -> 
                            program.inputs(call, seed, float64=True))
         except Exception:  # noqa: BLE001 (no reference: the plain tolerances decide)
             return None
-    return compare(expected, actual, name, reference, predicted)
+    return compare(expected, actual, name, reference, predicted, low_precision(program))
+
+
+def low_precision(program: Program) -> Optional[torch.dtype]:
+    """The least precise half type the program names or takes as input, if any."""
+    names = program.source() + " ".join(root.dtype for root in program.roots)
+    for dtype in (torch.bfloat16, torch.float16):
+        if str(dtype).replace("torch.", "") in names:
+            return dtype
+    return None
 
 
 def _live_only(module):

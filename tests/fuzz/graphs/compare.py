@@ -74,10 +74,13 @@ def run(function: Callable, inputs: list) -> Outcome:
 
 def compare(expected: Outcome, actual: Outcome, call: str,
             reference: Callable[[], Optional[Outcome]],
-            predicted_strides: Optional[list] = None) -> list:
+            predicted_strides: Optional[list] = None,
+            low_precision: Optional[torch.dtype] = None) -> list:
     """Failures of `actual` (compiled) against `expected` (eager); `reference()` gives the
     float64 run (or None), computed only when a float comparison needs it;
-    `predicted_strides`: per output, the strides torch's fake tensors predict (or None)."""
+    `predicted_strides`: per output, the strides torch's fake tensors predict (or None);
+    `low_precision`: a half type the program computes in somewhere (float outputs then get
+    its tolerances: float16 intermediates round differently once fused or decomposed)."""
     if expected.error is not None or actual.error is not None:
         return _compare_errors(expected.error, actual.error, call)
     failures = []
@@ -99,14 +102,14 @@ def compare(expected: Outcome, actual: Outcome, call: str,
         predicted = predicted_strides[position] if predicted_strides and \
             position < len(predicted_strides) else None
         failures += _compare_tensor(want, got, f"output {position}", call, ref_value,
-                                    predicted=predicted)
+                                    predicted=predicted, low_precision=low_precision)
     for position, (want, got) in enumerate(zip(expected.inputs, actual.inputs)):
         def ref_input(position=position):
             outcome = lazy_reference()
             return None if outcome is None or outcome.outputs is None else \
                 outcome.inputs[position]
         for failure in _compare_tensor(want, got, f"input {position} after the call", call,
-                                       ref_input, strides=False):
+                                       ref_input, strides=False, low_precision=low_precision):
             failure.kind = "input mutation" if failure.kind == "value mismatch" \
                 else failure.kind
             failures.append(failure)
@@ -147,7 +150,8 @@ def where_raised(error: BaseException) -> str:
 
 
 def _compare_tensor(want, got, what: str, call: str, ref_value, strides: bool = True,
-                    predicted: Optional[tuple] = None) -> list:
+                    predicted: Optional[tuple] = None,
+                    low_precision: Optional[torch.dtype] = None) -> list:
     if not isinstance(want, torch.Tensor) or not isinstance(got, torch.Tensor):
         if type(want) is not type(got) or (not isinstance(want, torch.Tensor) and want != got):
             return [Failure("output structure", f"{what}: {type(got).__name__} "
@@ -161,7 +165,7 @@ def _compare_tensor(want, got, what: str, call: str, ref_value, strides: bool = 
     if want.device != got.device:
         return [Failure("device mismatch", f"{what}: {got.device}, eager {want.device}", call)]
     failures = []
-    problem = value_problem(want, got, ref_value)
+    problem = value_problem(want, got, ref_value, low_precision)
     if problem is not None:
         failures.append(Failure("value mismatch", f"{what}: {problem}", call))
     if strides and want.numel() > 0:
@@ -177,7 +181,8 @@ def _compare_tensor(want, got, what: str, call: str, ref_value, strides: bool = 
     return failures
 
 
-def value_problem(want: torch.Tensor, got: torch.Tensor, ref_value) -> Optional[str]:
+def value_problem(want: torch.Tensor, got: torch.Tensor, ref_value,
+                  low_precision: Optional[torch.dtype] = None) -> Optional[str]:
     """None when `got` matches `want` (see the module docstring), else a description."""
     if want.numel() == 0:
         return None
@@ -189,6 +194,8 @@ def value_problem(want: torch.Tensor, got: torch.Tensor, ref_value) -> Optional[
         return _describe(wrong, want_cpu, got_cpu)
     expected, actual = want_cpu.double(), got_cpu.double()
     rtol, atol = TOLERANCES.get(want.dtype, (1e-4, 1e-5))
+    if low_precision in TOLERANCES:
+        rtol, atol = (max(a, b) for a, b in zip((rtol, atol), TOLERANCES[low_precision]))
     close = torch.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
     if bool(close.all()):
         return None

@@ -35,6 +35,7 @@ UNARY_FLOAT = [
     "{x}.nan_to_num(0.0).clamp(-100, 100).to(torch.int64)",
     "{x}.nan_to_num(0.0).clamp(-100, 100).to(torch.int32)",
     "{x}.nan_to_num(0.0).clamp(0, 200).to(torch.uint8)",
+    "torch.round({x}, decimals=2)", "torch.round({x}, decimals=-1)",
 ]
 UNARY_INT = ["torch.bitwise_not({x})", "~{x}", "{x} // 2", "{x} % 3", "{x}.abs() + 1"]
 

@@ -362,12 +362,13 @@ def indexing(g):
         indices = index_input(g, shape[0], g.shape(g.choice([1, 1, 2])), negative=g.chance(0.3))
         return f"{out} = {x}[{indices}]", [out]
     if kind == "getitem2" and rank >= 2:
+        form = g.choice(["{x}[{a}, {b}]", "{x}[:, {b}]", "{x}[{a}, 1:]", "{x}[..., {b}, None]"])
         count = (g.choice([1, 2, 3]),)
         first = index_input(g, shape[0], count)
-        second = index_input(g, shape[1], count if g.chance(0.7) else (1,))
-        form = g.choice(["{x}[{a}, {b}]", "{x}[:, {b}]", "{x}[{a}, 1:]", "{x}[..., {b}, None]"])
-        if "{b}]" in form and "..." in form and rank < 2:
+        second_extent = shape[-1] if "..." in form else shape[1]   # `...` indexes the last dim
+        if second_extent == 0:
             return None
+        second = index_input(g, second_extent, count if g.chance(0.7) else (1,))
         return f"{out} = " + form.format(x=x, a=first, b=second), [out]
     if kind == "masked_fill":
         mask = g.operand(lambda t: t.dtype == torch.bool and t.dim() <= rank, None) or \
@@ -416,10 +417,10 @@ def constant(g):
     if kind == "arange":
         return f"{out} = torch.arange({g.choice([0, 1, 3, 5, 8])}, {device})", [out]
     if kind == "arange3":
-        start, step = g.choice([0, 1, -2, 0.5]), g.choice([1, 2, 0.25, -1])
-        end = start + step * g.choice([0, 3, 5])
+        start, step = g.choice([0, 1, -2, 0.5, 0.1, -1.5]), g.choice([1, 2, 0.25, -1, 1.5])
+        end = start + step * g.choice([0, 3, 5]) + g.choice([0, 0.0001])
         return f"{out} = torch.arange({fmt(start)}, {fmt(end)}, {fmt(step)}, " \
-            f"dtype=torch.{g.choice(['float32', 'int64', 'float64'])}, {device})", [out]
+            f"dtype=torch.{g.choice(['float32', 'int64', 'float64', 'int32'])}, {device})", [out]
     if kind == "arange_add":
         x = g.operand(lambda t: t.dim() >= 1, None)
         if x is None:

@@ -187,7 +187,10 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
     from inductor.runtime import build
     from inductor.schedule.scheduler import schedule
 
+    from inductor.codegen.devices import place_traced_constants
     from inductor.lower.common_subexpressions import eliminate_common_subexpressions
+    device = _device_of(example_inputs)
+    place_traced_constants(gm, device)     # `torch.tensor(data, device=...)` (devices.py)
     eliminate_common_subexpressions(gm)
     loop_graph = lowering.lower(gm, _fakes_for(gm, example_inputs), output_strides)
     if config.verify_ir:
@@ -196,7 +199,6 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
     if config.verify_ir:
         verify_plan(plan)
     dtype_of = _dtype_lookup(plan)
-    device = _device_of(example_inputs)
     if config.uses_triton(device):
         return _generate_triton(plan, loop_graph, dtype_of, device, mode)
     segments = cpp_source.segments(plan, dtype_of, config.resolved_threads(),
@@ -230,7 +232,7 @@ def _generate_triton(plan, loop_graph, dtype_of, device: torch.device,
     interpret = device.type == "cpu"
     tile(plan, target_for(device))
     module = triton_source.generate(plan, dtype_of, interpret,
-                                    triton_build.programmatic_launch(device))
+                                    triton_build.programmatic_launch(device), device=device)
     loaded = triton_build.load(module.text, interpret)
     exhaustive = mode in ("max-autotune", "max-autotune-no-cudagraphs")
     launchers, arguments, tasks = {}, {}, {}

@@ -12,12 +12,16 @@ import dataclasses
 import functools
 import os
 
+import torch
+
 from inductor.codegen.cpp.expressions import storage_type
 from inductor.codegen.cpp.kernel import CppKernel
 from inductor.codegen.cpp.scatter import CppScatterKernel
+from inductor.codegen.devices import check_kernel_arguments
 from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 
 ENTRY_POINT = "jit_entry"
+CPU = torch.device("cpu")
 
 
 @functools.lru_cache(maxsize=1)
@@ -51,7 +55,8 @@ class TranslationUnit:
 
 def segments(plan: GraphPlan, dtype_of, threads: int, threshold: int,
              vectorize: bool) -> list[Segment]:
-    """Group consecutive kernels into segments and print each."""
+    """Group consecutive kernels into segments and print each. Every buffer they take must
+    be in host memory (else `codegen/devices.py`'s `DeviceMismatch`, at compile time)."""
     result, run, first = [], [], 0
     for position, step in enumerate(plan.steps):
         if isinstance(step, KernelPlan):
@@ -64,6 +69,8 @@ def segments(plan: GraphPlan, dtype_of, threads: int, threshold: int,
             run = []
     if run:
         result.append(_segment(run, first, dtype_of, threads, threshold, vectorize))
+    check_kernel_arguments(plan, CPU, [(", ".join(segment.kernels), segment.arguments)
+                                       for segment in result])
     return result
 
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+import torch
+
+from inductor.codegen.devices import check_kernel_arguments
 from inductor.codegen.triton.kernel import NAME, LaunchSpec, TritonKernel
 from inductor.codegen.triton.prelude import PRELUDE
 from inductor.codegen.triton.scatter import TritonScatterKernel
-from inductor.ir.nodes import InputBuffer
+from inductor.ir.nodes import ConstantBuffer, InputBuffer
 from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 
 
@@ -49,10 +52,13 @@ def function_name(role: str, text: str) -> str:
 
 
 def generate(plan: GraphPlan, dtype_of, interpret: bool,
-             wait_for_prior: bool = False) -> TritonModule:
+             wait_for_prior: bool = False, device=None) -> TritonModule:
     """Print every kernel of `plan` (see the module docstring); `interpret`: for Triton's CPU
     interpreter (kernels report errors eager raises through a status word); `wait_for_prior`:
-    for programmatic dependent launch (`triton_build.programmatic_launch`)."""
+    for programmatic dependent launch (`triton_build.programmatic_launch`); `device`: the
+    graph's (default: that of its first input or buffer), where every kernel argument must
+    live (else `codegen/devices.py`'s `DeviceMismatch`, at compile time)."""
+    device = device if device is not None else graph_device(plan)
     kernels, texts = [], {}
     inputs = {name for name, buffer in plan.buffers.items() if isinstance(buffer, InputBuffer)}
     for position, step in enumerate(plan.steps):
@@ -73,5 +79,19 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
                     if name in step.stores and (name in step.loads or name in inputs)]
         kernels.append(TritonKernelSource(step.name, position, arguments, functions,
                                           printer.spec, in_place))
+    check_kernel_arguments(plan, device, [(kernel.plan_name, kernel.arguments)
+                                          for kernel in kernels])
     text = PRELUDE + "\n\n" + "\n\n".join(texts.values())
     return TritonModule(text, kernels)
+
+
+def graph_device(plan: GraphPlan):
+    """The device of a graph's first input that is not a constant, else of its first buffer
+    with a layout (the pipeline passes the device of the graph's example inputs)."""
+    buffers = list(plan.buffers.values())
+    for buffer in [b for b in buffers if isinstance(b, InputBuffer) and
+                   not isinstance(b, ConstantBuffer)] + buffers:
+        layout = getattr(buffer, "layout", None)
+        if layout is not None:
+            return layout.device
+    return torch.device("cpu")

@@ -13,7 +13,8 @@ from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import NotConstant, Variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.exceptions import python_error
-from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable,
+from dynamo.variables.containers import (DictVariable, DictViewVariable, ListVariable,
+                                         SetVariable, SliceVariable,
                                          TupleVariable, constant_key, is_subclass_instance)
 from dynamo.variables.tensor import TensorVariable
 
@@ -54,6 +55,16 @@ def _constants(*values: Variable):
 
 def apply(tx, function, *operands: Variable) -> Variable:
     """`function(*operands)` for an `operator` function."""
+    if any(isinstance(value, DictViewVariable) for value in operands):
+        if function in (operator.eq, operator.ne) and any(
+                isinstance(value, DictViewVariable) and value.kind == "values"
+                for value in operands):  # values views compare by identity
+            same = operands[0] is operands[1]
+            return ConstantVariable(same if function is operator.eq else not same)
+        set_class = set if function in (operator.and_, operator.or_, operator.sub,
+                                        operator.xor) else frozenset
+        operands = tuple(value.snapshot(set_class) if isinstance(value, DictViewVariable)
+                         else value for value in operands)
     if any(isinstance(value, TensorVariable) for value in operands):
         return tx.graph.call("call_function", function, operands, {})
     try:
@@ -173,6 +184,11 @@ def contains(tx, container: Variable, item: Variable, builtin: bool = False) -> 
         return tx.truth(method.call(tx, [item], {}))
     if isinstance(container, (DictVariable, SetVariable)):
         return constant_key(item) in container.items
+    if isinstance(container, DictViewVariable):
+        decided = container.contains(item)
+        if decided is not None:
+            return decided
+        container = container.snapshot()
     if isinstance(container, (ListVariable, TupleVariable)):
         return any(tx.truth(compare(tx, "==", element, item)) for element in container.items)
     if isinstance(container, TensorVariable):

@@ -92,6 +92,14 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
             return _through_getattribute(tx, hook, owner, cls, name)
     attribute = class_lookup(cls, name)
     attribute_source = None if source is None else AttrSource(source, name)
+    if isinstance(attribute, types.MemberDescriptorType) and attributes is not None:
+        # a `__slots__` slot: written in the trace (the box), else the real one, else unset
+        if name in attributes.contents:
+            return attributes.contents[name]
+        if real is MISSING or name in attributes.deleted:
+            from dynamo.variables.exceptions import python_error
+            raise python_error(AttributeError, f"'{cls.__name__}' object has no attribute "
+                               f"'{name}'")
     if attribute is not MISSING and is_data_descriptor(attribute):
         if isinstance(attribute, property):
             guard_class_attribute(tx, cls, name, attribute)
@@ -311,7 +319,8 @@ def raw_store_attribute(tx, owner: Variable, name: str, value: Variable) -> None
             raise Unsupported(UNSUPPORTED_OBJECT, f"can't set property {name!r}")
         tx.wrap(attribute.fset, None).call(tx, [owner, value], {})
         return
-    if attribute is not MISSING and is_data_descriptor(attribute):
+    if attribute is not MISSING and is_data_descriptor(attribute) and \
+            not isinstance(attribute, types.MemberDescriptorType):  # slots are stored below
         raise Unsupported(UNSUPPORTED_OBJECT, f"setting descriptor attribute {name!r}")
     if isinstance(owner, ModuleVariable) and not owner.check_plain_attribute(tx, name, value):
         return  # the member already is this value

@@ -357,12 +357,26 @@ def real_key(tx, key: Any) -> Any:
     return constant_key(wrap(tx, key, None))
 
 
+def _has_keys_method(value: Variable) -> bool:
+    try:
+        kind = value.python_type()
+    except Unsupported:
+        return False
+    return kind not in (list, tuple) and hasattr(kind, "keys")
+
+
 def new_dict_from(tx, value: Variable) -> DictVariable:
-    """A fresh dict variable from a mapping or an iterable of pairs (for `dict(x)`, `**x`)."""
+    """A fresh dict variable from a mapping or an iterable of pairs (for `dict(x)`, `**x`):
+    as CPython, anything with a `keys` method is a mapping, read as `x[key]` for each key (a
+    user `MutableMapping` was iterated as if it held pairs)."""
     if isinstance(value, DictVariable):
         return DictVariable.new(value.items)
     from dynamo.variables.containers import constant_key
     items = {}
+    if _has_keys_method(value):
+        for key in tx.iterate(value.call_method(tx, "keys", [], {})):
+            items[constant_key(key)] = value.call_method(tx, "__getitem__", [key], {})
+        return DictVariable.new(items)
     for pair in tx.iterate(value):
         key, item = tx.iterate(pair)
         items[constant_key(key)] = item

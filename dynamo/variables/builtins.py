@@ -115,6 +115,9 @@ def length(tx, value: Variable, builtin: bool = False) -> int:
         if method is not None:
             return tx.constant(method.call(tx, [], {}), "__len__ result")
         return len(value.items)
+    from dynamo.variables.containers import DictViewVariable
+    if isinstance(value, DictViewVariable):
+        return len(value.owner.items)
     if isinstance(value, TensorVariable):
         if value.example.dim() == 0:
             raise Unsupported(UNSUPPORTED_OBJECT, "len() of a 0-d tensor (TypeError)")

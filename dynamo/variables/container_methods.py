@@ -107,13 +107,9 @@ def _dict_method(tx, owner: DictVariable, name: str, args: list, kwargs: dict) -
         return args[1] if len(args) > 1 else kwargs.get("default", NONE)
     if name == "__contains__":
         return ConstantVariable(constant_key(args[0]) in items)
-    if name == "keys":
-        return TupleVariable(tuple(key_variable(key) for key in items))
-    if name == "values":
-        return TupleVariable(tuple(items.values()))
-    if name == "items":
-        return TupleVariable(tuple(TupleVariable((key_variable(key), value))
-                                   for key, value in items.items()))
+    if name in ("keys", "values", "items") and not args and not kwargs:
+        from dynamo.variables.containers import DictViewVariable
+        return DictViewVariable(owner, name)
     if name == "copy":
         return DictVariable.new(items, python_class=owner.python_class,
                                 default_factory=owner.default_factory)

@@ -291,6 +291,52 @@ def _missing():
 
 
 @variable
+class DictViewVariable(Variable):
+    """`d.keys()`, `d.values()`, `d.items()`: a live view of `owner` (an insertion after the
+    view was taken shows in it, as in CPython). Operations other than iteration, `len`, `in`
+    and truth work on a snapshot of the contents when they run (`snapshot`)."""
+
+    owner: "DictVariable"
+    kind: str  # "keys", "values" or "items"
+
+    def python_type(self) -> type:
+        return type(getattr({}, self.kind)())
+
+    def contents(self) -> list[Variable]:
+        items = self.owner.items
+        if self.kind == "keys":
+            return [key_variable(key) for key in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable((key_variable(key), value)) for key, value in items.items()]
+
+    def snapshot(self, set_class: type = frozenset) -> Variable:
+        """The contents now: keys as a set of `set_class` (views of keys compare as sets, and
+        their `&`, `|`, `-`, `^` make sets), values and items as a tuple."""
+        if self.kind == "keys":
+            return SetVariable(SetVariable.new(self.contents()).box, set_class)
+        return TupleVariable(tuple(self.contents()))
+
+    def contains(self, item: Variable) -> Optional[bool]:
+        """`item in view` when it is decided by keys alone (None: compare the contents)."""
+        if self.kind == "keys":
+            return constant_key(item) in self.owner.items
+        return None
+
+    def iterate(self, tx) -> list[Variable]:
+        return self.contents()
+
+    def truth(self, tx) -> bool:
+        return bool(self.owner.items)
+
+    def describe(self) -> str:
+        return f"dict_{self.kind}"
+
+    def rebuild(self, plan) -> str:
+        return f"{plan.reconstruct(self.owner)}.{self.kind}()"
+
+
+@variable
 class SetVariable(Variable):
     box: Box
     python_class: type = set

@@ -30,15 +30,15 @@ def _compiling(*args, **kwargs) -> bool:
 
 
 _FOLDED = {
-    torch.is_tensor: lambda value: isinstance(value, torch.Tensor),
+    torch.is_tensor: lambda obj, /: isinstance(obj, torch.Tensor),  # torch's parameters
     torch.is_grad_enabled: torch.is_grad_enabled,
     torch.is_inference_mode_enabled: torch.is_inference_mode_enabled,
     torch.get_default_dtype: torch.get_default_dtype,
     torch.is_autocast_enabled: torch.is_autocast_enabled,
     torch.get_autocast_dtype: torch.get_autocast_dtype,
-    torch.is_floating_point: lambda value: value.is_floating_point(),
-    torch.is_complex: lambda value: value.is_complex(),
-    torch.numel: lambda value: value.numel(),
+    torch.is_floating_point: lambda input: input.is_floating_point(),
+    torch.is_complex: lambda input: input.is_complex(),
+    torch.numel: lambda input: input.numel(),
     torch.compiler.is_compiling: _compiling,
     torch.compiler.is_dynamo_compiling: _compiling,
     torch.jit.is_scripting: lambda: False,
@@ -67,6 +67,25 @@ _EFFECTS = {torch.manual_seed, torch.seed, torch.set_default_dtype, torch.set_gr
             torch.autograd.grad, torch.autograd.backward}
 
 
+def _real_type_error(function, values, keywords):
+    from dynamo.variables.exceptions import python_error
+    try:
+        function(*values, **keywords)
+    except TypeError as error:
+        raise python_error(TypeError, str(error)) from None
+    raise Unsupported(UNSUPPORTED_CALL, f"{function.__name__}: arguments framejit cannot fold")
+
+
+def _hashable(function) -> bool:
+    """Whether `function` can be looked up in the tables (a pybind method object is not
+    hashable: it simply is in none of them)."""
+    try:
+        hash(function)
+    except TypeError:
+        return False
+    return True
+
+
 @variable
 class TorchFunctionVariable(Variable):
     """A function of the torch namespace (builtin ops and Python functions like F.gelu)."""
@@ -86,16 +105,19 @@ class TorchFunctionVariable(Variable):
 
     def call(self, tx, args, kwargs) -> Variable:
         function = self.value
-        folded = _FOLDED.get(function)
+        folded = _FOLDED.get(function) if _hashable(function) else None
         if folded is not None:
             from dynamo.variables.lowering import lower
             values, keywords = lower(tuple(args))[1], lower(dict(kwargs))[1]
-            result = folded(*values, **keywords)
+            try:
+                result = folded(*values, **keywords)
+            except TypeError:  # arguments torch refuses too: its own message, raised in the trace
+                result = _real_type_error(function, values, keywords)
             if function in _STATE_READERS and not keywords:
                 from dynamo.variables.guarding import guard_call_result
                 guard_call_result(tx, function, tuple(values), result)
             return ConstantVariable(result)
-        if function in _EFFECTS:
+        if _hashable(function) and function in _EFFECTS:
             raise Unsupported(UNSUPPORTED_CALL, f"{self.describe()}() changes process state")
         from dynamo.variables.contexts import context_for_function
         context = context_for_function(tx, function, args, kwargs)

@@ -21,14 +21,12 @@ from tests.fuzz.execution import Outcome, run_source
 from tests.fuzz.generator import generate
 from tests.fuzz.minimize import Minimizer
 
-EAGER_SEEDS = range(0, 240)
-INDUCTOR_SEEDS = range(1000, 1012)
+EAGER_SEEDS = range(0, 120)
+INDUCTOR_SEEDS = range(1000, 1008)
 
 # (backend, seed) -> the open FINDINGS.md entry it hits. Remove an entry when its bug is fixed.
 KNOWN_OPEN = {
-    ("eager", 7): "P1: graph break in a handler of a function called from `finally`",
-    ("eager", 44): "P3: forward frame lost when a constructor raises after a break",
-    ("eager", 187): "P2: break in __exit__ while an exception unwinds (segfault on 3.11)",
+    ("eager", 50): "P5: caught user exception with a nonlocal cell in the frame (SIGSEGV on 3.11)",
 }
 
 
@@ -124,8 +122,8 @@ def test_a_wrong_compiler_is_caught_and_minimized(wrong_backend, tmp_path):
     def trial(candidate):
         return run_source(candidate.source(), wrong_backend, candidate.seed)
     smallest = Minimizer(program, outcome, trial, max_trials=150, max_seconds=120).run()
-    assert smallest.statement_count() < program.statement_count()
-    assert smallest.statement_count() <= 8, smallest.source()
+    assert smallest.statement_count() <= min(10, program.statement_count() // 2), \
+        smallest.source()
     script = tmp_path / "repro.py"
     script.write_text(repro.render(smallest, wrong_backend, outcome))
     result = subprocess.run([sys.executable, "-c", _REGISTER + f"\nexec(open({str(script)!r})"

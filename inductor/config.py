@@ -131,6 +131,14 @@ class Config:
     fallback_ops: str = ""
     """Comma-separated ATen op names (`aten.sum`) that always run through eager kernels."""
 
+    bounds_check: bool = False
+    """Debug mode (`JIT_BOUNDS_CHECK=1`): every load and store of a generated kernel checks its
+    index against the element count its buffer spans. C++: a violation prints the kernel, the
+    buffer, the index and the extent on stderr and the call raises `IndexError`; Triton: a
+    `tl.device_assert` per access (kernels compiled with `debug=True`; under Triton's
+    interpreter too), which on a GPU stops the kernel with a device-side assert. Slower
+    kernels and separate cache entries; for finding out-of-bounds accesses, not for speed."""
+
     def update(self, **changes) -> None:
         """Set several options at once; unknown names raise `ValueError`."""
         for name, value in changes.items():

@@ -45,6 +45,10 @@ class KernelError:
         if status == 2:
             raise IndexError("index out of range in a compiled kernel (gather, index or "
                              "embedding with an index outside the tensor)")
+        if status == 3:     # bounds mode (codegen/bounds.py): the details went to stderr
+            raise IndexError("a compiled kernel accessed memory outside a buffer (bounds "
+                             "check, inductor.config.bounds_check: kernel, buffer and index "
+                             "on stderr); a bug in inductor's code generator")
         raise RuntimeError(f"compiled kernel failed with status {status}")
 
 

@@ -119,6 +119,21 @@ libdevice_on_cpu = types.SimpleNamespace(
     **{name: _elementwise(function) for name, function in {**UNARY, **BINARY, **TERNARY}.items()})
 
 
+def enable_device_asserts() -> None:
+    """Make `tl.device_assert` check in Triton's interpreter (bounds mode): Triton only
+    emits asserts under its `debug` option, which the interpreter's builder keeps in a fixed
+    options object (process-wide, like the rest of the interpreter's state)."""
+    import dataclasses
+
+    from triton.runtime import interpreter
+    builder = getattr(interpreter, "interpreter_builder", None)
+    options = getattr(builder, "options", None)
+    if options is None or not hasattr(options, "debug"):
+        raise InterpreterChanged("Triton's interpreter keeps no `debug` option on its builder")
+    if not options.debug:
+        builder.options = dataclasses.replace(options, debug=True)
+
+
 @contextlib.contextmanager
 def interpreting():
     """Decorate the functions defined inside the block for Triton's interpreter."""

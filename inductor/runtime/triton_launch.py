@@ -63,14 +63,22 @@ class Launcher:
         # Whether the first function may launch programmatically (`programmatic_steps`)
         self.programmatic_first = programmatic_first
         self._tuning = threading.Lock()     # one thread tunes; the others wait for its pick
+        # bounds mode (codegen/bounds.py): the kernels' device asserts compile in
+        self.debug = config.bounds_check
+        if self.debug and interpret:
+            from inductor.runtime.triton_interpret import enable_device_asserts
+            enable_device_asserts()
 
     def _options(self, order: int) -> dict:
         """Compile options of the variant's function launched `order`-th (warm-up and
         launches must agree on them): `launch_pdl` where it may launch programmatically, and
         no floating-point contraction on the GPU: Triton fuses `a * b + c` into one rounding
         by default, where eager rounds ops of separate kernels apart (an SGD step differed in
-        5% of elements on the H100); the lowering asks for `fma` where eager's kernels fuse."""
+        5% of elements on the H100); the lowering asks for `fma` where eager's kernels fuse.
+        In bounds mode, `debug` (device asserts compiled in)."""
         options = {} if self.interpret else {"enable_fp_fusion": False}
+        if self.debug and not self.interpret:
+            options["debug"] = True
         if self.spec.programmatic and (order > 0 or self.programmatic_first):
             options["launch_pdl"] = True
         return options

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 
 import torch
 
+from inductor.codegen.bounds import cpp_index
 from inductor.codegen.cpp.expressions import (compute_dtype, index_text, literal,
                                               storage_type)
 from inductor.codegen.cpp.lines import INDEX_ERROR_FLAG
@@ -52,13 +53,18 @@ class CppOpsHandler(OpsHandler):
 
     `pointer(name)` gives the C++ pointer variable of a buffer, `dtype_of(name)` its element
     dtype; `forwarded(name, index)` returns a value already computed in registers for that
-    element, or None; `index_hook(expr)` prints (and may rewrite) an index expression.
+    element, or None; `index_hook(expr)` prints (and may rewrite) an index expression;
+    `extents` (bounds mode: buffer name -> elements it spans) checks each index, reporting
+    `site` (the kernel's name) on a violation.
     """
 
     def __init__(self, lines: list, dtype_of: Callable, forwarded: Callable,
                  index_hook: Callable, prefix: str = "tmp", pointer: Callable = str,
-                 reciprocals: Optional[dict] = None):
+                 reciprocals: Optional[dict] = None, extents: Optional[dict] = None,
+                 site: str = ""):
         self.lines = lines
+        self.extents = extents
+        self.site = site
         self.pointer = pointer
         self.reciprocals = reciprocals or {}
         self.dtype_of = dtype_of
@@ -93,7 +99,8 @@ class CppOpsHandler(OpsHandler):
         if known is not None:
             return known
         dtype = self.dtype_of(name)
-        element = f"{self.pointer(name)}[{self.index_hook(index)}]"
+        position = cpp_index(self.index_hook(index), name, self.extents, self.site, "load")
+        element = f"{self.pointer(name)}[{position}]"
         if dtype == torch.bfloat16:
             element = f"bf16_to_float({element})"
         elif dtype == torch.float16:
@@ -111,7 +118,8 @@ class CppOpsHandler(OpsHandler):
             text = f"float_to_bf16({text})"
         elif dtype != value.dtype:
             text = f"static_cast<{storage_type(dtype)}>({text})"
-        return f"{self.pointer(name)}[{self.index_hook(index)}] = {text};"
+        position = cpp_index(self.index_hook(index), name, self.extents, self.site, "store")
+        return f"{self.pointer(name)}[{position}] = {text};"
 
     def indirect_indexing(self, value, size, check=True):
         symbol = signed_symbol(f"{self.prefix}_index{self.indirect_count}")

@@ -11,13 +11,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+from typing import Optional
 
 import torch
 
 from inductor.codegen.cpp.expressions import storage_type
 from inductor.codegen.cpp.kernel import CppKernel
 from inductor.codegen.cpp.scatter import CppScatterKernel
+from inductor.codegen.bounds import CPP_HELPER, buffer_extents
 from inductor.codegen.devices import check_kernel_arguments
+from inductor.config import config
 from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 
 ENTRY_POINT = "jit_entry"
@@ -57,6 +60,7 @@ def segments(plan: GraphPlan, dtype_of, threads: int, threshold: int,
              vectorize: bool) -> list[Segment]:
     """Group consecutive kernels into segments and print each. Every buffer they take must
     be in host memory (else `codegen/devices.py`'s `DeviceMismatch`, at compile time)."""
+    extents = buffer_extents(plan) if config.bounds_check else None
     result, run, first = [], [], 0
     for position, step in enumerate(plan.steps):
         if isinstance(step, KernelPlan):
@@ -65,16 +69,18 @@ def segments(plan: GraphPlan, dtype_of, threads: int, threshold: int,
             run.append(step)
             continue
         if run:
-            result.append(_segment(run, first, dtype_of, threads, threshold, vectorize))
+            result.append(_segment(run, first, dtype_of, threads, threshold, vectorize,
+                                   extents))
             run = []
     if run:
-        result.append(_segment(run, first, dtype_of, threads, threshold, vectorize))
+        result.append(_segment(run, first, dtype_of, threads, threshold, vectorize, extents))
     check_kernel_arguments(plan, CPU, [(", ".join(segment.kernels), segment.arguments)
                                        for segment in result])
     return result
 
 
-def _segment(kernels: list, first: int, dtype_of, threads, threshold, vectorize) -> Segment:
+def _segment(kernels: list, first: int, dtype_of, threads, threshold, vectorize,
+             extents: Optional[dict] = None) -> Segment:
     arguments: list = []
     for kernel in kernels:
         for name in list(kernel.loads) + list(kernel.stores):
@@ -85,6 +91,7 @@ def _segment(kernels: list, first: int, dtype_of, threads, threshold, vectorize)
     for position, kernel in enumerate(kernels):
         kind = CppScatterKernel if isinstance(kernel, ScatterPlan) else CppKernel
         printer = kind(kernel, dtype_of, threads, threshold, vectorize)
+        printer.extents = extents
         functions.append(printer.source(f"kernel{position}"))
         call_arguments = ", ".join(parameter[name] for name in printer.arguments())
         calls.append(f"  kernel{position}({call_arguments});")
@@ -92,7 +99,8 @@ def _segment(kernels: list, first: int, dtype_of, threads, threshold, vectorize)
     signature = ", ".join(
         f"{'' if name in stored else 'const '}{storage_type(dtype_of(name))}* {parameter[name]}"
         for name in arguments)
-    entry = [f"static int segment_run({signature}) {{", "  jit_error = 0;", *calls,
+    reset = ["  jit_bounds_reported = 0;"] if extents is not None else []
+    entry = [f"static int segment_run({signature}) {{", "  jit_error = 0;", *reset, *calls,
              "  return jit_error;", "}"]
     body = "\n\n".join(functions + ["\n".join(entry)]) + "\n"
     return Segment(body, signature, arguments, [kernel.name for kernel in kernels], first)
@@ -115,6 +123,8 @@ def translation_units(segments: list, count: int) -> list[TranslationUnit]:
     units = []
     for bucket in buckets:
         parts, entries, segment_entry = [prelude()], [], {}
+        if any("jit_check_bounds(" in body for body in bucket):
+            parts.append(CPP_HELPER)
         for number, body in enumerate(sorted(bucket)):
             segment = segments[distinct[body][0]]
             call = ", ".join(f"a{position}" for position in range(len(segment.arguments)))

@@ -25,6 +25,7 @@ from typing import Optional
 import sympy
 import torch
 
+from inductor.codegen.bounds import triton_assert
 from inductor.codegen.triton.expressions import index_text
 from inductor.codegen.triton.ops import TritonOpsHandler, TritonValue
 from inductor.codegen.triton.reductions import (Accumulator, OnlineSoftmax, identity_lanes,
@@ -118,6 +119,7 @@ class TritonKernel:
                             for position, member in enumerate(plan.members())}
         self.spec = self._launch_spec()
         self.spec.programmatic = self.wait_for_prior
+        self.extents: Optional[dict] = None   # bounds mode: buffer -> elements (bounds.py)
         self.full_axes = {block[0].lower() for block in self.spec.even}  # "x", "y", "r"
         self._reset()
 
@@ -205,6 +207,13 @@ class TritonKernel:
 
     def pointer(self, name: str) -> str:
         return self.pointers[name]
+
+    def assert_in_bounds(self, name: str, offset: str, mask: Optional[str],
+                         access: str) -> None:
+        """Bounds mode (`codegen/bounds.py`): assert the access lies within its buffer."""
+        line = triton_assert(offset, mask, name, self.extents, self.plan.name, access)
+        if line is not None:
+            self.add_line(line)
 
     def index_text(self, expr) -> str:
         return index_text(self._simplified(expr))

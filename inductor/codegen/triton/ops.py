@@ -88,6 +88,7 @@ class TritonOpsHandler(OpsHandler):
             return known
         dtype = self.scope.dtype_of(name)
         mask = self._mask(index)
+        self.scope.assert_in_bounds(name, self.scope.index_text(index), mask, "load")
         arguments = f"{self.scope.pointer(name)} + ({self.scope.index_text(index)})"
         if mask:
             arguments += f", {mask}, other=0"
@@ -129,6 +130,7 @@ class TritonOpsHandler(OpsHandler):
             offset, axes = f"{offset} + xindex * 0", {"x"}
         mask = self.scope.masks(*axes)
         masking = f", {mask}" if mask else ""
+        self.scope.assert_in_bounds(name, offset, mask, "store")
         return f"tl.store({self.scope.pointer(name)} + ({offset}), {text}{masking})"
 
     def indirect_indexing(self, value, size, check=True):

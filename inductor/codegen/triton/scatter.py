@@ -61,5 +61,6 @@ class TritonScatterKernel(TritonKernel):
         text = handler.tensor(value)
         if value.dtype != dtype:
             text = f"{text}.to({triton_type(dtype)})"
+        self.assert_in_bounds(buffer.get_name(), self.index_text(target), "xmask", "add")
         self.add_line(f"tl.atomic_add({self.pointer(buffer.get_name())} + "
                       f"({self.index_text(target)}), {text}, xmask)")

@@ -13,10 +13,12 @@ import hashlib
 
 import torch
 
+from inductor.codegen.bounds import buffer_extents
 from inductor.codegen.devices import check_kernel_arguments
 from inductor.codegen.triton.kernel import NAME, LaunchSpec, TritonKernel
 from inductor.codegen.triton.prelude import PRELUDE
 from inductor.codegen.triton.scatter import TritonScatterKernel
+from inductor.config import config
 from inductor.ir.nodes import ConstantBuffer, InputBuffer
 from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 
@@ -59,6 +61,7 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
     graph's (default: that of its first input or buffer), where every kernel argument must
     live (else `codegen/devices.py`'s `DeviceMismatch`, at compile time)."""
     device = device if device is not None else graph_device(plan)
+    extents = buffer_extents(plan) if config.bounds_check else None
     kernels, texts = [], {}
     inputs = {name for name, buffer in plan.buffers.items() if isinstance(buffer, InputBuffer)}
     for position, step in enumerate(plan.steps):
@@ -66,6 +69,7 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
             continue
         kind = TritonScatterKernel if isinstance(step, ScatterPlan) else TritonKernel
         printer = kind(step, dtype_of, interpret, wait_for_prior)
+        printer.extents = extents
         functions = printer.functions()
         for function in functions:
             function.name = function_name(function.role, function.text)

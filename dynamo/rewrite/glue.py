@@ -49,20 +49,35 @@ class GluePlan:
         self._rebuilt: dict[int, str] = {}
         self._names = itertools.count()
         self.frame_cells: dict[int, str] = {}  # id(cell box) -> name, for the frame's own cells
+        self._parameter_names: dict[tuple, str] = {}
         self.reads: list[str] = []  # `r<n> = <source>`: entry values, read before any replay
         self._read_names: dict[Source, str] = {}
 
     # -- names ------------------------------------------------------------------------------
     def parameter(self, local: str) -> str:
-        name = "L_" + _identifier(local)
         if local not in self.parameters:
             self.parameters.append(local)
-        return name
+        return self._name_of("L_", local)
 
     def cell(self, local: str) -> str:
         if local not in self.cell_parameters:
             self.cell_parameters.append(local)
-        return "C_" + _identifier(local)
+        return self._name_of("C_", local)
+
+    def _name_of(self, prefix: str, local: str) -> str:
+        """A glue parameter's name: distinct for distinct locals (`_` and `__` both make
+        the identifier `v`, and a glue with two parameters `L_v` did not compile)."""
+        key = (prefix, local)
+        name = self._parameter_names.get(key)
+        if name is None:
+            name = base = prefix + _identifier(local)
+            taken = set(self._parameter_names.values())
+            counter = 1
+            while name in taken:
+                counter += 1
+                name = f"{base}_{counter}"
+            self._parameter_names[key] = name
+        return name
 
     def bind(self, value: Any, hint: str = "const") -> str:
         name = self._constant_ids.get(id(value))
@@ -161,8 +176,8 @@ class GluePlan:
         """The glue function (its globals are the frame's), plus its source text."""
         fetches, inputs = self.input_fetches(input_sources)
         call = None if compiled is None else [*fetches, f"out = compiled({', '.join(inputs)})"]
-        parameters = ["L_" + _identifier(local) for local in self.parameters] + \
-                     ["C_" + _identifier(local) for local in self.cell_parameters]
+        parameters = [self._name_of("L_", local) for local in self.parameters] + \
+                     [self._name_of("C_", local) for local in self.cell_parameters]
         body = (call or []) + self.reads + self.statements + [f"return {returned}"]
         free = ["compiled", "G", *self.constants]
         text = (f"def make({', '.join(free)}):\n"

@@ -9,6 +9,7 @@ device, strides and `requires_grad` without computing anything.
 """
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from typing import Any, Callable, Optional
@@ -87,7 +88,8 @@ class GraphBuilder:
         node = self.graph.create_node(kind, target, node_args, node_kwargs)
         node.meta["example_value"] = fake
         node.meta["location"] = self.location
-        node.meta["mutates"] = versions != _versions(fake_args, fake_kwargs)
+        node.meta["mutates"] = versions != _versions(fake_args, fake_kwargs) or \
+            writes_arguments(target)
         result = self._wrap(node, fake, target)
         if node.meta["mutates"] and isinstance(fake, torch.Tensor):
             same = _argument_with_example(args, fake)  # `x.add_(1)` returns `x` itself
@@ -144,6 +146,39 @@ def _argument_with_example(args: tuple, fake: torch.Tensor):
 def _is_impure(node: torch.fx.Node) -> bool:
     return node.op in ("placeholder", "output") or node.target in EFFECTFUL or \
         node.meta.get("mutates", False)
+
+
+@functools.lru_cache(maxsize=None)
+def _schema_writes(name: str) -> bool:
+    packet = getattr(torch.ops.aten, name, None)
+    if packet is None:
+        return False
+    for overload in packet.overloads():
+        if "out" in overload:  # `add.out` writes only when given `out=`: versions see that
+            continue
+        schema = getattr(packet, overload)._schema
+        if any(argument.alias_info is not None and argument.alias_info.is_write
+               for argument in schema.arguments):
+            return True
+    return False
+
+
+def writes_arguments(target: Any) -> bool:
+    """Whether the operation writes into an argument by its schema: what fake tensors'
+    version counters miss (`torch._foreach_lerp_(averages, params, w)` bumps none on fake
+    tensors, and the node was dropped as dead code: the averages never changed)."""
+    if isinstance(target, torch._ops.OpOverload):
+        return any(argument.alias_info is not None and argument.alias_info.is_write
+                   for argument in target._schema.arguments)
+    name = target if isinstance(target, str) else getattr(target, "__name__", None)
+    module = getattr(target, "__module__", None) or ""
+    if not isinstance(name, str) or (not isinstance(target, str) and
+                                     not module.startswith("torch")):
+        return False
+    try:
+        return _schema_writes(name)
+    except (RuntimeError, AttributeError):
+        return False
 
 
 def _versions(*values: Any) -> list[int]:

@@ -204,7 +204,9 @@ def is_torch_function(value: Any) -> bool:
     module = getattr(value, "__module__", None) or ""
     if (module == "torch" or module.startswith("torch.")) and \
             not module.startswith(("torch.nn.modules", "torch.utils", "torch._dynamo",
-                                   "torch.autograd.function")):
+                                   "torch.autograd.function", "torch.optim")):
+        # torch.optim's functions are Python over lists of tensors: traced into (as a node,
+        # `torch.optim.sgd.sgd` could not even be named again by FX's generated code)
         return callable(value)
     qualname = getattr(value, "__qualname__", "")
     return type(value).__name__ in ("builtin_function_or_method", "method_descriptor") and \

@@ -238,6 +238,22 @@ class TrainingVariant:
         return self.run_backward
 
 
+def _identity(function: Callable) -> Callable:
+    return function
+
+
+# The autograd engine runs a compiled backward after the compiled forward returned, in the
+# caller's code: a front end that captures Python frames (dynamo) sets this to wrap functions
+# so that they run with capture off, so that neither compiling the backward (sympy, the code
+# generator) nor running it is traced as the user's code.
+outside_capture: Callable[[Callable], Callable] = _identity
+
+
+def _compile_and_run_backward(variant: TrainingVariant, arguments: list) -> list:
+    compiled = variant.backward_callable(arguments)
+    return _run_without_autocast(compiled, arguments)
+
+
 def _make_function(variant: TrainingVariant) -> type:
     partition = variant.partition
     count = partition.function_output_count
@@ -275,8 +291,7 @@ def _make_function(variant: TrainingVariant) -> type:
                 if flag:
                     arguments.append(grad.contiguous() if grad is not None else torch.zeros(
                         meta.size, dtype=meta.dtype, device=meta.device))
-            compiled = variant.backward_callable(arguments)
-            gradients = _run_without_autocast(compiled, arguments)
+            gradients = outside_capture(_compile_and_run_backward)(variant, arguments)
             return tuple(None if position is None else gradients[position]
                          for position in grad_of_input)
 

@@ -198,7 +198,8 @@ def try_except(gen, scope):
     body, after_body = gen.block(scope, gen.small_count(), loop=True, in_try=True)
     caught = gen.choice(BUILTIN_ERRORS)
     if gen.chance(0.7):
-        raised, caught = _raise_in(gen, after_body, body)
+        raised, caught = _raise_in(gen, scope.child(), body)  # placed anywhere in body:
+        # it may only use what was bound before the try
         if gen.chance(0.15) and scope.may_raise:  # the wrong class: the exception escapes
             caught = gen.choice(BUILTIN_ERRORS)
     handler_scope = scope.child()

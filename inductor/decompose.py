@@ -119,6 +119,26 @@ def _integer_value_truncated(decomposition):
     return addcmul
 
 
+class _ZeroDimMaskAssignment(torch.overrides.TorchFunctionMode):
+    """While tracing: `x[m] = v` with a 0-d boolean `m` becomes `x.copy_(where(m, v, x))`.
+    `Tensor.__setitem__` reads such an index with `.item()` before any ATen op (`x[True] = v`
+    writes everything, `x[False] = v` nothing), which no decomposition sees and tracing
+    cannot do (graph fuzzer: `x[x > 0] = -1.5` on a 0-d `x`)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.__setitem__ and len(args) == 3 and \
+                isinstance(args[1], torch.Tensor) and args[1].dim() == 0 and \
+                args[1].dtype == torch.bool:
+            target, mask, value = args
+            if isinstance(value, torch.Tensor):
+                value = value.to(target.dtype)
+                while value.dim() > target.dim() and value.shape[0] == 1:
+                    value = value[0]   # x[True] = v: v of shape (1, *x.shape) fits too
+            target.copy_(torch.where(mask, value, target))
+            return None
+        return func(*args, **(kwargs or {}))
+
+
 def _negative_indices_wrapped(decomposition):
     """torch's `_unsafe_masked_index` decomposition clamps indices into range, so a negative
     index under a true mask read element 0; eager counts it from the end (a[-2] is a[6])."""
@@ -263,11 +283,15 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     flat_function, spec_box = _flattened(gm)
     grad_before = torch.is_grad_enabled()
     try:
-        with fake_mode:
+        with fake_mode, _ZeroDimMaskAssignment():
             decomposed = make_fx(flat_function, decomposition_table=_table(),
                                  tracing_mode="real")(*fakes)
     finally:
         torch._C._set_grad_enabled(grad_before)
+    if any(node.target is aten._local_scalar_dense.default for node in decomposed.graph.nodes):
+        raise UnsupportedGraph("the graph reads a tensor's value as a Python number (`.item()`, "
+                               "or a 0-d tensor passed where a number is expected): compiled, "
+                               "the value seen while tracing would be fixed")
     constants, lifted = lift_constants(decomposed)
     aliases, strides, hidden = observable_outputs(lifted)
     strides = _eager_strides(gm, example_inputs, strides)

@@ -18,6 +18,7 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
+from inductor.aliasing import memory_root
 from inductor.config import config
 from inductor.ir.layout import Layout
 from inductor.ir.nodes import (Buffer, ComputedBuffer, ConstantBuffer, InputBuffer, Pointwise,
@@ -213,7 +214,36 @@ class GraphLowering(torch.fx.Interpreter):
 
     def output(self, target, args, kwargs):
         values = list(args[0]) if isinstance(args[0], (list, tuple)) else [args[0]]
-        return [self._finish_output(value, position) for position, value in enumerate(values)]
+        nodes = self.current.args[0]
+        nodes = list(nodes) if isinstance(nodes, (list, tuple)) else [nodes]
+        owners: dict = {}   # buffer name -> the FX node owning its memory in eager
+        results = []
+        for position, (value, node) in enumerate(zip(values, nodes)):
+            owner = memory_root(node)[0] if isinstance(node, torch.fx.Node) else None
+            value = self._unshared(value, owner, owners)
+            result = self._finish_output(value, position)
+            name = result.get_name() if isinstance(result, (Buffer, ReinterpretView)) else None
+            if name is not None:
+                owners.setdefault(name, owner)
+            results.append(result)
+        return results
+
+    def _unshared(self, value, owner, owners: dict):
+        """`value`, or a copy of it where its memory is an input's or another output's that
+        it does not share in eager: a lowering may hand back its operand unchanged (`sign`
+        of bools, `floor` of integers) or read one through an index remap (`permute_copy`,
+        `flip`); returned as is, the output aliased an input (`out is x`)."""
+        if not isinstance(value, TensorBox) or owner is None:
+            return value
+        storage = value.storage()
+        buffer = storage.data if storage is not None and storage.is_realized() else None
+        if buffer is None:
+            return value
+        foreign = isinstance(buffer, InputBuffer) and owner.op not in ("placeholder", "get_attr")
+        if not foreign and owners.get(buffer.get_name(), owner) is owner:
+            return value
+        return TensorBox.create(Pointwise(value.get_device(), value.get_dtype(),
+                                          value.make_loader(), value.get_size()))
 
     def _finish_output(self, value, position: int):
         if not isinstance(value, TensorBox):

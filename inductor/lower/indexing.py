@@ -42,16 +42,20 @@ CAT_INLINE_INPUTS = 4
 
 @register_lowering(aten.cat, aten.concat)
 def cat(tensors, dim=0):
-    tensors = [tensor for tensor in tensors if not (len(tensor.get_size()) == 1 and
-                                                    tensor.get_size()[0] == 0)]
-    if len(tensors) == 1:
+    dtype = result_type(*tensors)
+    kept = [tensor for tensor in tensors if not (len(tensor.get_size()) == 1 and
+                                                 tensor.get_size()[0] == 0)]
+    if not kept:   # only legacy empty 1-D pieces: an empty result of the promoted dtype
+        return TensorBox.create(Pointwise(tensors[0].get_device(), dtype,
+                                          lambda index: ops.constant(0, dtype), [0]))
+    tensors = kept
+    if len(tensors) == 1:   # the skipped pieces still take part in the type promotion
         from inductor.lower.math import to_copy
-        return to_copy(tensors[0])
+        return to_copy(tensors[0], dtype)
     if len(tensors) > CAT_INLINE_INPUTS:
         raise NotImplementedError("many inputs: eager's cat")
     rank = len(tensors[0].get_size())
     dim = _wrap(dim, rank)
-    dtype = result_type(*tensors)
     size = list(tensors[0].get_size())
     starts, position = [], sympy.Integer(0)
     for tensor in tensors:

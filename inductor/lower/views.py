@@ -12,8 +12,10 @@ from typing import Sequence
 import sympy
 import torch
 
+from inductor.aliasing import memory_root
 from inductor.ir.layout import Layout
-from inductor.ir.nodes import ReinterpretView, TensorBox, View
+from inductor.ir.nodes import (Pointwise, ReinterpretView, StorageBox, TensorBox, View,
+                               current_graph)
 from inductor.ir.symbols import FloorDiv, ModularIndexing, product, to_expr
 from inductor.lower.registry import register_lowering
 
@@ -296,11 +298,54 @@ def flip(x, dims):
 
 @register_lowering(aten.as_strided, aten.as_strided_copy)
 def as_strided(x, size, stride, storage_offset=None):
-    """A new layout over the realized storage of `x` (offset defaults to x's own)."""
-    x.realize()
-    storage = x.storage()
-    buffer = storage.realize()
-    buffer.layout.freeze()
-    offset = buffer.layout.offset if storage_offset is None else storage_offset
+    """A new layout over the memory `x` views in eager: that of the node owning it (back
+    through view ops). An input's own buffer, or the owner's value in a buffer with eager's
+    strides; not the storage under our index remaps (`flip`, `permute_copy` are copies in
+    eager: `flip(a).unfold(1, 2, 1)` read `a` itself). The offset counts from the start of
+    the owner's storage."""
+    graph = current_graph()
+    node = graph.current.args[0] if graph.current is not None else None
+    example = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    owner = memory_root(node)[0] if example is not None else None
+    owned = owner.meta.get("val") if owner is not None else None
+    if not isinstance(owned, torch.Tensor) or owner not in graph.env:
+        buffer = x.storage().realize() if x.storage() is not None else x.realize()
+        buffer.layout.freeze()
+        offset = buffer.layout.offset if storage_offset is None else storage_offset
+    else:
+        buffer = _owned_buffer(graph.env[owner], owner.op in ("placeholder", "get_attr"),
+                               list(owned.stride()))
+        absolute = example.storage_offset() if storage_offset is None else storage_offset
+        offset = buffer.layout.offset + absolute - owned.storage_offset()
     layout = Layout(buffer.get_device(), buffer.get_dtype(), size, stride, offset)
     return TensorBox(ReinterpretView(buffer, layout))
+
+
+def _owned_buffer(value: TensorBox, is_input: bool, stride: list):
+    """The buffer holding `value` laid out as eager lays it out (`stride`)."""
+    storage = value.data if isinstance(value.data, StorageBox) else None
+    if is_input or (storage is not None and storage.is_realized()):
+        buffer = value.storage().realize()
+        buffer.layout.decide(stride)
+        buffer.layout.freeze()
+        if is_input or _same_strides(buffer.layout, stride):
+            return buffer
+    elif storage is not None:
+        storage.preferred_stride = stride
+        buffer = storage.realize()
+        buffer.layout.decide(stride)
+        buffer.layout.freeze()
+        return buffer
+    copy = TensorBox.create(Pointwise(value.get_device(), value.get_dtype(),
+                                      value.make_loader(), value.get_size()),
+                            preferred_stride=stride)
+    buffer = copy.realize()
+    buffer.layout.decide(stride)
+    buffer.layout.freeze()
+    return buffer
+
+
+def _same_strides(layout: Layout, stride: list) -> bool:
+    return layout.offset == 0 and all(
+        extent == 1 or int(actual) == int(wanted)
+        for extent, actual, wanted in zip(layout.size, layout.stride, stride))

@@ -33,8 +33,9 @@ mkdir -p "$OUT"
 python3 -c "import sys, torch, triton, transformers; print('python', sys.version.split()[0], \
 'torch', torch.__version__, 'triton', triton.__version__, 'transformers', \
 transformers.__version__, torch.cuda.get_device_name())"
-command -v compute-sanitizer > /dev/null || export PATH=$PATH:$(ls -d /usr/local/cuda*/bin | head -1)
-git rev-parse --short HEAD 2> /dev/null | sed 's/^/commit (per the carried .git, which may be stale) /'
+command -v compute-sanitizer > /dev/null \
+  || export PATH=$PATH:$(ls -d /usr/local/cuda*/bin | head -1)
+git rev-parse --short HEAD 2> /dev/null | sed 's/^/commit (the carried .git may be stale) /'
 python3 -m benchmarks.gpu_soundness --stages "${STAGES:-bounds,default,sanitizer}" \
   --models "${MODELS:-deberta-v2,deberta-v2-model,mistral,mistral-cache,bart}" \
   --modes "${MODES:-inference,training}" --sanitizer-modes "${SANITIZER_MODES:-inference}" \

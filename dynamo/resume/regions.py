@@ -36,6 +36,7 @@ from dynamo import _frame_state
 from dynamo.instructions import DecodedCode, decode
 from dynamo.resume import emit
 from dynamo.resume.analysis import Layout
+from dynamo.rewrite import GENERATED_STACK, safe_stack_size
 from dynamo.rewrite import decode as decode_body
 from dynamo.rewrite.replacement import prologue_of
 
@@ -205,20 +206,20 @@ def _build(base: CodeType, start: int, layout: Layout, exits: dict,
 
 
 def _assemble(region: Bytecode, base: CodeType, layout: Layout) -> CodeType:
-    """The region's code object. `bytecode` computes the stack size by walking from the
-    function's start; a region that enters a `try` (or `with`) block in its middle reaches
-    the block's handler with the stack depth of its prologue's start (0), not the block's,
-    and reports a negative size (a `raise` inside a `with` after a break). Then the size is
-    bounded instead: the region runs the original code at the original depths (at most
-    `co_stacksize`), its prologue pushes the layout plus a helper call (at most 6 more) and
-    its exits pack the stack and call a helper (at most 4 more)."""
+    """The region's code object. It runs the original code at the original depths (at most
+    `co_stacksize`), its prologue pushes the layout plus a helper call and its exits pack the
+    stack and call a helper: the stack is sized for that whatever `bytecode` computes
+    (`rewrite.safe_stack_size`: it undersizes handlers of a `try` block entered in its
+    middle, and can even report a negative size)."""
+    needed = max(base.co_stacksize, len(layout))
     try:
-        return region.to_code(compute_exception_stack_depths=False)
+        code = region.to_code(compute_exception_stack_depths=False)
     except RuntimeError as error:
         if "negative size" not in str(error):
             raise
-    bound = max(base.co_stacksize, len(layout)) + 8
-    return region.to_code(stacksize=bound, compute_exception_stack_depths=False)
+        return region.to_code(stacksize=needed + GENERATED_STACK,
+                              compute_exception_stack_depths=False)
+    return safe_stack_size(code, needed)
 
 
 def first_argument(base: CodeType):

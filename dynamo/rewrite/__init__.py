@@ -51,15 +51,35 @@ def decode(code: CodeType) -> Bytecode:
     return Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
 
 
+# Stack slots generated code may add on top of the original's deepest point: a helper call
+# on packed stack items (NULL, the helper, two constants) or a rebuilt stack plus a call.
+GENERATED_STACK = 8
+
+
 def assemble(body: Bytecode, original: CodeType, stacksize: int | None = None) -> CodeType:
     """Assemble `body` into a replacement for `original` (stack size, exception table).
     `stacksize`: known already (the original's, for its own instructions unchanged), else
-    computed."""
+    computed, and never less than the original's plus `GENERATED_STACK` (see
+    `safe_stack_size`)."""
     code = positional_signature(body, original).to_code(
         stacksize=stacksize, compute_exception_stack_depths=False)
+    if stacksize is None:
+        code = safe_stack_size(code, original.co_stacksize)
     return code.replace(co_name=original.co_name, co_qualname=original.co_qualname,
                         co_filename=original.co_filename,
                         co_firstlineno=original.co_firstlineno)
+
+
+def safe_stack_size(code: CodeType, needed: int) -> CodeType:
+    """`code` with a stack of at least `needed + GENERATED_STACK` slots. The `bytecode`
+    package walks the code from its first instruction and sizes each exception handler from
+    the smallest depth seen so far: code that jumps into the middle of a `try` block (a
+    skeleton's jump to a stop, a region's prologue) gets a handler sized from depth 0, and a
+    stack too small for it (an `except` body calling a function overran it: the callee got
+    the wrong objects as arguments, or CPython crashed). The original code's own size plus
+    what generated code adds is always enough."""
+    floor = needed + GENERATED_STACK
+    return code if code.co_stacksize >= floor else code.replace(co_stacksize=floor)
 
 
 def nop_rewrite(code: CodeType) -> CodeType:

@@ -88,6 +88,7 @@ def worker(options: Options) -> None:
     settings = options.settings()
     with contextlib.redirect_stdout(io.StringIO()):  # one-time builds outside the timeout
         run_source(WARM_UP, options.backend, -1, 0, options.backward)
+    done = 0
     for line in sys.stdin:
         request = json.loads(line)
         seed = request["seed"]
@@ -95,6 +96,8 @@ def worker(options: Options) -> None:
         with contextlib.redirect_stdout(io.StringIO()):
             outcome = run_source(source, options.backend, seed, options.timeout,
                                  options.backward)
+        done += 1  # where in this process it ran: crashes may depend on earlier programs
+        outcome.stats["process"] = [os.getpid(), done]
         protocol.write(json.dumps(outcome.to_json()) + "\n")
 
 

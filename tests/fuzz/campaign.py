@@ -98,9 +98,11 @@ class Worker:
         if line:
             return Outcome(**json.loads(line))
         code = self.process.wait()
+        self.process_id = self.process.pid
         self.process = None
         return Outcome(request["seed"], "fail", "crash", detail=f"the worker died (exit code "
-                       f"{code}); stderr ends with:\n{self._stderr_tail()}")
+                       f"{code}) at its program {self.done}; stderr ends with:\n"
+                       f"{self._stderr_tail()}", stats={"process": [self.process_id, self.done]})
 
     def overdue(self) -> bool:
         return self.current is not None and \

@@ -56,6 +56,9 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
         raise ValueError(f"inductor.compile_fx: unknown mode {mode!r}; expected one of "
                          f"{', '.join(repr(known) for known in MODES)}")
     started = time.perf_counter()
+    if _makes_tensors_requiring_grad(gm):
+        return _as_is(gm, "the graph creates tensors that require grad (their autograd "
+                      "history starts inside it)", started)
     if _needs_autograd(gm, example_inputs):
         try:
             from inductor.autograd import compile_training
@@ -302,6 +305,22 @@ def _needs_autograd(gm: torch.fx.GraphModule, example_inputs: Sequence) -> bool:
     """Whether autograd must see the graph: something requires grad and some op runs with
     grad mode on (regions included: `torch.enable_grad()` inside a `no_grad` caller)."""
     return _requires_grad(gm, example_inputs) and _computes_with_grad(gm)
+
+
+def _makes_tensors_requiring_grad(gm: torch.fx.GraphModule) -> bool:
+    """A factory with `requires_grad=True` or `requires_grad_()` in the graph: the tensor is a
+    leaf of autograd created by the graph (compiled as inference, it lost requires_grad)."""
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method"):
+            continue
+        if node.kwargs.get("requires_grad") is True:
+            return True
+        name = node.target if isinstance(node.target, str) else \
+            getattr(node.target, "__name__", "")
+        if name == "requires_grad_" and (len(node.args) < 2 or node.args[1] is not False) \
+                and node.kwargs.get("requires_grad", True) is not False:
+            return True
+    return False
 
 
 def _as_is(gm: torch.fx.GraphModule, reason: str, started: float) -> CompiledGraph:

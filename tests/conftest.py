@@ -1,5 +1,7 @@
 """Project-wide test setup: internal compiler errors raise in tests instead of falling back,
-and every test starts with no compiled entries."""
+every test starts with no compiled entries, and a test fails when inductor gives a graph up
+(runs it through eager kernels: `inductor.fallbacks()`) unless it is marked
+`@pytest.mark.expect_fallback(kinds..., reason=...)`."""
 import pytest
 
 
@@ -22,7 +24,34 @@ def _fresh_jit_state():
     dynamo.reset()
 
 
+@pytest.fixture(autouse=True)
+def _no_unexpected_fallback(request):
+    """Fail the test if inductor ran a graph through eager kernels instead of generated code
+    (kinds "error" and "unsupported"; "configured" fallbacks are asked for), unless marked."""
+    try:
+        from inductor.runtime import fallbacks
+    except ImportError:     # torch-free runs
+        yield
+        return
+    before = fallbacks.fallbacks()
+    yield
+    marker = request.node.get_closest_marker("expect_fallback")
+    allowed = {"configured"} | (set(marker.args or fallbacks.KINDS) if marker else set())
+    unexpected = {reason: count for reason, count in fallbacks.since(before).items()
+                  if reason.split(":", 1)[0] not in allowed}
+    if unexpected:
+        listed = "\n".join(f"  {count} x {reason}" for reason, count in unexpected.items())
+        pytest.fail("inductor ran graphs through eager kernels instead of generated code:\n"
+                    f"{listed}\n(a compiler bug to fix, or mark the test "
+                    "@pytest.mark.expect_fallback(kind, reason=...) if it is by design)",
+                    pytrace=False)
+
+
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "expect_fallback(*kinds, reason): the test expects inductor to run graphs "
+        "through eager kernels (kinds of `inductor.runtime.fallbacks.KINDS`; default all); "
+        "without it, such a fallback fails the test")
     config.addinivalue_line(
         "markers", "torch_compile: the test runs torch.compile (the anchor we measure against); "
         "skipped under `python -m dynamo nop-rewrite`, where every frame of torch.compile's own "

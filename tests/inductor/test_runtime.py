@@ -76,6 +76,7 @@ def test_compiler_errors_name_the_kept_source(private_cache):
     assert os.path.exists(kept)
 
 
+@pytest.mark.expect_fallback("error", reason="a simulated build failure")
 def test_compiler_failure_falls_back_to_eager_when_allowed(private_cache, monkeypatch):
     def broken(*_arguments, **_keywords):
         raise build.BuildError("simulated")
@@ -129,6 +130,7 @@ def test_report_summary_names_kernels_library_calls_and_fallbacks(private_cache)
     assert "def call(" in compiled.report.source
 
 
+@pytest.mark.expect_fallback("unsupported", reason="meta tensors have no code generator")
 def test_non_cpu_inputs_run_through_eager_kernels():
     meta = torch.empty(3, device="meta")
     compiled = inductor.compile_aten(torch.fx.symbolic_trace(lambda x: x + 1), [meta])

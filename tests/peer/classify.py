@@ -5,7 +5,8 @@ snapshot file's path. Output: a `Verdict` (class, rule, where). Classes, worst f
 
   wrong_value   a value comparison of the test failed (check_model/common's assertEqual,
                 its dtype/type checks, or an assertEqual in the test body on values)
-  crash         an exception raised inside framejit (inductor/, dynamo/, guards/)
+  crash         an exception raised inside framejit (inductor/, dynamo/, guards/, or code
+                they generate: glue, wrappers, FX graphs of the capture)
   timeout       the per-test time limit ran out
   unsupported   framejit's capture refused the program under fullgraph (GraphBreakError)
   test_assert   another assertion of the test body failed (to be read one by one)
@@ -44,10 +45,10 @@ EXCLUSION_RULES = (
      r"select_algorithm|kernel|fx_passes|decomposition|runtime|cpp_builder|codecache)\b|"
      r"complex_memory_overlap|ComputedBuffer|make_fallback"),
     ("peer-config-semantics", "asserts an effect of a torch._inductor config option "
-     "(its cpp_wrapper, halide, triton, max-autotune or fallback settings)",
+     "(its cpp_wrapper, halide, triton, max-autotune, fallback or profiler settings)",
      r"config\.(cpp_wrapper|triton\.|halide|max_autotune|implicit_fallbacks|fallback_random|"
      r"cpu_backend|cuda_backend|freezing|comprehensive_padding|"
-     r"emulate_precision_casts)"),
+     r"emulate_precision_casts)|profiler_mark_wrapper_call=True"),
     ("dynamo-counts", "asserts frame, op or recompile counts specific to torch._dynamo's design",
      r"frame_count|op_count|cnt\.|counter\.|counters\[|CompileCounter"),
     ("dynamo-internals", "reads torch._dynamo's internals (variable trackers, recorded graph "
@@ -92,6 +93,14 @@ def _in_framejit(frame) -> bool:
     return os.path.abspath(frame.filename).startswith(FRAMEJIT_PACKAGES)
 
 
+def _raised_in_generated(frames) -> bool:
+    """The innermost frame is code framejit generated (glue, wrappers, guards: `<framejit
+    ...>`, or an FX graph's `<eval_with_key>` called from such code), not the test's own code
+    that the generated code called."""
+    return bool(frames) and frames[-1].filename.startswith(("<framejit", "<eval_with_key>")) \
+        and any(frame.filename.startswith("<framejit") for frame in frames)
+
+
 def _statement(frame) -> str:
     """The whole statement of a frame (FrameSummary.line is only its first line)."""
     last = getattr(frame, "end_lineno", None) or frame.lineno
@@ -125,6 +134,8 @@ def classify(outcome: str, exc: Optional[BaseException], source: str, snapshot_f
     for link in _chain(exc):
         frames = _frames(link)
         ours = [frame for frame in frames if _in_framejit(frame)]
+        if _raised_in_generated(frames):
+            ours = frames[-1:]
         if ours:
             return Verdict("crash", where=_where(ours[-1]),
                            error=f"{type(link).__name__}: {str(link).strip()[:300]}")

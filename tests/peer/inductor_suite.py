@@ -7,8 +7,10 @@ and a summary. The templates' `check_model` compiles through torch's capture fro
 binds that name, and `torch._inductor.compile_fx.compile_fx` (what `torch.compile`'s default
 backend and `optimize("inductor")` import when called), to framejit's `inductor.compile_fx`,
 so every graph of the suite is compiled by framejit. Tests run on the CPU device
-(`CommonTemplate` copied onto a CPU class, plus the `SweepInputs2` grid), with
-`--backend cpp` (C++/OpenMP) or `--backend triton` (Triton kernels under TRITON_INTERPRET=1).
+(`CommonTemplate` copied onto a CPU class, plus the `SweepInputs2` grid and `TestFull`), with
+`PEER_CPU_BACKEND=cpp` (C++/OpenMP, the default) or `PEER_CPU_BACKEND=triton` (Triton kernels
+under TRITON_INTERPRET=1; the templates then skip what torch's own Triton-CPU backend lacks,
+unless `PEER_TRITON_SKIPS=0`).
 
     PEER_PYTORCH_DIR=/work/scratch/peer-suites/pytorch \\
         .venv/bin/python -m tests.peer.inductor_suite --out results.jsonl --resume
@@ -18,10 +20,14 @@ import importlib.util
 import inspect
 import os
 import sys
+import traceback
 
-from tests.peer import runner
+from tests.peer import classify, runner
 
 TEMPLATE_FILE = os.path.join("test", "inductor", "test_torchinductor.py")
+# CPU-only test classes of the file besides the templates (GPUTests, TritonCodeGenTests,
+# RNNTest and NanCheckerTest need a GPU)
+CPU_CLASSES = ("TestFull",)
 
 
 class GraphStats:
@@ -34,6 +40,13 @@ class GraphStats:
         self.current = collections.Counter()
         self.fallbacks = collections.Counter()
         self.reasons = []
+        self.error = None
+
+    def record_error(self, error: BaseException):
+        """An exception raised inside compile_fx (torch's capture reports it as 'Backend
+        compiler exception' and strips its frames: keep where framejit raised it)."""
+        if self.error is None:
+            self.error = error_summary(error)
 
     def record(self, compiled):
         report = getattr(compiled, "report", None)
@@ -46,6 +59,8 @@ class GraphStats:
         else:
             self.current["compiled"] += 1
             self.current["kernels"] += report.kernel_count
+            if "@triton.jit" in report.source:
+                self.current["triton"] += 1  # graphs whose kernels are Triton's
             self.fallbacks.update(report.fallback_ops)
 
     def end(self):
@@ -54,7 +69,21 @@ class GraphStats:
             stats["fallback_ops"] = dict(self.fallbacks)
         if self.reasons:
             stats["as_is_reasons"] = sorted(set(self.reasons))
+        if self.error:
+            stats["backend_error"], stats["backend_where"] = self.error
         return stats
+
+
+def error_summary(error: BaseException):
+    """(type: message, innermost framejit frame) of an exception raised in compile_fx."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if os.path.abspath(frame.filename).startswith(classify.FRAMEJIT_PACKAGES)]
+    where = "(outside framejit's packages)"
+    if frames:
+        frame = frames[-1]
+        where = f"{os.path.basename(frame.filename)}:{frame.lineno} {frame.name}: {frame.line}"
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:300] if text else ''}", where
 
 
 def install_shims():
@@ -82,7 +111,12 @@ def substitute_compiler(module, stats):
     import inductor
 
     def framejit_compile_fx(gm, example_inputs, **ignored):
-        compiled = inductor.compile_fx(gm, example_inputs)
+        try:
+            compiled = inductor.compile_fx(gm, example_inputs)
+        except BaseException as error:
+            if hasattr(stats, "record_error"):
+                stats.record_error(error)
+            raise
         stats.record(compiled)
         return compiled
 
@@ -130,6 +164,10 @@ def cpu_tests(module):
             tests.append((SweepInputsCpuTest, name, _source(module.SweepInputs2.gen_template)))
     CpuTests.setUpClass()
     SweepInputsCpuTest.setUpClass()
+    for cls in [getattr(module, name) for name in CPU_CLASSES if hasattr(module, name)]:
+        cls.setUpClass()
+        tests += [(cls, name, _source(fn)) for name, fn in sorted(vars(cls).items())
+                  if name.startswith("test_") and callable(fn)]
     return [(f"{cls.__name__}.{name}", getattr(cls(name), name), source)
             for cls, name, source in tests]
 
@@ -150,7 +188,10 @@ def main(argv=None):
     substitute_compiler(module, stats)
     if backend == "triton":
         inductor.config.cpu_backend = "triton"
-        torch._inductor.config.cpu_backend = "triton"  # the templates' own skip rules read it
+        if os.environ.get("PEER_TRITON_SKIPS", "1") != "0":
+            # the templates skip what torch's Triton-CPU backend lacks when this is set;
+            # PEER_TRITON_SKIPS=0 runs those tests on framejit's Triton kernels too
+            torch._inductor.config.cpu_backend = "triton"
     runner.run_all(cpu_tests(module), path, args, stats)
     print(runner.summary(args.out))
 

@@ -84,6 +84,18 @@ class PeerResult(unittest.TestResult):
         return "passed"
 
 
+def _timed_out(exc) -> bool:
+    """The time limit ran out, also where a library wrapped the signal's exception (the
+    Triton interpreter re-raises it as InterpreterError(repr(...)))."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, TestTimeout) or "TestTimeout(" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def run_one(test_id, method, source, snapshot_file, timeout, stats_hook, adapter_file=""):
     """Run one bound unittest method (setUp/tearDown included); return its record."""
     case = method.__self__
@@ -102,8 +114,11 @@ def run_one(test_id, method, source, snapshot_file, timeout, stats_hook, adapter
     outcome = result.outcome()
     exc = result.exception if outcome == "failed" else (
         Exception(result.skip_reason) if outcome == "skipped" else None)
-    verdict = classify(outcome, exc, source, snapshot_file, isinstance(exc, TestTimeout),
-                       adapter_file)
+    verdict = classify(outcome, exc, source, snapshot_file, _timed_out(exc), adapter_file)
+    if verdict.cls == "crash" and stats.get("backend_where") and \
+            verdict.where.startswith("(the backend"):
+        # torch's capture wrapped the backend's exception and dropped its frames
+        verdict.where, verdict.error = stats["backend_where"], stats["backend_error"]
     return {"id": test_id, "outcome": outcome, "class": verdict.cls, "rule": verdict.rule,
             "where": verdict.where, "error": verdict.error,
             "seconds": round(time.perf_counter() - started, 2), "graphs": stats}

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 import torch
 import torch.fx
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException, FakeTensorMode)
 
@@ -85,6 +86,12 @@ class GraphBuilder:
         except Exception as error:
             raise Unsupported(UNSUPPORTED_CALL, f"{_name(target)} failed on example inputs: "
                               f"{type(error).__name__}: {error}", exact_frames=True) from None
+        overlap = _written_overlap(target, fake_args, fake_kwargs) \
+            if versions != _versions(fake_args, fake_kwargs) else ""
+        if overlap:
+            raise Unsupported(UNSUPPORTED_CALL, f"{_name(target)} writes into {overlap}: "
+                              "eager refuses most such writes when it runs them",
+                              exact_frames=True)
         node = self.graph.create_node(kind, target, node_args, node_kwargs)
         node.meta["example_value"] = fake
         node.meta["location"] = self.location
@@ -146,6 +153,77 @@ def _argument_with_example(args: tuple, fake: torch.Tensor):
 def _is_impure(node: torch.fx.Node) -> bool:
     return node.op in ("placeholder", "output") or node.target in EFFECTFUL or \
         node.meta.get("mutates", False)
+
+
+def _written_overlap(target: Any, args: tuple, kwargs: dict) -> str:
+    """Why a write is one eager checks at run time and fake tensors do not: the written
+    region (an in-place method's tensor, `out=`, the indexed part of `x[i] = v`) overlaps
+    itself (an expanded view) or shares elements with another argument (`out=w` with `w.T`
+    as an input, `x[1:] = x[:-1]`). Such an op runs eagerly, in its real frames, where eager
+    raises its own error or, where it allows the write, computes what it computes (a compiled,
+    functional version reads the old values). Empty: no such write."""
+    written, others = _written_region(target, args, kwargs)
+    if written is None:
+        return ""
+    if any(stride == 0 and size > 1 for size, stride in zip(written.shape, written.stride())):
+        return "a tensor whose elements share memory (an expanded view)"
+    storage = StorageWeakRef(written.untyped_storage())
+    for other in others:
+        if other.numel() == 0 or StorageWeakRef(other.untyped_storage()) != storage:
+            continue
+        if (other.shape, other.stride(), other.storage_offset()) != \
+                (written.shape, written.stride(), written.storage_offset()) and \
+                _share_elements(written, other):
+            return "a region that shares elements with another argument"
+    return ""
+
+
+def _written_region(target: Any, args: tuple, kwargs: dict):
+    """(the tensor an operation writes, the other tensors it reads), or (None, ())."""
+    tensors = [leaf for leaf in torch.utils._pytree.tree_leaves((args, kwargs))
+               if isinstance(leaf, torch.Tensor)]
+    if target is operator.setitem and isinstance(args[0], torch.Tensor):
+        region = _indexed_view(args[0], args[1])  # not `x[mask] = v`: that copies
+        others = [tensor for tensor in tensors[1:] if tensor is not args[0]]
+        return region, others
+    out = kwargs.get("out")
+    if isinstance(out, torch.Tensor):
+        return out, [tensor for tensor in tensors if tensor is not out]
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    if name.endswith("_") and not name.startswith("_") and args and \
+            isinstance(args[0], torch.Tensor):
+        return args[0], [tensor for tensor in tensors if tensor is not args[0]]
+    return None, ()
+
+
+def _indexed_view(tensor: torch.Tensor, index: Any):
+    """`tensor[index]` as a view of the same storage, or None (advanced indexing copies)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(part, (torch.Tensor, list)) for part in parts):
+        return None
+    try:
+        view = tensor[index]
+    except Exception:  # noqa: BLE001  (the real op raised; eager decides)
+        return None
+    return view if view._base is not None or view is tensor else None
+
+
+def _element_offsets(tensor: torch.Tensor) -> torch.Tensor:
+    extent = tensor.storage_offset() + 1 + sum((size - 1) * stride for size, stride
+                                               in zip(tensor.shape, tensor.stride()))
+    return torch.arange(extent).as_strided(tuple(tensor.shape), tuple(tensor.stride()),
+                                           tensor.storage_offset())
+
+
+def _share_elements(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two views of one storage share an element (`x[:, 0]` and `x[:, 1]` do not:
+    writing one while reading the other is what eager computes too). Large views are taken
+    to share (a graph break, never a wrong value)."""
+    if a.numel() > 1 << 16 or b.numel() > 1 << 16:
+        return True
+    with torch._subclasses.fake_tensor.unset_fake_temporarily():
+        return bool(torch.isin(_element_offsets(a).reshape(-1),
+                               _element_offsets(b).reshape(-1)).any())
 
 
 @functools.lru_cache(maxsize=None)

@@ -26,14 +26,21 @@ def call_container_method(tx, owner: Variable, name: str, args: list, kwargs: di
     shared = _protocol_method(tx, owner, name, args, kwargs)
     if shared is not None:
         return shared
-    if isinstance(owner, ListVariable):
-        return _list_method(tx, owner, name, args, kwargs)
-    if isinstance(owner, DictVariable):
-        return _dict_method(tx, owner, name, args, kwargs)
-    if isinstance(owner, SetVariable):
-        return _set_method(tx, owner, name, args)
-    if isinstance(owner, TupleVariable):
-        return _sequence_query(tx, owner.items, name, args)
+    try:
+        if isinstance(owner, ListVariable):
+            return _list_method(tx, owner, name, args, kwargs)
+        if isinstance(owner, DictVariable):
+            return _dict_method(tx, owner, name, args, kwargs)
+        if isinstance(owner, SetVariable):
+            return _set_method(tx, owner, name, args)
+        if isinstance(owner, TupleVariable):
+            return _sequence_query(tx, owner.items, name, args)
+    except (IndexError, KeyError) as error:
+        # the operation on the box raised what the real one raises (`[].pop()`): raised in
+        # the traced code, where a `try` may catch it and an uncaught one makes the frame
+        # run eagerly (it escaped the tracer as an internal error, and the mutations before
+        # it were lost)
+        raise python_error(type(error), *map(str, error.args[:1])) from None
     raise Unsupported(UNSUPPORTED_CALL, f"{owner.describe()}.{name}")
 
 

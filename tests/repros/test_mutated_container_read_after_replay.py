@@ -59,3 +59,25 @@ def test_dict_item_popped_and_read(backend):
         d["b"] = first * 2
         return d["b"] + x, first
     check(f, torch.ones(3), {"a": torch.ones(3), "b": torch.zeros(3)}, backend=backend)
+
+
+def test_mutations_before_an_uncaught_error_from_a_container(backend):
+    """`[].pop()` in the trace raised a real IndexError out of the tracer (an internal error
+    that looked like the user's), and the frame's earlier pops were lost. Such errors are
+    raised in the traced code now: the frame runs eagerly, as a raise does."""
+    def f(x, lst, d):
+        y = x + 1
+        lst.pop()
+        lst.pop()
+        lst.pop()
+        return y, d.popitem()
+    check(f, torch.ones(3), [0, 1], {}, graphs=None, breaks=None, backend=backend)
+
+    def g(x, lst):
+        try:
+            lst.pop()
+            lst.pop()
+        except IndexError as error:
+            return x * len(lst), str(error)
+        return x
+    check(g, torch.ones(3), [0], backend=backend)

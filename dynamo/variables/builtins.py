@@ -238,20 +238,20 @@ def _extreme(symbol: str):
         from dynamo.trace.operators import compare
         if not args:
             return NotImplemented
-        items = tx.iterate(args[0]) if len(args) == 1 else list(args)
-        if not items:
+        from dynamo.variables.iterators import iterate_lazily
+        items = iterate_lazily(tx, args[0]) if len(args) == 1 else iter(args)
+        best = best_key = None
+        for item in items:  # pulled, keyed and compared one at a time, as eager does
+            item_key = item if key is None or _is_none(key) else key.call(tx, [item], {})
+            if best is None or tx.truth(compare(tx, symbol, item_key, best_key)):
+                best, best_key = item, item_key
+        if best is None:
             if default is not _MISSING:
                 return default
             from dynamo.variables.exceptions import python_error
             raise python_error(ValueError, f"{'min' if symbol == '<' else 'max'}() arg is an "
                                "empty sequence")
-        keys = items if key is None or _is_none(key) else \
-            [key.call(tx, [item], {}) for item in items]
-        best = 0
-        for index in range(1, len(items)):
-            if tx.truth(compare(tx, symbol, keys[index], keys[best])):
-                best = index
-        return items[best]
+        return best
     return choose
 
 
@@ -327,20 +327,23 @@ def _sorted(tx, iterable, *, key=None, reverse=None):
 @rule(sum)
 def _sum(tx, iterable, start=None):
     from dynamo.trace.operators import binary
+    from dynamo.variables.iterators import iterate_lazily
     total = start if start is not None else ConstantVariable(0)
-    for item in tx.iterate(iterable):
+    for item in iterate_lazily(tx, iterable):
         total = binary(tx, "+", total, item)
     return total
 
 
 @rule(any)
-def _any(tx, iterable):
-    return ConstantVariable(any(tx.truth(item) for item in tx.iterate(iterable)))
+def _any(tx, iterable):  # stops at the first true item, pulling no further
+    from dynamo.variables.iterators import iterate_lazily
+    return ConstantVariable(any(tx.truth(item) for item in iterate_lazily(tx, iterable)))
 
 
 @rule(all)
 def _all(tx, iterable):
-    return ConstantVariable(all(tx.truth(item) for item in tx.iterate(iterable)))
+    from dynamo.variables.iterators import iterate_lazily
+    return ConstantVariable(all(tx.truth(item) for item in iterate_lazily(tx, iterable)))
 
 
 @rule(abs)
@@ -410,13 +413,12 @@ def _register_itertools() -> None:
 
 @rule(__import__("functools").reduce)
 def _reduce(tx, function, iterable, *initial):
-    items = tx.iterate(iterable)
-    if initial:
-        items = [initial[0], *items]
-    if not items:
+    from dynamo.variables.iterators import iterate_lazily
+    items = iterate_lazily(tx, iterable)
+    total = initial[0] if initial else next(items, None)
+    if total is None:
         raise Unsupported(UNSUPPORTED_CALL, "reduce() of an empty sequence (TypeError)")
-    total = items[0]
-    for item in items[1:]:
+    for item in items:
         total = function.call(tx, [total, item], {})
     return total
 

@@ -224,6 +224,18 @@ def iterate_all(tx, value: Variable) -> list[Variable]:
     return get_iterator(tx, value).iterate(tx)
 
 
+def iterate_lazily(tx, value: Variable):
+    """The items of an iterable one at a time, each pulled when the consumer asks for it: a
+    generator's body runs between the consumer's steps, as in eager (`sum(gen())` where the
+    generator updates the tensor it yields; `any(...)` stopping at the first true item)."""
+    if isinstance(value, (TupleVariable, ListVariable)) and not is_subclass_instance(value):
+        yield from list(value.items)
+        return
+    iterator = get_iterator(tx, value)
+    while (item := iterator.next_item(tx)) is not None:
+        yield item
+
+
 def make_builtin_iterator(tx, function, args, kwargs) -> Optional[IteratorVariable]:
     """`enumerate`, `zip`, `map`, `filter`, `reversed` and `itertools` helpers."""
     if function is enumerate:

@@ -81,3 +81,27 @@ def test_mutations_before_an_uncaught_error_from_a_container(backend):
             return x * len(lst), str(error)
         return x
     check(g, torch.ones(3), [0], backend=backend)
+
+
+def doubling(base, log):
+    for index in range(3):
+        base.mul_(base)
+        log.append(index)
+        yield base
+
+
+def test_consumers_pull_generator_items_one_at_a_time(backend):
+    """Program-fuzzer finding P8: `sum(gen())` ran the whole generator before adding, so
+    each addend read the tensor after the generator's last in-place update; `any()` ran it
+    past the first true item (its side effects included). Builtins that consume an iterable
+    item by item (sum, any, all, min, max, functools.reduce) now pull lazily."""
+    import functools
+
+    def f(x, log):
+        total = sum(doubling(x[:, 1], log))
+        first = any(t.sum() > -1e9 for t in doubling(x[:, 0], log))
+        biggest = max(doubling(x[:, 2], log), key=lambda t: float(t.sum()))
+        folded = functools.reduce(lambda a, b: a + b, doubling(x[:, 1], log))
+        return total, first, biggest, folded
+    check(f, torch.arange(6.0).reshape(2, 3) / 4, [], graphs=None, breaks=None,
+          backend=backend)

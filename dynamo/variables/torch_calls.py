@@ -105,6 +105,8 @@ class TorchFunctionVariable(Variable):
 
     def call(self, tx, args, kwargs) -> Variable:
         function = self.value
+        if function is torch.jit.annotate and len(args) == 2 and not kwargs:
+            return args[1]  # a type hint for TorchScript; eager returns the value itself
         folded = _FOLDED.get(function) if _hashable(function) else None
         if folded is not None:
             from dynamo.variables.lowering import lower

@@ -99,3 +99,15 @@ def test_unhashable_callable_reaches_no_table(backend):
     def f(x):
         return x + 1, callable(method)
     check(f, torch.ones(3), graphs=None, breaks=None, backend=backend)
+
+
+def test_torchscript_annotation(backend):
+    """D5: `torch.jit.annotate(Any, v)` became a graph node whose code named `typing.Any`
+    (NameError); it is the value itself."""
+    from typing import Any, List
+
+    def f(x):
+        values = torch.jit.annotate(List[torch.Tensor], [])
+        values.append(torch.jit.annotate(Any, x + 1))
+        return values[0] * 2
+    check(f, torch.ones(3), backend=backend)

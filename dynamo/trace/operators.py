@@ -221,6 +221,10 @@ def subscript(tx, container: Variable, index: Variable, builtin: bool = False) -
         return container.item(tx, index)
     if container.is_constant() and index.is_constant():
         return apply(tx, operator.getitem, container, index)
+    generic = tx.real_value(container)
+    if getattr(type(generic), "__module__", None) == "typing":  # `List[int]`: a type hint
+        return tx.wrap_result(generic[tx.real_value(index) if tx.real_value(index) is not
+                                      _UNKNOWN else tx.constant(index, "a type argument")])
     return _apply_structured(tx, operator.getitem, (container, index))
 
 

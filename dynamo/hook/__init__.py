@@ -10,6 +10,7 @@ installs a callback for the duration of a call and always restores the previous 
 from __future__ import annotations
 
 import sys
+import threading
 import weakref
 from types import CodeType
 from typing import Callable, Optional
@@ -24,6 +25,12 @@ FrameView = getattr(_C, "FrameView", None)
 Check = Callable[[dict, dict], object]
 
 _touched: "weakref.WeakSet[CodeType]" = weakref.WeakSet()
+_touched_lock = threading.Lock()  # other threads add while `clear_all` walks the set
+
+
+def _touch(code: CodeType) -> None:
+    with _touched_lock:
+        _touched.add(code)
 
 
 def unsupported_reason() -> Optional[str]:
@@ -67,7 +74,7 @@ class CallbackScope:
 
 def entries(code: CodeType) -> list:
     """The live list of `(check, replacement_code)` entries of `code`, most recent hit first."""
-    _touched.add(code)
+    _touch(code)
     return _C.cache_entries(code)
 
 
@@ -89,7 +96,7 @@ def remove_entry(code: CodeType, entry: tuple) -> None:
 
 def mark_skip(code: CodeType, skip: bool = True) -> None:
     """Never (or again) intercept frames of `code`."""
-    _touched.add(code)
+    _touch(code)
     _C.set_skip(code, skip)
 
 
@@ -99,15 +106,17 @@ def is_skipped(code: CodeType) -> bool:
 
 def note_seen(code: CodeType) -> None:
     """Remember a code object the callback answered for, so `clear_all` can find it."""
-    _touched.add(code)
+    _touch(code)
 
 
 def clear_all() -> None:
     """Drop every cache entry and skip mark this process has made."""
-    for code in list(_touched):
+    with _touched_lock:
+        codes = list(_touched)
+        _touched.clear()
+    for code in codes:
         del _C.cache_entries(code)[:]
         _C.set_skip(code, False)
-    _touched.clear()
 
 
 def counters() -> dict:

@@ -39,8 +39,6 @@ class TraceState:
     root_globals: dict
     inline_depth_limit: int = 32
     undo_log: list = dataclasses.field(default_factory=list)  # real state changes to undo
-    # plain objects wrapped so far: id -> (object, first source) (see `guards.AliasGuard`)
-    object_sources: dict = dataclasses.field(default_factory=dict)
     nested_stop: tuple = ()  # chains of (code, index), compiled frame first: stops in callees
     handled_exception: Optional[Variable] = None  # what `sys.exc_info()` holds in traced code
 

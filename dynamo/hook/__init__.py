@@ -9,6 +9,7 @@ installs a callback for the duration of a call and always restores the previous 
 """
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import weakref
@@ -24,13 +25,26 @@ SKIP = _C.SKIP
 FrameView = getattr(_C, "FrameView", None)
 Check = Callable[[dict, dict], object]
 
-_touched: "weakref.WeakSet[CodeType]" = weakref.WeakSet()
-_touched_lock = threading.Lock()  # other threads add while `clear_all` walks the set
+# Code objects that carry entries or skip marks: id -> weak reference. Only C-level operations
+# run while the lock is held: a Python frame there (a WeakSet's `add`) is itself intercepted
+# by this thread's callback, which touches again (a NOP-rewriting driver deadlocked on a plain
+# lock) or compiles under its own locks while another thread waits here.
+_touched: "dict[int, weakref.ref]" = {}
+_touched_lock = threading.RLock()  # reentrant: a reference's callback may run while held
+
+
+def _forget(key: int, reference: weakref.ref) -> None:
+    with _touched_lock:
+        if _touched.get(key) is reference:
+            del _touched[key]
 
 
 def _touch(code: CodeType) -> None:
+    key = id(code)
     with _touched_lock:
-        _touched.add(code)
+        known = _touched.get(key)
+        if known is None or known() is not code:
+            _touched[key] = weakref.ref(code, functools.partial(_forget, key))
 
 
 def unsupported_reason() -> Optional[str]:
@@ -112,9 +126,12 @@ def note_seen(code: CodeType) -> None:
 def clear_all() -> None:
     """Drop every cache entry and skip mark this process has made."""
     with _touched_lock:
-        codes = list(_touched)
+        references = list(_touched.values())
         _touched.clear()
-    for code in codes:
+    for reference in references:
+        code = reference()
+        if code is None:
+            continue
         del _C.cache_entries(code)[:]
         _C.set_skip(code, False)
 

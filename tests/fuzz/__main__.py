@@ -49,6 +49,9 @@ def parse(argv=None) -> argparse.Namespace:
                         help="seconds per program (default 60 eager, 300 inductor)")
     parser.add_argument("--no-backward", action="store_true",
                         help="do not compare gradients of backward() through the results")
+    parser.add_argument("--strict-frames", action="store_true",
+                        help="compare tracebacks exactly, also for errors raised while a "
+                        "compiled graph runs (a documented difference)")
     parser.add_argument("--log", default="", help="append one JSON line per program here")
     parser.add_argument("--resume", action="store_true",
                         help="skip seeds the log already holds for the same options")
@@ -66,7 +69,7 @@ def options_from(args) -> Options:
     timeout = args.timeout or (60.0 if args.backend in ("eager", "torch.compile:eager")
                                else 300.0)
     return Options(args.backend, tuple(args.only), tuple(args.exclude), tuple(args.weight),
-                   timeout, not args.no_backward, args.jobs)
+                   timeout, not args.no_backward, args.jobs, args.strict_frames)
 
 
 WARM_UP = PREAMBLE + """
@@ -87,7 +90,7 @@ def worker(options: Options) -> None:
     sys.stdout = open(os.devnull, "w")  # stray prints (finalizers) stay out of the protocol
     settings = options.settings()
     with contextlib.redirect_stdout(io.StringIO()):  # one-time builds outside the timeout
-        run_source(WARM_UP, options.backend, -1, 0, options.backward)
+        run_source(WARM_UP, options.backend, -1, 0, options.backward, options.strict_frames)
     done = 0
     for line in sys.stdin:
         request = json.loads(line)
@@ -95,7 +98,7 @@ def worker(options: Options) -> None:
         source = request.get("source") or generate(seed, settings).source()
         with contextlib.redirect_stdout(io.StringIO()):
             outcome = run_source(source, options.backend, seed, options.timeout,
-                                 options.backward)
+                                 options.backward, options.strict_frames)
         done += 1  # where in this process it ran: crashes may depend on earlier programs
         outcome.stats["process"] = [os.getpid(), done]
         protocol.write(json.dumps(outcome.to_json()) + "\n")

@@ -38,6 +38,7 @@ class Options:
     timeout: float = 120.0
     backward: bool = True
     jobs: int = 1
+    strict_frames: bool = False  # frames compared exactly, also for errors out of graphs
 
     def settings(self) -> grammar.Settings:
         return grammar.Settings.from_options(self.only, self.exclude, self.weights)
@@ -48,14 +49,17 @@ class Options:
                              ("--weight", self.weights)):
             for value in values:
                 args += [flag, value]
-        return args + ([] if self.backward else ["--no-backward"])
+        return args + ([] if self.backward else ["--no-backward"]) + \
+            (["--strict-frames"] if self.strict_frames else [])
 
     def key(self) -> str:
         """Identifies runs whose seeds give the same programs and checks (for --resume)."""
-        return json.dumps({"backend": self.backend, "version": GENERATOR_VERSION,
-                           "only": sorted(self.only), "exclude": sorted(self.exclude),
-                           "weights": sorted(self.weights), "backward": self.backward},
-                          sort_keys=True)
+        key = {"backend": self.backend, "version": GENERATOR_VERSION, "only": sorted(self.only),
+               "exclude": sorted(self.exclude), "weights": sorted(self.weights),
+               "backward": self.backward}
+        if self.strict_frames:
+            key["strict_frames"] = True
+        return json.dumps(key, sort_keys=True)
 
 
 # -- one worker process -------------------------------------------------------------------------
@@ -251,7 +255,9 @@ class Summary:
                      f"{sum(s.get('breaks', 0) for s in stats)} in all; frames run eagerly "
                      f"after a compile failure: {sum(s.get('fallbacks', 0) for s in stats)}; "
                      f"programs where eager raised: "
-                     f"{sum(1 for s in stats if s.get('eager_raised'))}")
+                     f"{sum(1 for s in stats if s.get('eager_raised'))}; errors out of a "
+                     f"compiled graph reported at the compiled function (by design): "
+                     f"{sum(1 for s in stats if s.get('graph_frames'))}")
         reasons = collections.Counter()
         for s in stats:
             reasons.update(s.get("fallback_reasons", {}))

@@ -10,6 +10,13 @@ is jitted. Call k runs in all three before call k+1, and is compared right away:
 after the call, exception (type, message, the program's own frames), arguments after the call,
 the returned value, printed output, then every global, class attribute and module-object
 attribute, and finally the gradients of `backward()` through the results.
+
+Frames are compared where they are promised. An error raised while a compiled graph runs (the
+frame under the program's innermost one is the graph call: framejit's glue at its `compiled(`
+line, or torch.compile's frames) keeps eager's type and message but reports the compiled
+function, not the inlined calls below it (docs/graph-breaks.md, "What differs from eager, by
+design"): there the jitted frames must be eager's outer frames down to the compiled function,
+lines equal but the compiled function's own. `strict_frames` compares every frame exactly.
 """
 from __future__ import annotations
 
@@ -43,6 +50,7 @@ def _product_dirs() -> tuple:
 
 
 NAMESPACE = "fuzzprog"
+GLUE_FILES = "<framejit glue"  # dynamo/rewrite/glue.py names its generated functions so
 HARNESS_NAMES = {"fn", "inputs", "CALLS", "_t"}
 
 
@@ -84,6 +92,13 @@ class Backend:
             dynamo.config.suppress_errors = False
             inductor.config.fallback_on_error = False  # compiler bugs surface (as in tests)
             inductor.config.verify_ir = True
+
+    def graph_call(self, frame: traceback.FrameSummary) -> bool:
+        """Whether `frame`, called from the program's innermost frame, runs a compiled graph."""
+        if self.name.startswith("torch.compile"):
+            return frame.filename.startswith(self.compiler_dirs)
+        return frame.filename.startswith(GLUE_FILES) and \
+            (frame.line or "").lstrip().startswith("out = compiled(")
 
     def stats(self, jitted) -> dict:
         if self.name.startswith("torch.compile"):
@@ -141,6 +156,7 @@ class CallRun:
     printed: str = ""
     grad_after: bool = True
     frames: list = dataclasses.field(default_factory=list)
+    in_graph: bool = False  # the error came out of a compiled graph's call
     gradients: Any = "not run"  # what backward() through the results gave (run once)
 
 
@@ -154,7 +170,8 @@ def load(source: str, filename: str) -> dict:
     return namespace
 
 
-def call(fn: Callable, args: tuple, filename: str) -> CallRun:
+def call(fn: Callable, args: tuple, filename: str,
+         graph_call: Optional[Callable] = None) -> CallRun:
     run = CallRun(args)
     output = io.StringIO()
     torch.set_grad_enabled(True)
@@ -167,13 +184,17 @@ def call(fn: Callable, args: tuple, filename: str) -> CallRun:
     torch.set_grad_enabled(True)
     run.printed = output.getvalue()
     if run.error is not None:
-        run.frames = [(frame.name, frame.lineno) for frame in
-                      traceback.extract_tb(run.error.__traceback__) if frame.filename == filename]
+        frames = traceback.extract_tb(run.error.__traceback__)
+        run.frames = [(frame.name, frame.lineno) for frame in frames
+                      if frame.filename == filename]
+        mine = [index for index, frame in enumerate(frames) if frame.filename == filename]
+        if graph_call is not None and mine and mine[-1] + 1 < len(frames):
+            run.in_graph = graph_call(frames[mine[-1] + 1])
     return run
 
 
 def run_source(source: str, backend_name: str, seed: int = 0, timeout: float = 120.0,
-               backward: bool = True) -> Outcome:
+               backward: bool = True, strict_frames: bool = False) -> Outcome:
     """Run and compare one program; never raises for anything the program or the compiler
     does."""
     chosen = backend(backend_name)
@@ -185,7 +206,7 @@ def run_source(source: str, backend_name: str, seed: int = 0, timeout: float = 1
     try:
         with _alarm(timeout), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _run_calls(source, chosen, filename, outcome, backward)
+            _run_calls(source, chosen, filename, outcome, backward, strict_frames)
         outcome.stats["warnings"] = sum(1 for item in caught if "framejit" in str(item.message))
     except Timeout:
         outcome.status, outcome.kind, outcome.detail = "fail", "timeout", f"over {timeout} s"
@@ -197,7 +218,7 @@ def run_source(source: str, backend_name: str, seed: int = 0, timeout: float = 1
     return outcome
 
 
-def _run_calls(source, chosen, filename, outcome, backward) -> None:
+def _run_calls(source, chosen, filename, outcome, backward, strict_frames) -> None:
     try:
         spaces = [load(source, filename) for _ in range(3)]
     except Exception as error:
@@ -214,7 +235,7 @@ def _run_calls(source, chosen, filename, outcome, backward) -> None:
             return
         first = call(eager["fn"], arguments[0], filename)
         second = call(check["fn"], arguments[1], filename)
-        actual = call(jitted, arguments[2], filename)
+        actual = call(jitted, arguments[2], filename, chosen.graph_call)
         if isinstance(first.error, NameError):  # never generated on purpose: a fuzzer bug
             outcome.status, outcome.call = "invalid", index
             outcome.detail = f"eager raised {first.error!r}"
@@ -231,7 +252,10 @@ def _run_calls(source, chosen, filename, outcome, backward) -> None:
             outcome.status, outcome.call = "invalid", index
             outcome.detail = f"not deterministic eagerly: {same}"
             return
-        found = _compare(first, actual, eager, jit_space, chosen.tolerance, chosen.compiler_dirs)
+        found = _compare(first, actual, eager, jit_space, chosen.tolerance, chosen.compiler_dirs,
+                         strict_frames)
+        if found is None and actual.frames != first.frames:  # a documented difference
+            outcome.stats["graph_frames"] = outcome.stats.get("graph_frames", 0) + 1
         if found is None and backward:
             found = _compare_backward(first, actual, eager, jit_space, chosen.tolerance)
         if found is not None:
@@ -242,8 +266,8 @@ def _run_calls(source, chosen, filename, outcome, backward) -> None:
 
 
 def _compare(expected: CallRun, actual: CallRun, space_e: dict, space_a: dict,
-             tolerance, compiler_dirs) -> Optional[Mismatch]:
-    found = _compare_error(expected, actual, compiler_dirs)
+             tolerance, compiler_dirs, strict_frames=True) -> Optional[Mismatch]:
+    found = _compare_error(expected, actual, compiler_dirs, strict_frames)
     if found:
         return found
     if expected.grad_after != actual.grad_after:
@@ -269,14 +293,17 @@ def _relabel(found: Optional[Mismatch], kind: str) -> Optional[Mismatch]:
     return found
 
 
-def _compare_error(expected: CallRun, actual: CallRun, compiler_dirs) -> Optional[Mismatch]:
+def _compare_error(expected: CallRun, actual: CallRun, compiler_dirs,
+                   strict_frames: bool = True) -> Optional[Mismatch]:
     a, b = expected.error, actual.error
     if a is None and b is None:
         return None
     if a is not None and b is not None and type(a).__qualname__ == type(b).__qualname__ and \
             str(a) == str(b):
-        if expected.frames != actual.frames:
-            return Mismatch("traceback", type(a).__name__,
+        if not frames_agree(expected.frames, actual.frames,
+                             actual.in_graph and not strict_frames):
+            where = " (raised in a compiled graph)" if actual.in_graph else ""
+            return Mismatch("traceback", type(a).__name__ + where,
                             f"jitted frames {actual.frames}, eager {expected.frames}")
         return None
     if b is not None and _from_compiler(b, compiler_dirs):
@@ -284,6 +311,16 @@ def _compare_error(expected: CallRun, actual: CallRun, compiler_dirs) -> Optiona
                         f"{_describe(a) if a else 'no exception'})\n{_compiler_frames(b)}")
     return Mismatch("exception", "raised", f"jitted {_describe(b) if b else 'no exception'}, "
                     f"eager {_describe(a) if a else 'no exception'}")
+
+
+def frames_agree(eager: list, jitted: list, in_graph: bool) -> bool:
+    """Exactly the same frames; for an error out of a compiled graph, eager's outer frames
+    down to the compiled function (which reports its own line, not the failing one's)."""
+    if not in_graph or eager == jitted:
+        return eager == jitted
+    count = len(jitted)
+    return 0 < count <= len(eager) and jitted[:-1] == eager[:count - 1] and \
+        jitted[-1][0] == eager[count - 1][0]
 
 
 def _describe(error: BaseException) -> str:

@@ -2,7 +2,7 @@
 
 Stage: minimization. Input: a failing `Program`, its `Outcome` and a trial function (source ->
 Outcome). Output: a smaller `Program` with the same failure fingerprint (kind, and for raised
-errors the jitted exception's class).
+errors the jitted exception's class and the first words of its message).
 
 Edits, repeated while any helps: drop calls; delete statements (each deletion also deletes
 every statement that uses a name the deleted one bound, so the program stays valid); replace a
@@ -26,13 +26,20 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 def fingerprint(outcome) -> str:
     """What must stay the same while shrinking: the kind, plus the jitted exception's class
-    for raised-error kinds."""
+    and the first words of its message for raised-error kinds (a RuntimeError of autograd
+    must not shrink into another RuntimeError)."""
     if outcome.status != "fail":
         return outcome.status
     if outcome.kind in ("internal_error", "exception"):
-        found = re.search(r"jitted(?: raised:)? (\w+)", outcome.detail)
-        return f"{outcome.kind}:{found.group(1) if found else ''}"
+        found = re.search(r"jitted(?: raised:)? (\w+)(?:: ([^(\n]*))?", outcome.detail)
+        if not found:
+            return outcome.kind
+        words = _WORD.findall(found.group(2) or "")[:4]
+        return f"{outcome.kind}:{found.group(1)}:{' '.join(words)}"
     return outcome.kind
+
+
+_WORD = re.compile(r"[A-Za-z_]+")
 
 
 class Minimizer:

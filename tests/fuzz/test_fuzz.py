@@ -17,17 +17,16 @@ import torch
 
 from tests.fuzz import campaign, grammar, repro
 from tests.fuzz.campaign import Options, Summary
-from tests.fuzz.execution import Outcome, run_source
+from tests.fuzz.execution import Outcome, frames_agree, run_source
 from tests.fuzz.generator import generate
 from tests.fuzz.minimize import Minimizer
+from tests.fuzz.tree import PREAMBLE
 
 EAGER_SEEDS = range(0, 120)
 INDUCTOR_SEEDS = range(1000, 1008)
 
 # (backend, seed) -> the open FINDINGS.md entry it hits. Remove an entry when its bug is fixed.
-KNOWN_OPEN = {
-    ("eager", 50): "P5: caught user exception with a nonlocal cell in the frame (SIGSEGV on 3.11)",
-}
+KNOWN_OPEN: dict = {}
 
 
 def _run(backend: str, seeds) -> Summary:
@@ -61,6 +60,48 @@ def test_generated_programs_agree_with_eager(backend, seeds):
 
 
 # -- the fuzzer itself ----------------------------------------------------------------------------
+GRAPH_ERROR = PREAMBLE + """
+def helper(y, idx):
+    z = y + 1
+    return z[idx]
+
+
+def fn(x, idx):
+    y = x * 2
+    return helper(y, idx)
+
+
+CALLS = 1
+
+
+def inputs(call):
+    return (_t(1, 3), torch.tensor([5]))
+"""
+
+
+def test_errors_out_of_a_compiled_graph_keep_type_and_message_not_inner_frames():
+    """docs/graph-breaks.md: an error raised while a compiled graph runs has eager's type and
+    message, and reports the compiled function instead of the inlined calls below it."""
+    outcome = run_source(GRAPH_ERROR, "eager", 0)
+    assert outcome.status == "pass", outcome.detail
+    assert outcome.stats.get("graph_frames") == 1, outcome.stats
+    strict = run_source(GRAPH_ERROR, "eager", 0, strict_frames=True)
+    assert (strict.status, strict.kind) == ("fail", "traceback"), strict.detail
+    assert "raised in a compiled graph" in strict.detail
+
+
+def test_frames_out_of_a_graph_must_be_eagers_outer_frames():
+    eager = [("fn", 8), ("helper", 5)]
+    assert frames_agree(eager, [("fn", 6)], in_graph=True)
+    assert frames_agree(eager, eager, in_graph=True)
+    assert not frames_agree(eager, [("fn", 6)], in_graph=False)
+    assert not frames_agree(eager, [], in_graph=True)  # the program's frames lost
+    assert not frames_agree(eager, [("helper", 3)], in_graph=True)  # an outer frame lost
+    assert not frames_agree([("fn", 8), ("c", 3), ("h", 1)], [("fn", 7), ("c", 2)],
+                             in_graph=True)  # an outer frame at another line
+    assert frames_agree([("fn", 8), ("c", 3), ("h", 1)], [("fn", 8), ("c", 1)], in_graph=True)
+
+
 def test_a_seed_always_gives_the_same_program():
     for seed in (0, 1, 99):
         assert generate(seed).source() == generate(seed).source()

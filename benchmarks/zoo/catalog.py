@@ -118,7 +118,7 @@ def cast_tensors(value, device: Optional[str], dtype: Optional[torch.dtype]):
 # Suites: which models and modes a named run covers. Each item: (model, mode).
 _CPU_TRAINING = ("resnet18", "mobilenet_v3_large", "bert", "gpt2")
 _GPU_INFERENCE = ("resnet50", "mobilenet_v3_large", "vit_b_16", "bert-base", "gpt2-base",
-                  "t5-small")
+                  "t5-small", "deberta-v2", "mistral", "bart")  # the last three: small configs
 _GPU_TRAINING = ("resnet50", "mobilenet_v3_large", "bert-base", "gpt2-base")
 _SMOKE = ("squeezenet1_1", "bert")
 

@@ -28,9 +28,10 @@ STATUS_MARK = {"eager_fallback": "no graph", "fail_accuracy": "inaccurate", "err
 
 _HEADER = """## Model zoo
 
-Real models with random weights (`benchmarks/zoo`): 13 torchvision classifiers and 12
+Real models with random weights (`benchmarks/zoo`): 13 torchvision classifiers and 13
 transformers architectures in small configs (hidden 256, 4 layers, 128 tokens), plus
-full-size BERT-base, GPT-2 (124M) and T5-small for the GPU. Each job (model x mode x
+full-size BERT-base, GPT-2 (124M) and T5-small for the GPU, where the small DeBERTa-v2,
+Mistral and BART run too. Each job (model x mode x
 compiler) runs in its own process with fresh compiler caches. Compilers: `eager`; `framejit`
 = `dynamo.jit(model)` (our capture and our inductor); `framejit-eager` = our capture with
 graphs run as FX Python (the capture's own cost); `torch.compile` (the anchor, default mode);

@@ -17,6 +17,7 @@ that several outputs view but the graph does not return). Aliases are rebuilt ou
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import enum
 from typing import Any, Callable, Optional, Sequence
@@ -179,8 +180,22 @@ class ModuleCall:
     def __call__(self, *arguments, **keywords):
         count = len(self.names)
         state = dict(zip(self.names, arguments[:count]))
-        return torch.func.functional_call(self.module, state, tuple(arguments[count:]),
-                                          keywords)
+        return torch.func.functional_call(_twin(self.module), state,
+                                          tuple(arguments[count:]), keywords)
+
+
+def _twin(module: torch.nn.Module) -> torch.nn.Module:
+    """A shallow copy of `module` and its submodules with dictionaries of parameters, buffers
+    and submodules of their own, for `functional_call` to swap tensors in. Swapped in the
+    module itself, the fake tensors of a trace were what another thread calling the same
+    module eagerly saw (wrong values, `in_kernel_invocation` assertions, a segmentation fault:
+    tests/inductor/test_threads.py::test_threads_train_one_graph)."""
+    twin = copy.copy(module)
+    twin._parameters = dict(module._parameters)
+    twin._buffers = dict(module._buffers)
+    twin._modules = {name: None if child is None else _twin(child)
+                     for name, child in module._modules.items()}
+    return twin
 
 
 def _module_state(module: torch.nn.Module) -> list[str]:

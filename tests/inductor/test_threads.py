@@ -121,6 +121,31 @@ def test_threads_train_one_graph(cold_cache):
     run_threads(work)
 
 
+def test_tracing_a_submodule_leaves_the_module_itself_alone(cold_cache):
+    """A graph calling a submodule (`call_module`) is traced with fake tensors swapped in for
+    the module's parameters: in a copy of it, never in the module another thread may be
+    calling eagerly at that moment (that thread computed with fake tensors or crashed)."""
+    class Probe(torch.nn.Linear):
+        def forward(self, x):
+            seen.append(layer._parameters["weight"] is weight)
+            return super().forward(x)
+
+    class Leaves(torch.fx.Tracer):
+        def is_leaf_module(self, module, name):
+            return isinstance(module, Probe) or super().is_leaf_module(module, name)
+
+    seen = []
+    root = torch.nn.Sequential(Probe(4, 3))
+    layer = root[0]
+    weight = layer.weight
+    graph = torch.fx.GraphModule(root, Leaves().trace(root))
+    assert any(node.op == "call_module" for node in graph.graph.nodes)
+    x = torch.randn(2, 4, requires_grad=True)
+    compiled = inductor.compile_fx(graph, [x])
+    torch.testing.assert_close(compiled(x), layer(x))
+    assert seen and all(seen), seen
+
+
 def test_threads_share_one_interpreted_graph(cold_cache):
     """Triton's interpreter patches `triton.language` and keeps the program index globally:
     concurrent launches of one compiled graph must not see each other's."""

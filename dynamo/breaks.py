@@ -92,6 +92,7 @@ class BreakFrame:
     layout: tuple  # its stack: below the call's operands for callers, before the instruction
     function: object = None  # the real function object of an inlined call, if any
     is_generator: bool = False
+    direct: bool = False  # the caller's instruction called it (Tracer.call_directly)
 
 
 class Unsupported(Exception):

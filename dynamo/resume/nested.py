@@ -12,9 +12,11 @@ in the compiled frame -- two graphs where splitting at the outermost call gives 
         return t * 2
                               graph 1: sin, + 1      print(t) runs      graph 2: * 2, - 1
 
-A call qualifies when it is a plain Python function (its closure is real), has no cells of
-its own, is not a generator, and the break point is neither in a loop nor in a `try` of it;
-the chain is cut at the first call that does not, which then runs as a frame of its own.
+A call qualifies when the caller's CALL instruction made it (not a builtin that instruction
+called, like `map` or a sort key: its result is not the instruction's), is a plain Python
+function (its closure is real), has no cells of its own, is not a generator, and the break
+point is neither in a loop nor in a `try` of it; the chain is cut at the first call that does
+not, which then runs as a frame of its own.
 """
 from __future__ import annotations
 
@@ -68,6 +70,8 @@ def plan(chain: list) -> Optional[NestedPlan]:
 def _resumable(frame) -> bool:
     function = frame.function
     code = frame.code
+    if not frame.direct:  # called by a builtin (`list(map(f, xs))`): its result is not the
+        return False      # caller's instruction's
     if not isinstance(function, types.FunctionType) or function.__code__ is not code:
         return False
     if frame.is_generator or code.co_cellvars or region_info(code) is not None:

@@ -62,6 +62,12 @@ class Tracer:
         # which the caller receives instead of the call's result (see `constructing`)
         self.constructs: Optional[Variable] = None
         self._pending_construct: Optional[Variable] = None
+        # What this frame's CALL instruction calls, until the Python function it runs is
+        # entered (see `call_directly`); `direct`: this frame is such a call of its caller's
+        # instruction (its result is the instruction's result), not one made by a builtin
+        # the instruction called (`list(map(f, xs))`: f's result is not list's)
+        self.direct_callee: Any = None
+        self.direct = False
         self.stopped: Optional[int] = None  # the stop reached
         self.cells = cells
         self.parent = parent
@@ -166,7 +172,7 @@ class Tracer:
         while tracer is not None:
             frames.append(BreakFrame(tracer.code, tracer.current.index, tracer.current.opname,
                                      layout if tracer is self else tracer.layout(),
-                                     tracer.function, tracer.is_generator))
+                                     tracer.function, tracer.is_generator, tracer.direct))
             tracer = tracer.parent
         return frames[::-1]
 
@@ -248,13 +254,42 @@ class Tracer:
              kwargs: Optional[dict[str, Variable]] = None) -> Variable:
         return function.call(self, list(args), dict(kwargs or {}))
 
+    def call_directly(self, function: Variable, args: list[Variable],
+                      kwargs: dict[str, Variable]) -> Variable:
+        """The call a CALL instruction makes: the Python function it reaches through
+        `function` (itself, or a method's, a partial's, a module's `forward`, a class's
+        `__init__`: `pass_direct`) is traced as a direct call (`take_direct`), which a graph
+        break can resume inside (dynamo.resume.nested); functions that builtins call on
+        the way (a `map`'s function, a sort key) are not."""
+        self.direct_callee = function
+        try:
+            return function.call(self, list(args), dict(kwargs))
+        finally:
+            self.direct_callee = None
+
+    def pass_direct(self, wrapper: Any, target: Any) -> None:
+        """`wrapper`, the direct callee, calls `target` first and returns its result."""
+        if self.direct_callee is not None and self.direct_callee is wrapper:
+            self.direct_callee = target
+
+    def take_direct(self, variable: Variable, function: Any) -> bool:
+        """Whether `variable` (wrapping Python function `function`) is the direct callee;
+        the answer is given once per instruction."""
+        callee = self.direct_callee
+        if callee is not None and (callee is variable or callee is function):
+            self.direct_callee = None
+            return True
+        return False
+
     def inline(self, code: CodeType, f_globals: dict, locals_: dict[str, Variable],
                cells: dict[str, Variable], globals_source: Optional[Source],
-               function: Any = None) -> Variable:
-        """Trace a call of `code` inside this trace and return its result."""
+               function: Any = None, direct: bool = False) -> Variable:
+        """Trace a call of `code` inside this trace and return its result (`direct`: see
+        `call_directly`)."""
         child = Tracer(self.state, code, f_globals, locals_, cells, parent=self,
                        globals_source=globals_source)
         child.function = function
+        child.direct = direct
         child.constructs, self._pending_construct = self._pending_construct, None
         if code.co_flags & _GENERATOR_FLAGS:
             from dynamo.variables.iterators import GeneratorVariable

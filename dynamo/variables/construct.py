@@ -39,6 +39,7 @@ def construct(tx, cls: type, args: list, kwargs: dict) -> Variable:
         instance = allocate(tx, cls)
         init = class_lookup(cls, "__init__")
         if init is not object.__init__:  # a Python __init__, or dict.__init__ and the like
+            tx.pass_direct(cls, init)
             tx.constructing(instance, lambda: tx.wrap(init, None).call(tx, [instance, *args],
                                                                         kwargs))
         elif args or kwargs:
@@ -126,6 +127,7 @@ def _exception(tx, cls: type, args: list, kwargs: dict) -> Variable:
     init = class_lookup(cls, "__init__")
     if init is not BaseException.__init__ and init is not class_lookup(_builtin_base(cls),
                                                                        "__init__"):
+        tx.pass_direct(cls, init)
         tx.constructing(instance, lambda: tx.wrap(init, None).call(tx, [instance, *args],
                                                                     kwargs))
     elif kwargs:

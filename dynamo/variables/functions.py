@@ -103,16 +103,18 @@ def _type_error(name: str, text: str):
 
 def inline_function(tx, code: types.CodeType, f_globals: dict, globals_source,
                     name: str, args, kwargs, defaults, kwdefaults, closure,
-                    function: Any = None) -> Variable:
+                    function: Any = None, direct: bool = False) -> Variable:
     """Trace a call of a Python function with the given pieces (`function`: the real
-    function object, when there is one: a graph break can then resume inside the call)."""
+    function object, when there is one, and `direct`, the call is what the caller's CALL
+    instruction calls (`Tracer.call_directly`): a graph break can then resume inside it)."""
     from dynamo import skips
     if skips.is_own(code) and not _is_region(code):  # framejit never traces itself
         raise Unsupported(UNSUPPORTED_CALL, f"{name}, a function of framejit itself")
     bound = bind_arguments(code, name, list(args), dict(kwargs), tuple(defaults),
                            dict(kwdefaults))
     cells = dict(zip(code.co_freevars, closure))
-    return tx.inline(code, f_globals, bound, cells, globals_source, function=function)
+    return tx.inline(code, f_globals, bound, cells, globals_source, function=function,
+                     direct=direct)
 
 
 def _is_region(code: types.CodeType) -> bool:
@@ -143,6 +145,7 @@ class UserFunctionVariable(Variable):
 
     def call(self, tx, args, kwargs) -> Variable:
         from dynamo.variables.special import special_function
+        direct = tx.take_direct(self, self.value)
         special = special_function(tx, self.value, args, kwargs)
         if special is not None:
             return special
@@ -157,7 +160,7 @@ class UserFunctionVariable(Variable):
         return inline_function(tx, function.__code__, function.__globals__,
                                globals_source_for(tx, function.__globals__),
                                function.__qualname__, args, kwargs, defaults, kwdefaults, closure,
-                               function=function)
+                               function=function, direct=direct)
 
     def _defaults(self, tx) -> list[Variable]:
         values = self.value.__defaults__ or ()
@@ -243,9 +246,10 @@ class NestedFunctionVariable(Variable):
     def call(self, tx, args, kwargs) -> Variable:
         defaults = self.defaults.items if self.defaults is not None else ()
         kwdefaults = self.kwdefaults.items if self.kwdefaults is not None else {}
+        direct = tx.take_direct(self, None)
         return inline_function(tx, self.code, self.f_globals, self.globals_source,
                                self.code.co_qualname, args, kwargs, defaults, kwdefaults,
-                               self.closure)
+                               self.closure, direct=direct)
 
     def getattr(self, tx, name: str) -> Variable:
         if name in ("__name__", "__qualname__"):
@@ -291,6 +295,7 @@ class BoundMethodVariable(Variable):
         return f"method {self.function.describe()} of {self.owner.describe()}"
 
     def call(self, tx, args, kwargs) -> Variable:
+        tx.pass_direct(self, self.function)
         return self.function.call(tx, [self.owner, *args], kwargs)
 
     def getattr(self, tx, name: str) -> Variable:
@@ -317,6 +322,7 @@ class PartialVariable(Variable):
         return functools.partial
 
     def call(self, tx, args, kwargs) -> Variable:
+        tx.pass_direct(self, self.function)
         return self.function.call(tx, [*self.args, *args], {**self.keywords, **kwargs})
 
     def getattr(self, tx, name: str) -> Variable:

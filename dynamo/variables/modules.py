@@ -101,8 +101,10 @@ class ModuleVariable(Variable):
             tx.guards.add(ObjectSnapshotGuard(self.source, hooks))
         forward = module.__dict__.get("forward")
         if forward is not None:
-            return tx.wrap(forward, AttrSource(self.source, "forward") if self.source else None) \
-                .call(tx, args, kwargs)
+            patched = tx.wrap(forward, AttrSource(self.source, "forward") if self.source
+                              else None)
+            tx.pass_direct(self, patched)
+            return patched.call(tx, args, kwargs)
         function = type(module).forward
         if not isinstance(function, types.FunctionType):
             raise Unsupported(UNSUPPORTED_CALL, f"{type(module).__name__}.forward is not a "
@@ -110,6 +112,7 @@ class ModuleVariable(Variable):
         from dynamo.variables.attributes import guard_class_attribute, guard_membership
         guard_membership(tx, self.source, "forward", present=False)  # not patched on the module
         guard_class_attribute(tx, type(module), "forward", function)  # nor on its class
+        tx.pass_direct(self, function)
         return tx.wrap(function, None).call(tx, [self, *args], kwargs)
 
     # -- containers ------------------------------------------------------------------------

@@ -165,6 +165,7 @@ class ClassVariable(Variable):
         if self.value in BUILTIN_RULES or self.value in PURE:  # `type(obj)(...)` of a builtin
             return BuiltinVariable(self.value).call(tx, args, kwargs)
         from dynamo.variables.construct import construct
+        tx.pass_direct(self, self.value)  # then to its `__init__` (construct.py)
         return construct(tx, self.value, args, kwargs)
 
 

@@ -23,7 +23,7 @@ def CALL(tx, instruction):
     if kw_count:
         kwargs = dict(zip(instruction.kw_names, args[-kw_count:]))
         args = args[:-kw_count]
-    tx.push(tx.call(function, args, kwargs))
+    tx.push(tx.call_directly(function, args, kwargs))
 
 
 @handler()
@@ -41,7 +41,7 @@ def CALL_FUNCTION_EX(tx, instruction):
         kwargs = dict(mapping.items)
         if not all(isinstance(key, str) for key in kwargs):
             raise tx.unsupported(UNSUPPORTED_OBJECT, "keywords must be strings (TypeError)")
-    tx.push(tx.call(function, args, kwargs))
+    tx.push(tx.call_directly(function, args, kwargs))
 
 
 @handler()

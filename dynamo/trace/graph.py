@@ -20,7 +20,8 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException, FakeTensorMode)
 
-from dynamo.breaks import DYNAMIC_SHAPE_OP, SCALAR_OUT, UNSUPPORTED_CALL, Unsupported
+from dynamo.breaks import (DYNAMIC_SHAPE_OP, SCALAR_OUT, UNSUPPORTED_CALL, UNSUPPORTED_OBJECT,
+                           Unsupported)
 from dynamo.variables.base import Variable
 from guards.sources import Source
 
@@ -50,8 +51,16 @@ class GraphBuilder:
         known = self._inputs_by_id.get(id(value))
         if known is not None:
             return known
+        try:
+            fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        except AssertionError as error:
+            # The fake of another view of `value`'s memory was written in the graph so far
+            # (`v = x.view(-1); v *= w` with w requiring grad, then x read): the fake `value`
+            # derived from it requires grad, the real one does not yet. Read after the graph.
+            raise Unsupported(UNSUPPORTED_OBJECT, f"{source.name()}, whose memory the graph "
+                              "already wrote through another view, read for the first "
+                              f"time ({error})") from None
         node = self.graph.placeholder(self._fresh_name(source.name()))
-        fake = self.fake_mode.from_tensor(value, static_shapes=True)
         node.meta["example_value"] = fake
         node.meta["source"] = source
         self.example_inputs.append(value)

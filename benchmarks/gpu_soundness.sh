@@ -20,13 +20,15 @@
 # every job and gpu-soundness.jsonl in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-if ls .whl/*.whl > /dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+if [ -z "${GPU_BATCH_INSTALLED:-}" ]; then  # benchmarks/gpu_batch.sh installed already
+  if ls .whl/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+  fi
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+  python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/install.log 2>&1 \
+    || { tail -20 /tmp/install.log; exit 1; }
 fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/install.log 2>&1 \
-  || { tail -20 /tmp/install.log; exit 1; }
 export PYTHONUNBUFFERED=1 JIT_CACHE_DIR=${JIT_CACHE_DIR:-/tmp/framejit-cache}
 OUT=${OUT:-/tmp/gpu-soundness}
 mkdir -p "$OUT"

@@ -39,7 +39,7 @@ mkdir -p "$OUT"
 LOG="$OUT/gpu.log"
 export PYTHONUNBUFFERED=1
 
-if ls .whl/*.whl >/dev/null 2>&1; then
+if [ -z "${GPU_BATCH_INSTALLED:-}" ] && ls .whl/*.whl >/dev/null 2>&1; then  # gpu_batch.sh did
   "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Soundness work for the GPU machine (one H100) in one device call, the GPU busy with several
+# jobs at once (timings are not taken here, so sharing the machine costs nothing but wall time):
+#   soundness  benchmarks/gpu_soundness.py (DeBERTa-v2, Mistral, BART in bf16 under dynamo.jit,
+#              bounds mode / default / compute-sanitizer: STAGES, MODELS, MODES as there)
+#   graphs     the graph fuzzer on CUDA tensors (GRAPHS graphs from GRAPH_SEED, GRAPH_JOBS jobs)
+#   tests      the test files that run CUDA cases (TESTS), GPU-marked and all
+#   zoo        the zoo's GPU rows of ZOO_MODELS with torch.compile in the same run
+#              (benchmarks/zoo/gpu.sh; ZOO_COMMIT names the commit carried)
+# Usage, through the device tool, with the wheels in .whl/ (benchmarks/zoo/gpu.sh says which):
+#   run(command="PARTS=soundness,graphs,tests bash benchmarks/gpu_batch.sh", carry=[".whl"])
+# Every part stops by WALL seconds (default 540); results land in $OUT: soundness/ (its logs
+# and gpu-soundness.jsonl), graphs-cuda.jsonl and graphs.out, tests.log, zoo/gpu.jsonl.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu-batch}
+WALL=${WALL:-540}
+PARTS=${PARTS:-soundness,graphs,tests}
+mkdir -p "$OUT"
+started=$(date +%s)
+if ls .whl/*.whl > /dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+python3 -m pip install -q --no-deps --no-build-isolation -e . > "$OUT/install.log" 2>&1 \
+  || { tail -20 "$OUT/install.log"; exit 1; }
+export PYTHONUNBUFFERED=1 GPU_BATCH_INSTALLED=1
+python3 -c "import sys, torch, triton; print('python', sys.version.split()[0], 'torch', \
+torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
+left=$(( WALL - ($(date +%s) - started) ))
+
+has() { [[ ",$PARTS," == *",$1,"* ]]; }
+if has soundness; then
+  (OUT=$OUT/soundness BUDGET=$(( left - 60 )) JIT_CACHE_DIR=/tmp/jit-soundness \
+     timeout "$left" bash benchmarks/gpu_soundness.sh > "$OUT/soundness.out" 2>&1) &
+fi
+if has graphs; then
+  (JIT_CACHE_DIR=/tmp/jit-graphs timeout "$(( left - 10 ))" python3 -m tests.fuzz.graphs \
+     --device cuda --count "${GRAPHS:-2000}" --seed "${GRAPH_SEED:-0}" \
+     --jobs "${GRAPH_JOBS:-6}" --log "$OUT/graphs-cuda.jsonl" --repro-dir "$OUT/graph-repros" \
+     > "$OUT/graphs.out" 2>&1) &
+fi
+if has tests; then
+  (JIT_CACHE_DIR=/tmp/jit-tests timeout "$(( left - 10 ))" python3 -m pytest -q -p no:cacheprovider \
+     -p no:warnings -n "${TEST_JOBS:-4}" ${TESTS:-tests/triton tests/inductor/test_mutation_cuda.py \
+     tests/inductor/test_random.py tests/inductor/test_aligned_matmul.py \
+     tests/inductor/test_native_allocation.py tests/inductor/test_bounds.py \
+     tests/repros/test_torch_global_flags_guarded.py} > "$OUT/tests.log" 2>&1) &
+fi
+if has zoo; then
+  (OUT=$OUT/zoo ZOO_BUDGET=$(( left - 90 )) ZOO_ARGS="--models ${ZOO_MODELS:-deberta-v2,mistral,bart}" \
+     timeout "$left" bash benchmarks/zoo/gpu.sh > "$OUT/zoo.out" 2>&1) &
+fi
+wait
+echo "== soundness";  grep -E "PASS|FAIL|not run|SKIP" "$OUT/soundness.out" 2> /dev/null | tail -40
+echo "== graphs";     tail -8 "$OUT/graphs.out" 2> /dev/null
+if [ -f "$OUT/graphs-cuda.jsonl" ]; then
+  python3 - "$OUT/graphs-cuda.jsonl" <<'EOF'
+import collections, json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+print(len(rows), "graphs logged;", dict(collections.Counter(r.get("status") for r in rows)))
+EOF
+fi
+echo "== tests";      tail -25 "$OUT/tests.log" 2> /dev/null
+echo "== zoo";        grep -v '^W[0-9]' "$OUT/zoo.out" 2> /dev/null | tail -25
+echo "== took $(( $(date +%s) - started )) s"

@@ -134,24 +134,110 @@ def low_precision(program: Program) -> Optional[torch.dtype]:
     return None
 
 
+# Ops whose result may share memory with their first argument (views, and conversions that
+# return the tensor itself when nothing changes); a write into the result writes there too.
+ALIASING_NAMES = {
+    "view", "reshape", "permute", "transpose", "t", "expand", "expand_as", "getitem", "select",
+    "unsqueeze", "squeeze", "as_strided", "narrow", "chunk", "split", "split_with_sizes",
+    "unbind", "diagonal", "flatten", "unflatten", "movedim", "moveaxis", "swapaxes", "swapdims",
+    "mT", "T", "H", "mH", "real", "imag", "unfold", "view_as", "reshape_as", "detach", "alias",
+    "contiguous", "slice", "_unsafe_view", "ravel", "view_as_real", "view_as_complex", "to",
+    "type", "type_as", "float", "double", "half", "bfloat16", "int", "long", "short", "char",
+    "byte", "bool", "cpu", "cuda", "atleast_1d", "atleast_2d", "atleast_3d", "align_as"}
+
+
 def _live_only(module):
-    """The graph without nodes whose values nobody uses (writes stay: in-place methods,
-    `setitem`, mutable ATen overloads, batch norm in training): an error eager raises only
-    there (an integer division by zero nobody reads) is no compiler's to keep."""
-    live: set = set()
-    for node in reversed(list(module.graph.nodes)):
-        writes = (node.op == "call_method" and node.target.endswith("_")
-                  and not node.target.endswith("__")) or node.target is operator.setitem \
-            or getattr(getattr(node.target, "_schema", None), "is_mutable", False) \
-            or node.kwargs.get("training") is True
-        if node.op in ("output", "placeholder") or writes or any(user in live
-                                                                   for user in node.users):
-            live.add(node)
-    for node in reversed(list(module.graph.nodes)):
+    """The graph without nodes whose values nobody uses: an error eager raises only there
+    (an integer division by zero nobody reads) is no compiler's to keep. A write (in-place
+    op, `setitem`, `out=`, mutable ATen overload, batch norm in training) stays when it
+    writes into an input's memory or into memory something live reads: its target traced
+    back through aliasing ops (`ALIASING_NAMES`, in-place ops returning their target; an op
+    that may copy counts as an alias, which keeps more), or a target it cannot name."""
+    nodes = list(module.graph.nodes)
+    live: set = {node for node in nodes if node.op in ("output", "placeholder")}
+    changed = True
+    while changed:
+        changed = False
+        live_roots = {_root(node) for node in live}
+        for node in reversed(nodes):
+            if node in live:
+                continue
+            targets = _written(node)
+            if any(user in live for user in node.users) or (targets is not None and any(
+                    target is None or target.op == "placeholder" or target in live_roots
+                    for target in map(_root, targets))):
+                live.add(node)
+                live_roots.add(_root(node))
+                changed = True
+    for node in reversed(nodes):
         if node not in live:
             module.graph.erase_node(node)
     module.recompile()
     return module
+
+
+def _root(node):
+    """The node whose memory `node` may share: aliasing and in-place ops walked back."""
+    while isinstance(node, torch.fx.Node) and node.op in ("call_method", "call_function") \
+            and node.args and (_name(node) in ALIASING_NAMES or _in_place(node)):
+        node = node.args[0]
+    return node
+
+
+def _in_place(node) -> bool:
+    name = _name(node)
+    return name.endswith("_") and not name.endswith("__")
+
+
+def _written(node) -> Optional[list]:
+    """What `node` writes into (None: nothing; a None item: something it cannot name)."""
+    if node.op not in ("call_method", "call_function"):
+        return None
+    name, schema = _name(node), getattr(node.target, "_schema", None)
+    targets = []
+    if "out" in node.kwargs:
+        out = node.kwargs["out"]
+        targets += list(out) if isinstance(out, (list, tuple)) else [out]
+    if schema is not None and schema.is_mutable:
+        for position, argument in enumerate(schema.arguments):
+            if argument.alias_info is not None and argument.alias_info.is_write:
+                value = node.args[position] if position < len(node.args) else \
+                    node.kwargs.get(argument.name)
+                targets += list(value) if isinstance(value, (list, tuple)) else [value]
+        targets = targets or [None]
+    elif name == "batch_norm" and _training(node):   # running statistics
+        positions = (1, 2) if node.target is torch.nn.functional.batch_norm else (3, 4)
+        targets += [node.args[position] if position < len(node.args) else node.kwargs.get(key)
+                    for position, key in zip(positions, ("running_mean", "running_var"))]
+    elif _in_place(node) or node.target is operator.setitem or \
+            node.kwargs.get("inplace") is True:
+        targets.append(node.args[0] if node.args else node.kwargs.get("input", None))
+    if not targets:
+        return None
+    return [target if isinstance(target, torch.fx.Node) else None for target in targets
+            if target is not None] or [None]
+
+
+def _training(node) -> bool:
+    if node.kwargs.get("training") is not None:
+        return node.kwargs["training"] is True
+    return len(node.args) > 5 and node.args[5] is True
+
+
+def _name(node) -> str:
+    """The op's name: a method's, an attribute's (`x.mT`), an ATen overload's (`aten::view`
+    for `aten.view.default`), a function's."""
+    target = node.target
+    if node.op == "call_method":
+        return target
+    if target is operator.getitem:
+        return "getitem"
+    if target is getattr and len(node.args) > 1 and isinstance(node.args[1], str):
+        return node.args[1]
+    schema = getattr(target, "_schema", None)
+    if schema is not None:
+        return schema.name.split("::")[-1]
+    return getattr(target, "__name__", str(target)).split(".")[-1]
 
 
 def fake_strides(program: Program, inputs: list) -> Optional[list]:

@@ -14,11 +14,13 @@ import sys
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from tests.fuzz.graphs.driver import run_campaign
 from tests.fuzz.graphs.generator import generate
 from tests.fuzz.graphs.minimize import minimize, runs_eagerly
-from tests.fuzz.graphs.program import NAME_PATTERN, Arg, Program, Root, Stmt
+from tests.fuzz.graphs.program import (NAME_PATTERN, Arg, Program, Root, Stmt, namespace_for,
+                                       trace)
 
 SEEDS = {"cpp": range(0, 80), "triton": range(1000, 1060)}
 
@@ -108,3 +110,56 @@ def test_repro_script_runs_standalone(tmp_path):
                           text=True, env=environment, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "compiled matches eager" in done.stdout
+
+
+setitem = namespace_for("cpu", traced=True)["setitem"]   # a graph node, as the fuzzer's
+
+
+def _kept(function) -> list:
+    """The call nodes `_live_only` keeps of `function`'s traced graph, as source names."""
+    from tests.fuzz.graphs.check import _live_only, _name
+    module = _live_only(trace(function))
+    return [_name(node) for node in module.graph.nodes
+            if node.op in ("call_method", "call_function")]
+
+
+def test_live_only_keeps_writes_into_inputs_and_live_memory():
+    aten = torch.ops.aten
+
+    def through_aten_view(x):
+        aten.add_.Tensor(aten.view.default(x, [-1]), 1)
+        return x.sum()
+    assert _kept(through_aten_view) == ["view", "add_", "sum"]
+
+    def through_attribute_view(x, y):
+        x.mT.mul_(2)
+        torch.add(y, 1, out=x[0])
+        return y
+    assert _kept(through_attribute_view) == ["mT", "mul_", "getitem", "add"]
+
+    def into_a_read_intermediate(x):
+        t = x + 1
+        v = t.view(-1)
+        t[0].fill_(3)          # t is read below: the write stays, and so does the `+`
+        return v * 2
+    assert _kept(into_a_read_intermediate) == ["add", "view", "getitem", "fill_", "mul"]
+
+    def running_statistics(x, mean, var):
+        F.batch_norm(x, mean, var, training=True)
+        torch.batch_norm(x, None, None, mean, var, True, 0.1, 1e-5, False)
+        return x
+    assert _kept(running_statistics) == ["batch_norm", "batch_norm"]
+
+
+def test_live_only_drops_writes_into_dead_memory():
+    def dead(x):
+        t = x * 2
+        t.div_(0).add_(1)      # nobody reads t: its writes go with it
+        setitem(x.clone(), 0, 1)
+        return x
+    assert _kept(dead) == []
+
+    def maybe_the_input(x):
+        setitem(x.long(), 0, 1)   # x itself when it is int64
+        return x
+    assert _kept(maybe_the_input) == ["long", "setitem"]

@@ -4,16 +4,20 @@
 
 Checks seeds S .. S+N-1 (`--seed S --count 1` reproduces one), prints a summary per failure
 signature, with `--minimize` writes one minimized repro script per signature (into
-`--repro-dir`), and exits non-zero when any graph failed.
+`--repro-dir`), and exits non-zero when any graph failed. `--resume` skips the seeds `--log`
+already holds for this backend and device and counts their logged results in the summary
+(a stopped campaign goes on where it stopped).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import warnings
 
 from tests.fuzz.graphs.driver import default_cache_dir, minimize_failure, run_campaign
+from tests.fuzz.graphs.generator import generate
 
 
 def parse(argv) -> argparse.Namespace:
@@ -30,6 +34,8 @@ def parse(argv) -> argparse.Namespace:
     parser.add_argument("--repro-dir", default=None,
                         help="where minimized repro scripts go (default: print them)")
     parser.add_argument("--log", default=None, help="append one JSON line per graph here")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip the seeds --log already holds; count them in the summary")
     parser.add_argument("--cache-dir", default=None, help="kernel cache (default: "
                         "$JIT_CACHE_DIR or /tmp/jitcache-graph-fuzzer)")
     parser.add_argument("--budget", type=int, default=300,
@@ -43,13 +49,38 @@ def main(argv=None) -> int:
     cache_dir = options.cache_dir or default_cache_dir()
     label = f"{options.device}, {options.cpu_backend if options.device == 'cpu' else 'triton'}" \
         f", seeds {options.seed}..{options.seed + options.count - 1}"
-    campaign, failing = run_campaign(range(options.seed, options.seed + options.count),
+    seeds = range(options.seed, options.seed + options.count)
+    logged = _logged(options.log, options.cpu_backend, options.device) if options.resume \
+        else {}
+    campaign, failing = run_campaign([seed for seed in seeds if seed not in logged],
                                      options.cpu_backend, options.device, options.jobs,
                                      cache_dir, options.log)
-    print(campaign.summary(label))
+    for seed in (seed for seed in seeds if seed in logged):
+        campaign.add(logged[seed])
+        if logged[seed]["failures"]:
+            failing[seed] = (generate(seed, options.device),
+                             [tuple(failure) for failure in logged[seed]["failures"]])
+    print(campaign.summary(label + (f", {len(logged)} of them from the log" if logged else "")))
     if options.minimize and failing:
         _minimize_all(campaign, failing, options, cache_dir)
     return 1 if campaign.failing_graphs else 0
+
+
+def _logged(path, backend: str, device: str) -> dict:
+    """The results `path` already holds for this backend and device, by seed."""
+    if not path:
+        raise SystemExit("--resume needs --log")
+    found: dict = {}
+    if os.path.exists(path):
+        with open(path) as handle:
+            for line in handle:
+                try:
+                    entry = json.loads(line)
+                except ValueError:      # a line cut short when a run was stopped
+                    continue
+                if entry.get("backend") == backend and entry.get("device") == device:
+                    found[entry["seed"]] = entry
+    return found
 
 
 def _minimize_all(campaign, failing: dict, options, cache_dir: str) -> None:

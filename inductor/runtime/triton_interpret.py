@@ -92,10 +92,16 @@ def _block(data: numpy.ndarray, scalar):
 def tree_reduce(input, axis, combine_fn, keep_dims=False):
     """`tl.reduce` for the interpreter, combining halves of the axis pairwise with NumPy
     (the interpreter's own reduce calls a custom combine function once per element)."""
+    import triton.language as tl
+
     values = list(input) if isinstance(input, tuple) else [input]
     scalars = [value.dtype.scalar if hasattr(value.dtype, "scalar") else value.dtype
                for value in values]
     datas = [_lanes(value)[0].numpy() for value in values]
+    # The interpreter splats a bool scalar (`tl.broadcast_to` of a comparison) into float32
+    # lanes it still types int1; NumPy blocks of those lanes are refused as int1
+    datas = [data != 0 if scalar == tl.int1 and data.dtype != numpy.bool_ else data
+             for data, scalar in zip(datas, scalars)]
     while datas[0].shape[axis] > 1:
         length = datas[0].shape[axis]
         half = length // 2
@@ -122,7 +128,11 @@ libdevice_on_cpu = types.SimpleNamespace(
 def enable_device_asserts() -> None:
     """Make `tl.device_assert` check in Triton's interpreter (bounds mode): Triton only
     emits asserts under its `debug` option, which the interpreter's builder keeps in a fixed
-    options object (process-wide, like the rest of the interpreter's state)."""
+    options object (process-wide, like the rest of the interpreter's state). Overflow
+    sanitizing stays off: under `debug` Triton asserts that no 8-, 16- or 32-bit `+`, `-`, `*`
+    overflows, where eager's integer arithmetic wraps (after one test in bounds mode, every
+    later interpreted kernel of the process raised `int32 overflow detected for operation
+    mul` on integer powers, random-number hashes and index arithmetic)."""
     import dataclasses
 
     from triton.runtime import interpreter
@@ -130,8 +140,8 @@ def enable_device_asserts() -> None:
     options = getattr(builder, "options", None)
     if options is None or not hasattr(options, "debug"):
         raise InterpreterChanged("Triton's interpreter keeps no `debug` option on its builder")
-    if not options.debug:
-        builder.options = dataclasses.replace(options, debug=True)
+    if not options.debug or getattr(options, "sanitize_overflow", False):
+        builder.options = dataclasses.replace(options, debug=True, sanitize_overflow=False)
 
 
 @contextlib.contextmanager

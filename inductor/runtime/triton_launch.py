@@ -75,10 +75,11 @@ class Launcher:
         no floating-point contraction on the GPU: Triton fuses `a * b + c` into one rounding
         by default, where eager rounds ops of separate kernels apart (an SGD step differed in
         5% of elements on the H100); the lowering asks for `fma` where eager's kernels fuse.
-        In bounds mode, `debug` (device asserts compiled in)."""
+        In bounds mode, `debug` (device asserts compiled in) without Triton's overflow
+        sanitizer, which `debug` enables: eager's integer `+`, `-`, `*` wrap."""
         options = {} if self.interpret else {"enable_fp_fusion": False}
         if self.debug and not self.interpret:
-            options["debug"] = True
+            options.update(debug=True, sanitize_overflow=False)
         if self.spec.programmatic and (order > 0 or self.programmatic_first):
             options["launch_pdl"] = True
         return options

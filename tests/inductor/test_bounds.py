@@ -148,3 +148,15 @@ def test_gpu_kernels_compile_with_their_asserts(bounds_mode):
     except Exception as error:  # noqa: BLE001  (no ptxas here: nothing to check)
         pytest.skip(f"cannot compile for sm_90 here: {type(error).__name__}: {error}")
     assert "assertfail" in compiled.asm["ptx"] or "__assertfail" in compiled.asm["ptx"]
+
+
+def test_integer_arithmetic_wraps_in_bounds_mode(bounds_mode):
+    """Bounds mode turns on Triton's `debug` option, which also turned on its overflow
+    sanitizer, for the rest of the process under the interpreter: integer `+`, `-`, `*` that
+    wrap (as eager's do) raised `int32 overflow detected for operation mul` in every later
+    interpreted kernel (integer powers, random-number hashes)."""
+    pytest.importorskip("triton")
+    bounds_mode.cpu_backend = "triton"
+    x = torch.tensor([2**30, 3, -2**31 + 1, 77], dtype=torch.int32)
+    check_same(lambda x: (x * 4 + x, x - 2**31 + 5, x.to(torch.int8) * 100,
+                          x.to(torch.uint8) ** 3), x)

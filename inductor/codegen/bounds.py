@@ -54,6 +54,16 @@ def buffer_extents(plan: GraphPlan) -> dict:
     return extents
 
 
+def is_empty(name: str, extents: Optional[dict]) -> bool:
+    """Whether buffer `name` spans no element: its kernels' accesses to it are dropped (a load
+    gives 0, a store nothing), whatever their index says. An indirect index into an empty
+    dimension is always outside it; the index check reports that where eager raises, and the
+    access itself, at the substitute index 0, read or wrote memory that is not there (a
+    segmentation fault in `x.index_add_(1, index, source)` with `x` of shape (1, 0), found by
+    the graph fuzzer's seed 19 in bounds mode)."""
+    return extents is not None and extents.get(name) == 0
+
+
 def cpp_index(index: str, name: str, extents: Optional[dict], site: str, access: str) -> str:
     """`index` wrapped in the C++ check where bounds mode gave `extents`, else as is."""
     if extents is None or name not in extents:

@@ -150,6 +150,43 @@ def test_gpu_kernels_compile_with_their_asserts(bounds_mode):
     assert "assertfail" in compiled.asm["ptx"] or "__assertfail" in compiled.asm["ptx"]
 
 
+EMPTY_DESTINATION = r"""
+import sys, torch, inductor
+inductor.config.update(fallback_on_error=False, cpu_backend=sys.argv[1])
+cases = {
+    "index_add": (lambda x, i, s: (x.index_add(1, i, s) + 0,),
+                  torch.empty(1, 0), torch.tensor([0]), torch.ones(1, 1)),
+    "gather": (lambda x, i: (torch.gather(x, 1, i) * 2,), torch.empty(2, 0),
+               torch.zeros(2, 3, dtype=torch.long)),
+}
+for name, (function, *inputs) in cases.items():
+    compiled = inductor.compile_fx(torch.fx.symbolic_trace(function), list(inputs))
+    assert "has no elements" in compiled.report.source, name
+    try:
+        compiled(*inputs)
+    except IndexError:
+        continue
+    assert name == "index_add", f"{name}: eager raises, the compiled graph returned"
+print("no access to empty buffers")
+"""
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+def test_empty_buffers_are_never_accessed(backend, tmp_path):
+    """An indirect index into an empty dimension is always outside it; the kernel used the
+    substitute index 0 anyway and read or wrote memory that is not there (graph fuzzer seed
+    19, `x.index_add_(1, index, source)` with `x` of shape (1, 0): a segmentation fault,
+    which bounds mode reported as `load buf0: index 0 outside [0, 0)`). In a subprocess, so
+    that a regression crashes it and not the test session."""
+    if backend == "triton":
+        pytest.importorskip("triton")
+    environment = dict(os.environ, JIT_CACHE_DIR=str(tmp_path))
+    result = subprocess.run([sys.executable, "-c", EMPTY_DESTINATION, backend],
+                            capture_output=True, text=True, env=environment, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "no access to empty buffers" in result.stdout
+
+
 def test_integer_arithmetic_wraps_in_bounds_mode(bounds_mode):
     """Bounds mode turns on Triton's `debug` option, which also turned on its overflow
     sanitizer, for the rest of the process under the interpreter: integer `+`, `-`, `*` that

@@ -228,13 +228,9 @@ def test_zero_dim_output_next_to_an_updated_clone(backend):
         assert_same(compiled(*copy.deepcopy(inputs)), module(*inputs))
 
 
-def test_sum_over_one_element_next_to_a_sum_over_an_expand(backend, request):
-    """The one-element sum was fused into the loop of the other and counted twice."""
-    if backend == "triton":
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="Triton code generator: a reduction whose summand does not "
-            "depend on the reduction index (`x.sum().expand(2).sum()`) loads a scalar and "
-            "jit_reduce fails on it (reported to inductor-runtime)"))
+def test_sum_over_one_element_next_to_a_sum_over_an_expand(backend):
+    """The one-element sum was fused into the loop of the other and counted twice (and in
+    Triton, the expand's summand, one value per row, was reduced as a scalar)."""
     def function(x):
         v2 = x.sum()
         q = v2[None].sum(-1)

@@ -124,11 +124,7 @@ def diagonal_masked_write(x):
 
 
 @pytest.mark.parametrize("function", [diagonal_read, diagonal_write, diagonal_masked_write])
-def test_diagonal_views(cpu_backend, function, request):
-    if cpu_backend == "triton" and function is diagonal_masked_write:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "Triton codegen: a masked load of a 0-d tensor keeps a scalar pointer under a "
-            "block mask (FINDINGS.md class 10, inductor-runtime)")))
+def test_diagonal_views(cpu_backend, function):
     torch.manual_seed(0)
     x = torch.randn(4, 6)
     expected_input = x.clone()

@@ -54,7 +54,7 @@ class CppKernel:
                             for position, member in enumerate(plan.members())}
         self.reciprocals: dict = {}   # per-row float value -> its reciprocal (see truediv)
         self.reuses: list = []        # summands stored into a later loop's output (reuse.py)
-        self.extents: Optional[dict] = None   # bounds mode: buffer -> elements (bounds.py)
+        self.extents: Optional[dict] = None   # buffer -> elements it spans (bounds.py)
 
     # -- interface -------------------------------------------------------------------------
     def arguments(self) -> list[str]:
@@ -209,7 +209,8 @@ class CppKernel:
         return CppOpsHandler(_LineSink(self.lines), self.dtype_of, self._forwarded,
                              self._index, prefix=f"t{self.counter}_",
                              pointer=self.pointers.__getitem__, reciprocals=self.reciprocals,
-                             extents=self.extents, site=self.plan.name)
+                             extents=self.extents, site=self.plan.name,
+                             check_bounds=config.bounds_check)
 
     def _index(self, expr) -> str:
         return index_text(simplify_index(sympy.expand(sympy.sympify(expr)), self.ranges))

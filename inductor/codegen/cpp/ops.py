@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 import torch
 
-from inductor.codegen.bounds import cpp_index
+from inductor.codegen.bounds import cpp_index, is_empty
 from inductor.codegen.cpp.expressions import (compute_dtype, index_text, literal,
                                               storage_type)
 from inductor.codegen.cpp.lines import INDEX_ERROR_FLAG
@@ -54,16 +54,17 @@ class CppOpsHandler(OpsHandler):
     `pointer(name)` gives the C++ pointer variable of a buffer, `dtype_of(name)` its element
     dtype; `forwarded(name, index)` returns a value already computed in registers for that
     element, or None; `index_hook(expr)` prints (and may rewrite) an index expression;
-    `extents` (bounds mode: buffer name -> elements it spans) checks each index, reporting
-    `site` (the kernel's name) on a violation.
+    `extents` (buffer name -> elements it spans) drops accesses to empty buffers and, with
+    `check_bounds` (bounds mode), checks each index, reporting `site` (the kernel's name).
     """
 
     def __init__(self, lines: list, dtype_of: Callable, forwarded: Callable,
                  index_hook: Callable, prefix: str = "tmp", pointer: Callable = str,
                  reciprocals: Optional[dict] = None, extents: Optional[dict] = None,
-                 site: str = ""):
+                 site: str = "", check_bounds: bool = False):
         self.lines = lines
         self.extents = extents
+        self.checked = extents if check_bounds else None
         self.site = site
         self.pointer = pointer
         self.reciprocals = reciprocals or {}
@@ -99,7 +100,10 @@ class CppOpsHandler(OpsHandler):
         if known is not None:
             return known
         dtype = self.dtype_of(name)
-        position = cpp_index(self.index_hook(index), name, self.extents, self.site, "load")
+        if is_empty(name, self.extents):
+            self.lines.append(f"// {name} has no elements: read as 0")
+            return self.constant(0, dtype)
+        position = cpp_index(self.index_hook(index), name, self.checked, self.site, "load")
         element = f"{self.pointer(name)}[{position}]"
         if dtype == torch.bfloat16:
             element = f"bf16_to_float({element})"
@@ -118,7 +122,9 @@ class CppOpsHandler(OpsHandler):
             text = f"float_to_bf16({text})"
         elif dtype != value.dtype:
             text = f"static_cast<{storage_type(dtype)}>({text})"
-        position = cpp_index(self.index_hook(index), name, self.extents, self.site, "store")
+        if is_empty(name, self.extents):
+            return f"// {name} has no elements: nothing stored"
+        position = cpp_index(self.index_hook(index), name, self.checked, self.site, "store")
         return f"{self.pointer(name)}[{position}] = {text};"
 
     def indirect_indexing(self, value, size, check=True):

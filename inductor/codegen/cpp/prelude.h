@@ -164,7 +164,10 @@ template <typename T> static inline Welford<T> welford_merge(Welford<T> a, Welfo
   T count = a.count + b.count;
   T delta = b.mean - a.mean;
   T factor = b.count / count;
-  return {a.mean + delta * factor, a.m2 + b.m2 + delta * delta * a.count * factor, count};
+  // An infinite mean deviates from every other element by inf - inf = NaN, as eager's
+  // sequential update finds; the product below would give inf.
+  T spread = __builtin_isfinite(delta) ? delta * delta * a.count * factor : delta - delta;
+  return {a.mean + delta * factor, a.m2 + b.m2 + spread, count};
 }
 
 // Argmax/argmin: prefer NaN, then the larger (smaller) value, then the earlier index.

@@ -31,7 +31,7 @@ class CppScatterKernel:
         self.vectorize = vectorize
         self.lines = Lines()
         self.pointers = {name: f"p{position}" for position, name in enumerate(self.arguments())}
-        self.extents: Optional[dict] = None   # bounds mode: buffer -> elements (bounds.py)
+        self.extents: Optional[dict] = None   # buffer -> elements it spans (bounds.py)
 
     def arguments(self) -> list[str]:
         return list(self.plan.loads) + [name for name in self.plan.stores
@@ -52,7 +52,8 @@ class CppScatterKernel:
             return index_text(simplify_index(sympy.expand(sympy.sympify(expr)), ranges))
         return CppOpsHandler(_LineSink(self.lines), self.dtype_of, lambda name, idx: None,
                              index, prefix=prefix, pointer=self.pointers.__getitem__,
-                             extents=self.extents, site=self.plan.name)
+                             extents=self.extents, site=self.plan.name,
+                             check_bounds=config.bounds_check)
 
     def _loops(self, sizes: list, prefix: str, parallel: bool) -> list:
         symbols = [index_symbol(prefix, position) for position in range(len(sizes))]

@@ -60,7 +60,7 @@ def segments(plan: GraphPlan, dtype_of, threads: int, threshold: int,
              vectorize: bool) -> list[Segment]:
     """Group consecutive kernels into segments and print each. Every buffer they take must
     be in host memory (else `codegen/devices.py`'s `DeviceMismatch`, at compile time)."""
-    extents = buffer_extents(plan) if config.bounds_check else None
+    extents = buffer_extents(plan)
     result, run, first = [], [], 0
     for position, step in enumerate(plan.steps):
         if isinstance(step, KernelPlan):
@@ -99,7 +99,7 @@ def _segment(kernels: list, first: int, dtype_of, threads, threshold, vectorize,
     signature = ", ".join(
         f"{'' if name in stored else 'const '}{storage_type(dtype_of(name))}* {parameter[name]}"
         for name in arguments)
-    reset = ["  jit_bounds_reported = 0;"] if extents is not None else []
+    reset = ["  jit_bounds_reported = 0;"] if config.bounds_check else []
     entry = [f"static int segment_run({signature}) {{", "  jit_error = 0;", *reset, *calls,
              "  return jit_error;", "}"]
     body = "\n\n".join(functions + ["\n".join(entry)]) + "\n"

@@ -105,6 +105,13 @@ def literal(value, dtype: torch.dtype) -> tuple[str, bool]:
     literal). Float32 and bool constants are bare literals (Triton types them exactly);
     every other dtype is spelled `tl.full([], value, dtype)` so it keeps its width."""
     dtype = compute_dtype(dtype)
+    if dtype.is_floating_point and float(value) == 0 and math.copysign(1.0, float(value)) < 0:
+        # Triton reads a literal -0.0 (bare or in `tl.full`) as +0.0 (`x / -0.0` gave +inf
+        # for x > 0): spell negative zero by its bits, the sign bit alone
+        bits = {torch.float32: ("-2147483648", "tl.int32"),
+                torch.float64: ("-9223372036854775808", "tl.int64")}[dtype]
+        return f"tl.full([], {bits[0]}, {bits[1]}).to({triton_type(dtype)}, bitcast=True)", \
+            False
     text = python_literal(value, dtype)
     if dtype in (torch.float32, torch.bool):
         return text, True

@@ -20,6 +20,7 @@ print identically and share one compilation.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Optional
 
 import sympy
@@ -84,6 +85,10 @@ class Lines:
 # 0.93 without (`benchmarks/triton/diag_streaming.py --cases sum_generated`).
 EVEN_EXTENT = 1024
 
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Names every function defines for its lanes: the axis whose lanes they vary over.
+LANE_NAMES = {f"{axis}{suffix}": axis for axis in "yxrs" for suffix in ("index", "mask")}
+
 
 def _divisible(extent: int) -> bool:
     """Whether every power-of-two block up to min(extent, EVEN_EXTENT) divides `extent`."""
@@ -119,7 +124,8 @@ class TritonKernel:
                             for position, member in enumerate(plan.members())}
         self.spec = self._launch_spec()
         self.spec.programmatic = self.wait_for_prior
-        self.extents: Optional[dict] = None   # bounds mode: buffer -> elements (bounds.py)
+        self.extents: Optional[dict] = None   # buffer -> elements it spans (bounds.py)
+        self.check_bounds = False               # bounds mode: assert every access
         self.full_axes = {block[0].lower() for block in self.spec.even}  # "x", "y", "r"
         self._reset()
 
@@ -132,6 +138,7 @@ class TritonKernel:
         self.unsynchronised: set = set()  # buffers stored since the last barrier
         self.reciprocals: dict = {}   # per-row float32 value -> its reciprocal (see truediv)
         self.flat_indices: list = []  # (flat index symbol, {loop symbol: stride}) per axis
+        self.value_axes: dict = {}    # name of a value defined in the function -> its axes
 
     # -- interface -------------------------------------------------------------------------
     def arguments(self) -> list[str]:
@@ -211,6 +218,8 @@ class TritonKernel:
     def assert_in_bounds(self, name: str, offset: str, mask: Optional[str],
                          access: str) -> None:
         """Bounds mode (`codegen/bounds.py`): assert the access lies within its buffer."""
+        if not self.check_bounds:
+            return
         line = triton_assert(offset, mask, name, self.extents, self.plan.name, access)
         if line is not None:
             self.add_line(line)
@@ -256,6 +265,34 @@ class TritonKernel:
             axis = self.axes.get(symbol)
             axes |= {axis} if axis else set(self.scope_axes)
         return axes
+
+    def text_axes(self, text: str) -> frozenset:
+        """The axes whose lanes the Triton expression `text` varies over: those of the loop
+        variables, lane names and values it mentions (`value_axes`). A value that varies over
+        no axis is a scalar, and one that varies over fewer than the scope's is a block with
+        size-1 dimensions: Triton broadcasts both in arithmetic, but not where the shape
+        itself matters (a reduction, a pointer under a block mask)."""
+        symbols = {symbol.name: axis for symbol, axis in self.axes.items()}
+        axes: set = set()
+        for token in set(IDENTIFIER.findall(text)):
+            axis = self.value_axes.get(token) or symbols.get(token) or LANE_NAMES.get(token)
+            if axis:
+                axes |= set(axis)
+        return frozenset(axes)
+
+    def define(self, name: str, text: str) -> None:
+        """Record the axes of value `name`, defined as `text` (see `text_axes`)."""
+        self.value_axes[name] = self.text_axes(text)
+
+    def lanes(self, text: str) -> str:
+        """`text` broadcast to every lane of the current scope (see `text_axes`)."""
+        if self.tiling.kind == "pointwise":
+            shape = "[XBLOCK]"
+        elif self.tiling.kind == "tiled":
+            shape = "[YBLOCK, XBLOCK]"
+        else:
+            shape = "[XBLOCK, RBLOCK]" if "r" in self.scope_axes else "[XBLOCK, 1]"
+        return f"tl.broadcast_to({text}, {shape})"
 
     def masks(self, *axes: str) -> Optional[str]:
         """The conjunction of the masks of `axes` that are not full, or None."""
@@ -327,7 +364,7 @@ class TritonKernel:
             self.axes[flat] = axis
             strides, stride = {}, _product(sizes)
             for symbol, size in zip(variables, sizes):
-                stride //= int(size)
+                stride //= int(size) or 1
                 strides[symbol] = sympy.Integer(stride)
             self.flat_indices.append((flat, strides))
 
@@ -383,8 +420,15 @@ class TritonKernel:
         return self.index_text(linear)
 
     def _reduction_value(self, member: Member, handler) -> tuple[str, torch.dtype]:
+        """The text of a reduction's summand over the whole `[XBLOCK, RBLOCK]` block. One
+        that does not vary over a row (a constant, a value read at a constant index or once
+        per row) is broadcast first: reduced as it is, a `[XBLOCK, 1]` value summed to itself
+        (`x.expand(4, 8).sum(1)` gave x, not 8x) and a scalar could not be reduced at all."""
         value = self._evaluate(member, handler)
-        return handler.tensor(value) if value.bare else value.name, value.dtype
+        text = handler.tensor(value) if value.bare else value.name
+        if self.text_axes(text) != {"x", "r"}:
+            text = self.lanes(text)
+        return text, value.dtype
 
     def _accumulators(self, members: list) -> list[Accumulator]:
         return [Accumulator(f"{self.local_names[member.name]}_acc",
@@ -402,6 +446,8 @@ class TritonKernel:
             # H100.
             self.add_line(f"{name}_reciprocal = jit_div(tl.full([], 1.0, tl.float32), {name})")
             self.reciprocals[name] = f"{name}_reciprocal"
+            self.value_axes[f"{name}_reciprocal"] = frozenset("x")
+        self.value_axes[name] = frozenset("x")      # [XBLOCK, 1]: one value per row
         self._publish(member, TritonValue(name, value_dtype), handler)
 
     def _inner_stage_follows(self, member: Member) -> bool:

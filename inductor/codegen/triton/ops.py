@@ -17,6 +17,7 @@ from typing import Optional
 
 import torch
 
+from inductor.codegen.bounds import is_empty
 from inductor.codegen.triton.expressions import compute_dtype, literal, triton_type
 from inductor.ir.ops import OpsHandler
 from inductor.ir.symbols import signed_symbol
@@ -71,6 +72,7 @@ class TritonOpsHandler(OpsHandler):
         name = f"{self.prefix}{self.count}"
         self.count += 1
         self.scope.add_line(f"{name} = {text}")
+        self.scope.define(name, text)
         value = TritonValue(name, dtype)
         self.cse[key] = value
         return value
@@ -87,9 +89,17 @@ class TritonOpsHandler(OpsHandler):
         if known is not None:
             return known
         dtype = self.scope.dtype_of(name)
+        if is_empty(name, self.scope.extents):      # no memory to read (bounds.py)
+            self.scope.add_line(f"# {name} has no elements: read as 0")
+            return self.constant(0, dtype)
         mask = self._mask(index)
-        self.scope.assert_in_bounds(name, self.scope.index_text(index), mask, "load")
-        arguments = f"{self.scope.pointer(name)} + ({self.scope.index_text(index)})"
+        offset = self.scope.index_text(index)
+        self.scope.assert_in_bounds(name, offset, mask, "load")
+        arguments = f"{self.scope.pointer(name)} + ({offset})"
+        if mask and not self.scope.text_axes(mask) <= self.scope.text_axes(offset):
+            # a mask varying over lanes the address does not (a constant index under a
+            # predicate): Triton needs the pointer to be a block of the mask's shape
+            arguments = self.scope.lanes(arguments)
         if mask:
             arguments += f", {mask}, other=0"
         text = f"tl.load({arguments})"
@@ -110,6 +120,8 @@ class TritonOpsHandler(OpsHandler):
 
     def store_text(self, name: str, index, value: TritonValue) -> str:
         """The statement writing `value` into buffer `name` at `index`."""
+        if is_empty(name, self.scope.extents):      # no memory to write (bounds.py)
+            return f"pass  # {name} has no elements: nothing stored"
         dtype = self.scope.dtype_of(name)
         text = self.tensor(value)
         known = self.rounded.get(value.name)
@@ -139,6 +151,7 @@ class TritonOpsHandler(OpsHandler):
         bound = self.scope.index_text(size)
         wrapped = f"tl.where({value.name} < 0, {value.name} + {bound}, {value.name})"
         self.scope.add_line(f"{name} = {wrapped}")
+        self.scope.define(name, wrapped)
         if check:
             outside = f"({name} < 0) | ({name} >= {bound})"
             self.scope.check(outside, ERROR_INDEX, self.predicate)
@@ -309,7 +322,8 @@ class TritonOpsHandler(OpsHandler):
         return self.emit(f"{self._truth(a)} | {self._truth(b)}", torch.bool)
 
     def logical_xor(self, a, b):
-        return self.emit(f"{self._truth(a)} ^ {self._truth(b)}", torch.bool)
+        # `!=` of truth values: the interpreter has no `^` of a bool block and a bool scalar
+        return self.emit(f"{self._truth(a)} != {self._truth(b)}", torch.bool)
 
     def bitwise_and(self, a, b):
         return self._binary("&", a, b)
@@ -318,6 +332,8 @@ class TritonOpsHandler(OpsHandler):
         return self._binary("|", a, b)
 
     def bitwise_xor(self, a, b):
+        if a.dtype == torch.bool:
+            return self.logical_xor(a, b)
         return self._binary("^", a, b)
 
     def left_shift(self, a, b):
@@ -375,7 +391,9 @@ def _special_unary(name: str, text: str, dtype: torch.dtype):
         "isinf": (f'tl.abs({text}) == float("inf")', torch.bool),
         "isfinite": (f'tl.abs({text}) < float("inf")', torch.bool),
         "logical_not": (f"{text} == 0", torch.bool),
-        "bitwise_not": (f"~{text}", dtype),
+        # `~` is `^ -1`, which the interpreter cannot make for an unsigned type
+        "bitwise_not": (f"{text} ^ tl.full([], 255, tl.uint8)" if dtype == torch.uint8
+                        else f"~{text}", dtype),
         "square": (f"{text} * {text}", dtype),
     }
     if name == "sign" and dtype == torch.bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sympy
 
+from inductor.codegen.bounds import is_empty
 from inductor.codegen.triton.kernel import LaunchSpec, TritonKernel, _product
 from inductor.codegen.triton.expressions import triton_type
 from inductor.ir.ops import use_handler
@@ -54,13 +55,16 @@ class TritonScatterKernel(TritonKernel):
         with use_handler(handler):
             target = buffer.layout.index(buffer.destination(symbols))
             value = buffer.data.inner_fn(symbols)
-        if buffer.mode != "sum":
+        if buffer.mode != "sum" or is_empty(buffer.get_name(), self.extents):
             self.add_line(handler.store_text(buffer.get_name(), target, value))
             return
         dtype = self.dtype_of(buffer.get_name())
         text = handler.tensor(value)
         if value.dtype != dtype:
             text = f"{text}.to({triton_type(dtype)})"
-        self.assert_in_bounds(buffer.get_name(), self.index_text(target), "xmask", "add")
-        self.add_line(f"tl.atomic_add({self.pointer(buffer.get_name())} + "
-                      f"({self.index_text(target)}), {text}, xmask)")
+        offset = self.index_text(target)
+        self.assert_in_bounds(buffer.get_name(), offset, "xmask", "add")
+        pointer = f"{self.pointer(buffer.get_name())} + ({offset})"
+        if "x" not in self.text_axes(offset):   # one element for every lane (a size-1 target)
+            pointer = self.lanes(pointer)
+        self.add_line(f"tl.atomic_add({pointer}, {text}, xmask)")

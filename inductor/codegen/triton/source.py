@@ -61,7 +61,7 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
     graph's (default: that of its first input or buffer), where every kernel argument must
     live (else `codegen/devices.py`'s `DeviceMismatch`, at compile time)."""
     device = device if device is not None else graph_device(plan)
-    extents = buffer_extents(plan) if config.bounds_check else None
+    extents = buffer_extents(plan)
     kernels, texts = [], {}
     inputs = {name for name, buffer in plan.buffers.items() if isinstance(buffer, InputBuffer)}
     for position, step in enumerate(plan.steps):
@@ -69,7 +69,7 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
             continue
         kind = TritonScatterKernel if isinstance(step, ScatterPlan) else TritonKernel
         printer = kind(step, dtype_of, interpret, wait_for_prior)
-        printer.extents = extents
+        printer.extents, printer.check_bounds = extents, config.bounds_check
         functions = printer.functions()
         for function in functions:
             function.name = function_name(function.role, function.text)

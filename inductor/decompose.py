@@ -22,7 +22,9 @@ from typing import Any, Optional
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
-from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                           DynamicOutputShapeException, FakeTensor,
+                                           FakeTensorMode)
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from inductor import batch_norm
@@ -100,6 +102,9 @@ def _table() -> dict:
     for overload in (aten.index_put.default, aten.index_put_.default,
                      aten._index_put_impl_.default):
         table[overload] = functools.partial(_index_put_with_mask, overload)
+    for overload in (aten.index_add.default, aten.index_add_.default):
+        if overload in table:
+            table[overload] = _empty_index_add_unchecked(table[overload], overload)
     if aten._unsafe_masked_index.default in table:
         table[aten._unsafe_masked_index.default] = _negative_indices_wrapped(
             table[aten._unsafe_masked_index.default])
@@ -117,6 +122,19 @@ def _integer_value_truncated(decomposition):
             value = int(value)
         return decomposition(self, tensor1, tensor2, value=value)
     return addcmul
+
+
+def _empty_index_add_unchecked(decomposition, overload):
+    """Eager's `index_add` into a tensor of two or more dimensions and no elements returns
+    before reading its indices (any index passes); torch's decomposition scatters through
+    them, and the compiled kernel's bounds check raised IndexError (graph fuzzer:
+    `x.index_add_(1, tensor([0]), s)` on x of shape (5, 0), which wrote out of bounds
+    before the check existed)."""
+    def index_add(self, dim, index, source, *, alpha=1):
+        if self.dim() > 1 and self.numel() == 0:
+            return self if overload is aten.index_add_.default else self.clone()
+        return decomposition(self, dim, index, source, alpha=alpha)
+    return index_add
 
 
 class _ZeroDimMaskAssignment(torch.overrides.TorchFunctionMode):
@@ -275,6 +293,11 @@ def check_state_calls(gm: torch.fx.GraphModule) -> Optional[bool]:
     return grad_mode
 
 
+_READS_A_NUMBER = ("the graph reads a tensor's value as a Python number (`.item()`, or a 0-d "
+                   "tensor passed where a number is expected): compiled, the value seen while "
+                   "tracing would be fixed")
+
+
 def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     """Decompose and functionalize `gm` (see the module docstring)."""
     grad_mode_after = check_state_calls(gm)
@@ -286,12 +309,17 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
         with fake_mode, _ZeroDimMaskAssignment():
             decomposed = make_fx(flat_function, decomposition_table=_table(),
                                  tracing_mode="real")(*fakes)
+    except DataDependentOutputException as error:
+        # a fake tensor without a constant cannot answer `.item()` (a float 0-d tensor
+        # passed as clamp's bound, torch.compile's `capture_scalar_outputs` graphs)
+        raise UnsupportedGraph(_READS_A_NUMBER) from error
+    except DynamicOutputShapeException as error:
+        raise UnsupportedGraph("the graph makes a tensor whose shape depends on tensor values "
+                               f"({error.func}): compiled shapes are fixed") from error
     finally:
         torch._C._set_grad_enabled(grad_before)
     if any(node.target is aten._local_scalar_dense.default for node in decomposed.graph.nodes):
-        raise UnsupportedGraph("the graph reads a tensor's value as a Python number (`.item()`, "
-                               "or a 0-d tensor passed where a number is expected): compiled, "
-                               "the value seen while tracing would be fixed")
+        raise UnsupportedGraph(_READS_A_NUMBER)
     constants, lifted = lift_constants(decomposed)
     aliases, strides, hidden = observable_outputs(lifted)
     strides = _eager_strides(gm, example_inputs, strides)

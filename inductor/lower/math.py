@@ -278,15 +278,18 @@ def addcdiv(self, tensor1, tensor2, *, value=1):
 @register_lowering(aten.lerp)
 def lerp(start, end, weight):
     """Eager's lerp: fma(weight, end - start, start) for |weight| < 0.5, else
-    fma(weight - 1, end - start, end), which keeps both ends exact."""
-    compute = opmath_dtype(result_type(start, end))
+    fma(weight - 1, end - start, end), which keeps both ends exact. The weight takes part
+    in type promotion: integer ends with a 0-d float weight give a float result (eager's
+    only mixed case; the graph fuzzer found it truncated to the ends' integer type)."""
+    dtype = result_type(start, end, weight)
+    compute = opmath_dtype(dtype)
 
     def body(s, e, w):
         difference = ops.sub(e, s)
         near_start = ops.fma(w, difference, s)
         near_end = ops.fma(ops.sub(w, ops.constant(1, compute)), difference, e)
         return ops.where(ops.lt(ops.abs(w), ops.constant(0.5, compute)), near_start, near_end)
-    return make_pointwise(body, start, end, weight, dtype=result_type(start, end))
+    return make_pointwise(body, start, end, weight, dtype=dtype)
 
 
 @register_lowering(aten.rsub)

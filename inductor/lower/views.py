@@ -249,6 +249,10 @@ def reshape_indexer(old: Sequence, new: Sequence):
 def view(x, size=None, *_ignored):
     if size is None:
         return x
+    if isinstance(size, torch.dtype):   # view.dtype: the same bits read as another type
+        if size == x.get_dtype():
+            return x
+        raise NotImplementedError("view(dtype) runs through the eager kernel")
     old = x.get_size()
     new = _infer_size(size, product(old))
     if len(old) == len(new) and all(a == b for a, b in zip(old, new)):

@@ -173,8 +173,15 @@ def _eager_only_reason(example_inputs: Sequence) -> Optional[str]:
     return None
 
 
-def _device_of(example_inputs: Sequence) -> torch.device:
+def _device_of(example_inputs: Sequence, gm: Optional[torch.fx.GraphModule] = None
+               ) -> torch.device:
+    """The graph's device: its first tensor input's; for a graph without tensor inputs, that
+    of the first tensor it makes (`torch.randn(4, device="cuda")` was generated as C++)."""
     for value in example_inputs:
+        if isinstance(value, torch.Tensor):
+            return value.device
+    for node in gm.graph.nodes if gm is not None else ():
+        value = node.meta.get("val")
         if isinstance(value, torch.Tensor):
             return value.device
     return torch.device("cpu")
@@ -192,7 +199,7 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
 
     from inductor.codegen.devices import place_traced_constants
     from inductor.lower.common_subexpressions import eliminate_common_subexpressions
-    device = _device_of(example_inputs)
+    device = _device_of(example_inputs, gm)
     place_traced_constants(gm, device)     # `torch.tensor(data, device=...)` (devices.py)
     eliminate_common_subexpressions(gm)
     loop_graph = lowering.lower(gm, _fakes_for(gm, example_inputs), output_strides)

@@ -63,6 +63,8 @@ def test_updates_round_as_eager(name):
                               torch.randn(4096).abs() + 0.5, torch.rand(4096)))
 
 
+@pytest.mark.expect_fallback("unsupported", reason="a write into one of two inputs sharing a "
+                             "storage runs as is (the variant compiled for that call)")
 def test_compiled_for_distinct_inputs_called_with_one_tensor_twice():
     def function(a, b):
         a.mul_(3)

@@ -47,18 +47,27 @@ def _worker_main(connection, cache_dir: Optional[str]) -> None:
         try:
             program = job.program if job.program is not None else generate(job.seed, job.device)
             result = check_program(program, job.seed, job.backend)
-            connection.send({"seed": job.seed, "program": program, "as_is": result.as_is,
-                             "failures": [(failure.kind, failure.detail, failure.call,
-                                           failure.signature()) for failure in result.failures],
-                             "notes": [(note.kind, note.detail, note.call) for note in
-                                       result.notes],
-                             "fallback_ops": result.fallback_ops, "seconds": result.seconds,
-                             "nodes": result.nodes})
+            answer = {"seed": job.seed, "program": program, "as_is": result.as_is,
+                      "failures": [(failure.kind, failure.detail, failure.call,
+                                    failure.signature()) for failure in result.failures],
+                      "notes": [(note.kind, note.detail, note.call) for note in result.notes],
+                      "fallback_ops": result.fallback_ops, "seconds": result.seconds,
+                      "nodes": result.nodes}
         except Exception as error:  # noqa: BLE001 (a fuzzer bug: reported, worker goes on)
-            connection.send({"seed": job.seed, "program": None, "as_is": None, "nodes": 0,
-                             "failures": [("fuzzer error", f"{type(error).__name__}: {error}",
-                                           "", "fuzzer error")],
-                             "fallback_ops": {}, "seconds": 0.0})
+            answer = {"seed": job.seed, "program": None, "as_is": None, "nodes": 0,
+                      "failures": [("fuzzer error", f"{type(error).__name__}: {error}",
+                                    "", "fuzzer error")],
+                      "fallback_ops": {}, "seconds": 0.0}
+        # A device-side assert (eager's own index checks included) leaves the process's CUDA
+        # context unusable: every later graph of this worker failed (1,949 of 2,000 on the
+        # H100 after seed 19). The worker ends and the pool starts a fresh one.
+        answer["poisoned"] = any(_POISON in str(failure[1]) for failure in answer["failures"])
+        connection.send(answer)
+        if answer["poisoned"]:
+            return
+
+
+_POISON = "device-side assert"
 
 
 class Worker:
@@ -129,6 +138,9 @@ class Pool:
                 result = None
             if result is not None:
                 worker.job = None
+                if result.get("poisoned"):
+                    worker.stop()
+                    self.workers[self.workers.index(worker)] = Worker(self.cache_dir)
                 yield result
                 return
         dead = not worker.process.is_alive()

@@ -18,7 +18,7 @@ import torch
 
 from tests.fuzz.graphs.program import Arg, Program, Root, rename
 
-MUTATING_MARKS = ("_(", "setitem(", "training=True")
+MUTATING_MARKS = ("_(", "_.", "setitem(", "training=True")   # "_.": aten.add_.Tensor(
 
 
 def runs_eagerly(program: Program, seed: int) -> bool:

@@ -163,3 +163,13 @@ def test_live_only_drops_writes_into_dead_memory():
         setitem(x.long(), 0, 1)   # x itself when it is int64
         return x
     assert _kept(maybe_the_input) == ["long", "setitem"]
+
+
+def test_minimizer_keeps_unread_in_place_aten_calls():
+    from tests.fuzz.graphs.minimize import _without_dead_code
+    program = Program([Root((3,), "float32", "float")], [Arg("a0", 0)],
+                      [Stmt("v0 = aten.add_.Tensor(a0, 1)", ["v0"], ["a0"]),
+                       Stmt("v1 = a0 * 2", ["v1"], ["a0"]), Stmt("v2 = a0 + 1", ["v2"], ["a0"])],
+                      ["v2"])
+    pruned = _without_dead_code(program)
+    assert [stmt.code for stmt in pruned.stmts] == ["v0 = aten.add_.Tensor(a0, 1)", "v2 = a0 + 1"]

@@ -235,6 +235,8 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
     if isinstance(value, types.ModuleType):
         _install(tx, value, source)
         return PythonModuleVariable(value, source=source)
+    if isinstance(value, torch.jit.ScriptFunction):
+        return _wrap_script_function(tx, value, source)
     if is_torch_function(value):
         _install(tx, value, source)
         return TorchFunctionVariable(value, source=source)
@@ -262,6 +264,19 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
     _install(tx, value, source)
     guarding.note_object(tx, value, source, relevant=True)
     return UserObjectVariable(value, source=source)
+
+
+def _wrap_script_function(tx, value, source: Optional[Source]) -> Variable:
+    """A `torch.jit.script`ed function is traced as the Python function it was made from
+    (`torch.jit.script` keeps it as `_torchdynamo_inline`). Recorded as a node, FX's
+    generated code named it `torch.jit.ScriptFunction(...)`, the class, which cannot be
+    called (transformers 5.17's DeBERTa-v2 under the eager backend and `explain()`)."""
+    original = getattr(value, "_torchdynamo_inline", None)
+    if not isinstance(original, types.FunctionType):
+        raise Unsupported(UNSUPPORTED_OBJECT, f"the TorchScript function {value.name!r} "
+                          "(its Python source is not known)")
+    _install(tx, value, source)
+    return wrap(tx, original, _part(source, "_torchdynamo_inline"))
 
 
 def _part(source: Optional[Source], name: str) -> Optional[Source]:

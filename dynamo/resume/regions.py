@@ -36,7 +36,7 @@ from dynamo import _frame_state
 from dynamo.instructions import DecodedCode, decode
 from dynamo.resume import emit
 from dynamo.resume.analysis import Layout
-from dynamo.rewrite import GENERATED_STACK, safe_stack_size
+from dynamo.rewrite import GENERATED_STACK, stack_size
 from dynamo.rewrite import decode as decode_body
 from dynamo.rewrite.replacement import prologue_of
 
@@ -208,18 +208,10 @@ def _build(base: CodeType, start: int, layout: Layout, exits: dict,
 def _assemble(region: Bytecode, base: CodeType, layout: Layout) -> CodeType:
     """The region's code object. It runs the original code at the original depths (at most
     `co_stacksize`), its prologue pushes the layout plus a helper call and its exits pack the
-    stack and call a helper: the stack is sized for that whatever `bytecode` computes
-    (`rewrite.safe_stack_size`: it undersizes handlers of a `try` block entered in its
-    middle, and can even report a negative size)."""
-    needed = max(base.co_stacksize, len(layout))
-    try:
-        code = region.to_code(compute_exception_stack_depths=False)
-    except RuntimeError as error:
-        if "negative size" not in str(error):
-            raise
-        return region.to_code(stacksize=needed + GENERATED_STACK,
-                              compute_exception_stack_depths=False)
-    return safe_stack_size(code, needed)
+    stack and call a helper: never less than that, whatever `rewrite.stack_size` finds."""
+    needed = max(base.co_stacksize, len(layout)) + GENERATED_STACK
+    return region.to_code(stacksize=max(stack_size(region), needed),
+                          compute_exception_stack_depths=False)
 
 
 def first_argument(base: CodeType):

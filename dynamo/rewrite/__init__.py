@@ -11,9 +11,11 @@ from __future__ import annotations
 import weakref
 from types import CodeType
 
-from bytecode import Bytecode, CompilerFlags, Instr
+from bytecode import Bytecode, CompilerFlags, Instr, Label, TryBegin, TryEnd
 
 _VARIADIC = CompilerFlags.VARARGS | CompilerFlags.VARKEYWORDS
+_STARTS_WITH_SENT = (CompilerFlags.GENERATOR | CompilerFlags.COROUTINE
+                     | CompilerFlags.ASYNC_GENERATOR)
 
 # Instruction pairs nothing may be placed between. CPython 3.11 specialises PRECALL into forms
 # that perform the call and skip the CALL they assume follows; 3.12's FOR_ITER (and SEND)
@@ -59,27 +61,79 @@ GENERATED_STACK = 8
 def assemble(body: Bytecode, original: CodeType, stacksize: int | None = None) -> CodeType:
     """Assemble `body` into a replacement for `original` (stack size, exception table).
     `stacksize`: known already (the original's, for its own instructions unchanged), else
-    computed, and never less than the original's plus `GENERATED_STACK` (see
-    `safe_stack_size`)."""
-    code = positional_signature(body, original).to_code(
-        stacksize=stacksize, compute_exception_stack_depths=False)
+    computed by `stack_size`, and never less than the original's plus `GENERATED_STACK`."""
+    body = positional_signature(body, original)
     if stacksize is None:
-        code = safe_stack_size(code, original.co_stacksize)
+        stacksize = max(stack_size(body), original.co_stacksize + GENERATED_STACK)
+    code = body.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
     return code.replace(co_name=original.co_name, co_qualname=original.co_qualname,
                         co_filename=original.co_filename,
                         co_firstlineno=original.co_firstlineno)
 
 
-def safe_stack_size(code: CodeType, needed: int) -> CodeType:
-    """`code` with a stack of at least `needed + GENERATED_STACK` slots. The `bytecode`
-    package walks the code from its first instruction and sizes each exception handler from
-    the smallest depth seen so far: code that jumps into the middle of a `try` block (a
-    skeleton's jump to a stop, a region's prologue) gets a handler sized from depth 0, and a
-    stack too small for it (an `except` body calling a function overran it: the callee got
-    the wrong objects as arguments, or CPython crashed). The original code's own size plus
-    what generated code adds is always enough."""
-    floor = needed + GENERATED_STACK
-    return code if code.co_stacksize >= floor else code.replace(co_stacksize=floor)
+def stack_size(body: Bytecode) -> int:
+    """The deepest value stack `body` reaches, walked from its first instruction; an
+    instruction reached inside a `try` block makes its handler reachable, at the depth its
+    `TryBegin` gives (the original's, which `decode` keeps; generated code sets its own), as
+    CPython's compiler does.
+
+    The `bytecode` package cannot be asked: it sizes a handler from the smallest depth seen
+    on the path that reached the `try` block, and generated code enters `try` blocks in
+    their middle (a skeleton's jump to a stop, a region's prologue) from paths that were at
+    depth 0 -- a handler undersized (an `except` body overran the stack: a callee got
+    internal objects as arguments, or CPython crashed), or, where the stop is a `raise`,
+    sized below zero ("Failed to compute stacksize, got negative size": fuzzer P9).
+    Raises RuntimeError for code that pops an empty stack or reaches one instruction at two
+    depths: generated code that is wrong, never to be run."""
+    items, handler_of = _with_handlers(body)
+    where = {item: index for index, item in enumerate(items) if isinstance(item, Label)}
+    # generators and coroutines start with one object on the stack (what `send` passes)
+    start = int(bool(body.flags & _STARTS_WITH_SENT))
+    work, depth_at, deepest = [(0, start)], {}, 0  # depth_at: on arrival at each item
+    while work:
+        index, depth = work.pop()
+        while index < len(items):
+            if index in depth_at:
+                if depth_at[index] != depth:
+                    raise RuntimeError(f"generated code reaches {items[index]} at stack "
+                                       f"depths {depth_at[index]} and {depth}")
+                break
+            depth_at[index] = depth
+            item, handler = items[index], handler_of[index]
+            index += 1
+            if handler is not None:
+                work.append((where[handler.target],
+                             handler.stack_depth + handler.push_lasti + 1))
+            if not isinstance(item, Instr):
+                continue
+            if item.has_jump():
+                work.append((where[item.arg], _after(item, depth, True)))
+            if item.is_final() or item.is_uncond_jump():
+                break
+            depth = _after(item, depth, False)
+        deepest = max(deepest, depth)  # past the last item
+    return max(deepest, *depth_at.values(), 0)
+
+
+def _with_handlers(body: Bytecode) -> tuple[list, list]:
+    """The instructions and labels of `body`, and the `TryBegin` whose handler covers each."""
+    items, handlers, active = [], [], None
+    for item in body:
+        if isinstance(item, TryBegin):
+            active = item
+        elif isinstance(item, TryEnd):
+            active = None
+        elif isinstance(item, (Instr, Label)):
+            items.append(item)
+            handlers.append(active if isinstance(item, Instr) else None)
+    return items, handlers
+
+
+def _after(instruction: Instr, depth: int, jump: bool) -> int:
+    depth += instruction.stack_effect(jump=jump)
+    if depth < 0:
+        raise RuntimeError(f"generated code pops an empty stack at {instruction}")
+    return depth
 
 
 def nop_rewrite(code: CodeType) -> CodeType:

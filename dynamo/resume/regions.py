@@ -30,7 +30,7 @@ import weakref
 from types import CodeType
 from typing import Optional
 
-from bytecode import Bytecode, CellVar, CompilerFlags, FreeVar, Instr, Label
+from bytecode import Bytecode, CellVar, CompilerFlags, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from dynamo import _frame_state
 from dynamo.instructions import DecodedCode, decode
@@ -188,7 +188,8 @@ def _build(base: CodeType, start: int, layout: Layout, exits: dict,
     prologue = ([Instr("COPY_FREE_VARS", len(freevars), lineno=lineno)] if freevars else []) + \
         [Instr("RESUME", 0, lineno=lineno)] + \
         _enter(layout, slots, lineno, nested, _line(decoded.instructions[start - 1], lineno)
-               if nested else lineno) + \
+               if nested else lineno,
+               _covering(body, entry_position(decoded, start - 1)) if nested else None) + \
         [emit.Jump(entry, lineno=lineno)]
     region = Bytecode(emit.resolve_jumps(prologue + items))
     region._copy_attr_from(body)
@@ -244,11 +245,25 @@ def _line(item, default: int) -> int:
     return getattr(item, "lineno", None) or default
 
 
+def _covering(body: Bytecode, position: int) -> Optional[TryBegin]:
+    """The `try` block of `body` that covers the item at `position`, or None."""
+    active = None
+    for item in body[:position + 1]:
+        if isinstance(item, TryBegin):
+            active = item
+        elif isinstance(item, TryEnd):
+            active = None
+    return active
+
+
 def _enter(layout: Layout, slots: Placeholder, lineno: int, nested: tuple,
-           call_line: int) -> list:
+           call_line: int, handler: Optional[TryBegin] = None) -> list:
     """The prologue's state restore; with `nested`, then the inlined calls' finish, at
     `call_line` (the line of the call they finish: a traceback or `f_lineno` through them
-    shows the compiled frame there, as in eager)."""
+    shows the compiled frame there, as in eager), inside `handler`: the `try` block that
+    covers the call in the original, so that an exception out of the callee runs this
+    frame's `except` bodies and `with` cleanups (the stack below the call is the original's
+    by then)."""
     code = [*emit.call_helper(_frame_state.enter, [[Instr("LOAD_FAST", STATE, lineno=lineno)],
                                                    [Instr("LOAD_CONST", slots, lineno=lineno)]],
                               lineno),
@@ -266,8 +281,11 @@ def _enter(layout: Layout, slots: Placeholder, lineno: int, nested: tuple,
          Instr("BINARY_SUBSCR", lineno=lineno)] for item in (below, below + 1)
     ] + [[Instr("LOAD_CONST", nested, lineno=lineno)]], call_line)
     calling = 2 if emit.PY311 else 1  # PRECALL + CALL, or CALL
-    return code + call[:-calling] + [Instr("DELETE_FAST", STATE, lineno=lineno)] + \
-        call[-calling:]
+    covered = [Instr("DELETE_FAST", STATE, lineno=lineno), *call[-calling:]]
+    if handler is not None:
+        begin = TryBegin(handler.target, handler.push_lasti, handler.stack_depth)
+        covered = [begin, *covered, TryEnd(begin)]
+    return code + call[:-calling] + covered
 
 
 def _exit(tag: int, layout: Layout, slots: Placeholder, lineno: int) -> list:

@@ -129,7 +129,7 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
         if bound is not None:
             guard_class_attribute(tx, cls, name, attribute)
             return bound
-        return tx.wrap(attribute, attribute_source)
+        return tx.wrap(attribute, attribute_source or class_attribute_source(cls, name))
     hook = python_override(cls, "__getattr__")
     if hook is not None:
         return tx.wrap(hook, None).call(tx, [owner, ConstantVariable(name)], {})
@@ -138,6 +138,15 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
 
 
 _HEAPTYPE = 1 << 9
+
+
+def class_attribute_source(cls: type, name: str) -> Optional[Source]:
+    """The source of `cls.name` read without one for the class or the instance (a class
+    default read through an object the trace made, `type(obj).name`): the class bound into
+    the check, so the value read is guarded like any other; None for a library's class."""
+    from dynamo.variables.guarding import own_source
+    root = own_source(cls)
+    return None if root is None else AttrSource(root, name)
 
 
 def guard_class_attribute(tx, cls: type, name: str, attribute: Any) -> None:

@@ -53,10 +53,13 @@ def is_trusted(value: Any) -> bool:
 
 
 def _module_is_library(value: Any) -> bool:
+    """Whether `value.__module__` is an imported library module. A module not imported (a
+    class or function made by `exec` in a namespace of its own) is the user's: trusting it
+    left class attributes read without a source unguarded (fuzzer P11)."""
     import sys
     from dynamo import skips
     module = sys.modules.get(getattr(value, "__module__", None) or "")
-    return module is None or skips.is_library_module(module)
+    return module is not None and skips.is_library_module(module)
 
 
 def own_source(value: Any) -> Optional[Source]:

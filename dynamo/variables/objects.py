@@ -14,9 +14,9 @@ from typing import Any, Optional
 
 from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.trace.side_effects import Box
-from dynamo.variables.attributes import (MISSING, bind_class_attribute, class_lookup,
-                                         generic_getattr, generic_hasattr, preexisting_box,
-                                         python_override)
+from dynamo.variables.attributes import (MISSING, bind_class_attribute, class_attribute_source,
+                                         class_lookup, generic_getattr, generic_hasattr,
+                                         preexisting_box, python_override)
 from dynamo.variables.base import NULL, NotConstant, Variable, variable
 from guards.sources import AttrSource, Source
 
@@ -144,7 +144,8 @@ class ClassVariable(Variable):
 
     def getattr(self, tx, name: str) -> Variable:
         attribute = class_lookup(self.value, name)
-        source = None if self.source is None else AttrSource(self.source, name)
+        source = class_attribute_source(self.value, name) if self.source is None \
+            else AttrSource(self.source, name)
         if attribute is MISSING:
             if hasattr(self.value, name):  # metaclass attributes: __name__, __mro__...
                 return tx.wrap_result(getattr(self.value, name))
@@ -188,7 +189,8 @@ class SuperVariable(Variable):
                     from dynamo.variables.functions import BoundMethodVariable
                     return BoundMethodVariable(tx.wrap(attribute.__func__, None), self.obj)
                 bound = bind_class_attribute(tx, attribute, self.obj, obj_type, name)
-                return bound if bound is not None else tx.wrap(attribute, None)
+                return bound if bound is not None else \
+                    tx.wrap(attribute, class_attribute_source(klass, name))
         raise Unsupported(UNSUPPORTED_OBJECT, f"super() has no attribute {name!r}")
 
 

@@ -6,6 +6,8 @@ graph node; constants fold; containers, user objects and modules follow Python's
 """
 from __future__ import annotations
 
+import contextlib
+
 import operator
 from typing import Any
 
@@ -260,10 +262,11 @@ def store_subscript(tx, container: Variable, index: Variable, value: Variable,
     elif isinstance(container, ListVariable):
         container.box.touch()
         key = index.as_constant()
-        if isinstance(key, slice):
-            container.items[key] = tx.iterate(value)
-        else:
-            container.items[key] = value
+        with _raised_in_trace():
+            if isinstance(key, slice):
+                container.items[key] = tx.iterate(value)
+            else:
+                container.items[key] = value
     elif isinstance(container, DictVariable):
         container.box.touch()
         container.items[constant_key(index)] = value
@@ -282,12 +285,28 @@ def delete_subscript(tx, container: Variable, index: Variable, builtin: bool = F
         return
     if isinstance(container, ListVariable):
         container.box.touch()
-        del container.items[index.as_constant()]
+        with _raised_in_trace():
+            del container.items[index.as_constant()]
     elif isinstance(container, DictVariable):
         container.box.touch()
-        del container.items[constant_key(index)]
+        key = constant_key(index)
+        with _raised_in_trace():
+            del container.items[key]
     else:
         raise Unsupported(UNSUPPORTED_OBJECT, f"item deletion on {container.describe()}")
+
+
+@contextlib.contextmanager
+def _raised_in_trace():
+    """An item store or deletion on a box that fails as the real one would (`del [][0]`,
+    `[][0] = v`, a missing key, an extended slice of another length): the error is raised in
+    the traced code, where a `try` may catch it and an uncaught one makes the frame run
+    eagerly (it escaped the tracer as an internal error that looked like the user's, and the
+    mutations before it were lost: fuzzer P12)."""
+    try:
+        yield
+    except (IndexError, KeyError, ValueError) as error:
+        raise python_error(type(error), *error.args[:1]) from None
 
 
 _SET_OPERATORS = {operator.and_: "__and__", operator.or_: "__or__", operator.sub: "__sub__",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import sys
 from typing import Callable, Iterable, Iterator
 
 from guards.codegen import REJECT_CODE, CheckWriter
@@ -164,12 +165,17 @@ class GuardSet:
                 log.exception("guard set invalidation callback failed")
 
     def _guard_died(self, guard: Guard) -> None:
+        if _finalizing():  # objects die while the interpreter tears modules (logging) down
+            return
         log.debug("guard died: %s", guard.describe())
         self.invalidate()
 
     def __repr__(self) -> str:
         state = "" if self.alive else ", dead"
         return f"<GuardSet of {len(self)} guards{state}>"
+
+
+_finalizing = sys.is_finalizing  # bound now: `sys` itself may be gone at the very end
 
 
 def _through_canonical(guards: list[Guard]) -> list[Guard]:

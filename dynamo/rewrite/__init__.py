@@ -83,8 +83,10 @@ def stack_size(body: Bytecode) -> int:
     depth 0 -- a handler undersized (an `except` body overran the stack: a callee got
     internal objects as arguments, or CPython crashed), or, where the stop is a `raise`,
     sized below zero ("Failed to compute stacksize, got negative size": fuzzer P9).
-    Raises RuntimeError for code that pops an empty stack or reaches one instruction at two
-    depths: generated code that is wrong, never to be run."""
+    An instruction reached at two depths is sized for the deeper (as the `bytecode` package
+    does; program fuzzer seed 61's generated code reached one label at depths 1 and 2, and
+    ran as eager does once sized for 2). Raises RuntimeError for code that pops an empty stack: generated code
+    that is wrong, never to be run."""
     items, handler_of = _with_handlers(body)
     where = {item: index for index, item in enumerate(items) if isinstance(item, Label)}
     # generators and coroutines start with one object on the stack (what `send` passes)
@@ -93,11 +95,11 @@ def stack_size(body: Bytecode) -> int:
     while work:
         index, depth = work.pop()
         while index < len(items):
-            if index in depth_at:
-                if depth_at[index] != depth:
-                    raise RuntimeError(f"generated code reaches {items[index]} at stack "
-                                       f"depths {depth_at[index]} and {depth}")
+            if index in depth_at and depth_at[index] >= depth:
                 break
+            if depth > _DEEPEST:
+                raise RuntimeError(f"generated code's stack grows without end at "
+                                   f"{items[index]}")
             depth_at[index] = depth
             item, handler = items[index], handler_of[index]
             index += 1
@@ -113,6 +115,9 @@ def stack_size(body: Bytecode) -> int:
             depth = _after(item, depth, False)
         deepest = max(deepest, depth)  # past the last item
     return max(deepest, *depth_at.values(), 0)
+
+
+_DEEPEST = 1 << 16  # beyond this, a loop in generated code grows the stack on every turn
 
 
 def _with_handlers(body: Bytecode) -> tuple[list, list]:

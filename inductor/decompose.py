@@ -298,6 +298,10 @@ _READS_A_NUMBER = ("the graph reads a tensor's value as a Python number (`.item(
                    "tracing would be fixed")
 
 
+def _detached(value):
+    return value.detach() if isinstance(value, torch.Tensor) and value.requires_grad else value
+
+
 def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     """Decompose and functionalize `gm` (see the module docstring)."""
     grad_mode_after = check_state_calls(gm)
@@ -332,9 +336,13 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
         if writes_into_shared_inputs(lifted, list(constants) + list(example_inputs)):
             raise SharedInputWrites("the graph writes into inputs that share memory with other "
                                     "inputs (views of one tensor passed separately)")
+        # Detached: functionalize copies each write back into its input outside the graph's
+        # grad-mode regions, and a leaf requiring grad written under `no_grad` (an inference
+        # graph's only kind of write into it) raised "a leaf Variable that requires grad is
+        # being used in an in-place operation" (program fuzzer P16, seed 7784)
         with fake_mode:
             functional = make_fx(torch.func.functionalize(lifted, remove="mutations_and_views"),
-                                 tracing_mode="real")(*all_fakes)
+                                 tracing_mode="real")(*[_detached(fake) for fake in all_fakes])
         # Functionalization may record new tensor constants (e.g. from `lift_fresh_copy`).
         extra, functional = lift_constants(functional)
         if extra:

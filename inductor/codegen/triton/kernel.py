@@ -284,15 +284,20 @@ class TritonKernel:
         """Record the axes of value `name`, defined as `text` (see `text_axes`)."""
         self.value_axes[name] = self.text_axes(text)
 
-    def lanes(self, text: str) -> str:
-        """`text` broadcast to every lane of the current scope (see `text_axes`)."""
+    def lanes(self, text: str, axes=None) -> str:
+        """`text` broadcast to the lanes of `axes` (default: every lane of the current scope;
+        see `text_axes`), a block of size 1 along the function's other dimensions. A pointer
+        at a constant index under a mask over the rows only is a `[XBLOCK, 1]` block: spread
+        over `[XBLOCK, RBLOCK]`, the value it loads made a row's result a whole block."""
+        axes = set(self.scope_axes if axes is None else axes)
         if self.tiling.kind == "pointwise":
-            shape = "[XBLOCK]"
+            dimensions = (("x", "XBLOCK"),)
         elif self.tiling.kind == "tiled":
-            shape = "[YBLOCK, XBLOCK]"
+            dimensions = (("y", "YBLOCK"), ("x", "XBLOCK"))
         else:
-            shape = "[XBLOCK, RBLOCK]" if "r" in self.scope_axes else "[XBLOCK, 1]"
-        return f"tl.broadcast_to({text}, {shape})"
+            dimensions = (("x", "XBLOCK"), ("r", "RBLOCK"))
+        shape = ", ".join(block if axis in axes else "1" for axis, block in dimensions)
+        return f"tl.broadcast_to({text}, [{shape}])"
 
     def masks(self, *axes: str) -> Optional[str]:
         """The conjunction of the masks of `axes` that are not full, or None."""
@@ -487,9 +492,12 @@ class TritonKernel:
         self._x_axis("[:, None]")
         self.add_line(f"rnumel = {_product(self.plan.inner_sizes)}")
         self._r_axis()
-        self.scope_axes = ("x", "r")
         handler = self._handler()
         for stage in self.plan.stages:
+            # An outer stage computes one value per row, as in a looped reduction: an index
+            # read from memory there varies over the rows only (with the scope's row lanes,
+            # a one-element gather after a full reduction loaded through a [1, RBLOCK] block)
+            self.scope_axes = ("x",) if stage.kind == "outer" else ("x", "r")
             for member in stage.members:
                 if stage.kind != "reduction":
                     self._compute_and_store(member, handler)

@@ -95,11 +95,7 @@ class TritonOpsHandler(OpsHandler):
         mask = self._mask(index)
         offset = self.scope.index_text(index)
         self.scope.assert_in_bounds(name, offset, mask, "load")
-        arguments = f"{self.scope.pointer(name)} + ({offset})"
-        if mask and not self.scope.text_axes(mask) <= self.scope.text_axes(offset):
-            # a mask varying over lanes the address does not (a constant index under a
-            # predicate): Triton needs the pointer to be a block of the mask's shape
-            arguments = self.scope.lanes(arguments)
+        arguments = self.address(name, offset, mask)
         if mask:
             arguments += f", {mask}, other=0"
         text = f"tl.load({arguments})"
@@ -143,7 +139,19 @@ class TritonOpsHandler(OpsHandler):
         mask = self.scope.masks(*axes)
         masking = f", {mask}" if mask else ""
         self.scope.assert_in_bounds(name, offset, mask, "store")
-        return f"tl.store({self.scope.pointer(name)} + ({offset}), {text}{masking})"
+        return f"tl.store({self.address(name, offset, mask, text)}, {text}{masking})"
+
+    def address(self, name: str, offset: str, mask: Optional[str], value: str = "") -> str:
+        """The address of buffer `name` at `offset`, for an access under `mask` (of `value`).
+        Where the mask or the stored value varies over lanes the address does not (a
+        constant or once-read index under a block mask, a scatter's one target), Triton needs
+        the pointer to be a block of their shape, not a scalar or a narrower block."""
+        pointer = f"{self.scope.pointer(name)} + ({offset})"
+        needed = self.scope.text_axes(f"{mask or ''} {value}")
+        spanned = self.scope.text_axes(offset)
+        if needed <= spanned:
+            return pointer
+        return self.scope.lanes(pointer, needed | spanned)
 
     def indirect_indexing(self, value, size, check=True):
         name = f"{self.prefix}_index{self.indirect_count}"

@@ -64,7 +64,5 @@ class TritonScatterKernel(TritonKernel):
             text = f"{text}.to({triton_type(dtype)})"
         offset = self.index_text(target)
         self.assert_in_bounds(buffer.get_name(), offset, "xmask", "add")
-        pointer = f"{self.pointer(buffer.get_name())} + ({offset})"
-        if "x" not in self.text_axes(offset):   # one element for every lane (a size-1 target)
-            pointer = self.lanes(pointer)
+        pointer = handler.address(buffer.get_name(), offset, "xmask", text)
         self.add_line(f"tl.atomic_add({pointer}, {text}, xmask)")

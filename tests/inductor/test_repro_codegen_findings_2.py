@@ -1,0 +1,90 @@
+"""Repros of code-generator findings, second set (tests/fuzz/graphs/FINDINGS.md classes 10,
+11, 26-29 and the CUDA campaign at 9a472b4), on both CPU code generators (Triton under its
+interpreter).
+
+- Triton: a store at a constant (or once-read) index under a block mask (`scatter` of one
+  element, `index_put` with one index, `index_fill`): the pointer must be a block of the
+  mask's shape (`Mask argument cannot be block type if pointer argument is not a block`; 13
+  of the 32 failing graphs of the H100 campaign). A load at a constant index under a mask
+  over the rows of a persistent reduction was spread over the whole `[XBLOCK, RBLOCK]`
+  block, and the row's result it fed could not be stored through a `[XBLOCK, 1]` pointer.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import inductor
+from tests.fuzz.graphs.program import namespace_for, trace
+from tests.inductor.conftest import check_same
+
+setitem = namespace_for("cpu", traced=True)["setitem"]   # a graph node, as dynamo records it
+
+
+@pytest.fixture(params=["cpp", "triton"])
+def cpu_backend(request, monkeypatch):
+    monkeypatch.setattr(inductor.config, "cpu_backend", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.int64,
+                                   torch.bool], ids=str)
+def test_scatter_of_one_element(cpu_backend, dtype):
+    """Seed 50111 and the H100 seeds 637, 1240, 1992: one source element, one index."""
+    def function(a1, a2, a3):
+        return (torch.scatter(a1, 0, a2, a3),)
+    a1 = torch.tensor([[1.5], [-2.0]]).to(dtype)
+    check_same(function, a1, torch.tensor([[1]]), torch.tensor([[7.0]]).to(dtype))
+
+
+def test_index_put_and_index_fill_of_one_index(cpu_backend):
+    """H100 seeds 381, 445, 569, 1318 (`index_put_` with one index, value broadcast) and
+    1477 (`index_fill_` of one index with a bool)."""
+    def put(x, i, v):
+        x.index_put_((i,), v, accumulate=False)
+        return (x + 0,)
+    check_same(put, torch.rand(4, 3), torch.tensor([2]), torch.tensor(5.0))
+    check_same(put, torch.rand(12), torch.tensor([-3]), torch.tensor([5.0]))
+
+    def fill(x, i):
+        x.index_fill_(0, i, True)
+        return (x * 1,)
+    check_same(fill, torch.zeros(7, dtype=torch.int32), torch.tensor([4]))
+
+
+def test_write_of_one_element_at_a_constant_index(cpu_backend):
+    """An index computed from a loaded scalar, into an intermediate: `y[i] = v`."""
+    def function(x, i, v):
+        y = x * 2
+        y.index_put_((i,), v)
+        return (y,)
+    check_same(function, torch.rand(5), torch.tensor([3]), torch.tensor([-1.0]))
+
+
+def test_constant_index_load_under_a_row_mask_in_a_reduction(cpu_backend):
+    """H100 seed 126: batch norm's running mean written back next to `x[1:1] = -1` (a load
+    at index 0 under a row mask, in the kernel of the mean's reduction)."""
+    def function(x, mean, var):
+        out = F.batch_norm(x, mean, var, training=True, momentum=0.1)
+        setitem(mean, (slice(1, 1, None),), -1)
+        return (out,)
+    inputs = [torch.rand(4, 2, dtype=torch.float64), torch.rand(2, dtype=torch.float64),
+              torch.rand(2, dtype=torch.float64)]
+    check_traced(function, *inputs)
+
+
+def test_one_element_gather_after_a_full_reduction(cpu_backend):
+    """Seed 50757: the gather fused into the reduction's kernel."""
+    def function(a0, a1):
+        v3 = torch.eq(a0, a0.any([1, -2], keepdim=False))
+        return (v3[a1, (a1.abs() % 6)].reshape((1, 1)),)
+    check_same(function, torch.randint(-3, 3, (5, 6), dtype=torch.int16), torch.tensor([4]))
+
+
+def check_traced(function, *inputs):
+    """`check_same` for a function using `setitem`, traced as the graph fuzzer does."""
+    eager_inputs = [value.clone() for value in inputs]
+    compiled_inputs = [value.clone() for value in inputs]
+    compiled = inductor.compile_fx(trace(function), [value.clone() for value in inputs])
+    torch.testing.assert_close(compiled(*compiled_inputs), function(*eager_inputs),
+                               equal_nan=True)
+    torch.testing.assert_close(compiled_inputs, eager_inputs, equal_nan=True)

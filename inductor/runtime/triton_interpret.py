@@ -144,12 +144,40 @@ def enable_device_asserts() -> None:
         builder.options = dataclasses.replace(options, debug=True, sanitize_overflow=False)
 
 
+def type_comparisons_as_bool() -> None:
+    """Make the interpreter's comparisons give values typed `int1`. Its builder types a
+    comparison's result like its operands (`x != 0` of a float32 scalar holds NumPy bools
+    typed float32), and broadcasting such a scalar to a block (`splat`) converts its lanes to
+    that type: `&` or `|` of a bool block and a compared scalar then met float32 lanes
+    (`ufunc 'bitwise_and' not supported`, graph fuzzer class 11). Process-wide, like the
+    interpreter's other state; idempotent."""
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    handle = getattr(interpreter, "TensorHandle", None)
+    if builder is None or handle is None:
+        raise InterpreterChanged("Triton's interpreter has no InterpreterBuilder/TensorHandle")
+    if getattr(builder, "comparisons_typed_bool", False):
+        return
+    names = [name for name in vars(builder) if name.startswith(("create_icmp", "create_fcmp"))]
+    if not names:
+        raise InterpreterChanged("Triton's interpreter builder has no create_icmp*/create_fcmp*")
+    for name in names:
+        def compare(self, lhs, rhs, original=getattr(builder, name)):
+            result = original(self, lhs, rhs)
+            return handle(numpy.asarray(result.data, dtype=numpy.bool_), tl.int1)
+        setattr(builder, name, compare)
+    builder.comparisons_typed_bool = True
+
+
 @contextlib.contextmanager
 def interpreting():
     """Decorate the functions defined inside the block for Triton's interpreter."""
     import triton  # noqa: F401  (Triton's own library must load compiled-mode first)
     import triton.language  # noqa: F401
 
+    type_comparisons_as_bool()
     saved = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     try:

@@ -8,6 +8,9 @@ interpreter).
   of the 32 failing graphs of the H100 campaign). A load at a constant index under a mask
   over the rows of a persistent reduction was spread over the whole `[XBLOCK, RBLOCK]`
   block, and the row's result it fed could not be stored through a `[XBLOCK, 1]` pointer.
+- Triton's interpreter typed a comparison like its operands: a compared scalar broadcast to
+  a block became float32 lanes (`&`, `|` with a bool block: `ufunc 'bitwise_and' not
+  supported`).
 """
 import pytest
 import torch
@@ -78,6 +81,18 @@ def test_one_element_gather_after_a_full_reduction(cpu_backend):
         v3 = torch.eq(a0, a0.any([1, -2], keepdim=False))
         return (v3[a1, (a1.abs() % 6)].reshape((1, 1)),)
     check_same(function, torch.randint(-3, 3, (5, 6), dtype=torch.int16), torch.tensor([4]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool],
+                         ids=str)
+def test_logical_and_or_of_a_block_and_a_scalar(cpu_backend, dtype):
+    """Seed 50410: `logical_and(a3, a2)` with a3 of one element."""
+    def function(a2, a3):
+        return (torch.logical_and(a3, a2), torch.logical_or(a2, a3), (a2 > 0) & (a3 > 0),
+                (a3 < 0) | (a2 < 0), torch.where(a3 > 0, a2, a2 * 2) * (a3 != 0))
+    a2 = torch.tensor([[-1.5], [0.0], [2.0], [0.5]]).reshape(1, 4, 1).to(dtype)
+    for scalar in (1.0, 0.0, -2.0):
+        check_same(function, a2, torch.tensor([scalar]).to(dtype))
 
 
 def check_traced(function, *inputs):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from typing import Optional
+
 import torch
 import torch.fx
 
@@ -113,30 +115,75 @@ def writes_into_overlapping_memory(gm: torch.fx.GraphModule) -> bool:
             value = node.meta.get("val")
             if isinstance(value, torch.Tensor) and _may_overlap(value):
                 return True
-            node = _aliased_argument(node)[0]
+            node = aliased_argument(node)[0]
     return False
 
 
 
-def observable_outputs(decomposed: torch.fx.GraphModule):
+def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] = None):
     """Per flat output: how it aliases placeholders or other outputs (found by data flow:
-    through view ops and in-place ops back to the node that owns the memory), and its eager
+    through view ops and in-place ops back to the node that owns the memory), and its
     strides. Outputs that view one intermediate the graph does not return get that
     intermediate as a hidden extra output to rebuild them from; returns (aliases, strides,
-    hidden count), with `decomposed`'s output node extended by the hidden bases."""
+    hidden count), with `decomposed`'s output node extended by the hidden bases.
+
+    `eager`: the torch-level graph's outputs on fake inputs (or None): strides are theirs,
+    and views of one intermediate take their geometry from them where eager's base is the
+    same tensor (`_eager_geometry`), else the decomposed graph's for the base and all its
+    views alike (a view rebuilt over a base laid out otherwise read the wrong elements)."""
     placeholders = [node for node in decomposed.graph.nodes if node.op == "placeholder"]
     output_node = next(node for node in decomposed.graph.nodes if node.op == "output")
     arguments = list(output_node.args[0])
     values = [arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
               for arg in arguments]
+    eager = eager if eager is not None and len(eager) == len(values) else None
+    strides = [_strides(value, eager[position] if eager else None)
+               for position, value in enumerate(values)]
+    aliases, by_root, same = _classify(arguments, values, placeholders)
+    hidden = []
+    final = _final_objects(decomposed) if by_root else {}
+    for root, positions in by_root.items():
+        if len(positions) < 2:
+            continue   # the intermediate, or one view of it: the code generator returns it
+        base_position = next((position for position in positions if same[position]), None)
+        base = final[root].meta["val"]    # the object after in-place ops (`squeeze_`) on it
+        geometry = _eager_geometry(eager, positions, base, base_position)
+        if geometry is None:            # the decomposed graph's layout, base and views alike
+            geometry = (tuple(base.stride()), {
+                position: (tuple(values[position].shape), tuple(values[position].stride()),
+                           int(values[position].storage_offset()) - int(base.storage_offset()))
+                for position in positions})
+        base_stride, views = geometry
+        if base_position is None:
+            base_position = len(arguments) + len(hidden)
+            hidden.append(root)
+            strides.append(base_stride)
+        for position in positions:
+            strides[position] = views[position][1]
+            if position != base_position:
+                aliases[position] = OutputAlias("output", base_position, *views[position],
+                                                same[position])
+    if hidden:
+        output_node.args = (arguments + hidden,)
+        decomposed.recompile()
+    return aliases, strides, len(hidden)
+
+
+def _classify(arguments: list, values: list, placeholders: list):
+    """(aliases of inputs and of outputs returned twice, intermediate -> positions of the
+    outputs that are it or view it, position -> whether it is its owner's very object)."""
     aliases: list = [None] * len(values)
-    strides = [tuple(value.stride()) if isinstance(value, torch.Tensor) else None
-               for value in values]
     by_root: dict = {}
-    same: dict = {}    # position -> whether it is its root's very object
+    same: dict = {}
+    first: dict = {}   # output node -> the first position returning it
     for position, (argument, value) in enumerate(zip(arguments, values)):
-        if not isinstance(value, torch.Tensor) or not isinstance(argument, torch.fx.Node) \
-                or value.is_neg() or value.is_conj():
+        if not isinstance(value, torch.Tensor) or not isinstance(argument, torch.fx.Node):
+            continue
+        if argument in first:   # one tensor returned twice: eager returns one object
+            aliases[position] = _alias(value, "output", first[argument], value, True)
+            continue
+        first[argument] = position
+        if value.is_neg() or value.is_conj():
             continue  # a lazily negated/conjugated view: as_strided would drop the bit
         root, same_object = memory_root(argument)
         same[position] = same_object
@@ -155,27 +202,49 @@ def observable_outputs(decomposed: torch.fx.GraphModule):
                                        same_object)
         else:
             by_root.setdefault(root, []).append(position)
-    hidden = []
-    for root, positions in by_root.items():
-        if len(positions) < 2 and arguments[positions[0]] is not root:
-            continue   # one view of an intermediate: the code generator returns it as is
-        base_position = next((position for position in positions
-                              if arguments[position] is root), None)
-        if base_position is None:
-            if len(positions) < 2:
-                continue
-            base_position = len(arguments) + len(hidden)
-            hidden.append(root)
-            strides.append(tuple(root.meta["val"].stride()))
-        base = root.meta["val"]
-        for position in positions:
-            if position != base_position:
-                aliases[position] = _alias(values[position], "output", base_position, base,
-                                           same[position])
-    if hidden:
-        output_node.args = (arguments + hidden,)
-        decomposed.recompile()
-    return aliases, strides, len(hidden)
+    return aliases, by_root, same
+
+
+def _strides(value, eager) -> Optional[tuple]:
+    """An output's strides: eager's where known, else the decomposed graph's."""
+    if not isinstance(value, torch.Tensor):
+        return None
+    return tuple((eager if isinstance(eager, torch.Tensor) else value).stride())
+
+
+def _final_objects(gm: torch.fx.GraphModule) -> dict:
+    """Memory owner -> the last node that is that very tensor object (its final shape and
+    strides: in-place view ops such as `squeeze_` change them; matmul of a 1-D tensor)."""
+    final = {}
+    for node in gm.graph.nodes:
+        root, same_object = memory_root(node)
+        if same_object:
+            final[root] = node
+    return final
+
+
+def _eager_geometry(eager: Optional[list], positions: list, base, base_position):
+    """(base strides, per position (size, stride, offset from the base)) as eager lays out
+    outputs that view one intermediate, when eager's outputs at `positions` view one tensor
+    of `base`'s shape and dtype (the one returned at `base_position`, if any); else None."""
+    if eager is None or not all(isinstance(eager[position], torch.Tensor)
+                                for position in positions):
+        return None
+    owners = {id(_eager_base(eager[position])) for position in positions}
+    owner = _eager_base(eager[positions[0]])
+    if len(owners) != 1 or tuple(owner.shape) != tuple(base.shape) \
+            or owner.dtype != base.dtype \
+            or (base_position is not None and eager[base_position] is not owner):
+        return None
+    start = int(owner.storage_offset())
+    return tuple(owner.stride()), {
+        position: (tuple(eager[position].shape), tuple(eager[position].stride()),
+                   int(eager[position].storage_offset()) - start)
+        for position in positions}
+
+
+def _eager_base(value: torch.Tensor) -> torch.Tensor:
+    return value._base if value._base is not None else value
 
 
 def _alias(value, kind: str, index: int, base, same_object: bool) -> OutputAlias:
@@ -183,14 +252,14 @@ def _alias(value, kind: str, index: int, base, same_object: bool) -> OutputAlias
                        int(value.storage_offset()) - int(base.storage_offset()), same_object)
 
 
-def _aliased_argument(node: torch.fx.Node):
+def aliased_argument(node: torch.fx.Node):
     """(the argument node whose memory `node`'s result is, whether the op writes into it),
     or (None, False) for ops returning fresh memory."""
     if node.op != "call_function":
         return None, False
     if node.target is operator.getitem:
         parent = node.args[0]
-        source, writes = _aliased_argument(parent) if isinstance(parent, torch.fx.Node) \
+        source, writes = aliased_argument(parent) if isinstance(parent, torch.fx.Node) \
             else (None, False)
         return source, False
     schema = getattr(node.target, "_schema", None)
@@ -216,7 +285,7 @@ def memory_root(node: torch.fx.Node):
     value is that very tensor object)."""
     same_object = True
     while True:
-        source, writes = _aliased_argument(node)
+        source, writes = aliased_argument(node)
         if source is None:
             return node, same_object
         same_object = same_object and writes

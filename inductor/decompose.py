@@ -31,6 +31,7 @@ from inductor import batch_norm
 from inductor.aliasing import (OutputAlias, SharedInputWrites, UnsupportedGraph, memory_root,
                                observable_outputs, write_targets,
                                writes_into_overlapping_memory, writes_into_shared_inputs)
+from inductor.view_rewrites import rewrite_views
 
 aten = torch.ops.aten
 
@@ -325,8 +326,7 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     if any(node.target is aten._local_scalar_dense.default for node in decomposed.graph.nodes):
         raise UnsupportedGraph(_READS_A_NUMBER)
     constants, lifted = lift_constants(decomposed)
-    aliases, strides, hidden = observable_outputs(lifted)
-    strides = _eager_strides(gm, example_inputs, strides)
+    aliases, strides, hidden = observable_outputs(lifted, _eager_outputs(gm, example_inputs))
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes
     if _mutates(lifted):
@@ -336,6 +336,7 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
         if writes_into_shared_inputs(lifted, list(constants) + list(example_inputs)):
             raise SharedInputWrites("the graph writes into inputs that share memory with other "
                                     "inputs (views of one tensor passed separately)")
+        rewrite_views(lifted)   # views whose functional form reads other memory than eager
         # Detached: functionalize copies each write back into its input outside the graph's
         # grad-mode regions, and a leaf requiring grad written under `no_grad` (an inference
         # graph's only kind of write into it) raised "a leaf Variable that requires grad is
@@ -391,25 +392,20 @@ def _scalars_on_graph_device(functional, constants: list, fakes: list, example_i
     return retraced, constants, fakes
 
 
-def _eager_strides(gm: torch.fx.GraphModule, example_inputs, strides: list) -> list:
-    """`strides` (per flat output, from the decomposed graph) with those of the user's
-    outputs replaced by what the torch-level graph gives on fake inputs: eager's own strides
-    (a decomposition may lay a result out otherwise: torch's `repeat` keeps a transposed
-    input's layout where eager's `repeat` returns a contiguous tensor)."""
+def _eager_outputs(gm: torch.fx.GraphModule, example_inputs) -> Optional[list]:
+    """The flat outputs of the torch-level graph on fake inputs: eager's own strides, and
+    which outputs view which tensor (a decomposition may lay a result out otherwise: torch's
+    `repeat` keeps a transposed input's layout where eager's `repeat` returns a contiguous
+    tensor). None where an op has no fake kernel."""
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
     grad_before = torch.is_grad_enabled()
     try:
         with fake_mode:
-            flat = pytree.tree_leaves(gm(*fake_inputs_for(example_inputs, fake_mode)))
+            return pytree.tree_leaves(gm(*fake_inputs_for(example_inputs, fake_mode)))
     except Exception:   # noqa: BLE001  (an op without a fake kernel: keep the traced strides)
-        return strides
+        return None
     finally:
         torch._C._set_grad_enabled(grad_before)
-    eager = list(strides)
-    for position, value in enumerate(flat[:len(strides)]):
-        if isinstance(value, torch.Tensor) and eager[position] is not None:
-            eager[position] = tuple(value.stride())
-    return eager
 
 
 def _mutates(gm: torch.fx.GraphModule) -> bool:

@@ -11,6 +11,9 @@ interpreter).
 - Triton's interpreter typed a comparison like its operands: a compared scalar broadcast to
   a block became float32 lanes (`&`, `|` with a bool block: `ufunc 'bitwise_and' not
   supported`).
+- C++: under a `cat` or `pad` mask the lanes outside the piece read 0 for every value; an
+  integer division there raised ZeroDivisionError, and an index made from such values
+  raised IndexError, though their results are thrown away.
 """
 import pytest
 import torch
@@ -18,7 +21,7 @@ import torch.nn.functional as F
 
 import inductor
 from tests.fuzz.graphs.program import namespace_for, trace
-from tests.inductor.conftest import check_same
+from tests.inductor.conftest import check_same, compile_function
 
 setitem = namespace_for("cpu", traced=True)["setitem"]   # a graph node, as dynamo records it
 
@@ -93,6 +96,39 @@ def test_logical_and_or_of_a_block_and_a_scalar(cpu_backend, dtype):
     a2 = torch.tensor([[-1.5], [0.0], [2.0], [0.5]]).reshape(1, 4, 1).to(dtype)
     for scalar in (1.0, 0.0, -2.0):
         check_same(function, a2, torch.tensor([scalar]).to(dtype))
+
+
+INTEGER_DIVISIONS = {
+    "floordiv": lambda a, b: a // b, "remainder": lambda a, b: a % b,
+    "fmod": torch.fmod, "truncdiv": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8], ids=str)
+@pytest.mark.parametrize("division", list(INTEGER_DIVISIONS))
+def test_integer_division_under_a_cat_or_pad_mask(cpu_backend, division, dtype):
+    """Seed 42791: no divisor is zero, yet the compiled graph raised ZeroDivisionError."""
+    divide = INTEGER_DIVISIONS[division]
+
+    def function(a, b, c):
+        return F.pad(divide(a, b), [1, 1]), torch.cat([divide(a, b[:1]), c], 0)
+    check_same(function, torch.tensor([5, -7, 9], dtype=dtype),
+               torch.tensor([2, 3, -4], dtype=dtype), torch.tensor([1, 2], dtype=dtype))
+
+
+def test_zero_divisor_inside_the_piece_still_raises(cpu_backend):
+    def function(a, b):
+        return (F.pad(a // b, [1, 1]),)
+    compiled = compile_function(function, torch.tensor([5, 7]), torch.tensor([2, 3]))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        function(torch.tensor([5, 7]), torch.tensor([2, 0]))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        compiled(torch.tensor([5, 7]), torch.tensor([2, 0]))
+
+
+def test_gather_under_a_pad_mask(cpu_backend):
+    """Outside the piece the index reads 0 and `i - 2` wraps outside `x`: no IndexError."""
+    check_same(lambda x, i: (F.pad(x[i - 2], [2, 2]),), torch.rand(1), torch.tensor([2, 2, 2]))
 
 
 def check_traced(function, *inputs):

@@ -135,8 +135,11 @@ class CppOpsHandler(OpsHandler):
                               f"static_cast<int64_t>({value.name});")
             return symbol
         # The flag is declared around the innermost loop (lines.py): checks stay vectorisable.
+        # Under a mask (a piece of a cat, the inside of a pad), only the lanes it selects
+        # check: the others read 0 for every value and may make any index.
+        live = f", {self.predicate}" if self.predicate is not None else ""
         self.lines.append(f"const int64_t {symbol.name} = jit_wrap_index({value.name}, "
-                          f"{index_text(size)}, {INDEX_ERROR_FLAG});")
+                          f"{index_text(size)}, {INDEX_ERROR_FLAG}{live});")
         return symbol
 
     def masked(self, mask, body, other):
@@ -201,21 +204,30 @@ class CppOpsHandler(OpsHandler):
             return self.emit(f"{a.name} * {reciprocal}", a.dtype)
         return self.emit(f"{a.name} / {b.name}", a.dtype)
 
+    def _divisor(self, b) -> str:
+        """An integer divisor as the lanes a mask selects see it (1 for the others): the
+        helpers raise eager's ZeroDivisionError for a zero divisor, and under a mask (a piece
+        of a cat, the inside of a pad) the lanes it does not select read 0 for every value,
+        though their quotients are thrown away."""
+        if self.predicate is None or b.dtype.is_floating_point:
+            return b.name
+        return self.emit(f"{self.predicate} ? {b.name} : {literal(1, b.dtype)}", b.dtype).name
+
     def floordiv(self, a, b):
         name = "jit_floordiv_float" if a.dtype.is_floating_point else "jit_floordiv_int"
-        return self.emit(f"{name}({a.name}, {b.name})", a.dtype)
+        return self.emit(f"{name}({a.name}, {self._divisor(b)})", a.dtype)
 
     def truncdiv(self, a, b):
-        return self.emit(f"jit_truncdiv({a.name}, {b.name})", a.dtype)
+        return self.emit(f"jit_truncdiv({a.name}, {self._divisor(b)})", a.dtype)
 
     def remainder(self, a, b):
         name = "jit_remainder_float" if a.dtype.is_floating_point else "jit_remainder_int"
-        return self.emit(f"{name}({a.name}, {b.name})", a.dtype)
+        return self.emit(f"{name}({a.name}, {self._divisor(b)})", a.dtype)
 
     def fmod(self, a, b):
         if a.dtype.is_floating_point:
             return self.emit(f"jit_fmod({a.name}, {b.name})", a.dtype)
-        return self.emit(f"jit_fmod_int({a.name}, {b.name})", a.dtype)
+        return self.emit(f"jit_fmod_int({a.name}, {self._divisor(b)})", a.dtype)
 
     def pow(self, a, b):
         if a.dtype.is_floating_point:

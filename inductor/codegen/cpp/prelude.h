@@ -148,11 +148,12 @@ template <typename T> static inline T jit_sign(T a) {
 }
 // An index out of range sets `error` (a flag local to the loop, reported after it: a call
 // here would keep the loop from vectorising) and reads element 0 instead.
-template <typename T> static inline int64_t jit_wrap_index(T value, int64_t size, int& error) {
+template <typename T> static inline int64_t jit_wrap_index(T value, int64_t size, int& error,
+                                                    bool live = true) {
   int64_t index = static_cast<int64_t>(value);
   index = index < 0 ? index + size : index;
   const bool outside = index < 0 || index >= size;
-  error |= outside;
+  error |= outside & live;   // a lane a mask does not select reads nothing
   return outside ? 0 : index;
 }
 

@@ -14,6 +14,8 @@ interpreter).
 - C++: under a `cat` or `pad` mask the lanes outside the piece read 0 for every value; an
   integer division there raised ZeroDivisionError, and an index made from such values
   raised IndexError, though their results are thrown away.
+- C++: `signbit` of a strided bfloat16 input crashed GCC 12 (`unrecognizable insn`, vectorising
+  `__builtin_signbit`), and of an integer tensor did not compile.
 """
 import pytest
 import torch
@@ -129,6 +131,17 @@ def test_zero_divisor_inside_the_piece_still_raises(cpu_backend):
 def test_gather_under_a_pad_mask(cpu_backend):
     """Outside the piece the index reads 0 and `i - 2` wraps outside `x`: no IndexError."""
     check_same(lambda x, i: (F.pad(x[i - 2], [2, 2]),), torch.rand(1), torch.tensor([2, 2, 2]))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64,
+                                   torch.int32, torch.int8, torch.uint8, torch.bool], ids=str)
+def test_signbit(cpu_backend, dtype):
+    """Seed 44213: a (7, 8) bfloat16 input read with row stride 16. Values without NaN (a
+    NaN's sign is no value: eager's own bfloat16 NaNs have either sign, by vector width)."""
+    values = torch.tensor([1.0, -1.0, 0.0, -0.0, float("inf"), float("-inf"), 3.5, -2.25])
+    base = (values if dtype.is_floating_point else values.nan_to_num().clamp(-8, 8))
+    x = base.repeat(14).reshape(7, 16).to(dtype)[:, :8]
+    check_same(lambda x: (torch.signbit(x), torch.signbit(x.flip(1)) & torch.signbit(x)), x)
 
 
 def check_traced(function, *inputs):

@@ -326,7 +326,7 @@ UNARY_TEXT = {
                           f"{'expf' if v.dtype == torch.float32 else 'exp'}(-{v.name}))",
                           v.dtype),
     "sign": lambda v: (f"jit_sign({v.name})", v.dtype),
-    "signbit": lambda v: (f"__builtin_signbit({v.name})", torch.bool),
+    "signbit": lambda v: (f"jit_signbit({v.name})", torch.bool),
     "isnan": lambda v: (f"{v.name} != {v.name}", torch.bool),
     "isinf": lambda v: (f"jit_abs({v.name}) == jit_inf({v.name})", torch.bool),
     "isfinite": lambda v: (f"__builtin_isfinite({v.name})", torch.bool),

@@ -68,6 +68,21 @@ static inline uint16_t float_to_bf16(float value) {
 static inline float bf16_round(float value) { return bf16_to_float(float_to_bf16(value)); }
 static inline float half_round(float value) { return static_cast<float>(static_cast<_Float16>(value)); }
 
+// signbit as the top bit of a float's bits, `v < 0` for integers: GCC 12 crashed
+// ("unrecognizable insn") vectorising __builtin_signbit of widened bfloat16 loads in an omp
+// simd loop, and __builtin_signbit takes no integer.
+static inline bool jit_signbit(float value) {
+  uint32_t word;
+  __builtin_memcpy(&word, &value, sizeof(word));
+  return (word >> 31) != 0;
+}
+static inline bool jit_signbit(double value) {
+  uint64_t word;
+  __builtin_memcpy(&word, &value, sizeof(word));
+  return (word >> 63) != 0;
+}
+template <typename T> static inline bool jit_signbit(T value) { return value < T(0); }
+
 // NaN-propagating maximum and minimum (torch.maximum / torch.minimum / amax / clamp).
 // Ties keep the first operand (so maximum(-0.0, 0.0) is -0.0, as in eager). Written as one
 // select on two comparisons joined by `|`: GCC 12 left a chain of `(a != a || a >= b) ? a : b`

@@ -11,7 +11,9 @@ writes through views by their inverses:
   write in the graph). It is rebased onto the tensor owning the memory: an input nothing
   writes into is read directly, at the absolute offset; any other owner (an intermediate, or
   an input the graph writes into, whose new value is a fresh tensor laid out as the graph
-  chooses) as its elements in memory order, a flat view the offsets count into.
+  chooses) as its elements in memory order, a flat view the offsets count into; an owner
+  with gaps (`r[:, ::2]`) as a row-major copy, where the elements read are evenly spaced in
+  it and nothing writes into it afterwards.
   A write through `as_strided` becomes `as_strided_scatter` into the owner's value at eager's
   offset: kept where that value sits as eager's does (the owner itself, dense from offset 0);
   elsewhere, and for reads of storage outside a tensor the graph writes, the graph runs as is.
@@ -42,9 +44,10 @@ def rewrite_views(gm: torch.fx.GraphModule) -> None:
     written = {memory_root(target)[0] for target in write_targets(gm)
                if isinstance(target, torch.fx.Node)}
     through = _written_through(gm)
+    first_write, last_write = _write_spans(gm)
     current: dict = {}    # memory owner -> the latest node that is that very tensor object
     changed = False
-    for node in list(gm.graph.nodes):
+    for index, node in enumerate(list(gm.graph.nodes)):
         root, same_object = memory_root(node)
         if same_object:
             current[root] = node
@@ -53,12 +56,32 @@ def rewrite_views(gm: torch.fx.GraphModule) -> None:
         if node.target is aten.expand.default:
             changed = _expand_as_view(gm.graph, node) or changed
         elif node.target is aten.as_strided.default and node in through:
-            _check_write_through_as_strided(node, current)
+            first = first_write.get(memory_root(node.args[0])[0], -1) > index
+            _check_write_through_as_strided(node, current, first)
         elif node.target is aten.as_strided.default:
-            changed = _as_strided_on_owner(gm.graph, node, written, current) or changed
+            later = last_write.get(memory_root(node.args[0])[0], -1) > index
+            changed = _as_strided_on_owner(gm.graph, node, written, current, later) or changed
     if changed:
         gm.graph.eliminate_dead_code()
         gm.recompile()
+
+
+def _write_spans(gm: torch.fx.GraphModule):
+    """Memory owner -> the position (in graph order) of the first node writing into it, and
+    of the last."""
+    first, last = {}, {}
+    for index, node in enumerate(gm.graph.nodes):
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or not schema.is_mutable:
+            continue
+        for position, argument in enumerate(schema.arguments):
+            value = node.args[position] if position < len(node.args) else \
+                node.kwargs.get(argument.name)
+            if argument.alias_info is not None and argument.alias_info.is_write \
+                    and isinstance(value, torch.fx.Node):
+                first.setdefault(memory_root(value)[0], index)
+                last[memory_root(value)[0]] = index
+    return first, last
 
 
 def _written_through(gm: torch.fx.GraphModule) -> set:
@@ -72,16 +95,18 @@ def _written_through(gm: torch.fx.GraphModule) -> set:
     return through
 
 
-def _check_write_through_as_strided(node: torch.fx.Node, current: dict) -> None:
+def _check_write_through_as_strided(node: torch.fx.Node, current: dict,
+                                    first_write: bool) -> None:
     """A write through `as_strided` is functionalized as `as_strided_scatter` into the owner's
-    value, at eager's offset: right only where that value sits as eager's tensor does (dense
-    from offset 0, the layout a computed value keeps) and `as_strided` is applied to the
-    owner itself (functionalization refuses it on a view of a view)."""
+    value, at eager's offset: right only where that value sits as eager's tensor does (an
+    input not written before; dense from offset 0, the layout a computed value keeps) and
+    `as_strided` is applied to the owner itself (functionalization refuses a view's)."""
     view = node.args[0]
     root, same_object = memory_root(view)
     owned = current.get(root, root).meta.get("val")
-    if not same_object or not isinstance(owned, torch.Tensor) \
-            or int(owned.storage_offset()) != 0 or not _dense(owned):
+    as_laid_out = (root.op in _INPUT_OPS and first_write) or (
+        isinstance(owned, torch.Tensor) and int(owned.storage_offset()) == 0 and _dense(owned))
+    if not same_object or not as_laid_out:
         raise UnsupportedGraph("the graph writes through `as_strided` (or `unfold`) of a view, "
                                "or of a tensor not laid out densely from its storage's start")
 
@@ -122,10 +147,10 @@ def _expand_as_view(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
 
 
 def _as_strided_on_owner(graph: torch.fx.Graph, node: torch.fx.Node, written: set,
-                         current: dict) -> bool:
+                         current: dict, written_later: bool) -> bool:
     """Point an `as_strided` at the memory it reads (see the module docstring)."""
     view = node.args[0]
-    size, stride = list(node.args[1]), list(node.args[2])
+    size, stride = [int(extent) for extent in node.args[1]], [int(step) for step in node.args[2]]
     offset = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset")
     example = view.meta.get("val") if isinstance(view, torch.fx.Node) else None
     if not isinstance(example, torch.Tensor):
@@ -141,23 +166,74 @@ def _as_strided_on_owner(graph: torch.fx.Graph, node: torch.fx.Node, written: se
                                "another dtype")
     if root.op in _INPUT_OPS and root not in written:
         node.args = (root, size, stride, absolute)
-        node.kwargs = {}
-        return True
-    start = int(owned.storage_offset())
-    if not _reads_within(size, stride, absolute, owned):
-        raise UnsupportedGraph("the graph reads, through `as_strided`, storage around a "
-                               "tensor it writes (elements outside the tensor's own)")
-    order = sorted(range(owned.dim()), key=lambda dim: -int(owned.stride(dim)))
-    with graph.inserting_before(node):
-        flat = owner
-        if order != list(range(owned.dim())):
-            flat = graph.call_function(aten.permute.default, (flat, order))
-        flat = graph.call_function(aten.view.default, (flat, [-1]))
-    # Relative to the flat tensor: functionalization applies the offset to its value, a
-    # fresh copy that starts at 0.
-    node.args = (flat, size, stride, absolute - start)
+    elif _dense(owned) and _reads_within(size, stride, absolute, owned):
+        order = sorted(range(owned.dim()), key=lambda dim: -int(owned.stride(dim)))
+        with graph.inserting_before(node):
+            flat = owner
+            if order != list(range(owned.dim())):
+                flat = graph.call_function(aten.permute.default, (flat, order))
+            flat = graph.call_function(aten.view.default, (flat, [-1]))
+        # Relative to the flat view: functionalization applies the offset to its value, a
+        # fresh copy that starts at 0.
+        node.args = (flat, size, stride, absolute - int(owned.storage_offset()))
+    else:
+        logical = None if written_later else _logical_read(size, stride, absolute, owned)
+        if logical is None:
+            raise UnsupportedGraph("the graph reads, through `as_strided`, storage around a "
+                                   "tensor it writes (elements outside the tensor's own, or "
+                                   "of a tensor with gaps that a later write changes)")
+        with graph.inserting_before(node):
+            copy = graph.call_function(aten.clone.default, (owner,),
+                                       {"memory_format": torch.contiguous_format})
+            flat = graph.call_function(aten.view.default, (copy, [-1]))
+        node.args = (flat, size, *logical)
     node.kwargs = {}
     return True
+
+
+_ENUMERATED = 1 << 22   # elements `_logical_read` lists at most (an as_strided, its owner)
+
+
+def _logical_read(size: list, stride: list, offset: int, owned: torch.Tensor):
+    """(strides, offset) over `owned`'s elements in row-major order that pick the elements
+    `as_strided(size, stride, offset)` reads from its storage, or None where one of those is
+    not an element of `owned` or they are not evenly spaced in it (an owner with gaps,
+    `r[:, ::2]`: its memory is not one run, but a window that steps over the gaps reads only
+    its elements)."""
+    count, elements = _product(size), owned.numel()
+    if count == 0:
+        return [0] * len(size), 0
+    if count > _ENUMERATED or elements > _ENUMERATED or elements == 0:
+        return None
+    owner_positions = _positions(owned.shape, owned.stride(), owned.storage_offset())
+    ordered, logical_of = owner_positions.sort()
+    reads = _positions(size, stride, offset)
+    found = torch.searchsorted(ordered, reads).clamp(max=elements - 1)
+    if not bool((ordered[found] == reads).all()):
+        return None
+    logical = logical_of[found].reshape(size)
+    start = int(logical.reshape(-1)[0])
+    steps = [int(logical.narrow(dim, 1, 1).reshape(-1)[0]) - start if extent > 1 else 0
+             for dim, extent in enumerate(size)]
+    if any(step < 0 for step in steps) or \
+            not torch.equal(_positions(size, steps, start), logical.reshape(-1)):
+        return None
+    return steps, start
+
+
+def _positions(size, stride, offset: int) -> torch.Tensor:
+    """The storage positions a tensor of this geometry covers, in row-major order."""
+    positions = torch.tensor(int(offset), dtype=torch.int64)
+    for extent, step in zip(size, stride):
+        positions = positions.unsqueeze(-1) + torch.arange(int(extent)) * int(step)
+    return positions.reshape(-1)
+
+
+def _product(values) -> int:
+    result = 1
+    for value in values:
+        result *= int(value)
+    return result
 
 
 def _reads_within(size: list, stride: list, offset: int, owned: torch.Tensor) -> bool:

@@ -118,6 +118,32 @@ def test_unfold_of_a_written_transposed_input(backend):
     check(function, GRID.clone().t().contiguous().t())
 
 
+def _with_gaps():
+    return (torch.arange(40.0).view(4, 10) - 9)[:, ::2]
+
+
+def test_unfold_of_a_written_input_with_gaps(backend):
+    def function(a0):                       # seed 46759: a0 = r[:, ::2]
+        a0.neg_()
+        return (a0, a0.narrow(1, 1, 3).unfold(1, 2, 2) * 1)
+    check(function, _with_gaps())
+
+    def across_rows(a0):
+        a0.add_(2)
+        return (torch.as_strided(a0[1:], [2, 3], [2, 10], a0.storage_offset() + 10) * 1,)
+    check(across_rows, _with_gaps())
+
+
+@pytest.mark.expect_fallback("unsupported", reason="as_strided reads storage around a tensor the "
+                             "graph writes, or of a tensor with gaps written afterwards")
+def test_as_strided_of_a_tensor_with_gaps_written_afterwards_runs_as_is(backend):
+    def function(a0):
+        v = a0.narrow(1, 1, 3).unfold(1, 2, 2)
+        a0.neg_()
+        return (v * 1,)
+    check(function, _with_gaps(), compiled_reason="through `as_strided`")
+
+
 @pytest.mark.expect_fallback("unsupported", reason="as_strided reads storage around a tensor the "
                              "graph writes: the functional form has only the tensor's elements")
 def test_as_strided_around_a_written_input_runs_as_is(backend):
@@ -135,6 +161,15 @@ def test_writes_through_as_strided(backend):
         return (a0 * 1,)
     check(through_unfold, GRID.clone())
     check(through_unfold, GRID.clone().t().contiguous().t())
+    check(through_unfold, at_offset(GRID))
+    check(through_unfold, _with_gaps())
+
+    def twice(a0):                          # the second into the first's new value
+        a0.unfold(1, 2, 2).fill_(7)
+        a0.unfold(0, 2, 2).mul_(3)
+        return (a0 * 1, a0.unfold(1, 2, 1) + 0)
+    check(twice, GRID.clone())
+    check(twice, at_offset(GRID), compiled_reason="writes through")
 
     def through_a_view(a0, a2):             # functionalization refuses it: run as is
         a2.add_(1)

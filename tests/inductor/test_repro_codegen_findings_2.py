@@ -16,6 +16,9 @@ interpreter).
   raised IndexError, though their results are thrown away.
 - C++: `signbit` of a strided bfloat16 input crashed GCC 12 (`unrecognizable insn`, vectorising
   `__builtin_signbit`), and of an integer tensor did not compile.
+- C++: GCC folds a float -> integer -> float round trip into `trunc`, which keeps the sign of
+  zero (-fno-trapping-math): `y.to(torch.int64).to(torch.float32)` of -0.3 gave -0.0, and
+  `x / y.to(torch.int64)` the wrong infinity.
 """
 import pytest
 import torch
@@ -142,6 +145,32 @@ def test_signbit(cpu_backend, dtype):
     base = (values if dtype.is_floating_point else values.nan_to_num().clamp(-8, 8))
     x = base.repeat(14).reshape(7, 16).to(dtype)[:, :8]
     check_same(lambda x: (torch.signbit(x), torch.signbit(x.flip(1)) & torch.signbit(x)), x)
+
+
+@pytest.mark.parametrize("source", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("integer", [torch.int64, torch.int32, torch.int16, torch.int8],
+                         ids=str)
+def test_float_to_integer_and_back_has_no_negative_zero(cpu_backend, source, integer):
+    """Seed 44106; 64 lanes, so the C++ loop is vectorised."""
+    def function(x, y):
+        back = [y.to(integer).to(target) for target in (torch.float32, torch.float64,
+                                                          torch.bfloat16)]
+        return (*back, x / y.to(integer))
+    y = torch.tensor([-0.3, 0.3, -0.9, -1.5, 2.7, -0.0, 0.0, -7.2] * 8).to(source)
+    x = torch.tensor([1.0, -1.0] * 32).to(source)
+    expected = function(x, y)
+    actual = compile_function(function, x, y)(x, y)
+    for want, got in zip(expected, actual):
+        assert torch.equal(got, want) and torch.equal(got.signbit(), want.signbit()), (got, want)
+
+
+def test_division_of_a_written_input_by_an_integer_view(cpu_backend):
+    """Seed 44106 minimized: the written input came back with the wrong infinities."""
+    def function(a1, a2):
+        a1.view(-1).div_(a2.nan_to_num(0.0).clamp(-100, 100).to(torch.int64))
+        return (a1,)
+    check_same(function, torch.tensor([[1.0, -1.0, 2.0], [0.5, -3.0, 4.0]]),
+               torch.tensor([-0.3, 0.2, 5.0, -0.7, float("nan"), 2.0]))
 
 
 def check_traced(function, *inputs):

@@ -178,6 +178,16 @@ class CppOpsHandler(OpsHandler):
             # Out-of-range floats wrap like eager's (through int32), not undefined behaviour.
             return self.emit(f"static_cast<{storage_type(target)}>(static_cast<int32_t>("
                              f"{value.name}))", target)
+        if target.is_floating_point and not value.dtype.is_floating_point and \
+                value.dtype != torch.bool:
+            # An integer has no negative zero, but under -fno-trapping-math GCC folds a
+            # float -> integer -> float round trip into trunc(x), which keeps the sign:
+            # (float)(int64_t)-0.3f gave -0.0 (x / y.to(int64) the wrong infinity). A select
+            # on the converted value survives the fold and vectorises (one on the integer
+            # became a branch: 6x slower).
+            converted = self.emit(f"static_cast<{storage_type(target)}>({value.name})", target)
+            zero = literal(0, target)
+            return self.emit(f"{converted.name} == {zero} ? {zero} : {converted.name}", target)
         return self.emit(f"static_cast<{storage_type(target)}>({value.name})", target)
 
     def where(self, condition, a, b):

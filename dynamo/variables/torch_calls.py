@@ -15,6 +15,7 @@ matmul precision; any other call without tensor arguments whose result folds
 """
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import torch
@@ -22,7 +23,9 @@ import torch
 from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.contexts import AutocastContext
 from dynamo.variables.tensor import TensorVariable
+from guards.sources import AttrSource
 
 
 def _compiling(*args, **kwargs) -> bool:
@@ -125,6 +128,13 @@ class TorchFunctionVariable(Variable):
         context = context_for_function(tx, function, args, kwargs)
         if context is not None:
             return context
+        if _is_method_on_object(function, args):
+            if isinstance(args[0], AutocastContext):  # modelled by its settings only
+                raise Unsupported(UNSUPPORTED_CALL, f"{function.__qualname__} called on an "
+                                  "autocast object made outside the compiled region (a "
+                                  "block cut by a graph break is left eagerly)")
+            from dynamo.variables.functions import UserFunctionVariable
+            return UserFunctionVariable(function, source=self.source).call(tx, args, kwargs)
         if any(_holds_tensor(arg) for arg in [*args, *kwargs.values()]):
             return tx.graph.call("call_function", function, tuple(args), dict(kwargs))
         if _sets_process_state(function):
@@ -138,7 +148,8 @@ class TorchFunctionVariable(Variable):
         return result
 
     def getattr(self, tx, name: str) -> Variable:
-        return tx.wrap(getattr(self.value, name), None)
+        return tx.wrap(getattr(self.value, name),
+                       None if self.source is None else AttrSource(self.source, name))
 
 
 def _sets_process_state(function) -> bool:
@@ -154,6 +165,18 @@ _SETTER_NAMES = {"manual_seed", "seed", "use_deterministic_algorithms", "empty_c
 _STATE_READERS = {torch.is_autocast_enabled, torch.get_autocast_dtype}
 """Folded readers of state the global-state guard covers only in part (other devices, the
 autocast dtype while autocast is off)."""
+
+
+def _is_method_on_object(function, args) -> bool:
+    """A Python method of a torch class called on an object (`torch.no_grad().__exit__(None,
+    None, None)`, `GradScaler.update(scaler)`, `Normal.log_prob(d, x)`): traced into like any
+    method, so that what it does to the object and to torch's state (`set_grad_enabled(
+    self.prev)`) is recorded. Without a tensor argument it was folded: it ran at trace time
+    only and its effects were missing from every call that hit the entry (program fuzzer P18);
+    with one, the object could not be a graph node's argument."""
+    return isinstance(function, types.FunctionType) and "." in function.__qualname__ \
+        and bool(args) and not isinstance(args[0], ConstantVariable) \
+        and not _holds_tensor(args[0])  # Tensor's own Python methods stay nodes
 
 
 def _fold_for_real(tx, function, args, kwargs, traced: ConstantVariable) -> Variable:
@@ -199,10 +222,18 @@ def _fold_on_constants(function, args, kwargs):
     return function(*values, **keywords)
 
 
+def _is_bound_python_method(value: Any) -> bool:
+    """`obj.method` of a Python class: the call is the function's with `obj` first (below)."""
+    return isinstance(value, types.MethodType) and \
+        isinstance(value.__func__, types.FunctionType) and \
+        not isinstance(value.__self__, (types.ModuleType, type))
+
+
 def is_torch_function(value: Any) -> bool:
     """Callables the tracer records as graph nodes instead of tracing into."""
-    if isinstance(value, type):
-        return False
+    if isinstance(value, type) or _is_bound_python_method(value) or \
+            isinstance(value, torch.utils._contextlib._DecoratorContextManager):
+        return False  # grad-mode objects are traced through torch's own methods
     module = getattr(value, "__module__", None) or ""
     if (module == "torch" or module.startswith("torch.")) and \
             not module.startswith(("torch.nn.modules", "torch.utils", "torch._dynamo",

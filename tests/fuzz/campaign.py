@@ -257,7 +257,9 @@ class Summary:
                      f"programs where eager raised: "
                      f"{sum(1 for s in stats if s.get('eager_raised'))}; errors out of a "
                      f"compiled graph reported at the compiled function (by design): "
-                     f"{sum(1 for s in stats if s.get('graph_frames'))}")
+                     f"{sum(1 for s in stats if s.get('graph_frames'))}; stale views "
+                     f"written in place (by design, P17): "
+                     f"{sum(1 for s in stats if s.get('stale_view'))}")
         reasons = collections.Counter()
         for s in stats:
             reasons.update(s.get("fallback_reasons", {}))

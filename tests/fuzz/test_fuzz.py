@@ -90,6 +90,57 @@ def test_errors_out_of_a_compiled_graph_keep_type_and_message_not_inner_frames()
     assert "raised in a compiled graph" in strict.detail
 
 
+STALE_VIEW = PREAMBLE + """
+W = torch.nn.Parameter(_t(2, 4))
+
+
+def fn(x):
+    v = x.transpose(0, 1)
+    n = x.sum().item()
+    x -= x * W
+    print("a break: v is the next graph's input")
+    v += n
+    return v
+
+
+CALLS = 2
+
+
+def inputs(call):
+    return (_t(3 + call, 3, 4),)
+"""
+
+
+def test_a_stale_view_written_in_place_is_the_documented_deviation():
+    """docs/graph-breaks.md (P17): eager raises autograd's leaf error only while nobody has
+    read the view's grad_fn; the jitted program read it. Counted, not failed."""
+    outcome = run_source(STALE_VIEW, "eager", 0)
+    assert outcome.status == "pass", outcome.detail
+    assert outcome.stats.get("stale_view") == 1, outcome.stats
+
+
+def test_the_deviation_needs_the_observed_eager_run_to_agree():
+    """Only eager's leaf error with no jitted error qualifies, and only when an eager run that
+    reads grad_fn before every torch call gives exactly the jitted call's results."""
+    from tests.fuzz.execution import (CallRun, _agrees_when_observed, _stale_view_quirk,
+                                      backend, load)
+    leaf = RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                        "operation.")
+    eager, jitted, other = CallRun(()), CallRun(()), CallRun(())
+    eager.error, other.error = leaf, ValueError("x")
+    assert _stale_view_quirk(eager, jitted)
+    assert not _stale_view_quirk(eager, other) and not _stale_view_quirk(jitted, jitted)
+    chosen, filename = backend("eager"), "<fuzzprog stale>"
+    space = load(STALE_VIEW, filename)
+    truthful = CallRun(space["inputs"](0))
+    truthful.value = torch.randn(4, 3)  # not what the program computes
+    truthful.printed = "a break: v is the next graph's input\n"
+    assert not _agrees_when_observed(STALE_VIEW, filename, 0, truthful, space, chosen)
+    genuine = run_source(STALE_VIEW.replace("    v = x.transpose(0, 1)\n", "    v = W\n"),
+                         "eager", 0)  # a real leaf: both raise, nothing is counted
+    assert genuine.status == "pass" and not genuine.stats.get("stale_view"), genuine.detail
+
+
 def test_frames_out_of_a_graph_must_be_eagers_outer_frames():
     eager = [("fn", 8), ("helper", 5)]
     assert frames_agree(eager, [("fn", 6)], in_graph=True)

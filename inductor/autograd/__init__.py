@@ -122,7 +122,8 @@ class CompiledTraining:
             log.debug("partitioned: %s", parts.describe())
             saved = range(parts.function_output_count, len(output_strides(parts.forward)))
             compiled = compile_graph(self.compile_inner, parts.forward, list(arguments), saved)
-            variant = TrainingVariant(signature, parts, compiled, self.compile_inner)
+            variant = TrainingVariant(signature, parts, compiled, self.compile_inner,
+                                      joint.versions)
         else:
             traced = trace_inference(graph, signature, arguments, state, self.decompositions)
             variant = InferenceVariant(signature,

@@ -31,6 +31,7 @@ from inductor.autograd.global_state import GlobalState, autocast_off
 from inductor.autograd.functional import (fake_mode, from_functional, functionalization,
                                           to_functional)
 from inductor.autograd.signature import GraphSignature
+from inductor.autograd.versions import SavedTensorLog, VersionPlan
 
 
 @dataclasses.dataclass
@@ -42,6 +43,7 @@ class JointGraph:
     tangent_count: int
     function_output_count: int
     grad_of_input: list[Optional[int]]   # per input: index among gradient outputs, or None
+    versions: VersionPlan = VersionPlan(())   # eager's saved tensors and their version checks
 
     @property
     def gradient_count(self) -> int:
@@ -81,16 +83,25 @@ def _joint_function(gm: torch.fx.GraphModule, signature: GraphSignature, state: 
                 arguments = [leaf.clone() if index in mutated and index in differentiable
                              else leaf for index, leaf in enumerate(leaves)]
             tangents = [to_functional(tangent) for tangent in tangents]
-            # The caller's grad mode, which the graph's own regions switch.
+            starts = [argument._version if isinstance(argument, torch.Tensor) else 0
+                      for argument in arguments]
+            # The caller's grad mode, which the graph's own regions switch. The log records
+            # what eager's autograd saves; the backward below checks no versions (eager's
+            # checks are made at run time, `versions.check`).
+            log = SavedTensorLog(gm)
             with torch.set_grad_enabled(state.grad_enabled), state.autocast_context():
-                result = gm(*arguments)
+                result = log.run_graph(arguments)
             outputs = _function_outputs(signature, arguments, result)
+            facts = log.describe_forward(arguments, outputs, starts)
             wanted = [output for output, info in zip(outputs, signature.function_outputs)
                       if info.differentiable]
             with autocast_off(state.autocast):
                 grads = torch.autograd.grad(wanted, [leaves[i] for i in differentiable],
                                             tangents, allow_unused=True)
             joint.grad_present = [grad is not None for grad in grads]
+            joint.versions = facts.plan([position for position, info
+                                         in enumerate(signature.function_outputs)
+                                         if info.differentiable])
             return ([from_functional(output) for output in outputs],
                     [from_functional(grad) for grad in grads if grad is not None])
     return joint
@@ -127,7 +138,8 @@ def trace_joint(gm: torch.fx.GraphModule, signature: GraphSignature, inputs: Seq
             position += 1
     _set_flat_outputs(traced, flat_outputs)
     function_outputs = len(signature.function_outputs)
-    return JointGraph(traced, len(inputs), len(tangents), function_outputs, grad_of_input)
+    return JointGraph(traced, len(inputs), len(tangents), function_outputs, grad_of_input,
+                      joint.versions)
 
 
 def _inference_function(gm: torch.fx.GraphModule, signature: GraphSignature,

@@ -27,6 +27,8 @@ from inductor.autograd.boxed import StridedGraphRunner
 from inductor.autograd.global_state import autocast_off, current_autocast
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.signature import GraphSignature, OutputKind, TensorMeta
+from inductor.autograd.versions import (CallVersions, VersionPlan, check,
+                                        check_saved_inputs, set_versions)
 
 log = logging.getLogger("framejit.training")
 
@@ -144,10 +146,20 @@ class Epilogue:
                 self.recorded.append((position, output.index))
         self.unrecorded = [([index for _, index in group], [position for position, _ in group])
                            for group in groups.values()]
+        # Eager moves an input's version counter once per write; the copies below move it
+        # once. Where that differs (two writes; BatchNorm's running statistics, which eager
+        # updates without a bump), the counter is set to eager's after the copies.
+        self.versions_set = [(index, info.version_bumps) for index, info
+                             in enumerate(signature.inputs)
+                             if info.is_tensor and info.version_bumps != info.mutates_data]
         self.outputs = signature.outputs
         self.spec = signature.output_spec
 
     def __call__(self, arguments: Sequence, function_outputs: Sequence) -> Any:
+        if self.versions_set:
+            tensors = [arguments[index] for index, _ in self.versions_set]
+            eager_versions = [version_of(tensor) + bumps
+                              for tensor, (_, bumps) in zip(tensors, self.versions_set)]
         if self.unrecorded:
             with torch.no_grad():
                 for indices, positions in self.unrecorded:
@@ -155,6 +167,8 @@ class Epilogue:
                                          [function_outputs[position] for position in positions])
         for position, index in self.recorded:
             arguments[index].copy_(function_outputs[position])
+        if self.versions_set:
+            set_versions(tensors, eager_versions)
         flat = []
         for output in self.outputs:
             kind = output.kind
@@ -178,6 +192,26 @@ class Epilogue:
         return pytree.tree_unflatten(flat, self.spec)
 
 
+def version_of(tensor: torch.Tensor) -> int:
+    """`tensor._version` (0 for inference tensors, which have no counter)."""
+    return 0 if tensor.is_inference() else tensor._version
+
+
+def bump_version(tensor: torch.Tensor, count: int) -> None:
+    """Move `tensor`'s version counter `count` times, as `count` in-place writes would."""
+    if not tensor.is_inference():
+        for _ in range(count):
+            torch.autograd.graph.increment_version(tensor)
+
+
+def output_bumps(signature: GraphSignature) -> list:
+    """(function output position, count): fresh outputs the graph wrote into after making
+    them (`y = x + 1; y.add_(1)` leaves eager's `y._version` at 1)."""
+    return [(position, output.version_bumps)
+            for position, output in enumerate(signature.function_outputs)
+            if output.version_bumps and output.source != "mutated_input"]
+
+
 def _run_without_autocast(run: Callable, arguments: list) -> Any:
     """`run(arguments)` (a `list_callable`) with autocast off: casts are graph nodes."""
     state = current_autocast()
@@ -194,12 +228,15 @@ class InferenceVariant:
         self.compiled = compiled
         self.run = list_callable(compiled)
         self.epilogue = Epilogue(signature)
+        self.output_bumps = output_bumps(signature)
 
     def __call__(self, arguments: list) -> Any:
         # Nothing computed here needs a backward: library calls must not record autograd
         # history on inputs that require grad (a `no_grad` region inside a grad-mode call).
         with torch.no_grad():
             outputs = _run_without_autocast(self.run, list(arguments))
+        for position, count in self.output_bumps:
+            bump_version(outputs[position], count)
         return self.epilogue(arguments, outputs)
 
 
@@ -207,8 +244,9 @@ class TrainingVariant:
     """A compiled forward, a backward compiled on first use, and the autograd glue."""
 
     def __init__(self, signature: GraphSignature, partition, compiled_forward: Callable,
-                 compile_inner: Callable):
+                 compile_inner: Callable, versions: VersionPlan = VersionPlan(())):
         self.signature = signature
+        self.versions = versions
         self.partition = partition
         self.compiled_forward = compiled_forward
         self.run_forward = list_callable(compiled_forward)
@@ -221,10 +259,10 @@ class TrainingVariant:
 
     def __call__(self, arguments: list) -> Any:
         if torch.is_grad_enabled():
-            outputs = self.function.apply(*arguments)
+            outputs = self.function.apply(CallVersions(), *arguments)
         else:   # an `enable_grad` region inside a `no_grad` caller computes differentiably
             with torch.enable_grad():
-                outputs = self.function.apply(*arguments)
+                outputs = self.function.apply(CallVersions(), *arguments)
         return self.epilogue(arguments, outputs)
 
     def backward_callable(self, example: list) -> Callable:
@@ -261,13 +299,32 @@ def _make_function(variant: TrainingVariant) -> type:
     differentiable = variant.differentiable
     non_differentiable = [i for i, flag in enumerate(differentiable) if not flag]
     grad_of_input = partition.grad_of_input
-    metas = [output.meta for output in variant.signature.function_outputs]
+    signature = variant.signature
+    metas = [output.meta for output in signature.function_outputs]
+    # Eager's version checks (module `versions`): the inputs and outputs whose counters the
+    # backward compares, and how far the call moves each counter.
+    plan = variant.versions
+    input_bumps = [info.version_bumps for info in signature.inputs]
+    bumps = [output.version_bumps for output in signature.function_outputs]
+    bumped_outputs = output_bumps(signature)
+    watched_inputs = sorted(plan.watched_inputs | set(partition.reads_inputs))
+    watched_outputs = sorted(plan.watched_outputs)
+    reads_inputs = partition.reads_inputs
+    checks = bool(plan.watches or reads_inputs)
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, *primals):
+        def forward(ctx, versions, *primals):
+            for index in watched_inputs:
+                primal = primals[index]
+                versions.inputs[index] = (primal, version_of(primal))
             outputs = _run_without_autocast(variant.run_forward, list(primals))
             function_outputs = tuple(outputs[:count])
+            for position, times in bumped_outputs:
+                bump_version(function_outputs[position], times)
+            for position in watched_outputs:
+                versions.watch_output(position, function_outputs[position])
+            ctx.versions = versions
             ctx.save_for_backward(*outputs[count:], *[primals[i] for i in saved_primals])
             ctx.mark_non_differentiable(*[function_outputs[i] for i in non_differentiable])
             # Missing gradients come as None: autograd would otherwise allocate zeros for
@@ -284,6 +341,9 @@ def _make_function(variant: TrainingVariant) -> type:
                     "(create_graph=True or a double backward) is not supported. Run the region "
                     "whose gradient you differentiate eagerly (dynamo.jit(..., backend='eager') "
                     "or leave it uncompiled).")
+            if checks:   # eager's errors first, then ours for inputs only we read
+                check(plan, ctx.versions, grads, input_bumps, bumps)
+                check_saved_inputs(reads_inputs, ctx.versions, input_bumps)
             arguments = list(ctx.saved_tensors)
             if hasattr(ctx, "maybe_clear_saved_tensors"):
                 ctx.maybe_clear_saved_tensors()   # free them early unless retain_graph
@@ -292,7 +352,7 @@ def _make_function(variant: TrainingVariant) -> type:
                     arguments.append(grad.contiguous() if grad is not None else torch.zeros(
                         meta.size, dtype=meta.dtype, device=meta.device))
             gradients = outside_capture(_compile_and_run_backward)(variant, arguments)
-            return tuple(None if position is None else gradients[position]
-                         for position in grad_of_input)
+            return (None,) + tuple(None if position is None else gradients[position]
+                                   for position in grad_of_input)
 
     return CompiledFunction

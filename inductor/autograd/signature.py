@@ -69,6 +69,7 @@ class InputInfo:
     requires_grad: bool
     mutates_data: bool
     mutation_hidden: bool = False
+    version_bumps: int = 0   # how far eager moves its version counter (one per write)
 
 
 class OutputKind(enum.Enum):
@@ -103,6 +104,7 @@ class FunctionOutput:
     index: int           # input index, user output index, or user output index whose _base it is
     differentiable: bool
     meta: TensorMeta
+    version_bumps: int = 0   # writes eager made into it (or its views) inside the graph
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,20 +261,26 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
     `autocast()`), and describe its mutations and outputs. Raises `UnsupportedGraph` when the
     graph changes an input's sizes, strides or storage in place."""
     mode = fake_mode()
+    # Detached outside the fake mode: inside it, `detach()` of a real input returns a fake
+    # tensor sharing the input's version counter, and each write traced below bumped the
+    # caller's tensor (`x._version` 2 higher after a first call writing into `x` twice).
+    fakes = [mode.from_tensor(value.detach()) if isinstance(value, torch.Tensor) else value
+             for value in inputs]
     with mode, functionalization():
         arguments = []
-        for value in inputs:
-            wrapped = to_functional(mode.from_tensor(value.detach())
-                                    if isinstance(value, torch.Tensor) else value)
+        for value, fake in zip(inputs, fakes):
+            wrapped = to_functional(fake)
             if isinstance(value, torch.Tensor) and value.requires_grad:
                 # A non-leaf, so that in-place updates are legal here as they are in eager.
                 with torch.enable_grad():
                     wrapped = wrapped.requires_grad_(True).clone()
             arguments.append(wrapped)
+        starts = [_version(argument) for argument in arguments]
         with torch.set_grad_enabled(grad_enabled), autocast():
             result = gm(*arguments)
         flat, spec = pytree.tree_flatten(result)
-        input_infos = [_input_info(value, argument) for value, argument in zip(inputs, arguments)]
+        input_infos = [_input_info(value, argument, start)
+                       for value, argument, start in zip(inputs, arguments, starts)]
         _refuse_writes_into_shared_inputs(inputs, input_infos)
         function_outputs = [
             FunctionOutput("mutated_input", index,
@@ -300,7 +308,14 @@ def _refuse_writes_into_shared_inputs(inputs: Sequence[Any], infos: list) -> Non
                                     "separately)")
 
 
-def _input_info(value: Any, argument: Any) -> InputInfo:
+def _version(value: Any) -> int:
+    """A tensor's version counter (0 for non-tensors and inference tensors, which have none)."""
+    if not isinstance(value, torch.Tensor) or value.is_inference():
+        return 0
+    return value._version
+
+
+def _input_info(value: Any, argument: Any, start: int) -> InputInfo:
     if not isinstance(value, torch.Tensor):
         return InputInfo(False, False, False)
     if has_metadata_mutation(argument):
@@ -308,7 +323,8 @@ def _input_info(value: Any, argument: Any) -> InputInfo:
                                "in place (resize_, set_, t_, ...)")
     mutated = has_data_mutation(argument)
     hidden = mutated and mutations_hidden_from_autograd(argument)
-    return InputInfo(True, bool(value.requires_grad), mutated, hidden)
+    return InputInfo(True, bool(value.requires_grad), mutated, hidden,
+                     _version(argument) - start)
 
 
 def _classify_outputs(flat: list, arguments: list, function_outputs: list) -> list[OutputInfo]:
@@ -360,4 +376,4 @@ def _made_without_grad(view: torch.Tensor) -> bool:
 
 def _function_output(source: str, index: int, value: torch.Tensor) -> FunctionOutput:
     differentiable = bool(value.requires_grad) and is_differentiable_dtype(value.dtype)
-    return FunctionOutput(source, index, differentiable, TensorMeta.of(value))
+    return FunctionOutput(source, index, differentiable, TensorMeta.of(value), _version(value))

@@ -43,6 +43,7 @@ class Partition:
     tangent_count: int
     grad_of_input: list
     saved_bytes: int
+    reads_inputs: list[int] = dataclasses.field(default_factory=list)   # saved or viewed
 
     def describe(self) -> str:
         """One line for logs."""
@@ -95,6 +96,12 @@ def choose_saved(joint: JointGraph, mutated_inputs: list[int],
     primals = placeholders[:joint.primal_count]
     primal_storages = {storage_key(value_of(node)) for node in primals if is_tensor_node(node)}
     mutated_storages = {storage_key(value_of(primals[index])) for index in mutated_inputs}
+    watched = joint.versions.watched_inputs
+    storages = [storage_key(value_of(node)) if is_tensor_node(node) else None
+                for node in primals]
+    unwatched_storages = frozenset(storages[i] for i in range(len(primals))
+                                   if i not in watched) - mutated_storages - {
+        storages[i] for i in watched} - {None}
     network = FlowNetwork()
     for node in nodes:
         if node.op == "output" or node not in needed_by_backward:
@@ -105,7 +112,7 @@ def choose_saved(joint: JointGraph, mutated_inputs: list[int],
         if node.op == "placeholder" or is_random(node) or (
                 node in needed_by_forward and not may_recompute(node, settings)):
             network.add_edge("source", (node, "in"), INFINITE)
-        capacity = (save_cost(node, primal_storages, mutated_storages)
+        capacity = (save_cost(node, primal_storages, mutated_storages, unwatched_storages)
                     if is_tensor_node(node) else INFINITE)
         network.add_edge((node, "in"), (node, "out"), capacity)
         for user in node.users:
@@ -133,5 +140,11 @@ def partition(joint: JointGraph, mutated_inputs: list[int],
     forward = build_forward(joint, saved_computed)
     backward = build_backward(joint, saved_computed, [primals[i] for i in saved_primals])
     saved_bytes = sum(value_of(node).untyped_storage().nbytes() for node in saved_computed)
+    input_of_storage = {storage_key(value_of(node)): index for index, node in enumerate(primals)
+                        if is_tensor_node(node)}
+    reads_inputs = sorted(set(saved_primals) | {
+        input_of_storage[storage_key(value_of(node))] for node in saved_computed
+        if is_tensor_node(node) and storage_key(value_of(node)) in input_of_storage})
     return Partition(forward, backward, joint.function_output_count, len(saved_computed),
-                     saved_primals, joint.tangent_count, joint.grad_of_input, saved_bytes)
+                     saved_primals, joint.tangent_count, joint.grad_of_input, saved_bytes,
+                     reads_inputs)

@@ -98,16 +98,21 @@ def storage_key(value: torch.Tensor) -> int:
     return value.untyped_storage()._cdata
 
 
-def save_cost(node: torch.fx.Node, primal_storages: set[int], mutated_storages: set[int]) -> int:
+def save_cost(node: torch.fx.Node, primal_storages: set[int], mutated_storages: set[int],
+              unwatched_storages: frozenset = frozenset()) -> int:
     """Bytes that saving `node` for the backward keeps alive, plus small tie-breakers: a
     primal costs 1 (it is alive anyway), a view of a primal 2, a fresh value its storage's
     size + 2 and a view of a fresh value + 3, so equal byte counts prefer bases and inputs.
     Inputs the graph mutates are practically never saved: the update made after the forward
-    would invalidate the saved copy (`MUTATED_COST`)."""
+    would invalidate the saved copy (`MUTATED_COST`). Nor are inputs eager's autograd does not
+    save (`unwatched_storages`; a ReLU saves its result, not its input): the caller may change
+    them in place before `backward()`, which eager allows (`UNWATCHED_COST`)."""
     value = value_of(node)
     storage = storage_key(value)
     if storage in mutated_storages:
         return MUTATED_COST
+    if storage in unwatched_storages:
+        return UNWATCHED_COST
     target = node.target
     is_view = isinstance(target, torch._ops.OpOverload) and target.is_view
     if storage in primal_storages:
@@ -117,3 +122,4 @@ def save_cost(node: torch.fx.Node, primal_storages: set[int], mutated_storages: 
 
 INFINITE = 1 << 62
 MUTATED_COST = 1 << 50
+UNWATCHED_COST = 1 << 40

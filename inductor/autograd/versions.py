@@ -1,0 +1,365 @@
+"""Eager's version-counter semantics for compiled training graphs (stages "trace" and "run").
+
+Eager autograd saves tensors for the backward and, when a node of the backward runs, raises if
+one of its saved tensors was changed in place since it was saved (its version counter moved):
+"one of the variables needed for gradient computation has been modified by an inplace
+operation". A compiled graph saves values of its own choosing, so it reproduces eager's checks
+instead: the backward raises exactly where eager's would, with eager's message, whether the
+graph itself changed the saved tensor after saving it (`y.mul_(x); y.mul_(y)`) or the caller
+changed an input or output in place before calling `backward()`.
+
+Input (trace): the joint trace runs the graph's forward through `SavedTensorLog.run`, an FX
+interpreter under saved-tensor hooks: each tensor eager's autograd saves is recorded with the
+FX node saving it, and the trace's own backward skips the version check (it is the compiled
+graph's, not the caller's). Output: a `VersionPlan` of `Watch`es, one per saved tensor that the
+graph changes after saving it or that the caller can reach (it shares the version counter of
+an input or an output), each with the function outputs whose gradients reach the node that
+saved it. Run time: `CallVersions` holds, per call, the counters to compare; `check` raises.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import weakref
+from typing import Any, Optional, Sequence
+
+import torch
+import torch.fx
+from torch.utils import _pytree as pytree
+
+INPUT, OUTPUT, INTERNAL = "input", "output", "internal"
+
+_MESSAGE = ("one of the variables needed for gradient computation has been modified by an "
+            "inplace operation: [{kind} [{sizes}]]{which} is at version {current}; expected "
+            "version {saved} instead. Hint: ")
+_HINT = ("enable anomaly detection to find the operation that failed to compute its gradient, "
+         "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+_ANOMALY_HINT = ("the backtrace further above shows the operation that failed to compute its "
+                 "gradient. The variable in question was changed in there or anywhere later. "
+                 "Good luck!")
+
+
+@dataclasses.dataclass(frozen=True)
+class Watch:
+    """One tensor eager's autograd saves. `root`: (INPUT, input index), (OUTPUT, function
+    output position) or (INTERNAL, 0), the tensor whose version counter it shares; versions
+    are counted from the root's version when the graph starts. `which`: the ", which is output
+    N of NAME" part of eager's message when nothing changed the root after the graph;
+    `follows_root`: the saved tensor is the root itself, whose later writes rename it."""
+
+    root: tuple
+    saved_version: int
+    end_version: int
+    reached_by: frozenset
+    order: int
+    size: tuple
+    dtype: torch.dtype
+    device: torch.device
+    which: str
+    follows_root: bool
+    is_view: bool
+
+    @property
+    def stale_in_graph(self) -> bool:
+        """The graph itself changed the tensor after eager saved it."""
+        return self.end_version != self.saved_version
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionPlan:
+    """The watches of one joint graph, in the order eager's backward checks them."""
+
+    watches: tuple
+
+    @property
+    def watched_inputs(self) -> frozenset:
+        """Inputs eager saves (or saves a view of) for the backward."""
+        return frozenset(watch.root[1] for watch in self.watches if watch.root[0] == INPUT)
+
+    @property
+    def watched_outputs(self) -> frozenset:
+        return frozenset(watch.root[1] for watch in self.watches if watch.root[0] == OUTPUT)
+
+
+def node_name(grad_fn: Any) -> str:
+    """A backward node's name as eager's version message spells it ("Mul" for MulBackward0,
+    "torch::autograd::CopySlices" as is)."""
+    return re.sub(r"Backward\d+$", "", grad_fn.name())
+
+
+def _which(tensor: torch.Tensor, grad_fn: Any = None) -> str:
+    grad_fn = tensor.grad_fn if grad_fn is None else grad_fn
+    if grad_fn is None:
+        return ""
+    return f", which is output {tensor.output_nr} of {node_name(grad_fn)},"
+
+
+def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return (a.shape == b.shape and a.stride() == b.stride()
+            and a.storage_offset() == b.storage_offset())
+
+
+class _Packed:
+    """A tensor as eager's autograd saved it (a detached alias sharing its version counter)."""
+
+    __slots__ = ("alias", "version", "node", "order", "unpacked_by")
+
+    def __init__(self, alias: torch.Tensor, node: Optional[torch.fx.Node]):
+        self.alias = alias
+        self.version = alias._version
+        self.node = node
+        self.order: Optional[int] = None
+        self.unpacked_by: Optional[int] = None   # id() of the backward node
+
+
+class SavedTensorLog(torch.fx.Interpreter):
+    """Runs the forward of the joint trace and records what eager's autograd saves."""
+
+    def __init__(self, gm: torch.fx.GraphModule):
+        super().__init__(gm, garbage_collect_values=False)
+        self.packed: list[_Packed] = []
+        self.current: Optional[torch.fx.Node] = None
+        self.candidates: dict = {}   # fx node -> tensors its call took and returned
+        self.view_versions: dict = {}   # id(view made by a node) -> its version then
+        self.unpacks = 0
+        self._nodes: list = []
+
+    def run_graph(self, arguments: Sequence[Any]) -> Any:
+        with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
+            return self.run(*arguments)
+
+    def run_node(self, node: torch.fx.Node) -> Any:
+        self.current = node
+        arguments = [value for value in pytree.tree_leaves(
+            [self.env.get(n) for n in node.all_input_nodes]) if isinstance(value, torch.Tensor)]
+        result = super().run_node(node)
+        produced = [value for value in pytree.tree_leaves(result)
+                    if isinstance(value, torch.Tensor)]
+        self.candidates[node] = (arguments, produced)
+        for value in produced:
+            if value._base is not None:
+                self.view_versions[id(value)] = value._version
+        return result
+
+    def _pack(self, tensor: torch.Tensor) -> _Packed:
+        packed = _Packed(tensor, self.current)
+        self.packed.append(packed)
+        return packed
+
+    def _unpack(self, packed: _Packed) -> torch.Tensor:
+        # No version check here: the traced backward is the compiled graph's; `check` does
+        # eager's at run time.
+        if packed.order is None:
+            packed.order = self.unpacks
+            self.unpacks += 1
+            node = torch._C._current_autograd_node()
+            packed.unpacked_by = None if node is None else id(node)
+        return packed.alias
+
+    def describe_forward(self, arguments: Sequence[Any], outputs: Sequence[Any],
+                         starts: Sequence[int]) -> "_ForwardFacts":
+        """What eager's message needs, read right after the forward (before any backward)."""
+        return _ForwardFacts(self, arguments, outputs, starts)
+
+
+class _ForwardFacts:
+    """Per saved tensor: its root, versions, and eager's name for it; the backward nodes
+    reachable from each output. Reads versions first, then finds roots by bumping each saved
+    tensor's counter (the trace's backward checks no versions)."""
+
+    def __init__(self, log: SavedTensorLog, arguments, outputs, starts):
+        self.log = log
+        self.reachable = _reachable_nodes(outputs)   # holds the node objects: ids stay valid
+        self.entries = []
+        for packed in log.packed:
+            original, from_result = _original(packed, log.candidates.get(packed.node))
+            which = "" if original is None else _which(original)
+            if original is not None and original.requires_grad and original._version != \
+                    log.view_versions.get(id(original), original._version):
+                # a view whose base was written after it was made: eager regenerates its node
+                # as AsStridedBackward0 (the trace replays the view op instead)
+                which = ", which is output 0 of AsStrided,"
+            self.entries.append([packed, packed.alias._version, original, from_result, which])
+        roots = [(INPUT, index, value) for index, value in enumerate(arguments)
+                 if isinstance(value, torch.Tensor)]
+        roots += [(OUTPUT, position, value) for position, value in enumerate(outputs)
+                  if isinstance(value, torch.Tensor)]
+        self.starts = starts
+        for entry in self.entries:
+            entry.append(_root_of(entry[0].alias, roots))
+
+    def plan(self, differentiable_positions: Sequence[int]) -> VersionPlan:
+        watches = []
+        for packed, end, original, from_result, which, root in self.entries:
+            start = self.starts[root[1]] if root[0] == INPUT else 0
+            saved, end = packed.version - start, end - start
+            if packed.order is None or (root[0] == INTERNAL and saved == end):
+                continue   # never read by the backward, or nothing can change it
+            reached = frozenset(position for position in differentiable_positions
+                                if packed.unpacked_by in self.reachable.get(position, ()))
+            if from_result and original is not None and packed.unpacked_by is not None:
+                which = self._saving_node_name(packed, original) or which
+            alias = packed.alias
+            watches.append(Watch(root[:2], saved, end, reached, packed.order, tuple(alias.shape),
+                                 alias.dtype, alias.device, which,
+                                 follows_root=original is not None and not from_result and
+                                 root[0] != INTERNAL and original is root[2],
+                                 is_view=original is not None and original._base is not None))
+        watches.sort(key=lambda watch: watch.order)
+        return VersionPlan(tuple(watches))
+
+    def _saving_node_name(self, packed: _Packed, original: torch.Tensor) -> str:
+        # An output saved by the node that made it: eager names that node.
+        for nodes in self.reachable.values():
+            node = nodes.get(packed.unpacked_by)
+            if node is not None:
+                return f", which is output {original.output_nr} of {node_name(node)},"
+        return ""
+
+
+def _original(packed: _Packed, candidates) -> tuple[Optional[torch.Tensor], bool]:
+    """The tensor eager saved (among the FX node's arguments and results), and whether it is
+    one of the results (saved as an output of its node)."""
+    if candidates is None:
+        return None, False
+    arguments, produced = candidates
+    alias = packed.alias
+    for from_result, group in ((False, arguments), (True, produced)):
+        for tensor in group:
+            if _same_layout(tensor, alias) and _shares_counter(tensor, alias):
+                return tensor, from_result and not any(tensor is a for a in arguments)
+    return None, False
+
+
+def _shares_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.is_inference() or b.is_inference():
+        return False
+    before = b._version
+    torch.autograd.graph.increment_version(a)
+    shared = b._version != before
+    torch._C._autograd._unsafe_set_version_counter((a,), (a._version - 1,))
+    return shared
+
+
+def _root_of(alias: torch.Tensor, roots: list) -> tuple:
+    for kind, index, value in roots:
+        if _shares_counter(value, alias):
+            return (kind, index, value)
+    return (INTERNAL, 0, None)
+
+
+def _reachable_nodes(outputs: Sequence[Any]) -> dict:
+    """Per output position: {id(node): node} for the backward nodes its gradient reaches."""
+    reachable = {}
+    for position, output in enumerate(outputs):
+        if not isinstance(output, torch.Tensor) or output.grad_fn is None:
+            continue
+        seen: dict = {}
+        stack = [output.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen[id(node)] = node
+            stack.extend(next_node for next_node, _ in node.next_functions)
+        reachable[position] = seen
+    return reachable
+
+
+# ---------------------------------------------------------------------------------------------
+# Run time
+
+
+class CallVersions:
+    """The version counters one call's backward compares. `inputs`: per watched input, the
+    tensor and its version when the call began (it ends `InputInfo.version_bumps` higher, as in
+    eager); `outputs`: per watched function output, a detached alias (it shares the counter
+    without holding autograd history, which would make a cycle) and a weak reference for
+    eager's node names (it ends `FunctionOutput.version_bumps` high)."""
+
+    __slots__ = ("inputs", "outputs")
+
+    def __init__(self):
+        self.inputs: dict = {}
+        self.outputs: dict = {}
+
+    def watch_output(self, position: int, tensor: torch.Tensor) -> None:
+        self.outputs[position] = (tensor.detach(), weakref.ref(tensor))
+
+
+def check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
+          input_bumps: Sequence[int], output_bumps: Sequence[int]) -> None:
+    """Raise eager's RuntimeError if a saved tensor that this backward reads in eager was
+    changed in place since eager saved it. `grads`: per function output, None where no
+    gradient arrived (eager would not run the nodes only those outputs reach)."""
+    for watch in plan.watches:
+        if not any(grads[position] is not None for position in watch.reached_by):
+            continue
+        kind, index = watch.root
+        start, which = 0, watch.which
+        if kind == INTERNAL:
+            current = watch.end_version
+        else:
+            if kind == INPUT:
+                tensor, start = versions.inputs[index]
+                after = start + input_bumps[index]
+                version = tensor._version
+            else:
+                alias, reference = versions.outputs[index]
+                tensor, after, version = reference(), output_bumps[index], alias._version
+            current = version - start
+            if version != after:
+                which = _renamed(watch, tensor)
+        if current != watch.saved_version:
+            raise RuntimeError(_message(watch, which, current + start,
+                                        watch.saved_version + start))
+
+
+def _renamed(watch: Watch, tensor: Optional[torch.Tensor]) -> str:
+    """Eager's name for a saved tensor whose root the caller changed after the call: the
+    root's new node, or for a view of it, the `AsStrided` node eager regenerates."""
+    if tensor is None or not tensor.requires_grad:
+        return "" if tensor is not None else watch.which
+    if watch.follows_root:
+        return _which(tensor)
+    if watch.is_view:
+        return ", which is output 0 of AsStrided,"
+    return watch.which
+
+
+def _message(watch: Watch, which: str, current: int, saved: int) -> str:
+    kind = torch.empty(0, dtype=watch.dtype, device=watch.device).type()
+    sizes = ", ".join(str(size) for size in watch.size)
+    hint = _ANOMALY_HINT if torch.is_anomaly_enabled() else _HINT
+    return _MESSAGE.format(kind=kind, sizes=sizes, which=which, current=current,
+                           saved=saved) + hint
+
+
+def set_versions(tensors: Sequence[torch.Tensor], versions: Sequence[int]) -> None:
+    """Set version counters (inference tensors, which have none, are left alone)."""
+    pairs = [(tensor, version) for tensor, version in zip(tensors, versions)
+             if not tensor.is_inference()]
+    if pairs:
+        torch._C._autograd._unsafe_set_version_counter(
+            tuple(tensor for tensor, _ in pairs), tuple(version for _, version in pairs))
+
+
+class ModifiedSavedInput(RuntimeError):
+    """A tensor the compiled backward reads (an input, or an output sharing memory with a
+    saved value) was changed in place after the call, where eager's backward would not have
+    read it. Cause: the compiled graph saved it instead of a value eager saves. Fix: change it
+    after `backward()`, or run this function eagerly."""
+
+
+def check_saved_inputs(saved: Sequence[int], versions: CallVersions,
+                       input_bumps: Sequence[int]) -> None:
+    """Raise `ModifiedSavedInput` if an input the compiled backward reads moved after the
+    call (checked after `check`: where eager raises, its error comes first)."""
+    for index in saved:
+        tensor, start = versions.inputs[index]
+        if tensor._version != start + input_bumps[index]:
+            raise ModifiedSavedInput(
+                f"framejit: input {index} of a compiled graph was modified in place after the "
+                "call, and the compiled backward reads it (eager's backward would not: it "
+                "saved other values). Modify it after backward(), or run this function "
+                "eagerly.")

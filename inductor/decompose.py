@@ -134,6 +134,8 @@ def _empty_index_add_unchecked(decomposition, overload):
     def index_add(self, dim, index, source, *, alpha=1):
         if self.dim() > 1 and self.numel() == 0:
             return self if overload is aten.index_add_.default else self.clone()
+        if self.dtype == torch.bool:    # eager casts alpha to bool; `source * 2` was int64
+            alpha = bool(alpha)         # (graph fuzzer class 27)
         return decomposition(self, dim, index, source, alpha=alpha)
     return index_add
 

@@ -19,6 +19,9 @@ interpreter).
 - C++: GCC folds a float -> integer -> float round trip into `trunc`, which keeps the sign of
   zero (-fno-trapping-math): `y.to(torch.int64).to(torch.float32)` of -0.3 gave -0.0, and
   `x / y.to(torch.int64)` the wrong infinity.
+- `index_add` of bools with `alpha`: torch's decomposition made `source * 2` int64, and the
+  Triton backend's eager `index_put` for bools refused it (`Index put requires the source and
+  destination dtypes match`); eager casts alpha to bool.
 """
 import pytest
 import torch
@@ -171,6 +174,19 @@ def test_division_of_a_written_input_by_an_integer_view(cpu_backend):
         return (a1,)
     check_same(function, torch.tensor([[1.0, -1.0, 2.0], [0.5, -3.0, 4.0]]),
                torch.tensor([-0.3, 0.2, 5.0, -0.7, float("nan"), 2.0]))
+
+
+@pytest.mark.parametrize("alpha", [2, 0, True, -1])
+def test_index_add_of_bools_with_alpha(cpu_backend, alpha):
+    """Seed 50382; H100 seed 835 (`expected scalar type Long but found Bool`)."""
+    def function(a1, a2, a3):
+        out = a1.index_add(2, a2, a3, alpha=alpha)
+        a1.index_add_(0, a2[:1], a3[:1, :, :1].expand(1, 2, 5), alpha=alpha)
+        return (out,)
+    generator = torch.Generator().manual_seed(0)
+    a1 = torch.rand(4, 2, 5, generator=generator) < 0.3
+    a3 = torch.rand(4, 2, 3, generator=generator) < 0.5
+    check_same(function, a1, torch.tensor([1, 1, 3]), a3)
 
 
 def check_traced(function, *inputs):

@@ -27,7 +27,7 @@ from inductor.autograd.boxed import StridedGraphRunner
 from inductor.autograd.global_state import autocast_off, current_autocast
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.signature import GraphSignature, OutputKind, TensorMeta
-from inductor.autograd.versions import (CallVersions, VersionPlan, check,
+from inductor.autograd.versions import (CallVersions, VersionPlan, caller_hooks_active, check,
                                         check_saved_inputs, set_versions)
 
 log = logging.getLogger("framejit.training")
@@ -324,7 +324,7 @@ def _make_function(variant: TrainingVariant) -> type:
                 bump_version(function_outputs[position], times)
             for position in watched_outputs:
                 versions.watch_output(position, function_outputs[position])
-            ctx.versions = versions
+            ctx.versions = versions if checks and not caller_hooks_active() else None
             ctx.save_for_backward(*outputs[count:], *[primals[i] for i in saved_primals])
             ctx.mark_non_differentiable(*[function_outputs[i] for i in non_differentiable])
             # Missing gradients come as None: autograd would otherwise allocate zeros for
@@ -341,7 +341,7 @@ def _make_function(variant: TrainingVariant) -> type:
                     "(create_graph=True or a double backward) is not supported. Run the region "
                     "whose gradient you differentiate eagerly (dynamo.jit(..., backend='eager') "
                     "or leave it uncompiled).")
-            if checks:   # eager's errors first, then ours for inputs only we read
+            if ctx.versions is not None:   # eager's errors first, then ours
                 check(plan, ctx.versions, grads, input_bumps, bumps)
                 check_saved_inputs(reads_inputs, ctx.versions, input_bumps)
             arguments = list(ctx.saved_tensors)

@@ -184,6 +184,7 @@ class _ForwardFacts:
                  if isinstance(value, torch.Tensor)]
         roots += [(OUTPUT, position, value) for position, value in enumerate(outputs)
                   if isinstance(value, torch.Tensor)]
+        roots = [root for root in roots if not root[2].is_inference()]
         self.starts = starts
         for entry in self.entries:
             entry.append(_root_of(entry[0].alias, roots))
@@ -226,7 +227,8 @@ def _original(packed: _Packed, candidates) -> tuple[Optional[torch.Tensor], bool
     alias = packed.alias
     for from_result, group in ((False, arguments), (True, produced)):
         for tensor in group:
-            if _same_layout(tensor, alias) and _shares_counter(tensor, alias):
+            if tensor is alias or (_same_layout(tensor, alias)
+                                   and _shares_counter(tensor, alias)):
                 return tensor, from_result and not any(tensor is a for a in arguments)
     return None, False
 
@@ -242,10 +244,15 @@ def _shares_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _root_of(alias: torch.Tensor, roots: list) -> tuple:
-    for kind, index, value in roots:
-        if _shares_counter(value, alias):
-            return (kind, index, value)
-    return (INTERNAL, 0, None)
+    """The first root sharing `alias`'s version counter (one bump, then every root read)."""
+    if alias.is_inference():
+        return (INTERNAL, 0, None)
+    before = [value._version for _, _, value in roots]
+    torch.autograd.graph.increment_version(alias)
+    moved = next((root for root, version in zip(roots, before)
+                  if root[2]._version != version), (INTERNAL, 0, None))
+    torch._C._autograd._unsafe_set_version_counter((alias,), (alias._version - 1,))
+    return moved
 
 
 def _reachable_nodes(outputs: Sequence[Any]) -> dict:
@@ -333,6 +340,12 @@ def _message(watch: Watch, which: str, current: int, saved: int) -> str:
     hint = _ANOMALY_HINT if torch.is_anomaly_enabled() else _HINT
     return _MESSAGE.format(kind=kind, sizes=sizes, which=which, current=current,
                            saved=saved) + hint
+
+
+def caller_hooks_active() -> bool:
+    """Whether the caller saves tensors through hooks (`torch.autograd.graph.save_on_cpu`,
+    `saved_tensors_hooks`): eager then checks no versions, and neither does `check`."""
+    return torch._C._autograd._top_saved_tensors_default_hooks(True) is not None
 
 
 def set_versions(tensors: Sequence[torch.Tensor], versions: Sequence[int]) -> None:

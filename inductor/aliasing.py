@@ -141,7 +141,8 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
                for position, value in enumerate(values)]
     aliases, by_root, same = _classify(arguments, values, placeholders)
     hidden = []
-    final = _final_objects(decomposed) if by_root else {}
+    final = _final_objects(decomposed) if any(len(positions) > 1
+                                              for positions in by_root.values()) else {}
     for root, positions in by_root.items():
         if len(positions) < 2:
             continue   # the intermediate, or one view of it: the code generator returns it

@@ -55,7 +55,7 @@ class Watch:
     size: tuple
     dtype: torch.dtype
     device: torch.device
-    which: str
+    which: Optional[str]   # None: the input's own node, read at run time
     follows_root: bool
     is_view: bool
 
@@ -125,6 +125,9 @@ class SavedTensorLog(torch.fx.Interpreter):
         self._nodes: list = []
 
     def run_graph(self, arguments: Sequence[Any]) -> Any:
+        # the nodes the inputs come with (a stand-in's clone): not what eager would name
+        self.start_nodes = [value.grad_fn if isinstance(value, torch.Tensor) else None
+                            for value in arguments]
         with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
             return self.run(*arguments)
 
@@ -174,6 +177,10 @@ class _ForwardFacts:
         for packed in log.packed:
             original, from_result = _original(packed, log.candidates.get(packed.node))
             which = "" if original is None else _which(original)
+            argument = 0 if original is None or from_result else _is_argument(original,
+                                                                                arguments)
+            if argument and original.grad_fn in (None, log.start_nodes[argument - 1]):
+                which = None   # the caller's tensor, as the graph left it: named at run time
             if original is not None and original.requires_grad and original._version != \
                     log.view_versions.get(id(original), original._version):
                 # a view whose base was written after it was made: eager regenerates its node
@@ -216,6 +223,11 @@ class _ForwardFacts:
             if node is not None:
                 return f", which is output {original.output_nr} of {node_name(node)},"
         return ""
+
+
+def _is_argument(tensor: torch.Tensor, arguments: Sequence[Any]) -> int:
+    """1 + the index of the argument `tensor` is, or 0."""
+    return next((index + 1 for index, value in enumerate(arguments) if value is tensor), 0)
 
 
 def _original(packed: _Packed, candidates) -> tuple[Optional[torch.Tensor], bool]:
@@ -311,6 +323,8 @@ def check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
                 tensor, start = versions.inputs[index]
                 after = start + input_bumps[index]
                 version = tensor._version
+                if which is None:
+                    which = _which(tensor)
             else:
                 alias, reference = versions.outputs[index]
                 tensor, after, version = reference(), output_bumps[index], alias._version

@@ -117,6 +117,36 @@ def test_graph_writes_a_saved_input_under_no_grad(backend):
                   backend=backend, raises=True)
 
 
+def test_leaf_saved_then_written_under_no_grad_fuzz_seed_60112(backend):
+    """A leaf requiring grad is traced through a stand-in (a clone, so that the graph may
+    write it): eager's message names the leaf itself, which has no node (seed 60112)."""
+    def f(w):
+        t = w.mul(w) @ w.T
+        with torch.no_grad():
+            w.mul_(0.5)
+        return t
+    same_as_eager(f, lambda: (torch.randn(2, 2, requires_grad=True),), backend=backend,
+                  raises=True)
+
+
+@pytest.mark.parametrize("writer", ["graph", "caller"])
+def test_non_leaf_input_named_by_its_own_node(backend, writer):
+    """The saved input's node is the caller's (`Mul`), or the caller's later write's (`Add`)."""
+    def f(x):
+        y = x.sin()
+        if writer == "graph":
+            with torch.no_grad():
+                x.mul_(2)
+        return y
+
+    def after(arguments, results):
+        if writer == "caller":
+            arguments[0].add_(1)
+        return results[0].sum()
+    same_as_eager(f, lambda: (torch.randn(3, requires_grad=True) * 2,), after,
+                  backend=backend, raises=True)
+
+
 def test_saved_non_leaf_input_written_after_saving(backend):
     def f(x, w):
         y = x.sin() * w

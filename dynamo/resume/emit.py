@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import types
 from typing import Any, Optional
 
 from bytecode import Compare, Instr, Label, TryBegin, TryEnd
@@ -81,6 +82,58 @@ def drop_own_traceback_entry(error: BaseException) -> None:
     entry = error.__traceback__
     if entry is not None and entry.tb_frame is sys._getframe(1):
         error.__traceback__ = entry.tb_next
+
+
+def guarded_copy(copied: list, exit_jump: Jump, active: Optional[TryBegin], line_of_call,
+                 calls: tuple) -> tuple[list, Optional[TryBegin]]:
+    """A nested stop's copied callee instructions inside a `try` whose handler puts the
+    inlined calls' frames back into the exception's traceback (`restore_inlined_frames`)
+    and re-raises where the compiled frame's call is, inside the frame's own `try` blocks:
+    `active` (the user's block covering the call, or None) is split around the copy and
+    continued by the block returned. `line_of_call` is the call's (line, end line, column,
+    end column); `calls` holds (code, line) of each inlined call, outermost first."""
+    handler = Label()
+    lineno = line_of_call[0]
+    depth = 0 if active is None else active.stack_depth  # what the frame's handler keeps
+    mine = TryBegin(handler, push_lasti=False, stack_depth=depth)
+    items = [] if active is None else [TryEnd(active)]
+    items += [mine, *copied, TryEnd(mine)]
+    resumed = None
+    if active is not None:
+        resumed = TryBegin(active.target, push_lasti=active.push_lasti,
+                           stack_depth=active.stack_depth)
+        items.append(resumed)
+    items += [exit_jump, handler, Instr("COPY", 1, lineno=lineno),
+              *call_helper_on_top(restore_inlined_frames, (line_of_call, calls), lineno),
+              Instr("POP_TOP", lineno=lineno), Instr("RERAISE", 0, lineno=lineno)]
+    return items, resumed
+
+
+def restore_inlined_frames(error: BaseException, line_of_call: tuple, calls: tuple) -> None:
+    """An exception out of a nested stop's copied instructions: the calling frame's entry
+    (at the callee's line) becomes the frame's own call line followed by one entry per
+    inlined call, so the traceback lists the frames eager would (program fuzzer P15). The
+    inlined calls' entries hold stand-in frames of their names and files."""
+    entry = error.__traceback__
+    frame = sys._getframe(1)
+    if entry is None or entry.tb_frame is not frame:
+        return
+    rest = entry.tb_next
+    for code, line in reversed(calls):
+        rest = types.TracebackType(rest, _stand_in_frame(code, line), 0, line)
+    lasti = next((2 * index for index, position in enumerate(frame.f_code.co_positions())
+                  if position == line_of_call), entry.tb_lasti)
+    error.__traceback__ = types.TracebackType(rest, frame, lasti, line_of_call[0])
+
+
+_STAND_IN = compile("def stand_in(): return getframe()\n", "<framejit>", "exec").co_consts[0]
+
+
+def _stand_in_frame(code: types.CodeType, line: int) -> types.FrameType:
+    """A finished frame whose code carries `code`'s name and file and starts at `line`."""
+    named = _STAND_IN.replace(co_name=code.co_name, co_qualname=code.co_qualname,
+                              co_filename=code.co_filename, co_firstlineno=line)
+    return types.FunctionType(named, {"getframe": sys._getframe})()
 
 
 def call_helper_on_top(helper: Any, extra_constants: tuple, lineno: int) -> list:

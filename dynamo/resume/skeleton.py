@@ -28,7 +28,7 @@ from __future__ import annotations
 from types import CodeType
 from typing import Callable
 
-from bytecode import Bytecode, Instr, Label
+from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
 from dynamo import _frame_state
 from dynamo.instructions import decode
@@ -102,11 +102,10 @@ def _original_code(decoded, body, stops, stop_labels, trampoline, tail, skip) ->
     before = {entry_position(decoded, index): index for index in stop_labels}
     after: dict[int, list] = {}
     redirect: dict[int, Label] = {}
-    copies: dict[int, list] = {}
+    copies: dict[int, Stop] = {}
     for index, stop in stops.items():
         if stop.copied:  # a nested stop runs the callee's instructions where its call is
-            copies[entry_position(decoded, index)] = [
-                *stop.copied, emit.Jump(trampoline(stop.edges[0]), lineno=None)]
+            copies[entry_position(decoded, index)] = stop
             continue
         if not stop.executes:
             continue
@@ -118,17 +117,38 @@ def _original_code(decoded, body, stops, stop_labels, trampoline, tail, skip) ->
                 after.setdefault(last.origin, []).append(emit.Jump(trampoline(edge),
                                                                    lineno=last.lineno))
     items: list = []
+    active = opened = None  # the `try` block open here (as continued), as the body has it
+    continued = {}  # blocks split by a copy: the body's TryBegin -> the one continuing it
     for position, item in enumerate(body):
         if id(item) in skip:
             continue
         if position in before:
             items.append(stop_labels[before[position]])
-        items += copies.get(position, [])
+        if position in copies:
+            copy, resumed = _copy_of(decoded, body, copies[position], trampoline, active)
+            items += copy
+            if resumed is not None:
+                continued[id(opened)] = active = resumed
         if position in redirect:
             item = Instr(item.name, redirect[position], location=item.location)
+        if isinstance(item, TryBegin):
+            active = opened = item
+        elif isinstance(item, TryEnd):
+            item, active = TryEnd(continued.get(id(item.entry), item.entry)), None
         items.append(item)
         items += after.get(position, [])
     return items
+
+
+def _copy_of(decoded, body, stop: Stop, trampoline, active) -> tuple[list, object]:
+    """A nested stop's copied instructions, guarded so that an exception out of them shows
+    the inlined calls in its traceback (`emit.guarded_copy`)."""
+    call = body[decoded.instructions[stop.first].origin].location
+    calls = tuple((code, decode(code).instructions[index].lineno)
+                  for code, index in stop.points[1:])
+    return emit.guarded_copy(list(stop.copied), emit.Jump(trampoline(stop.edges[0])), active,
+                             (call.lineno, call.end_lineno, call.col_offset,
+                              call.end_col_offset), calls)
 
 
 def _jump_target(edge: Edge, trampoline, tail: list, last) -> Label:

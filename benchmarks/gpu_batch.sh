@@ -7,6 +7,11 @@
 #   tests      the test files that run CUDA cases (TESTS), GPU-marked and all
 #   zoo        the zoo's GPU rows of ZOO_MODELS with torch.compile in the same run
 #              (benchmarks/zoo/gpu.sh; ZOO_COMMIT names the commit carried)
+#   fuzz       the program fuzzer on the machine's CPU cores (FUZZ_BACKEND, FUZZ_COUNT
+#              programs from FUZZ_SEED, FUZZ_JOBS jobs), resumable: FUZZ_LOG_IN is an
+#              earlier call's fuzz-<backend>.jsonl whose seeds are skipped
+#   cpugraphs  the graph fuzzer on CPU tensors, C++ (CPU_GRAPHS from CPU_GRAPH_SEED,
+#              CPU_GRAPH_JOBS jobs), resumable the same way with CPU_GRAPHS_LOG_IN
 # Usage, through the device tool, with the wheels in .whl/ (benchmarks/zoo/gpu.sh says which):
 #   run(command="PARTS=soundness,graphs,tests bash benchmarks/gpu_batch.sh", carry=[".whl"])
 # Every part stops by WALL seconds (default 540); results land in $OUT: soundness/ (its logs
@@ -48,6 +53,21 @@ if has tests; then
      tests/inductor/test_native_allocation.py tests/inductor/test_bounds.py \
      tests/repros/test_torch_global_flags_guarded.py} > "$OUT/tests.log" 2>&1) &
 fi
+if has fuzz; then
+  backend=${FUZZ_BACKEND:-eager}
+  [ -n "${FUZZ_LOG_IN:-}" ] && cp "$FUZZ_LOG_IN" "$OUT/fuzz-$backend.jsonl"
+  (JIT_CACHE_DIR=/tmp/jit-fuzz timeout "$(( left - 15 ))" python3 -m tests.fuzz \
+     --backend "$backend" --count "${FUZZ_COUNT:-20000}" --seed "${FUZZ_SEED:-0}" \
+     --jobs "${FUZZ_JOBS:-8}" --log "$OUT/fuzz-$backend.jsonl" --resume \
+     > "$OUT/fuzz.out" 2>&1) &
+fi
+if has cpugraphs; then
+  [ -n "${CPU_GRAPHS_LOG_IN:-}" ] && cp "$CPU_GRAPHS_LOG_IN" "$OUT/graphs-cpu.jsonl"
+  (JIT_CACHE_DIR=/tmp/jit-cpugraphs timeout "$(( left - 15 ))" python3 -m tests.fuzz.graphs \
+     --device cpu --cpu-backend cpp --count "${CPU_GRAPHS:-20000}" \
+     --seed "${CPU_GRAPH_SEED:-0}" --jobs "${CPU_GRAPH_JOBS:-6}" \
+     --log "$OUT/graphs-cpu.jsonl" --resume > "$OUT/cpugraphs.out" 2>&1) &
+fi
 if has zoo; then
   (OUT=$OUT/zoo ZOO_BUDGET=$(( left - 90 )) ZOO_ARGS="--models ${ZOO_MODELS:-deberta-v2,mistral,bart}" \
      timeout "$left" bash benchmarks/zoo/gpu.sh > "$OUT/zoo.out" 2>&1) &
@@ -63,5 +83,7 @@ print(len(rows), "graphs logged;", dict(collections.Counter(r.get("status") for 
 EOF
 fi
 echo "== tests";      tail -25 "$OUT/tests.log" 2> /dev/null
+echo "== fuzz";       tail -12 "$OUT/fuzz.out" 2> /dev/null
+echo "== cpugraphs";  tail -8 "$OUT/cpugraphs.out" 2> /dev/null
 echo "== zoo";        grep -v '^W[0-9]' "$OUT/zoo.out" 2> /dev/null | tail -25
 echo "== took $(( $(date +%s) - started )) s"

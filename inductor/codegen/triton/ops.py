@@ -231,6 +231,8 @@ class TritonOpsHandler(OpsHandler):
         return self.emit(f"{a.name} {operator} {b.name}", a.dtype)
 
     def add(self, a, b):
+        if a.dtype == torch.bool:   # an int1 sum wraps on GPUs: True + True was False
+            return self._binary("|", a, b)
         return self._binary("+", a, b)
 
     def sub(self, a, b):

@@ -276,6 +276,13 @@ class TrainingVariant:
         return self.run_backward
 
 
+def _unviewed(value: Any) -> Any:
+    """`value`, or for a view, an alias of its memory that is no view (`detach`)."""
+    if isinstance(value, torch.Tensor) and value._is_view():
+        return value.detach()
+    return value
+
+
 def _identity(function: Callable) -> Callable:
     return function
 
@@ -319,7 +326,10 @@ def _make_function(variant: TrainingVariant) -> type:
                 primal = primals[index]
                 versions.inputs[index] = (primal, version_of(primal))
             outputs = _run_without_autocast(variant.run_forward, list(primals))
-            function_outputs = tuple(outputs[:count])
+            # An output the generated code returns as a view of a buffer (a 1-D linear's
+            # squeezed addmm) is no view in eager: written in place afterwards, as a view of
+            # this Function it would raise "Output 1 of CompiledFunction is a view ...".
+            function_outputs = tuple(_unviewed(output) for output in outputs[:count])
             for position, times in bumped_outputs:
                 bump_version(function_outputs[position], times)
             for position in watched_outputs:

@@ -48,6 +48,19 @@ def realize(tx, value: Variable) -> Variable:
     return value.realize(tx) if type(value) is LazyVariable else value
 
 
+def is_unbound(tx, value: Variable, unbound: Any) -> bool:
+    """Whether a local a region started with holds the unbound marker (guarded either way):
+    3.12's `LOAD_FAST_AND_CLEAR` saves such a local as NULL, not as the marker."""
+    if type(value) is not LazyVariable or value.memo[0] is not None:
+        return False
+    from guards import IdentityGuard, TypeGuard
+    if value.value is unbound:
+        tx.guards.add(IdentityGuard(value.source, unbound))
+        return True
+    tx.guards.add(TypeGuard(value.source, type(value.value)))
+    return False
+
+
 def check_bound(tx, value: Variable, unbound: Any, name: str) -> None:
     """Reading a local a region started with: guard that it is still bound (by its type),
     or stop here if it is not (eager code raises UnboundLocalError)."""

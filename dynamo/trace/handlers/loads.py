@@ -7,7 +7,7 @@ from dynamo.breaks import UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT
 from dynamo.trace.handlers import handler
 from dynamo.variables.base import NULL
 from dynamo.variables.constant import ConstantVariable
-from dynamo.variables.lazy import check_bound
+from dynamo.variables.lazy import check_bound, is_unbound
 
 
 def _name(arg) -> str:
@@ -34,6 +34,9 @@ def LOAD_FAST(tx, instruction):
 @handler(since=(3, 12))
 def LOAD_FAST_AND_CLEAR(tx, instruction):
     value = tx.take_local(instruction.arg)
+    if value is not None and tx.unbound_marker is not None and \
+            is_unbound(tx, value, tx.unbound_marker):  # a region's unbound local: NULL
+        value = None
     tx.push(NULL if value is None else value)
 
 

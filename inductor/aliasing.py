@@ -140,12 +140,14 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
     strides = [_strides(value, eager[position] if eager else None)
                for position, value in enumerate(values)]
     aliases, by_root, same = _classify(arguments, values, placeholders)
+    twice = {alias.base_index for alias in aliases if alias is not None
+             and alias.base_kind == "output"}   # positions returned again later
     hidden = []
-    final = _final_objects(decomposed) if any(len(positions) > 1
-                                              for positions in by_root.values()) else {}
-    for root, positions in by_root.items():
-        if len(positions) < 2:
-            continue   # the intermediate, or one view of it: the code generator returns it
+    # A view returned twice: eager's one object has its base's memory even with no elements.
+    groups = {root: positions for root, positions in by_root.items()
+              if len(positions) + len(twice.intersection(positions)) > 1}
+    final = _final_objects(decomposed) if groups else {}
+    for root, positions in groups.items():
         base_position = next((position for position in positions if same[position]), None)
         base = final[root].meta["val"]    # the object after in-place ops (`squeeze_`) on it
         geometry = _eager_geometry(eager, positions, base, base_position)

@@ -15,8 +15,9 @@ writes through views by their inverses:
   with gaps (`r[:, ::2]`) as a row-major copy, where the elements read are evenly spaced in
   it and nothing writes into it afterwards.
   A write through `as_strided` becomes `as_strided_scatter` into the owner's value at eager's
-  offset: kept where that value sits as eager's does (the owner itself, dense from offset 0);
-  elsewhere, and for reads of storage outside a tensor the graph writes, the graph runs as is.
+  offset: rebased onto the owner where that value sits as eager's does (the owner not
+  written before, or contiguous from offset 0); elsewhere, and for reads of storage outside
+  a tensor the graph writes, the graph runs as is.
 - An `expand` that broadcasts nothing (same shape, new leading size-1 dims) is inverted by
   functionalization with arithmetic, `base + (new - base)`: NaN where `base` held inf,
   rounding, and an error for bools (class 25). It becomes the view it is: `alias`,
@@ -44,44 +45,61 @@ def rewrite_views(gm: torch.fx.GraphModule) -> None:
     written = {memory_root(target)[0] for target in write_targets(gm)
                if isinstance(target, torch.fx.Node)}
     through = _written_through(gm)
-    first_write, last_write = _write_spans(gm)
+    writes = _write_positions(gm)
+    position = {node: index for index, node in enumerate(gm.graph.nodes)}
+    # Owners as the graph stands: a rewritten `as_strided` reads a copy, not its views' owner.
+    roots = {node: memory_root(node) for node in gm.graph.nodes}
     current: dict = {}    # memory owner -> the latest node that is that very tensor object
     changed = False
     for index, node in enumerate(list(gm.graph.nodes)):
-        root, same_object = memory_root(node)
+        root, same_object = roots[node]
         if same_object:
             current[root] = node
         if node.op != "call_function":
             continue
         if node.target is aten.expand.default:
-            changed = _expand_as_view(gm.graph, node) or changed
+            view = _expand_as_view(gm.graph, node)
+            if view is not None:
+                roots[view], changed = roots[node], True
         elif node.target is aten.as_strided.default and node in through:
-            first = first_write.get(memory_root(node.args[0])[0], -1) > index
-            _check_write_through_as_strided(node, current, first)
+            root = roots[node.args[0]][0]
+            first = all(write > index for write in writes.get(root, []))
+            changed = _write_through_as_strided(node, root, current, first) or changed
         elif node.target is aten.as_strided.default:
-            later = last_write.get(memory_root(node.args[0])[0], -1) > index
-            changed = _as_strided_on_owner(gm.graph, node, written, current, later) or changed
+            later = any(index < write < _last_read(node, position)
+                        for write in writes.get(roots[node.args[0]][0], []))
+            changed = _as_strided_on_owner(gm.graph, node, roots[node.args[0]][0], written,
+                                           current, later) or changed
     if changed:
         gm.graph.eliminate_dead_code()
         gm.recompile()
 
 
-def _write_spans(gm: torch.fx.GraphModule):
-    """Memory owner -> the position (in graph order) of the first node writing into it, and
-    of the last."""
-    first, last = {}, {}
+def _write_positions(gm: torch.fx.GraphModule) -> dict:
+    """Memory owner -> the positions (in graph order) of the nodes writing into it."""
+    writes: dict = {}
     for index, node in enumerate(gm.graph.nodes):
         schema = getattr(node.target, "_schema", None)
         if node.op != "call_function" or schema is None or not schema.is_mutable:
             continue
-        for position, argument in enumerate(schema.arguments):
-            value = node.args[position] if position < len(node.args) else \
+        for place, argument in enumerate(schema.arguments):
+            value = node.args[place] if place < len(node.args) else \
                 node.kwargs.get(argument.name)
             if argument.alias_info is not None and argument.alias_info.is_write \
                     and isinstance(value, torch.fx.Node):
-                first.setdefault(memory_root(value)[0], index)
-                last[memory_root(value)[0]] = index
-    return first, last
+                writes.setdefault(memory_root(value)[0], []).append(index)
+    return writes
+
+
+def _last_read(node: torch.fx.Node, position: dict) -> int:
+    """The position of the last node reading `node`'s value, through views of it too."""
+    last = position.get(node, -1)
+    for user in node.users:
+        if aliased_argument(user)[0] is node:
+            last = max(last, _last_read(user, position))
+        else:
+            last = max(last, position.get(user, last))
+    return last
 
 
 def _written_through(gm: torch.fx.GraphModule) -> set:
@@ -95,20 +113,30 @@ def _written_through(gm: torch.fx.GraphModule) -> set:
     return through
 
 
-def _check_write_through_as_strided(node: torch.fx.Node, current: dict,
-                                    first_write: bool) -> None:
+def _write_through_as_strided(node: torch.fx.Node, root: torch.fx.Node, current: dict,
+                              first_write: bool) -> bool:
     """A write through `as_strided` is functionalized as `as_strided_scatter` into the owner's
-    value, at eager's offset: right only where that value sits as eager's tensor does (an
-    input not written before; dense from offset 0, the layout a computed value keeps) and
-    `as_strided` is applied to the owner itself (functionalization refuses a view's)."""
-    view = node.args[0]
-    root, same_object = memory_root(view)
-    owned = current.get(root, root).meta.get("val")
-    as_laid_out = (root.op in _INPUT_OPS and first_write) or (
-        isinstance(owned, torch.Tensor) and int(owned.storage_offset()) == 0 and _dense(owned))
-    if not same_object or not as_laid_out:
-        raise UnsupportedGraph("the graph writes through `as_strided` (or `unfold`) of a view, "
-                               "or of a tensor not laid out densely from its storage's start")
+    value, at eager's offset: right where that value sits as eager's tensor does (the owner
+    not written before: the input, or the op that made it; contiguous from offset 0, as the
+    values of scatters are: a transposed input written through a slice first was not).
+    Applied to a view, it is rebased onto the owner (functionalization refuses a view's
+    `as_strided`)."""
+    owner = current.get(root, root)
+    owned, example = owner.meta.get("val"), node.args[0].meta.get("val")
+    as_laid_out = first_write or (isinstance(owned, torch.Tensor) and owned.is_contiguous()
+                                  and int(owned.storage_offset()) == 0)
+    if not as_laid_out or not isinstance(example, torch.Tensor) \
+            or not isinstance(owned, torch.Tensor) or owned.dtype != example.dtype:
+        raise UnsupportedGraph("the graph writes through `as_strided` (or `unfold`) into a "
+                               "tensor written before and not contiguous from its storage's "
+                               "start")
+    if node.args[0] is owner:
+        return False
+    offset = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset")
+    absolute = int(example.storage_offset()) if offset is None else int(offset)
+    node.args = (owner, list(node.args[1]), list(node.args[2]), absolute)
+    node.kwargs = {}
+    return True
 
 
 def _refuse_input_metadata_writes(gm: torch.fx.GraphModule) -> None:
@@ -122,18 +150,19 @@ def _refuse_input_metadata_writes(gm: torch.fx.GraphModule) -> None:
                                    f"({node.target.overloadpacket.__name__})")
 
 
-def _expand_as_view(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
-    """Replace an `expand` that broadcasts nothing by views (see the module docstring)."""
+def _expand_as_view(graph: torch.fx.Graph, node: torch.fx.Node):
+    """Replace an `expand` that broadcasts nothing by views (see the module docstring);
+    return the last of them (carrying the expand's example value), or None."""
     source = node.args[0]
     value, old = node.meta.get("val"), getattr(source, "meta", {}).get("val")
     if not isinstance(value, torch.Tensor) or not isinstance(old, torch.Tensor):
-        return False
+        return None
     new, old = [int(extent) for extent in value.shape], [int(extent) for extent in old.shape]
     lead = len(new) - len(old)
     padded = [1] * lead + old
     if lead < 0 or any(want != have and not (have == 1 and want in (0, 1))
                        for want, have in zip(new, padded)):
-        return False
+        return None
     with graph.inserting_before(node):
         view = graph.call_function(aten.alias.default, (source,))
         for _ in range(lead):
@@ -141,21 +170,22 @@ def _expand_as_view(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
         for dim, (want, have) in enumerate(zip(new, padded)):
             if want == 0 and have == 1:
                 view = graph.call_function(aten.slice.Tensor, (view, dim, 0, 0))
+    view.meta["val"] = value
     node.replace_all_uses_with(view)
     graph.erase_node(node)
-    return True
+    return view
 
 
-def _as_strided_on_owner(graph: torch.fx.Graph, node: torch.fx.Node, written: set,
-                         current: dict, written_later: bool) -> bool:
-    """Point an `as_strided` at the memory it reads (see the module docstring)."""
+def _as_strided_on_owner(graph: torch.fx.Graph, node: torch.fx.Node, root: torch.fx.Node,
+                         written: set, current: dict, written_later: bool) -> bool:
+    """Point an `as_strided` at the memory it reads, that of `root` (see the module
+    docstring)."""
     view = node.args[0]
     size, stride = [int(extent) for extent in node.args[1]], [int(step) for step in node.args[2]]
     offset = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset")
     example = view.meta.get("val") if isinstance(view, torch.fx.Node) else None
     if not isinstance(example, torch.Tensor):
         return False
-    root = memory_root(view)[0]
     if root is view and root not in written:
         return False    # functional: the same tensor, laid out as eager lays it out
     absolute = int(example.storage_offset()) if offset is None else int(offset)
@@ -177,11 +207,12 @@ def _as_strided_on_owner(graph: torch.fx.Graph, node: torch.fx.Node, written: se
         # fresh copy that starts at 0.
         node.args = (flat, size, stride, absolute - int(owned.storage_offset()))
     else:
+        # A copy: right while no write into the owner comes between it and its last reader.
         logical = None if written_later else _logical_read(size, stride, absolute, owned)
         if logical is None:
             raise UnsupportedGraph("the graph reads, through `as_strided`, storage around a "
                                    "tensor it writes (elements outside the tensor's own, or "
-                                   "of a tensor with gaps that a later write changes)")
+                                   "of a tensor with gaps that a write changes before a read)")
         with graph.inserting_before(node):
             copy = graph.call_function(aten.clone.default, (owner,),
                                        {"memory_format": torch.contiguous_format})

@@ -28,7 +28,7 @@ def backend(request, monkeypatch):
 
 def _sharing(outputs):
     """Per output: the earlier outputs it shares memory with, and those it is."""
-    keys = [value.untyped_storage().data_ptr() if value.numel() else None
+    keys = [value.untyped_storage().data_ptr() if value.untyped_storage().nbytes() else None
             for value in outputs]
     return [(tuple(j for j in range(i) if keys[i] is not None and keys[j] == keys[i]),
              tuple(j for j in range(i) if outputs[j] is outputs[i]))
@@ -128,6 +128,13 @@ def test_unfold_of_a_written_input_with_gaps(backend):
         return (a0, a0.narrow(1, 1, 3).unfold(1, 2, 2) * 1)
     check(function, _with_gaps())
 
+    def read_before_a_later_write(a0):      # the copy is read before the write
+        v = a0.narrow(1, 1, 3).unfold(1, 2, 2)
+        first = v * 1
+        a0.neg_()
+        return (first, a0)
+    check(read_before_a_later_write, _with_gaps())
+
     def across_rows(a0):
         a0.add_(2)
         return (torch.as_strided(a0[1:], [2, 3], [2, 10], a0.storage_offset() + 10) * 1,)
@@ -153,8 +160,8 @@ def test_as_strided_around_a_written_input_runs_as_is(backend):
     check(function, GRID.clone()[:, 1:], compiled_reason="through `as_strided`")
 
 
-@pytest.mark.expect_fallback("unsupported", reason="functionalization refuses a write through "
-                             "as_strided of a view")
+@pytest.mark.expect_fallback("unsupported", reason="a second write through as_strided into an "
+                             "input's new value, which sits otherwise than the input")
 def test_writes_through_as_strided(backend):
     def through_unfold(a0):                 # on the tensor itself: functionalized
         a0.unfold(1, 2, 2).fill_(7)
@@ -169,13 +176,17 @@ def test_writes_through_as_strided(backend):
         a0.unfold(0, 2, 2).mul_(3)
         return (a0 * 1, a0.unfold(1, 2, 1) + 0)
     check(twice, GRID.clone())
-    check(twice, at_offset(GRID), compiled_reason="writes through")
+    check(twice, at_offset(GRID), compiled_reason="writes through")   # into a new value
+    check(twice, _with_gaps(), compiled_reason="writes through")
 
-    def through_a_view(a0, a2):             # functionalization refuses it: run as is
-        a2.add_(1)
+    def through_a_view(a0, a2):             # rebased onto a0 (functionalization refuses
+        a2.add_(1)                          # as_strided of a view written through)
         torch.as_strided(a0[1:], [2, 2], [4, 1], a0.storage_offset() + 6).fill_(7)
+        a0[1:].unfold(1, 2, 2).mul_(3)
         return (a0 * 1,)
-    check(through_a_view, GRID.clone(), torch.randn(2), compiled_reason="writes through")
+    check(through_a_view, GRID.clone(), torch.randn(2))
+    check(through_a_view, GRID.clone().t().contiguous().t(), torch.randn(2),
+          compiled_reason="writes through")   # the second into a new value laid out otherwise
 
 
 @pytest.mark.expect_fallback("unsupported", reason="an input's metadata changed in place")
@@ -221,6 +232,11 @@ def test_a_view_of_an_intermediate_returned_twice(backend):
         return (v2[1:], v2, v2[:2])
     check(with_views, *inputs)
     check(lambda x: ((x + 1)[1:],) * 2, torch.randn(3, 4))
+
+    def empty_twice(a4, a5):                # seed 45290: no elements, its base's memory
+        v = torch.addmm(a4, a5, a4, beta=1, alpha=2).narrow(0, 1, 0).view(-1)
+        return (v, v)
+    check(empty_twice, torch.randn(1, 8), torch.randn(4, 1))
 
 
 def _permuted_like_eager_product():

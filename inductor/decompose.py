@@ -338,7 +338,9 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
         if writes_into_shared_inputs(lifted, list(constants) + list(example_inputs)):
             raise SharedInputWrites("the graph writes into inputs that share memory with other "
                                     "inputs (views of one tensor passed separately)")
-        rewrite_views(lifted)   # views whose functional form reads other memory than eager
+        # views whose functional form reads other memory than eager
+        rewrite_views(lifted, frozenset(position for position, alias in enumerate(aliases)
+                                        if alias is not None))
         # Detached: functionalize copies each write back into its input outside the graph's
         # grad-mode regions, and a leaf requiring grad written under `no_grad` (an inference
         # graph's only kind of write into it) raised "a leaf Variable that requires grad is

@@ -38,15 +38,20 @@ aten = torch.ops.aten
 _INPUT_OPS = ("placeholder", "get_attr")
 
 
-def rewrite_views(gm: torch.fx.GraphModule) -> None:
+def rewrite_views(gm: torch.fx.GraphModule, rebuilt: frozenset = frozenset()) -> None:
     """Edit `gm` (see the module docstring); raise `UnsupportedGraph` where the functional
-    form cannot express a view (an `as_strided` reading around a tensor the graph writes)."""
+    form cannot express a view (an `as_strided` reading around a tensor the graph writes).
+    `rebuilt`: output positions the caller rebuilds as views after the call (the graph's
+    value there is not read)."""
     _refuse_input_metadata_writes(gm)
     written = {memory_root(target)[0] for target in write_targets(gm)
                if isinstance(target, torch.fx.Node)}
     through = _written_through(gm)
     writes = _write_positions(gm)
     position = {node: index for index, node in enumerate(gm.graph.nodes)}
+    output = next(node for node in gm.graph.nodes if node.op == "output")
+    returned = {argument for place, argument in enumerate(output.args[0])
+                if place not in rebuilt and isinstance(argument, torch.fx.Node)}
     # Owners as the graph stands: a rewritten `as_strided` reads a copy, not its views' owner.
     roots = {node: memory_root(node) for node in gm.graph.nodes}
     current: dict = {}    # memory owner -> the latest node that is that very tensor object
@@ -66,7 +71,7 @@ def rewrite_views(gm: torch.fx.GraphModule) -> None:
             first = all(write > index for write in writes.get(root, []))
             changed = _write_through_as_strided(node, root, current, first) or changed
         elif node.target is aten.as_strided.default:
-            later = any(index < write < _last_read(node, position)
+            later = any(index < write < _last_read(node, position, returned)
                         for write in writes.get(roots[node.args[0]][0], []))
             changed = _as_strided_on_owner(gm.graph, node, roots[node.args[0]][0], written,
                                            current, later) or changed
@@ -91,13 +96,14 @@ def _write_positions(gm: torch.fx.GraphModule) -> dict:
     return writes
 
 
-def _last_read(node: torch.fx.Node, position: dict) -> int:
-    """The position of the last node reading `node`'s value, through views of it too."""
+def _last_read(node: torch.fx.Node, position: dict, returned: set) -> int:
+    """The position of the last node reading `node`'s value, through views of it too; the
+    output reads only the values in `returned`."""
     last = position.get(node, -1)
     for user in node.users:
         if aliased_argument(user)[0] is node:
-            last = max(last, _last_read(user, position))
-        else:
+            last = max(last, _last_read(user, position, returned))
+        elif user.op != "output" or node in returned:
             last = max(last, position.get(user, last))
     return last
 

@@ -135,6 +135,13 @@ def test_unfold_of_a_written_input_with_gaps(backend):
         return (first, a0)
     check(read_before_a_later_write, _with_gaps())
 
+    def returned_then_written(a4, a5):     # seed 45744: an input's view, rebuilt after
+        v12 = a4.unfold(2, 3, 2)            # the call from the input, is not read inside
+        a4.index_fill_(0, a5, 0)
+        return (v12,)
+    check(returned_then_written, torch.arange(20, dtype=torch.uint8).view(4, 1, 5)[:, :, 1:4],
+          torch.tensor([0]))
+
     def across_rows(a0):
         a0.add_(2)
         return (torch.as_strided(a0[1:], [2, 3], [2, 10], a0.storage_offset() + 10) * 1,)

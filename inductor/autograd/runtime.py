@@ -143,7 +143,7 @@ class Epilogue:
                 key = (output.meta.dtype, output.meta.device)
                 groups.setdefault(key, []).append((position, output.index))
             else:
-                self.recorded.append((position, output.index))
+                self.recorded.append((position, output.index, info.written_through_view))
         self.unrecorded = [([index for _, index in group], [position for position, _ in group])
                            for group in groups.values()]
         # Eager moves an input's version counter once per write; the copies below move it
@@ -165,8 +165,11 @@ class Epilogue:
                 for indices, positions in self.unrecorded:
                     torch._foreach_copy_([arguments[index] for index in indices],
                                          [function_outputs[position] for position in positions])
-        for position, index in self.recorded:
-            arguments[index].copy_(function_outputs[position])
+        for position, index, through_view in self.recorded:
+            if through_view:   # (`x[i] = v`): the input's node is CopySlices, as in eager
+                torch.ops.aten.alias(arguments[index]).copy_(function_outputs[position])
+            else:
+                arguments[index].copy_(function_outputs[position])
         if self.versions_set:
             set_versions(tensors, eager_versions)
         flat = []

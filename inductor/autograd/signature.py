@@ -70,6 +70,7 @@ class InputInfo:
     mutates_data: bool
     mutation_hidden: bool = False
     version_bumps: int = 0   # how far eager moves its version counter (one per write)
+    written_through_view: bool = False   # eager's last recorded write went through a view
 
 
 class OutputKind(enum.Enum):
@@ -323,8 +324,10 @@ def _input_info(value: Any, argument: Any, start: int) -> InputInfo:
                                "in place (resize_, set_, t_, ...)")
     mutated = has_data_mutation(argument)
     hidden = mutated and mutations_hidden_from_autograd(argument)
+    through_view = mutated and argument.grad_fn is not None and \
+        argument.grad_fn.name() == "torch::autograd::CopySlices"
     return InputInfo(True, bool(value.requires_grad), mutated, hidden,
-                     _version(argument) - start)
+                     _version(argument) - start, through_view)
 
 
 def _classify_outputs(flat: list, arguments: list, function_outputs: list) -> list[OutputInfo]:

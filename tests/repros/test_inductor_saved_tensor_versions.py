@@ -257,3 +257,15 @@ def test_caller_saves_through_hooks(backend):
         y.sum().backward()
         grads.append(x.grad)
     torch.testing.assert_close(grads[1], grads[0])
+
+
+def test_saved_in_one_graph_written_through_a_view_in_the_next(backend):
+    """The second graph's write `x[0, 1] = ...` leaves eager's node `CopySlices` on `x`, which
+    the first graph's check names (program fuzzer seed 60451)."""
+    def f(x, g):
+        t = torch.minimum(x, g) / (g.abs() + 1)
+        print("break")
+        x[0, 1] = torch.sum(g)
+        return t
+    same_as_eager(f, lambda: (torch.ones(2, 2, requires_grad=True) * 2,
+                              torch.ones(2, 2, requires_grad=True)), backend=backend, raises=True)

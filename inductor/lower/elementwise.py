@@ -171,28 +171,50 @@ def _realize_if_broadcast(value, size: Sequence) -> None:
         storage.realize()
 
 
-def value_loader(value, size: Sequence, dtype: torch.dtype) -> Callable:
-    """A loader over `size` yielding `value` (tensor or scalar) converted to `dtype`."""
+def value_loader(value, size: Sequence, dtype: torch.dtype,
+                 through: Optional[torch.dtype] = None) -> Callable:
+    """A loader over `size` yielding `value` (tensor or scalar) converted to `dtype`; with
+    `through` (a half type), a value of another dtype is rounded to it first."""
     if is_tensor(value):
         _realize_if_broadcast(value, size)
         inner = broadcast_loader(value.make_loader(), value.get_size(), size)
         source = value.get_dtype()
+        if through is not None and source != through:
+            return lambda index: ops.to_dtype(ops.to_dtype(inner(index), through), dtype)
         if opmath_dtype(source) == dtype or source == dtype:
             return inner
         return lambda index: ops.to_dtype(inner(index), dtype)
     constant = value
+    if through is not None:
+        constant = float(torch.tensor(value).to(through))
     return lambda index: ops.constant(constant, dtype)
+
+
+def is_scalar(value) -> bool:
+    """A Python number or a 0-d tensor."""
+    return not is_tensor(value) or len(value.get_size()) == 0
+
+
+def _rounding_type(promoted: torch.dtype, device: torch.device) -> Optional[torch.dtype]:
+    """The half type operands of another dtype are rounded to before the op: eager's CPU
+    kernels convert every operand to the common dtype (`bf16 + float32 0-d` adds the 0-d
+    value rounded to bfloat16: graph fuzzer class 34). CUDA's rules are not measured."""
+    return promoted if promoted in HALF_TYPES and device.type == "cpu" else None
 
 
 def make_pointwise(function: Callable, *operands, dtype: Optional[torch.dtype] = None,
                    compute_dtype: Optional[torch.dtype] = None,
-                   result_dtype: Optional[torch.dtype] = None) -> TensorBox:
+                   result_dtype: Optional[torch.dtype] = None,
+                   scalars_unrounded: bool = False) -> TensorBox:
     """A pointwise op over broadcast operands.
 
     Operands are loaded and converted to `compute_dtype` (default: the op-math type of the
-    promoted dtype); `function(*values)` yields a value of `result_dtype` (default: the
-    compute dtype), converted to `dtype` (default: the promoted dtype) when they differ; a
-    half-type result stays float32 until stored when `config.eager_rounding` is off.
+    promoted dtype), on CPUs through a promoted half type where theirs differs (as eager
+    converts them to the common dtype), except scalars and 0-d tensors where
+    `scalars_unrounded` (eager's CPU `mul`, `div`, `floor_divide` read those unrounded);
+    `function(*values)` yields a value of `result_dtype` (default: the compute dtype),
+    converted to `dtype` (default: the promoted dtype) when they differ; a half-type result
+    stays float32 until stored when `config.eager_rounding` is off.
     """
     promoted = result_type(*operands)
     dtype = dtype or promoted
@@ -201,7 +223,10 @@ def make_pointwise(function: Callable, *operands, dtype: Optional[torch.dtype] =
     tensors = [operand for operand in operands if is_tensor(operand)]
     size = broadcast_shapes(*(tensor.get_size() for tensor in tensors))
     device = tensors[0].get_device() if tensors else torch.device("cpu")
-    loaders = [value_loader(operand, size, compute_dtype) for operand in operands]
+    through = _rounding_type(promoted, device)
+    loaders = [value_loader(operand, size, compute_dtype,
+                            None if scalars_unrounded and is_scalar(operand) else through)
+               for operand in operands]
     needs_cast = opmath_dtype(result_dtype) != opmath_dtype(dtype) or \
         (dtype in HALF_TYPES and result_dtype != dtype and config.eager_rounding)
 

@@ -11,9 +11,9 @@ import torch
 
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import ops
-from inductor.lower.elementwise import (broadcast_shapes, cast, constant_box, is_tensor,
-                                        make_pointwise, opmath_dtype, result_type,
-                                        value_loader)
+from inductor.lower.elementwise import (broadcast_shapes, cast, constant_box, is_scalar,
+                                        is_tensor, make_pointwise, opmath_dtype,
+                                        result_type, value_loader)
 from inductor.lower.registry import register_lowering
 
 aten = torch.ops.aten
@@ -301,7 +301,7 @@ def rsub(a, b, alpha=None):
 def mul(a, b):
     if result_type(a, b) == torch.bool:
         return make_pointwise(ops.logical_and, a, b, result_dtype=torch.bool)
-    return make_pointwise(ops.mul, a, b)
+    return make_pointwise(ops.mul, a, b, scalars_unrounded=True)
 
 
 @register_lowering(aten.div, aten.true_divide)
@@ -317,16 +317,21 @@ def div(a, b, rounding_mode=None):
             reciprocal = float(torch.tensor(1 / b, dtype=torch.float64).to(compute))
             return make_pointwise(lambda x: ops.mul(x, ops.constant(reciprocal, compute)), a,
                                   dtype=dtype, compute_dtype=compute)
-        return make_pointwise(ops.truediv, a, b, dtype=dtype, compute_dtype=compute)
+        return make_pointwise(ops.truediv, a, b, dtype=dtype, compute_dtype=compute,
+                              scalars_unrounded=True)
     if promoted.is_floating_point:
         if rounding_mode == "trunc":
+            # eager rounds, then truncates; its CPU kernel's scalar path (a 0-d or Python
+            # number divisor) truncates the float32 quotient of the unrounded scalar
+            scalar_path = is_scalar(b) and not _on_cuda(a, b)
+
             def truncated(x, y):
                 quotient = ops.truediv(x, y)
-                if promoted in (torch.float16, torch.bfloat16):
-                    quotient = ops.to_dtype(quotient, promoted)  # eager rounds, then truncates
+                if promoted in (torch.float16, torch.bfloat16) and not scalar_path:
+                    quotient = ops.to_dtype(quotient, promoted)
                 return ops.trunc(quotient)
-            return make_pointwise(truncated, a, b)
-        return make_pointwise(ops.floordiv, a, b)
+            return make_pointwise(truncated, a, b, scalars_unrounded=True)
+        return make_pointwise(ops.floordiv, a, b, scalars_unrounded=True)
     operation = ops.truncdiv if rounding_mode == "trunc" else ops.floordiv
     return make_pointwise(operation, a, b)
 

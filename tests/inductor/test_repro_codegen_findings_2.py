@@ -22,6 +22,10 @@ interpreter).
 - `index_add` of bools with `alpha`: torch's decomposition made `source * 2` int64, and the
   Triton backend's eager `index_put` for bools refused it (`Index put requires the source and
   destination dtypes match`); eager casts alpha to bool.
+- Half types: eager's CPU kernels convert every operand to the common dtype, so a float32
+  0-d tensor, a Python float or an integer tensor added to a bfloat16 tensor is rounded to
+  bfloat16 first (except in `mul`, `div`, `floor_divide`, which read a scalar unrounded);
+  the compiled graph used the unrounded value (seed 52316: 8 ulps off).
 """
 import pytest
 import torch
@@ -187,6 +191,37 @@ def test_index_add_of_bools_with_alpha(cpu_backend, alpha):
     a1 = torch.rand(4, 2, 5, generator=generator) < 0.3
     a3 = torch.rand(4, 2, 3, generator=generator) < 0.5
     check_same(function, a1, torch.tensor([1, 1, 3]), a3)
+
+
+SCALAR_OPS = {
+    "add": torch.add, "sub": torch.sub, "rsub": torch.rsub, "mul": torch.mul,
+    "div": torch.div, "floor_divide": torch.floor_divide, "pow": lambda a, s: a.abs() ** s,
+    "fmod": torch.fmod, "remainder": torch.remainder, "atan2": torch.atan2,
+    "hypot": torch.hypot, "maximum": torch.maximum, "eq": torch.eq, "lt": torch.lt,
+    "trunc": lambda a, s: torch.div(a, s, rounding_mode="trunc"),
+    "lerp": lambda a, s: torch.lerp(a, a * 2, s),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("operation", list(SCALAR_OPS))
+def test_half_type_op_with_an_operand_of_another_dtype(cpu_backend, operation, dtype):
+    """Seed 52316: `(a0 + a6).sum(0)` with a0 bfloat16, a6 a float32 0-d tensor."""
+    op = SCALAR_OPS[operation]
+    generator = torch.Generator().manual_seed(0)
+    a = (torch.randn(256, generator=generator) * 4).to(dtype)
+    a[:8] = torch.tensor(-1.391248345375061).to(dtype)
+    s = torch.tensor(-1.391248345375061)
+    functions = [lambda a, s: (op(a, s),), lambda a, s: (op(a, s.double()),)]
+    if operation not in ("atan2", "hypot", "maximum", "lerp"):
+        functions.append(lambda a, s: (op(a, -1.391248345375061),))
+    for function in functions:
+        expected = function(a, s)
+        actual = compile_function(function, a, s)(a, s)
+        assert torch.equal(actual[0], expected[0]), operation
+    if operation in ("add", "mul", "eq"):
+        count = torch.full((256,), 257)
+        check_same(lambda a, c: (op(a, c),), a, count)
 
 
 def check_traced(function, *inputs):

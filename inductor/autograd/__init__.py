@@ -123,7 +123,7 @@ class CompiledTraining:
             saved = range(parts.function_output_count, len(output_strides(parts.forward)))
             compiled = compile_graph(self.compile_inner, parts.forward, list(arguments), saved)
             variant = TrainingVariant(signature, parts, compiled, self.compile_inner,
-                                      joint.versions)
+                                      joint.versions, joint.inputs_reached)
         else:
             traced = trace_inference(graph, signature, arguments, state, self.decompositions)
             variant = InferenceVariant(signature,

@@ -44,6 +44,7 @@ class JointGraph:
     function_output_count: int
     grad_of_input: list[Optional[int]]   # per input: index among gradient outputs, or None
     versions: VersionPlan = VersionPlan(())   # eager's saved tensors and their version checks
+    inputs_reached: tuple = ()   # per function output: inputs its gradient reaches
 
     @property
     def gradient_count(self) -> int:
@@ -102,6 +103,7 @@ def _joint_function(gm: torch.fx.GraphModule, signature: GraphSignature, state: 
             joint.versions = facts.plan([position for position, info
                                          in enumerate(signature.function_outputs)
                                          if info.differentiable])
+            joint.inputs_reached = facts.inputs_reached(leaves, len(outputs))
             return ([from_functional(output) for output in outputs],
                     [from_functional(grad) for grad in grads if grad is not None])
     return joint
@@ -139,7 +141,7 @@ def trace_joint(gm: torch.fx.GraphModule, signature: GraphSignature, inputs: Seq
     _set_flat_outputs(traced, flat_outputs)
     function_outputs = len(signature.function_outputs)
     return JointGraph(traced, len(inputs), len(tangents), function_outputs, grad_of_input,
-                      joint.versions)
+                      joint.versions, joint.inputs_reached)
 
 
 def _inference_function(gm: torch.fx.GraphModule, signature: GraphSignature,

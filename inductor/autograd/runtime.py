@@ -247,9 +247,11 @@ class TrainingVariant:
     """A compiled forward, a backward compiled on first use, and the autograd glue."""
 
     def __init__(self, signature: GraphSignature, partition, compiled_forward: Callable,
-                 compile_inner: Callable, versions: VersionPlan = VersionPlan(())):
+                 compile_inner: Callable, versions: VersionPlan = VersionPlan(()),
+                 inputs_reached: Sequence = ()):
         self.signature = signature
         self.versions = versions
+        self.inputs_reached = tuple(inputs_reached)
         self.partition = partition
         self.compiled_forward = compiled_forward
         self.run_forward = list_callable(compiled_forward)
@@ -320,6 +322,7 @@ def _make_function(variant: TrainingVariant) -> type:
     watched_inputs = sorted(plan.watched_inputs | set(partition.reads_inputs))
     watched_outputs = sorted(plan.watched_outputs)
     reads_inputs = partition.reads_inputs
+    reached = variant.inputs_reached
     checks = bool(plan.watches or reads_inputs)
 
     class CompiledFunction(torch.autograd.Function):
@@ -365,7 +368,15 @@ def _make_function(variant: TrainingVariant) -> type:
                     arguments.append(grad.contiguous() if grad is not None else torch.zeros(
                         meta.size, dtype=meta.dtype, device=meta.device))
             gradients = outside_capture(_compile_and_run_backward)(variant, arguments)
-            return (None,) + tuple(None if position is None else gradients[position]
-                                   for position in grad_of_input)
+            if not reached:
+                return (None,) + tuple(None if position is None else gradients[position]
+                                       for position in grad_of_input)
+            # Inputs no arriving gradient reaches get None, not zeros: eager leaves their
+            # `.grad` unset (an unused output's zero tangent reached them).
+            live = frozenset().union(*(reached[position] for position, grad
+                                       in enumerate(grads) if grad is not None))
+            return (None,) + tuple(None if position is None or index not in live
+                                   else gradients[position]
+                                   for index, position in enumerate(grad_of_input))
 
     return CompiledFunction

@@ -196,6 +196,18 @@ class _ForwardFacts:
         for entry in self.entries:
             entry.append(_root_of(entry[0].alias, roots))
 
+    def inputs_reached(self, leaves: Sequence[Any], count: int) -> tuple:
+        """Per function output position: the indices of `leaves` (inputs requiring grad) its
+        gradient reaches; a backward gives the others None, as eager leaves their `.grad`."""
+        index_of = {id(leaf): index for index, leaf in enumerate(leaves)
+                    if isinstance(leaf, torch.Tensor) and leaf.requires_grad}
+        reached = []
+        for position in range(count):
+            nodes = self.reachable.get(position, {}).values()
+            reached.append(frozenset(index_of[id(node.variable)] for node in nodes
+                                     if id(getattr(node, "variable", None)) in index_of))
+        return tuple(reached)
+
     def plan(self, differentiable_positions: Sequence[int]) -> VersionPlan:
         watches = []
         for packed, end, original, from_result, which, root in self.entries:

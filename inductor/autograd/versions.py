@@ -8,13 +8,14 @@ instead: the backward raises exactly where eager's would, with eager's message, 
 graph itself changed the saved tensor after saving it (`y.mul_(x); y.mul_(y)`) or the caller
 changed an input or output in place before calling `backward()`.
 
-Input (trace): the joint trace runs the graph's forward through `SavedTensorLog.run`, an FX
+Input (trace): the joint trace runs the graph's forward through `SavedTensorLog.run_graph`, an FX
 interpreter under saved-tensor hooks: each tensor eager's autograd saves is recorded with the
 FX node saving it, and the trace's own backward skips the version check (it is the compiled
 graph's, not the caller's). Output: a `VersionPlan` of `Watch`es, one per saved tensor that the
 graph changes after saving it or that the caller can reach (it shares the version counter of
 an input or an output), each with the function outputs whose gradients reach the node that
-saved it. Run time: `CallVersions` holds, per call, the counters to compare; `check` raises.
+saved it, and per output the inputs its gradient reaches (`inputs_reached`). Run time:
+`CallVersions` holds, per call, the counters to compare; `check` raises.
 """
 from __future__ import annotations
 
@@ -100,7 +101,8 @@ def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 class _Packed:
-    """A tensor as eager's autograd saved it (a detached alias sharing its version counter)."""
+    """What autograd's pack hook received: a saved input itself, or an alias of a saved
+    output; its version then, the FX node saving it, and when the backward first read it."""
 
     __slots__ = ("alias", "version", "node", "order", "unpacked_by")
 
@@ -122,7 +124,6 @@ class SavedTensorLog(torch.fx.Interpreter):
         self.candidates: dict = {}   # fx node -> tensors its call took and returned
         self.view_versions: dict = {}   # id(view made by a node) -> its version then
         self.unpacks = 0
-        self._nodes: list = []
 
     def run_graph(self, arguments: Sequence[Any]) -> Any:
         # the nodes the inputs come with (a stand-in's clone): not what eager would name

@@ -269,3 +269,25 @@ def test_saved_in_one_graph_written_through_a_view_in_the_next(backend):
         return t
     same_as_eager(f, lambda: (torch.ones(2, 2, requires_grad=True) * 2,
                               torch.ones(2, 2, requires_grad=True)), backend=backend, raises=True)
+
+
+class _BufferAdd(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.buf = torch.nn.Buffer(torch.zeros(1))
+        self.w = torch.nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        self.buf.add_(1)
+        return x * self.w + self.buf
+
+
+def test_buffer_written_once_per_call_peer_i2(backend):
+    """Peer suite I2 (training path): one `add_` per call moves `buf._version` once."""
+    expected, module = _BufferAdd(), _BufferAdd()
+    jitted = dynamo.jit(module, backend=backend)
+    for call in range(3):
+        jitted(torch.ones(1)).sum().backward()
+        expected(torch.ones(1)).sum().backward()
+        assert module.buf._version == expected.buf._version, call
+        torch.testing.assert_close(module.buf, expected.buf)

@@ -190,28 +190,30 @@ def value_loader(value, size: Sequence, dtype: torch.dtype,
     return lambda index: ops.constant(constant, dtype)
 
 
-def is_scalar(value) -> bool:
-    """A Python number or a 0-d tensor."""
-    return not is_tensor(value) or len(value.get_size()) == 0
+def is_scalar(value, device: torch.device) -> bool:
+    """A Python number, or on CPUs also a 0-d tensor: what eager's kernels treat as a scalar
+    (CUDA kernels take CPU scalars; a 0-d CUDA tensor is a tensor like any other)."""
+    return not is_tensor(value) or (device.type == "cpu" and len(value.get_size()) == 0)
 
 
-def _rounding_type(promoted: torch.dtype, device: torch.device) -> Optional[torch.dtype]:
-    """The half type operands of another dtype are rounded to before the op: eager's CPU
-    kernels convert every operand to the common dtype (`bf16 + float32 0-d` adds the 0-d
-    value rounded to bfloat16: graph fuzzer class 34). CUDA's rules are not measured."""
-    return promoted if promoted in HALF_TYPES and device.type == "cpu" else None
+def _rounding_type(promoted: torch.dtype) -> Optional[torch.dtype]:
+    """The half type operands of another dtype are rounded to before the op: eager converts
+    every operand to the common dtype (`bf16 + float32 0-d` adds the 0-d value rounded to
+    bfloat16: graph fuzzer class 34), except scalars its kernels read unrounded."""
+    return promoted if promoted in HALF_TYPES else None
 
 
 def make_pointwise(function: Callable, *operands, dtype: Optional[torch.dtype] = None,
                    compute_dtype: Optional[torch.dtype] = None,
                    result_dtype: Optional[torch.dtype] = None,
-                   scalars_unrounded: bool = False) -> TensorBox:
+                   unrounded_on: tuple = ()) -> TensorBox:
     """A pointwise op over broadcast operands.
 
     Operands are loaded and converted to `compute_dtype` (default: the op-math type of the
-    promoted dtype), on CPUs through a promoted half type where theirs differs (as eager
-    converts them to the common dtype), except scalars and 0-d tensors where
-    `scalars_unrounded` (eager's CPU `mul`, `div`, `floor_divide` read those unrounded);
+    promoted dtype), through a promoted half type where theirs differs (as eager converts
+    them to the common dtype), except scalars (`is_scalar`) on the device types in
+    `unrounded_on`, whose eager kernels read them unrounded (measured: `mul`, `div`,
+    `floor_divide` on CPUs and CUDA, `add` and `sub` on CUDA);
     `function(*values)` yields a value of `result_dtype` (default: the compute dtype),
     converted to `dtype` (default: the promoted dtype) when they differ; a half-type result
     stays float32 until stored when `config.eager_rounding` is off.
@@ -223,9 +225,10 @@ def make_pointwise(function: Callable, *operands, dtype: Optional[torch.dtype] =
     tensors = [operand for operand in operands if is_tensor(operand)]
     size = broadcast_shapes(*(tensor.get_size() for tensor in tensors))
     device = tensors[0].get_device() if tensors else torch.device("cpu")
-    through = _rounding_type(promoted, device)
+    through = _rounding_type(promoted)
+    unrounded = device.type in unrounded_on
     loaders = [value_loader(operand, size, compute_dtype,
-                            None if scalars_unrounded and is_scalar(operand) else through)
+                            None if unrounded and is_scalar(operand, device) else through)
                for operand in operands]
     needs_cast = opmath_dtype(result_dtype) != opmath_dtype(dtype) or \
         (dtype in HALF_TYPES and result_dtype != dtype and config.eager_rounding)

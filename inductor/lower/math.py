@@ -207,13 +207,21 @@ def _scaled(b, alpha):
     return b * alpha
 
 
+# Device types whose eager kernels read a scalar operand of a half-type op unrounded (graph
+# fuzzer class 34, measured on CPUs and an H100): mul, div, floor_divide everywhere; add and
+# sub on CUDA (its kernels take CPU scalars as op-math values).
+SCALAR_PATHS = ("cpu", "cuda")
+CUDA_SCALAR_PATHS = ("cuda",)
+
+
 def _add_scaled(a, b, alpha):
     """a + alpha * b as eager computes it: one fused multiply-add in the op-math type for
     floating results (ATen's CPU kernel is `fmadd(b, alpha, a)`; CUDA's `a + alpha * b` is
     contracted by nvcc), else a product and a sum (exact for integers)."""
     compute = opmath_dtype(result_type(a, b))
     if compute.is_floating_point:
-        return make_pointwise(lambda x, y: ops.fma(y, ops.constant(alpha, compute), x), a, b)
+        return make_pointwise(lambda x, y: ops.fma(y, ops.constant(alpha, compute), x), a, b,
+                              unrounded_on=CUDA_SCALAR_PATHS)
     return make_pointwise(lambda x, y: ops.add(x, ops.mul(y, ops.constant(alpha, compute))),
                           a, b)
 
@@ -222,7 +230,7 @@ def _add_scaled(a, b, alpha):
 def add(a, b, alpha=None):
     if alpha is not None and alpha != 1:
         return _add_scaled(a, b, alpha)
-    return make_pointwise(ops.add, a, _scaled(b, alpha))
+    return make_pointwise(ops.add, a, _scaled(b, alpha), unrounded_on=CUDA_SCALAR_PATHS)
 
 
 @register_lowering(aten.sub)
@@ -231,7 +239,7 @@ def sub(a, b, alpha=None):
         return _add_scaled(a, b, -alpha)
     if result_type(a, b) == torch.bool:
         raise NotImplementedError("subtraction of bool tensors")
-    return make_pointwise(ops.sub, a, _scaled(b, alpha))
+    return make_pointwise(ops.sub, a, _scaled(b, alpha), unrounded_on=CUDA_SCALAR_PATHS)
 
 
 def _times_value(tensor, value, compute):
@@ -301,7 +309,7 @@ def rsub(a, b, alpha=None):
 def mul(a, b):
     if result_type(a, b) == torch.bool:
         return make_pointwise(ops.logical_and, a, b, result_dtype=torch.bool)
-    return make_pointwise(ops.mul, a, b, scalars_unrounded=True)
+    return make_pointwise(ops.mul, a, b, unrounded_on=SCALAR_PATHS)
 
 
 @register_lowering(aten.div, aten.true_divide)
@@ -318,20 +326,21 @@ def div(a, b, rounding_mode=None):
             return make_pointwise(lambda x: ops.mul(x, ops.constant(reciprocal, compute)), a,
                                   dtype=dtype, compute_dtype=compute)
         return make_pointwise(ops.truediv, a, b, dtype=dtype, compute_dtype=compute,
-                              scalars_unrounded=True)
+                              unrounded_on=SCALAR_PATHS)
     if promoted.is_floating_point:
         if rounding_mode == "trunc":
-            # eager rounds, then truncates; its CPU kernel's scalar path (a 0-d or Python
-            # number divisor) truncates the float32 quotient of the unrounded scalar
-            scalar_path = is_scalar(b) and not _on_cuda(a, b)
+            # eager rounds, then truncates; its kernels' scalar path (a Python number, or on
+            # CPUs a 0-d divisor) truncates the float32 quotient of the unrounded scalar
+            device = torch.device("cuda" if _on_cuda(a, b) else "cpu")
+            scalar_path = is_scalar(b, device)
 
             def truncated(x, y):
                 quotient = ops.truediv(x, y)
                 if promoted in (torch.float16, torch.bfloat16) and not scalar_path:
                     quotient = ops.to_dtype(quotient, promoted)
                 return ops.trunc(quotient)
-            return make_pointwise(truncated, a, b, scalars_unrounded=True)
-        return make_pointwise(ops.floordiv, a, b, scalars_unrounded=True)
+            return make_pointwise(truncated, a, b, unrounded_on=SCALAR_PATHS)
+        return make_pointwise(ops.floordiv, a, b, unrounded_on=SCALAR_PATHS)
     operation = ops.truncdiv if rounding_mode == "trunc" else ops.floordiv
     return make_pointwise(operation, a, b)
 

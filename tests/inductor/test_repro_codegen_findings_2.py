@@ -224,6 +224,23 @@ def test_half_type_op_with_an_operand_of_another_dtype(cpu_backend, operation, d
         check_same(lambda a, c: (op(a, c),), a, count)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("operation", list(SCALAR_OPS))
+def test_half_type_op_with_an_operand_of_another_dtype_on_cuda(operation, dtype):
+    """CUDA's kernels read a Python-number scalar of add, sub, mul, div unrounded and round
+    a 0-d CUDA tensor (measured on an H100)."""
+    op = SCALAR_OPS[operation]
+    generator = torch.Generator().manual_seed(0)
+    a = (torch.randn(4096, generator=generator) * 4).to(dtype).cuda()
+    s = torch.tensor(-1.391248345375061, device="cuda")
+    functions = [lambda a, s: (op(a, s),), lambda a, s: (op(a, s.double()),)]
+    if operation not in ("atan2", "hypot", "maximum", "lerp"):
+        functions.append(lambda a, s: (op(a, -1.391248345375061),))
+    for function in functions:
+        assert torch.equal(compile_function(function, a, s)(a, s)[0], function(a, s)[0])
+
+
 def check_traced(function, *inputs):
     """`check_same` for a function using `setitem`, traced as the graph fuzzer does."""
     eager_inputs = [value.clone() for value in inputs]

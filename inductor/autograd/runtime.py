@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -330,7 +331,7 @@ def _make_function(variant: TrainingVariant) -> type:
         def forward(ctx, versions, *primals):
             for index in watched_inputs:
                 primal = primals[index]
-                versions.inputs[index] = (primal, version_of(primal))
+                versions.inputs[index] = (weakref.ref(primal), version_of(primal))
             outputs = _run_without_autocast(variant.run_forward, list(primals))
             # An output the generated code returns as a view of a buffer (a 1-D linear's
             # squeezed addmm) is no view in eager: written in place afterwards, as a view of

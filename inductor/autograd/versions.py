@@ -303,9 +303,10 @@ def _reachable_nodes(outputs: Sequence[Any]) -> dict:
 
 
 class CallVersions:
-    """The version counters one call's backward compares. `inputs`: per watched input, the
-    tensor and its version when the call began (it ends `InputInfo.version_bumps` higher, as in
-    eager); `outputs`: per watched function output, a detached alias (it shares the counter
+    """The version counters one call's backward compares. `inputs`: per watched input, a weak
+    reference (the context lives as long as the outputs: a strong one would keep activations
+    alive past the backward) and its version when the call began (it ends
+    `InputInfo.version_bumps` higher, as in eager); `outputs`: per watched function output, a detached alias (it shares the counter
     without holding autograd history, which would make a cycle) and a weak reference for
     eager's node names (it ends `FunctionOutput.version_bumps` high)."""
 
@@ -333,7 +334,10 @@ def check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
             current = watch.end_version
         else:
             if kind == INPUT:
-                tensor, start = versions.inputs[index]
+                reference, start = versions.inputs[index]
+                tensor = reference()
+                if tensor is None:   # gone: nothing wrote it since (its views keep it)
+                    continue
                 after = start + input_bumps[index]
                 version = tensor._version
                 if which is None:
@@ -396,8 +400,9 @@ def check_saved_inputs(saved: Sequence[int], versions: CallVersions,
     """Raise `ModifiedSavedInput` if an input the compiled backward reads moved after the
     call (checked after `check`: where eager raises, its error comes first)."""
     for index in saved:
-        tensor, start = versions.inputs[index]
-        if tensor._version != start + input_bumps[index]:
+        reference, start = versions.inputs[index]
+        tensor = reference()
+        if tensor is not None and tensor._version != start + input_bumps[index]:
             raise ModifiedSavedInput(
                 f"framejit: input {index} of a compiled graph was modified in place after the "
                 "call, and the compiled backward reads it (eager's backward would not: it "

@@ -175,7 +175,9 @@ def raise_statement(gen, scope, kinds=None):
                       gen.expr(scope, int_slot(-9, 9), 1)), kind
     if gen.chance(0.3):
         detail = gen.expr(scope, gen.choice([FLOAT, int_slot(-99, 99)]), 1)
-        return simple('raise {0}(f"%s {{{1}}}")' % message.fmt[1:-1], name(kind), detail), kind
+        # triple quotes: before 3.12 an f-string's expression may not hold its own quote
+        return simple("raise {0}(f'''%s {{{1}}}''')" % message.fmt[1:-1], name(kind),
+                      detail), kind
     return simple("raise {0}({1})", name(kind), message), kind
 
 

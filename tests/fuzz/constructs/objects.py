@@ -193,9 +193,12 @@ def object_read(gen, scope, slot, depth):
 
 @expression("float", "class", 0.4)
 def class_attr_read(gen, scope, slot, depth):
-    if not gen.classes:
+    # not a class whose body is being generated: a class made inside it is written out
+    # first, and an instance made at module level would read a name not yet defined
+    finished = sorted(set(gen.classes) - gen.constructing)
+    if not finished:
         return None
-    cls = gen.choice(sorted(gen.classes))
+    cls = gen.choice(finished)
     objects = [var for var in _objects(scope) if var.slot.cls == cls]
     if objects and gen.chance(0.5):
         return op("{0}.scale", FLOAT, name(gen.choice(objects).name))

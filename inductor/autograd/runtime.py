@@ -29,7 +29,7 @@ from inductor.autograd.global_state import autocast_off, current_autocast
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.signature import GraphSignature, OutputKind, TensorMeta
 from inductor.autograd.versions import (CallVersions, VersionPlan, caller_hooks_active, check,
-                                        check_saved_inputs, set_versions)
+                                        check_saved_inputs, name_node, set_versions)
 
 log = logging.getLogger("framejit.training")
 
@@ -144,7 +144,8 @@ class Epilogue:
                 key = (output.meta.dtype, output.meta.device)
                 groups.setdefault(key, []).append((position, output.index))
             else:
-                self.recorded.append((position, output.index, info.written_through_view))
+                self.recorded.append((position, output.index, info.written_through_view,
+                                      info.eager_node))
         self.unrecorded = [([index for _, index in group], [position for position, _ in group])
                            for group in groups.values()]
         # Eager moves an input's version counter once per write; the copies below move it
@@ -166,11 +167,12 @@ class Epilogue:
                 for indices, positions in self.unrecorded:
                     torch._foreach_copy_([arguments[index] for index in indices],
                                          [function_outputs[position] for position in positions])
-        for position, index, through_view in self.recorded:
+        for position, index, through_view, eager_node in self.recorded:
             if through_view:   # (`x[i] = v`): the input's node is CopySlices, as in eager
                 torch.ops.aten.alias(arguments[index]).copy_(function_outputs[position])
             else:
                 arguments[index].copy_(function_outputs[position])
+                name_node(arguments[index], eager_node)
         if self.versions_set:
             set_versions(tensors, eager_versions)
         flat = []

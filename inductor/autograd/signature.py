@@ -29,6 +29,7 @@ from torch.utils import _pytree as pytree
 from inductor.autograd.functional import (fake_mode, functionalization, has_data_mutation,
                                           has_metadata_mutation,
                                           mutations_hidden_from_autograd, to_functional)
+from inductor.autograd.versions import node_name
 
 
 class UnsupportedGraph(Exception):
@@ -71,6 +72,7 @@ class InputInfo:
     mutation_hidden: bool = False
     version_bumps: int = 0   # how far eager moves its version counter (one per write)
     written_through_view: bool = False   # eager's last recorded write went through a view
+    eager_node: str = ""   # the name of the node eager's last recorded write leaves ("Sub")
 
 
 class OutputKind(enum.Enum):
@@ -324,10 +326,11 @@ def _input_info(value: Any, argument: Any, start: int) -> InputInfo:
                                "in place (resize_, set_, t_, ...)")
     mutated = has_data_mutation(argument)
     hidden = mutated and mutations_hidden_from_autograd(argument)
-    through_view = mutated and argument.grad_fn is not None and \
-        argument.grad_fn.name() == "torch::autograd::CopySlices"
+    node = argument.grad_fn if mutated else None
+    through_view = node is not None and node.name() == "torch::autograd::CopySlices"
     return InputInfo(True, bool(value.requires_grad), mutated, hidden,
-                     _version(argument) - start, through_view)
+                     _version(argument) - start, through_view,
+                     "" if node is None else node_name(node))
 
 
 def _classify_outputs(flat: list, arguments: list, function_outputs: list) -> list[OutputInfo]:

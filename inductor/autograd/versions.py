@@ -82,10 +82,22 @@ class VersionPlan:
         return frozenset(watch.root[1] for watch in self.watches if watch.root[0] == OUTPUT)
 
 
+_EAGER_NODE = "framejit_eager_node"
+
+
 def node_name(grad_fn: Any) -> str:
     """A backward node's name as eager's version message spells it ("Mul" for MulBackward0,
-    "torch::autograd::CopySlices" as is)."""
-    return re.sub(r"Backward\d+$", "", grad_fn.name())
+    "torch::autograd::CopySlices" as is); for the copy that wrote a compiled graph's update
+    into an input, the name of the node eager's own write would have left (`name_node`)."""
+    eager = grad_fn.metadata.get(_EAGER_NODE) if hasattr(grad_fn, "metadata") else None
+    return eager or re.sub(r"Backward\d+$", "", grad_fn.name())
+
+
+def name_node(tensor: torch.Tensor, name: str) -> None:
+    """Note on `tensor`'s node (the epilogue's copy) the name eager's write would have given
+    it ("Sub" for `t -= v`), for the messages of other graphs' checks."""
+    if name and tensor.grad_fn is not None:
+        tensor.grad_fn.metadata[_EAGER_NODE] = name
 
 
 def _which(tensor: torch.Tensor, grad_fn: Any = None) -> str:

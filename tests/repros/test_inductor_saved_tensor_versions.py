@@ -291,3 +291,16 @@ def test_buffer_written_once_per_call_peer_i2(backend):
         expected(torch.ones(1)).sum().backward()
         assert module.buf._version == expected.buf._version, call
         torch.testing.assert_close(module.buf, expected.buf)
+
+
+def test_saved_in_one_graph_written_in_place_in_the_next(backend):
+    """The second graph's `x -= v` is written back with a copy; the first graph's check still
+    names eager's node, `Sub` (program fuzzer seed 60643, an input's variant)."""
+    def f(x):
+        u = x.sin()
+        print("break")
+        x -= u.amax(0)
+        return u
+
+    same_as_eager(f, lambda: (torch.linspace(-1, 1, 4).reshape(2, 2).requires_grad_() * 1,),
+                  backend=backend, raises=True)

@@ -241,10 +241,20 @@ def _printed_close(x: str, y: str, tolerance: Tolerance) -> bool:
     return close(a, b, tolerance) or abs(a - b) <= 1.01 * unit + tolerance.atol
 
 
+_COMPILED_NODE = "grad_fn=<CompiledFunctionBackward>"
+_GRAD_FN = re.compile(r"grad_fn=<\w+>")
+_ANY_NODE = "grad_fn=<node>"
+
+
 def printed_differ(expected: str, actual: str, tolerance: Tolerance) -> Optional[str]:
-    """None if the printed texts agree (numbers with a decimal point within tolerance)."""
+    """None if the printed texts agree (numbers with a decimal point within tolerance). A
+    tensor printed with the autograd node of a compiled training graph shows that node's
+    name where eager shows the op's (docs/graph-breaks.md, by design): names are not
+    compared then."""
     if expected == actual:
         return None
+    if _COMPILED_NODE in actual:
+        expected, actual = _GRAD_FN.sub(_ANY_NODE, expected), _GRAD_FN.sub(_ANY_NODE, actual)
     a_parts, b_parts = _NUMBER.split(expected), _NUMBER.split(actual)
     a_nums, b_nums = _NUMBER.findall(expected), _NUMBER.findall(actual)
     if a_parts == b_parts and len(a_nums) == len(b_nums):

@@ -239,3 +239,14 @@ def off_by_one(gm, example_inputs):
 
 def _root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_printed_autograd_node_names_of_compiled_graphs_are_not_compared():
+    """docs/graph-breaks.md: a tensor from a compiled training graph prints its own node."""
+    from tests.fuzz.compare import EXACT, printed_differ
+    eager = "tensor([1., 2.], grad_fn=<AddBackward0>)\n"
+    compiled = "tensor([1., 2.], grad_fn=<CompiledFunctionBackward>)\n"
+    assert printed_differ(eager, compiled, EXACT) is None
+    assert printed_differ(eager, compiled.replace("2.", "3."), EXACT) is not None
+    assert printed_differ(eager, "tensor([1., 2.], grad_fn=<MulBackward0>)\n", EXACT) \
+        is not None  # without a compiled node, names are compared

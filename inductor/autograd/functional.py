@@ -8,6 +8,15 @@ Python kernels (batch norm's running-statistics update is one): without it, an u
 `running_mean` would be invisible. These entry points (`torch._enable_functionalization`,
 `torch._to_functional_tensor`, ...) are private but have kept their meaning from torch 2.1 to
 2.14; they live here only.
+
+Views whose functional inverse is not exact are traced as the views they are
+(`ExactViewInverses`): functionalization inverts a write through `expand` with arithmetic,
+`base + (new - base)`, which gives NaN where `base` held inf, rounds, and fails for bools (graph
+fuzzer class 25), even where the expand broadcasts nothing (same shape, new leading size-1 dims,
+a size-1 dim expanded to 0). Such an expand is traced as `alias`, `unsqueeze` and an empty
+`narrow`, whose inverses copy; it is the same memory, elements and gradients (only the strides
+of new size-1 dims differ: 0 in eager). The inference path makes the same rewrite at the ATen
+level (`inductor.view_rewrites`), before it functionalizes.
 """
 from __future__ import annotations
 
@@ -25,14 +34,58 @@ def fake_mode():
 
 @contextlib.contextmanager
 def functionalization():
-    """ATen-level functionalization (views re-applied as views) with the Python dispatcher."""
+    """ATen-level functionalization (views re-applied as views) with the Python dispatcher,
+    expands that broadcast nothing traced as exact views (`ExactViewInverses`)."""
     from torch._dispatch.python import enable_python_dispatcher
-    with enable_python_dispatcher():
+    with enable_python_dispatcher(), ExactViewInverses():
         torch._enable_functionalization(reapply_views=True)
         try:
             yield
         finally:
             torch._disable_functionalization()
+
+
+# by identity (a function handed to `__torch_function__` need not be hashable)
+_EXPANDS = frozenset(map(id, (torch.Tensor.expand, torch.Tensor.expand_as,
+                              torch.Tensor.broadcast_to, torch.broadcast_to)))
+
+
+class ExactViewInverses(torch.overrides.TorchFunctionMode):
+    """`expand` (`expand_as`, `broadcast_to`, `broadcast_tensors`) that broadcasts nothing
+    returns the same view made of ops functionalization inverts exactly (module docstring).
+    Above the autograd key, so the gradient is that of the views made."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if id(func) in _EXPANDS and args and isinstance(args[0], torch.Tensor):
+            return _unbroadcast(args[0], result)
+        if func is torch.broadcast_tensors and isinstance(result, (tuple, list)):
+            sources = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+            return type(result)(_unbroadcast(source, value)
+                                for source, value in zip(sources, result))
+        return result
+
+
+def _unbroadcast(source: Any, expanded: Any) -> Any:
+    """`expanded` (an expand of `source`), or where it broadcasts nothing, the same view of
+    `source` as `alias`, `unsqueeze` and `narrow` (an empty expand too: its inverse added
+    zeros, turning -0.0 into 0.0)."""
+    if not isinstance(source, torch.Tensor) or not isinstance(expanded, torch.Tensor) \
+            or expanded is source:   # `broadcast_tensors` of equal shapes: no view made
+        return expanded
+    new, old = tuple(expanded.shape), tuple(source.shape)
+    lead = len(new) - len(old)
+    padded = (1,) * lead + old
+    if lead < 0 or any(want != have and not (have == 1 and want == 0)
+                       for want, have in zip(new, padded)):
+        return expanded
+    view = torch.ops.aten.alias.default(source)
+    for _ in range(lead):
+        view = view.unsqueeze(0)
+    for dim, (want, have) in enumerate(zip(new, padded)):
+        if want != have:
+            view = view.narrow(dim, 0, 0)
+    return view
 
 
 def to_functional(value: Any) -> Any:

@@ -1,0 +1,142 @@
+"""Views in the training path (inputs that require grad: `inductor.autograd`), on both CPU code
+generators (Triton under its interpreter): the graph fuzzer's view classes
+(tests/fuzz/graphs/FINDINGS.md) where the inference path's fixes do not reach.
+
+25: a write through an `expand` that broadcasts nothing (same shape, new leading size-1 or
+    size-0 dims, a size-1 dim expanded to 0) was inverted by functionalization as
+    `base + (new - base)`: NaN where the tensor held inf, -0.0 turned into 0.0.
+"""
+import copy
+
+import pytest
+import torch
+import torch.fx
+
+import inductor
+from inductor.autograd import CompiledTraining
+from inductor.autograd.runtime import TrainingVariant
+
+INF = float("inf")
+
+
+@pytest.fixture(params=["cpp", "triton"])
+def backend(request, monkeypatch):
+    monkeypatch.setattr(inductor.config, "cpu_backend", request.param)
+    return request.param
+
+
+def _sharing(outputs):
+    """Per output: the earlier outputs it shares memory with, and those it is."""
+    keys = [value.untyped_storage().data_ptr() if value.untyped_storage().nbytes() else None
+            for value in outputs]
+    return [(tuple(j for j in range(i) if keys[i] is not None and keys[j] == keys[i]),
+             tuple(j for j in range(i) if outputs[j] is outputs[i]))
+            for i in range(len(outputs))]
+
+
+def _same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got, want, equal_nan=True)   # rounding: fused, reordered sums
+    assert torch.equal(torch.signbit(got), torch.signbit(want))
+
+
+def check(function, *inputs):
+    """Eager and compiled (the training path, compiled: no graph run as is) on copies of
+    `inputs`, twice: values (infinities, NaNs and signs of zeros exactly), dtypes, strides,
+    requires_grad, which outputs share memory or are one object; then `backward()` of every
+    output that requires grad with the same gradients, and the inputs' `.grad`."""
+    compiled = inductor.compile_fx(torch.fx.symbolic_trace(function), copy.deepcopy(inputs))
+    assert isinstance(compiled, CompiledTraining)
+    for _ in range(2):
+        eager_inputs, jit_inputs = copy.deepcopy(inputs), copy.deepcopy(inputs)
+        expected, actual = function(*eager_inputs), compiled(*jit_inputs)
+        assert all(isinstance(variant, TrainingVariant) for variant in compiled.variants.values())
+        for got, want in zip(actual, expected):
+            _same(got.detach(), want.detach())
+            assert got.requires_grad == want.requires_grad
+            assert all(extent <= 1 or first == second for extent, first, second
+                       in zip(want.shape, got.stride(), want.stride())), \
+                (got.stride(), want.stride())
+        assert _sharing(list(actual)) == _sharing(list(expected))
+        generator = torch.Generator().manual_seed(0)
+        grads = [torch.randn(want.shape, generator=generator) for want in expected]
+        for outputs in (expected, actual):
+            pairs = [(value, grad) for value, grad in zip(outputs, grads) if value.requires_grad]
+            torch.autograd.backward([value for value, _ in pairs], [grad for _, grad in pairs])
+        for got, want in zip(jit_inputs, eager_inputs):
+            _same(got.detach(), want.detach())
+            assert (got.grad is None) == (want.grad is None)
+            if want.grad is not None:
+                _same(got.grad, want.grad)
+
+
+def _holding_inf():
+    return torch.tensor([[1., INF, -INF], [-0.0, 4., 5.]], requires_grad=True)
+
+
+# --- class 25: writes through an expand that broadcasts nothing --------------------------
+
+def _fill_same_shape(w):
+    y = w * 2
+    y.expand(2, 3).fill_(5)
+    return (y * w,)
+
+
+def _add_new_leading_dim(w):
+    y = w * 2
+    y.expand(1, 2, 3).add_(1)
+    return (y * w,)
+
+
+def _mul_expand_as(w):
+    y = w * 2
+    y.expand_as(w).mul_(3)
+    return (y * w,)
+
+
+def _sub_broadcast_to(w):
+    y = w * 2
+    torch.broadcast_to(y, (2, 3)).sub_(1)
+    return (y * w,)
+
+
+def _fill_empty_expand(w):
+    y = w * 1
+    y.expand(0, 2, 3).fill_(3)
+    return (y,)
+
+
+def _copy_and_return_view(w):
+    y = w * 2
+    v = y.expand(2, 3)
+    v.copy_(w + 1)
+    return (y * w, v)
+
+
+def _fill_broadcast_tensors(w, z):
+    y = w * 2
+    a, b = torch.broadcast_tensors(y, z)
+    a.fill_(7)
+    return (y * w, b + 0)
+
+
+@pytest.mark.parametrize("function", [_fill_same_shape, _add_new_leading_dim, _mul_expand_as,
+                                      _sub_broadcast_to, _fill_empty_expand,
+                                      _copy_and_return_view],
+                         ids=lambda function: function.__name__.strip("_"))
+def test_write_through_expand_that_broadcasts_nothing(backend, function):
+    check(function, _holding_inf())
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (1, 2, 3)])
+def test_write_through_broadcast_tensors(backend, shape):
+    check(_fill_broadcast_tensors, _holding_inf(), torch.ones(shape))
+
+
+def test_expand_of_an_input_leaf_written_after_clone(backend):
+    def function(w):
+        y = w.clone()
+        y.expand(1, 1, 2, 3).fill_(-0.0)
+        return (y * 3, y)
+    check(function, _holding_inf())
+

@@ -22,10 +22,11 @@ from typing import Callable, Optional, Sequence
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from inductor.config import config
 from inductor.decompose import (GRAD_MODE_CALLS, AtenGraph, SharedInputWrites, UnsupportedGraph,
-                                trace_aten)
+                                fake_inputs_for, trace_aten)
 from inductor.runtime import fallbacks
 from inductor.runtime.compiled_graph import (CompiledGraph, GraphReport, Specialized,
                                              StoragePattern)
@@ -97,7 +98,9 @@ def _compile_inference(gm: torch.fx.GraphModule, example_inputs: Sequence,
             _device_of(example_inputs).type == "cuda":
         from inductor.runtime.cudagraphs import CudaGraphRunner
         inner = CompiledGraph(CudaGraphRunner(inner, aten_graph), inner.report)
-    run = _wrap_observable_behaviour(aten_graph, inner, _requires_grad(gm, example_inputs))
+    steps = _version_steps(gm, example_inputs, aten_graph)
+    run = _wrap_observable_behaviour(aten_graph, inner, _requires_grad(gm, example_inputs),
+                                     steps)
     report = inner.report
     if aten_graph.mutated_inputs():
         report.input_pattern = StoragePattern(example_inputs, aten_graph.constants)
@@ -354,13 +357,42 @@ def _without_alias_outputs(aten_graph: AtenGraph) -> torch.fx.GraphModule:
     return module
 
 
+def _version_steps(gm: torch.fx.GraphModule, example_inputs: Sequence,
+                   aten_graph: AtenGraph) -> tuple:
+    """(argument position, steps) for each input the graph writes: how far eager's in-place
+    ops move its version counter, measured by running `gm` on fake copies (at least 1). The
+    kernels write inputs in place without moving it, and autograd would not see that a
+    tensor saved for a backward outside the graph was overwritten: a silently wrong
+    gradient where eager raises."""
+    mutated = aten_graph.mutated_inputs()
+    if not mutated:
+        return ()
+    offset = len(aten_graph.constants)
+    measured: dict = {}
+    grad_mode = torch.is_grad_enabled()
+    try:
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        fakes = fake_inputs_for(example_inputs, mode)
+        before = [fake._version for fake in fakes]
+        with mode:
+            gm(*fakes)
+        measured = {index + offset: fake._version - first
+                    for index, (fake, first) in enumerate(zip(fakes, before))}
+    except Exception:  # a graph fake tensors cannot run: every written input moves once
+        logging.getLogger(__name__).debug("version steps not measured", exc_info=True)
+    finally:
+        torch._C._set_grad_enabled(grad_mode)
+    return tuple((position, max(1, measured.get(position, 1))) for position in mutated)
+
+
 def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
-                               without_grad: bool) -> Callable:
+                               without_grad: bool, version_steps: tuple = ()) -> Callable:
     """Pass lifted constants, rebuild aliasing outputs (from their base: an input, or an
     output, hidden ones included, which are then dropped), set the grad mode the graph
-    leaves, unflatten. `without_grad`: an input requires grad but no op of the graph runs
-    with grad mode on, so the call runs with grad mode off (library calls and rebuilt views
-    must not record autograd history)."""
+    leaves, move written inputs' version counters as eager's in-place ops would
+    (`version_steps`), unflatten. `without_grad`: an input requires grad but no op of the
+    graph runs with grad mode on, so the call runs with grad mode off (library calls and
+    rebuilt views must not record autograd history)."""
     constants = tuple(aten_graph.constants)
     spec = aten_graph.output_spec
     aliases = aten_graph.output_aliases
@@ -370,13 +402,17 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
     rebuild = _fast_unflatten(spec)
     inner_run = inner.run
 
-    if not rebuilt and grad_mode is None and not constants and not without_grad:
+    if not rebuilt and grad_mode is None and not constants and not without_grad and \
+            not version_steps:
         def run(*inputs):
             return rebuild(inner_run(*inputs))
         return run
 
     def run(*inputs):
         arguments = constants + inputs if constants else inputs
+        versions = [(arguments[position], arguments[position]._version + steps)
+                    for position, steps in version_steps
+                    if not arguments[position].is_inference()]
         if without_grad:
             entry = torch.is_grad_enabled()
             torch._C._set_grad_enabled(False)
@@ -395,6 +431,9 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
         finally:
             if without_grad:
                 torch._C._set_grad_enabled(entry)
+        if versions:
+            torch._C._autograd._unsafe_set_version_counter(
+                tuple(tensor for tensor, _ in versions), tuple(version for _, version in versions))
         if grad_mode is not None:
             torch._C._set_grad_enabled(grad_mode)
         return rebuild(results)

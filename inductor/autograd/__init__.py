@@ -31,7 +31,8 @@ from inductor.autograd.global_state import GlobalState
 from inductor.autograd.joint import trace_inference, trace_joint
 from inductor.autograd.partition import PartitionPolicy, partition, policy
 from inductor.autograd.runtime import (DoubleBackwardError, InferenceVariant, TrainingVariant,
-                                       compile_graph, output_strides)
+                                       compile_graph, function_output_strides,
+                                       output_strides)
 from inductor.autograd.signature import (SharedInputWrites, UnsupportedGraph, analyze,
                                          lift_attributes)
 from inductor.decompose import check_state_calls
@@ -121,13 +122,15 @@ class CompiledTraining:
             parts = partition(joint, signature.mutated_inputs)
             log.debug("partitioned: %s", parts.describe())
             saved = range(parts.function_output_count, len(output_strides(parts.forward)))
-            compiled = compile_graph(self.compile_inner, parts.forward, list(arguments), saved)
+            compiled = compile_graph(self.compile_inner, parts.forward, list(arguments), saved,
+                                     function_output_strides(signature))
             variant = TrainingVariant(signature, parts, compiled, self.compile_inner,
                                       joint.versions, joint.inputs_reached)
         else:
             traced = trace_inference(graph, signature, arguments, state, self.decompositions)
-            variant = InferenceVariant(signature,
-                                       compile_graph(self.compile_inner, traced, list(arguments)))
+            variant = InferenceVariant(signature, compile_graph(
+                self.compile_inner, traced, list(arguments), (),
+                function_output_strides(signature)))
         return variant
 
 

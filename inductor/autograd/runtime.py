@@ -75,20 +75,31 @@ def output_strides(graph: torch.fx.GraphModule) -> list:
 
 
 def compile_graph(compile_inner: Callable, graph: torch.fx.GraphModule,
-                  example_inputs: list, view_positions: Sequence[int] = ()) -> Callable:
-    """`compile_inner(graph, example_inputs)`, also passing `output_strides` (the traced
-    strides) when it accepts them: the backward reads saved values with the strides they had
-    when traced, and views of outputs are rebuilt from those strides. In that case the
-    outputs at `view_positions` that are views come back as their bases and are rebuilt
-    after each call (`output_views`), instead of being copied by the code generator."""
+                  example_inputs: list, view_positions: Sequence[int] = (),
+                  eager_strides: Sequence = ()) -> Callable:
+    """`compile_inner(graph, example_inputs)`, also passing `output_strides` when it accepts
+    them: the traced strides (the backward reads saved values with the strides they had when
+    traced, and views of outputs are rebuilt from those strides), except where
+    `eager_strides` (per leading output position, or None) names eager's: the caller sees
+    those outputs, or views of them rebuilt from eager's geometry (`Epilogue`). In that case
+    the outputs at `view_positions` that are views come back as their bases and are rebuilt
+    after each call (`output_views`), instead of being copied by the code generator. A
+    `compile_inner` that takes no strides has its outputs copied to eager's where they differ.
+    """
     try:
         accepts = "output_strides" in inspect.signature(compile_inner).parameters
     except (TypeError, ValueError):
         accepts = False
     if not accepts:
-        return compile_inner(graph, example_inputs)
+        compiled = compile_inner(graph, example_inputs)
+        if not any(stride is not None for stride in eager_strides):
+            return compiled
+        return WithEagerLayout(compiled, eager_strides)
     views = OutputViews(graph, view_positions)
     strides = output_strides(views.graph)
+    for position, stride in enumerate(eager_strides):
+        if stride is not None and strides[position] is not None:
+            strides[position] = tuple(stride)
     compiled = compile_inner(views.graph, example_inputs, output_strides=strides)
     report = getattr(compiled, "report", None)
     if getattr(report, "reason", None) is not None:
@@ -97,6 +108,45 @@ def compile_graph(compile_inner: Callable, graph: torch.fx.GraphModule,
     if not views.views:
         return compiled
     return WithRebuiltViews(compiled, views, list_callable(compiled))
+
+
+def function_output_strides(signature: GraphSignature) -> list:
+    """Per function output: eager's strides where the caller sees it or views of it (a fresh
+    output, a hidden base), else None (an input's new value, copied into the input). The
+    decomposed graph may lay a value out otherwise (`baddbmm` of a transposed input as `add`:
+    its strides follow the input's), and a view rebuilt from eager's geometry over it read
+    other elements (graph fuzzer class 31 in training)."""
+    return [None if output.source == "mutated_input" else output.meta.stride
+            for output in signature.function_outputs]
+
+
+class WithEagerLayout:
+    """A compiled graph (of a `compile_inner` that takes no strides) whose outputs are copied
+    to eager's strides where they come back laid out otherwise."""
+
+    takes_argument_list = True
+
+    def __init__(self, compiled: Callable, eager_strides: Sequence):
+        self.compiled = compiled
+        self.run = list_callable(compiled)
+        self.strides = [(position, tuple(stride)) for position, stride
+                        in enumerate(eager_strides) if stride is not None]
+
+    @property
+    def report(self):
+        """The inner compiled graph's report, if it has one."""
+        return getattr(self.compiled, "report", None)
+
+    def __call__(self, arguments: list) -> list:
+        results = list(self.run(arguments))
+        for position, stride in self.strides:
+            value = results[position]
+            if isinstance(value, torch.Tensor) and value.numel() > 1 and any(
+                    size != 1 and actual != wanted for size, actual, wanted
+                    in zip(value.shape, value.stride(), stride)):
+                results[position] = torch.empty_strided(
+                    value.shape, stride, dtype=value.dtype, device=value.device).copy_(value)
+        return results
 
 
 def _rebuild_view(base: torch.Tensor, meta: TensorMeta, base_offset: int) -> torch.Tensor:

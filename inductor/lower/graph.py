@@ -251,15 +251,21 @@ class GraphLowering(torch.fx.Interpreter):
         stride = self.output_strides[position] if position < len(self.output_strides) \
             else None
         storage = value.data if isinstance(value.data, StorageBox) else None
+        # A layout given to an output is frozen: the same value returned again with other
+        # strides (a training forward's output, and the value saved for the backward as
+        # traced) is copied, not re-decided under the first (it came back laid out so).
         if storage is not None and not storage.is_realized():
             storage.preferred_stride = list(stride) if stride is not None else \
                 storage.preferred_stride
             buffer = storage.realize()
+            if stride is not None and buffer.layout is not None:
+                buffer.layout.freeze()
             return buffer
         if storage is not None:
             buffer = storage.data
             if buffer.layout is not None and not buffer.layout.fixed and stride is not None:
                 buffer.layout.decide(stride)
+                buffer.layout.freeze()
             if stride is None or _strides_match(buffer.layout, stride):
                 return buffer
         view = value.data if isinstance(value.data, ReinterpretView) else None

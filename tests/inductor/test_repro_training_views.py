@@ -5,6 +5,9 @@ generators (Triton under its interpreter): the graph fuzzer's view classes
 25: a write through an `expand` that broadcasts nothing (same shape, new leading size-1 or
     size-0 dims, a size-1 dim expanded to 0) was inverted by functionalization as
     `base + (new - base)`: NaN where the tensor held inf, -0.0 turned into 0.0.
+31: an output that views an intermediate was rebuilt with eager's geometry over the base as
+    the decomposed graph laid it out (`baddbmm` of a transposed input decomposes to an `add`
+    whose strides follow that input): `c[1]` read `c[:, 1]`, and `c` had other strides.
 """
 import copy
 
@@ -13,7 +16,7 @@ import torch
 import torch.fx
 
 import inductor
-from inductor.autograd import CompiledTraining
+from inductor.autograd import CompiledTraining, compile_training, run_graph
 from inductor.autograd.runtime import TrainingVariant
 
 INF = float("inf")
@@ -40,12 +43,16 @@ def _same(got, want):
     assert torch.equal(torch.signbit(got), torch.signbit(want))
 
 
-def check(function, *inputs):
+def check(function, *inputs, compile_inner=None):
     """Eager and compiled (the training path, compiled: no graph run as is) on copies of
     `inputs`, twice: values (infinities, NaNs and signs of zeros exactly), dtypes, strides,
     requires_grad, which outputs share memory or are one object; then `backward()` of every
     output that requires grad with the same gradients, and the inputs' `.grad`."""
-    compiled = inductor.compile_fx(torch.fx.symbolic_trace(function), copy.deepcopy(inputs))
+    graph = torch.fx.symbolic_trace(function)
+    if compile_inner is None:
+        compiled = inductor.compile_fx(graph, copy.deepcopy(inputs))
+    else:
+        compiled = compile_training(graph, copy.deepcopy(inputs), compile_inner)
     assert isinstance(compiled, CompiledTraining)
     for _ in range(2):
         eager_inputs, jit_inputs = copy.deepcopy(inputs), copy.deepcopy(inputs)
@@ -140,3 +147,57 @@ def test_expand_of_an_input_leaf_written_after_clone(backend):
         return (y * 3, y)
     check(function, _holding_inf())
 
+
+# --- class 31: views of an intermediate laid out otherwise by the decomposed graph --------
+
+def _transposed(*shape):
+    """A tensor of `shape` whose first two dims are swapped in memory, requiring grad."""
+    value = torch.randn(shape[1], shape[0], *shape[2:]).transpose(0, 1)
+    return value.requires_grad_()
+
+
+def _baddbmm_inputs():
+    torch.manual_seed(0)
+    return _transposed(4, 4, 3), torch.randn(4, 4, 5), torch.randn(4, 5, 3)
+
+
+def _baddbmm_and_select(a3, a4, a5):
+    c = torch.baddbmm(a3, a4, a5, alpha=0.5)
+    return (c, c[1])
+
+
+def _baddbmm_views_only(a3, a4, a5):
+    c = torch.baddbmm(a3, a4, a5, alpha=0.5)
+    return (c[1], c[:, 2], c.transpose(1, 2)[3])
+
+
+def _baddbmm_saved_for_backward(a3, a4, a5):
+    c = torch.baddbmm(a3, a4, a5, alpha=0.5)    # also saved, as the graph lays it out
+    return (c[1], c, (c * c.exp()).sum(1))
+
+
+@pytest.mark.parametrize("function", [_baddbmm_and_select, _baddbmm_views_only,
+                                      _baddbmm_saved_for_backward],
+                         ids=lambda function: function.__name__.strip("_"))
+def test_views_of_an_intermediate_laid_out_by_eager(backend, function):
+    check(function, *_baddbmm_inputs())
+
+
+def test_views_of_an_intermediate_without_code_generation():
+    """A `compile_inner` that takes no output strides (`aot_eager`'s `run_graph`): outputs
+    come back as the ATen graph lays them out and are copied to eager's."""
+    check(_baddbmm_and_select, *_baddbmm_inputs(), compile_inner=run_graph)
+
+
+def test_views_of_an_intermediate_called_without_grad(backend):
+    """Compiled for training, then called under `no_grad`: the forward-only variant."""
+    inputs = _baddbmm_inputs()
+    compiled = inductor.compile_fx(torch.fx.symbolic_trace(_baddbmm_and_select),
+                                   copy.deepcopy(inputs))
+    with torch.no_grad():
+        expected = _baddbmm_and_select(*copy.deepcopy(inputs))
+        actual = compiled(*copy.deepcopy(inputs))
+    for got, want in zip(actual, expected):
+        _same(got, want)
+        assert got.stride() == want.stride() and not got.requires_grad
+    assert actual[1]._base is actual[0]

@@ -394,7 +394,12 @@ def _make_function(variant: TrainingVariant) -> type:
             for position in watched_outputs:
                 versions.watch_output(position, function_outputs[position])
             ctx.versions = versions if checks and not caller_hooks_active() else None
-            ctx.save_for_backward(*outputs[count:], *[primals[i] for i in saved_primals])
+            # Saved values as non-views too: a view made here (no grad mode) of an output
+            # whose version is bumped above was refused on unpacking ("A view was created in
+            # no_grad mode and its base ... has been modified inplace": `c.unfold(1, 2,
+            # 2).mul_(5); return c * x, c`, the saved `c` a view of the returned one).
+            ctx.save_for_backward(*[_unviewed(value) for value in outputs[count:]],
+                                  *[primals[i] for i in saved_primals])
             ctx.mark_non_differentiable(*[function_outputs[i] for i in non_differentiable])
             # Missing gradients come as None: autograd would otherwise allocate zeros for
             # every output, the non-differentiable ones (BatchNorm's updated statistics)

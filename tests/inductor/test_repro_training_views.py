@@ -8,6 +8,9 @@ generators (Triton under its interpreter): the graph fuzzer's view classes
 31: an output that views an intermediate was rebuilt with eager's geometry over the base as
     the decomposed graph laid it out (`baddbmm` of a transposed input decomposes to an `add`
     whose strides follow that input): `c[1]` read `c[:, 1]`, and `c` had other strides.
+Also: a write through `unfold` into an intermediate returned and saved for the backward: the
+saved value came back as a view of the returned one, made without grad mode, and the output's
+version bump made the backward refuse it ("A view was created in no_grad mode ...").
 """
 import copy
 
@@ -201,3 +204,24 @@ def test_views_of_an_intermediate_called_without_grad(backend):
         _same(got, want)
         assert got.stride() == want.stride() and not got.requires_grad
     assert actual[1]._base is actual[0]
+
+
+# --- a saved value that views a returned output written in place -------------------------
+
+def _unfold_written_returned(x):
+    c = x * 2
+    c.unfold(1, 2, 2).mul_(5)
+    return (c * x, c)
+
+
+def _as_strided_written_returned(x):
+    c = x * 2
+    c.as_strided((2, 2), (4, 1)).mul_(5)
+    return (c * x, c)
+
+
+@pytest.mark.parametrize("function", [_unfold_written_returned, _as_strided_written_returned],
+                         ids=lambda function: function.__name__.strip("_"))
+def test_saved_view_of_a_written_output(backend, function):
+    torch.manual_seed(2)
+    check(function, torch.randn(4, 4, requires_grad=True))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import operator
 from typing import Any, Optional
 
@@ -109,7 +110,63 @@ def _table() -> dict:
     if aten._unsafe_masked_index.default in table:
         table[aten._unsafe_masked_index.default] = _negative_indices_wrapped(
             table[aten._unsafe_masked_index.default])
+    table[aten.split.Tensor] = _empty_dimension_split(table.get(aten.split.Tensor))
+    table[aten.arange.start_step] = _integer_arange_of_non_integers
     return table
+
+
+def _empty_dimension_split(decomposition):
+    """`x.split(n, d)` of a dimension of size 0 is one empty view, `x.narrow(d, 0, 0)`, as
+    eager's split returns; torch 2.11's decomposition indexed an empty list of sizes
+    (IndexError: graph fuzzer, H100 seeds 1700, 1964, 2092, 2456, 2894, 2925)."""
+    def split(self, split_size, dim=0):
+        if isinstance(split_size, int) and split_size >= 0 and self.dim() > 0 and \
+                self.shape[dim] == 0:
+            return (self.narrow(dim, 0, 0),)
+        if decomposition is None:
+            return NotImplemented
+        return decomposition(self, split_size, dim)
+    return split
+
+
+@functools.lru_cache(maxsize=1)
+def _int64_arange_truncates_bounds() -> bool:
+    """Whether this torch's eager `arange` of dtype int64 takes its length from the bounds
+    and step truncated to integers (torch 2.11: arange(0.0, 3.5, 1) has 3 elements) rather
+    than from the float range (torch 2.14: 4). Asked of eager itself, outside any tracing."""
+    with torch.utils._python_dispatch._disable_current_modes():
+        return torch.arange(0.0, 3.5, 1, dtype=torch.int64, device="cpu").numel() == 3
+
+
+def _integer_arange_of_non_integers(start, end, step=1, *, dtype=None, layout=None,
+                                    device=None, pin_memory=False):
+    """`arange` of an integer dtype with a float bound or step, as eager computes it: the
+    length from the float range (for int64 on torch 2.11, from the truncated numbers), the
+    values `int(start) + i * int(step)` (a step below 1 in magnitude gives repeats). torch
+    2.11's meta function took both from the truncated numbers: a zero step raised (H100
+    seeds 1085, 2662) and the float range gave another length than eager (2426). Other
+    forms: NotImplemented (torch's own path)."""
+    numbers = (start, end, step)
+    if dtype is None or dtype.is_floating_point or dtype.is_complex or dtype == torch.bool \
+            or not all(type(value) in (int, float) for value in numbers) \
+            or all(type(value) is int for value in numbers):
+        return NotImplemented
+    torch._check(step != 0, lambda: "step must be nonzero")
+    torch._check((step > 0 and end >= start) or (step < 0 and end <= start),
+                 lambda: "upper bound and lower bound inconsistent with step sign")
+    torch._check(math.isfinite(start) and math.isfinite(end),
+                 lambda: f"unsupported range: {start} -> {end}")
+    first, stride = int(start), int(step)
+    if dtype == torch.int64 and _int64_arange_truncates_bounds():
+        # eager divides by the truncated step: a zero one crashes the process there
+        torch._check(stride != 0, lambda: "step must be nonzero")
+        sign = (stride > 0) - (stride < 0)
+        length = (int(end) - first + stride - sign) // stride
+    else:
+        length = math.ceil((end - start) / step)
+    index = aten.arange.start_step(0, max(length, 0), 1, dtype=torch.int64, device=device,
+                                   pin_memory=pin_memory)
+    return (index * stride + first).to(dtype)
 
 
 def _integer_value_truncated(decomposition):

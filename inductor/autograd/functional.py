@@ -16,7 +16,9 @@ fuzzer class 25), even where the expand broadcasts nothing (same shape, new lead
 a size-1 dim expanded to 0). Such an expand is traced as `alias`, `unsqueeze` and an empty
 `narrow`, whose inverses copy; it is the same memory, elements and gradients (only the strides
 of new size-1 dims differ: 0 in eager). The inference path makes the same rewrite at the ATen
-level (`inductor.view_rewrites`), before it functionalizes.
+level (`inductor.view_rewrites`), before it functionalizes. A write through an expand that
+broadcasts (its elements overlap in memory) raises `UnsupportedGraph`: eager writes each
+location once (`fill_`) and raises only in the backward, where the trace failed on the spot.
 """
 from __future__ import annotations
 
@@ -56,6 +58,12 @@ class ExactViewInverses(torch.overrides.TorchFunctionMode):
     Above the autograd key, so the gradient is that of the views made."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if args and isinstance(args[0], torch.Tensor) and _writes_into_first(func) \
+                and torch._debug_has_internal_overlap(args[0]) == 1:
+            from inductor.autograd.signature import UnsupportedGraph
+            raise UnsupportedGraph("the graph writes through a view whose elements overlap "
+                                   "in memory (an expanded tensor): eager writes each "
+                                   "location once and refuses the backward")
         result = func(*args, **(kwargs or {}))
         if id(func) in _EXPANDS and args and isinstance(args[0], torch.Tensor):
             return _unbroadcast(args[0], result)
@@ -64,6 +72,22 @@ class ExactViewInverses(torch.overrides.TorchFunctionMode):
             return type(result)(_unbroadcast(source, value)
                                 for source, value in zip(sources, result))
         return result
+
+
+# in-place methods that change metadata or flags, not elements
+_NOT_DATA_WRITES = frozenset((
+    "requires_grad_", "share_memory_", "detach_", "set_", "resize_", "resize_as_",
+    "as_strided_", "t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_", "unsqueeze_"))
+
+
+def _writes_into_first(func) -> bool:
+    """Whether `func` is a tensor method writing into its first argument's elements (`fill_`,
+    `+=`, `x[i] = v`)."""
+    name = getattr(func, "__name__", "")
+    if name in _NOT_DATA_WRITES:
+        return False
+    return (name.endswith("_") and not name.startswith("_")) or \
+        (name.startswith("__i") and name.endswith("__")) or name == "__setitem__"
 
 
 def _unbroadcast(source: Any, expanded: Any) -> Any:

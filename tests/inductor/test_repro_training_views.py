@@ -8,6 +8,9 @@ generators (Triton under its interpreter): the graph fuzzer's view classes
 31: an output that views an intermediate was rebuilt with eager's geometry over the base as
     the decomposed graph laid it out (`baddbmm` of a transposed input decomposes to an `add`
     whose strides follow that input): `c[1]` read `c[:, 1]`, and `c` had other strides.
+A write through an expand that broadcasts (`(1, 3)` to `(2, 3)`: its elements overlap) made
+the trace fail at compile time, where eager runs the forward and raises in the backward: such
+graphs run eagerly.
 Also: a write through `unfold` into an intermediate returned and saved for the backward: the
 saved value came back as a view of the returned one, made without grad mode, and the output's
 version bump made the backward refuse it ("A view was created in no_grad mode ...").
@@ -225,3 +228,26 @@ def _as_strided_written_returned(x):
 def test_saved_view_of_a_written_output(backend, function):
     torch.manual_seed(2)
     check(function, torch.randn(4, 4, requires_grad=True))
+
+
+# --- a write through an expand that broadcasts: run eagerly, as eager --------------------
+
+def _fill_broadcasting_expand(w):
+    y = w * 2
+    y.expand(2, 3).fill_(5)
+    return (y * w,)
+
+
+def test_write_through_broadcasting_expand_runs_eagerly(backend):
+    w = torch.tensor([[1., INF, -0.0]], requires_grad=True)
+    compiled = inductor.compile_fx(torch.fx.symbolic_trace(_fill_broadcasting_expand),
+                                   [w.detach().clone().requires_grad_()])
+    expected = _fill_broadcasting_expand(w)
+    actual = compiled(w)
+    _same(actual[0].detach(), expected[0].detach())
+    assert actual[0].requires_grad
+    for value in (expected[0], actual[0]):
+        with pytest.raises(RuntimeError, match="more than one element of the written-to"):
+            value.sum().backward()
+    with torch.no_grad():
+        _same(compiled(w)[0], _fill_broadcasting_expand(w)[0])

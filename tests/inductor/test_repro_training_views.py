@@ -154,6 +154,15 @@ def test_expand_of_an_input_leaf_written_after_clone(backend):
     check(function, _holding_inf())
 
 
+def test_write_through_expand_of_bools(backend):
+    """The arithmetic inverse failed for bools (no `-` of two bool tensors)."""
+    def function(w, b):
+        c = b.clone()
+        c.expand(1, 2, 3).logical_not_()
+        return (w * c, c)
+    check(function, _holding_inf(), torch.tensor([[True, False, True], [False, False, True]]))
+
+
 # --- class 31: views of an intermediate laid out otherwise by the decomposed graph --------
 
 def _transposed(*shape):

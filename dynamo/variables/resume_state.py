@@ -129,13 +129,16 @@ class ResumeCallsVariable(Variable):
 
     def call(self, tx, args, kwargs) -> Variable:
         from dynamo.resume.regions import state_names
-        from dynamo.variables.functions import globals_source_for, inline_function
+        from dynamo.variables.functions import (UserFunctionVariable, globals_source_for,
+                                                inline_function)
         inner, stack, codes = args[0], args[1], tx.constant(args[2], "region codes")
         if not isinstance(inner, RawValueVariable) or not isinstance(stack, RawValueVariable):
             raise Unsupported(UNSUPPORTED_CALL, "a nested resume outside its region")
         function, below, values, constructs = inner.value[0]
         frame_source = ItemSource(inner.source, 0)
         function_variable = tx.wrap(function, ItemSource(frame_source, 0))
+        if not isinstance(function_variable, UserFunctionVariable):  # a torch method, traced
+            function_variable = UserFunctionVariable(function, source=ItemSource(frame_source, 0))
         if len(inner.value) == 1:
             items = tuple(LazyVariable.of(item, ItemSource(stack.source, index))
                           for index, item in enumerate(stack.value))

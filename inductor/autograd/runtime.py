@@ -318,10 +318,14 @@ class TrainingVariant:
     def __call__(self, arguments: list) -> Any:
         if torch.is_grad_enabled():
             outputs = self.function.apply(CallVersions(), *arguments)
-        else:   # an `enable_grad` region inside a `no_grad` caller computes differentiably
-            with torch.enable_grad():
-                outputs = self.function.apply(CallVersions(), *arguments)
-        return self.epilogue(arguments, outputs)
+            return self.epilogue(arguments, outputs)
+        # an `enable_grad` region inside a `no_grad` caller computes differentiably, and the
+        # views the epilogue rebuilds of its outputs must record history too (made under
+        # no_grad, `linear`'s view of its hidden product required grad with no grad_fn: the
+        # parameters got no gradient, program fuzzer seed 300)
+        with torch.enable_grad():
+            outputs = self.function.apply(CallVersions(), *arguments)
+            return self.epilogue(arguments, outputs)
 
     def backward_callable(self, example: list) -> Callable:
         """The compiled backward as a `list_callable`, compiling it now on the first backward."""

@@ -419,8 +419,11 @@ def constant(g):
     if kind == "arange3":
         start, step = g.choice([0, 1, -2, 0.5, 0.1, -1.5]), g.choice([1, 2, 0.25, -1, 1.5])
         end = start + step * g.choice([0, 3, 5]) + g.choice([0, 0.0001])
+        kind = g.choice(['float32', 'int64', 'float64', 'int32'])
+        if kind == "int64" and abs(step) < 1:  # torch 2.11-2.13 eager divides by int(step):
+            kind = "int32"                      # SIGFPE, the worker dies (graphs FINDINGS)
         return f"{out} = torch.arange({fmt(start)}, {fmt(end)}, {fmt(step)}, " \
-            f"dtype=torch.{g.choice(['float32', 'int64', 'float64', 'int32'])}, {device})", [out]
+            f"dtype=torch.{kind}, {device})", [out]
     if kind == "arange_add":
         x = g.operand(lambda t: t.dim() >= 1, None)
         if x is None:

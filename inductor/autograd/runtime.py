@@ -361,6 +361,16 @@ def _compile_and_run_backward(variant: TrainingVariant, arguments: list) -> list
     return _run_without_autocast(compiled, arguments)
 
 
+def _refuse_double_backward() -> None:
+    """A backward running with grad mode on records a graph of its own: not supported."""
+    if torch.is_grad_enabled():
+        raise DoubleBackwardError(
+            "framejit: differentiating the gradient of a compiled region "
+            "(create_graph=True or a double backward) is not supported. Run the region "
+            "whose gradient you differentiate eagerly (dynamo.jit(..., backend='eager') "
+            "or leave it uncompiled).")
+
+
 def _make_function(variant: TrainingVariant) -> type:
     partition = variant.partition
     count = partition.function_output_count
@@ -413,12 +423,7 @@ def _make_function(variant: TrainingVariant) -> type:
 
         @staticmethod
         def backward(ctx, *grads):
-            if torch.is_grad_enabled():
-                raise DoubleBackwardError(
-                    "framejit: differentiating the gradient of a compiled region "
-                    "(create_graph=True or a double backward) is not supported. Run the region "
-                    "whose gradient you differentiate eagerly (dynamo.jit(..., backend='eager') "
-                    "or leave it uncompiled).")
+            _refuse_double_backward()
             if ctx.versions is not None:   # eager's errors first, then ours
                 check(plan, ctx.versions, grads, input_bumps, bumps)
                 check_saved_inputs(reads_inputs, ctx.versions, input_bumps)

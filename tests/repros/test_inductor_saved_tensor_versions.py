@@ -18,15 +18,12 @@ import pytest
 import torch
 
 import dynamo
-import inductor
 
 
-@pytest.fixture(params=["eager", "cpp", "triton"])
-def backend(request, monkeypatch):
-    if request.param == "eager":
-        return "eager"
-    monkeypatch.setattr(inductor.config, "cpu_backend", request.param)
-    return "inductor"
+@pytest.fixture
+def backend(code_generator):
+    """eager, inductor C++, inductor Triton (tests/repros/conftest.py)."""
+    return code_generator
 
 
 def _describe(tensor):

@@ -144,8 +144,11 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
              and alias.base_kind == "output"}   # positions returned again later
     hidden = []
     # A view returned twice: eager's one object has its base's memory even with no elements.
+    # A lone view of an intermediate too: eager's has the whole base (`_base`, its storage
+    # offset), as torch.compile keeps it; computing the view alone was P22.
     groups = {root: positions for root, positions in by_root.items()
-              if len(positions) + len(twice.intersection(positions)) > 1}
+              if len(positions) + len(twice.intersection(positions)) > 1
+              or not same[positions[0]]}
     final = _final_objects(decomposed) if groups else {}
     for root, positions in groups.items():
         base_position = next((position for position in positions if same[position]), None)
@@ -199,7 +202,7 @@ def _classify(arguments: list, values: list, placeholders: list):
         if base.dtype != value.dtype:   # as_strided on the base would keep its dtype
             if root.op == "placeholder":
                 raise UnsupportedGraph("an output views an input's memory with another dtype")
-            continue    # a view of an intermediate: computed on its own
+            continue    # a view of another dtype: computed on its own (as_strided keeps it)
         if root.op == "placeholder":
             aliases[position] = _alias(value, "input", placeholders.index(root), base,
                                        same_object)

@@ -309,7 +309,7 @@ def _agrees_when_observed(source: str, filename: str, index: int, actual: CallRu
 
 def _compare(expected: CallRun, actual: CallRun, space_e: dict, space_a: dict,
              tolerance, compiler_dirs, strict_frames=True) -> Optional[Mismatch]:
-    found = _compare_error(expected, actual, compiler_dirs, strict_frames)
+    found = _compare_error(expected, actual, compiler_dirs, tolerance, strict_frames)
     if found:
         return found
     if expected.grad_after != actual.grad_after:
@@ -335,13 +335,15 @@ def _relabel(found: Optional[Mismatch], kind: str) -> Optional[Mismatch]:
     return found
 
 
-def _compare_error(expected: CallRun, actual: CallRun, compiler_dirs,
+def _compare_error(expected: CallRun, actual: CallRun, compiler_dirs, tolerance,
                    strict_frames: bool = True) -> Optional[Mismatch]:
+    """Type and message as eager's (numbers in the message within the backend's tolerance, as
+    printed output: `raise ValueError(f"{x.item()}")` shows a compiled sum's last bits)."""
     a, b = expected.error, actual.error
     if a is None and b is None:
         return None
     if a is not None and b is not None and type(a).__qualname__ == type(b).__qualname__ and \
-            str(a) == str(b):
+            compare.printed_differ(str(a), str(b), tolerance) is None:
         if not frames_agree(expected.frames, actual.frames,
                              actual.in_graph and not strict_frames):
             where = " (raised in a compiled graph)" if actual.in_graph else ""

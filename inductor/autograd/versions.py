@@ -20,6 +20,7 @@ saved it, and per output the inputs its gradient reaches (`inputs_reached`). Run
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import weakref
 from typing import Any, Optional, Sequence
@@ -85,12 +86,38 @@ class VersionPlan:
 _EAGER_NODE = "framejit_eager_node"
 
 
+@functools.lru_cache(maxsize=1)
+def _messages_name_forward_ops() -> bool:
+    """Whether this torch's autograd messages name a node by its forward op ("Sigmoid": torch
+    2.13 and 2.14) rather than by the node itself ("SigmoidBackward0": torch 2.11). Asked of
+    eager once, outside any tracing, through the message of the same change that runs no
+    backward and saves nothing: an in-place write to a view `unbind` returned."""
+    with torch.utils._python_dispatch._disable_current_modes(), \
+            torch.inference_mode(False), torch.enable_grad():
+        view = torch.zeros(2, requires_grad=True).clone().unbind()[0]
+        try:
+            view.mul_(2)
+        except RuntimeError as error:
+            return "UnbindBackward0" not in str(error)
+    return True
+
+
+def eager_name(name: str) -> str:
+    """A node's name (`Node.name()`) as this torch's messages spell it: on torch 2.13+ without
+    a last "Backward" followed only by digits ("Mul" for MulBackward0, "F" for a custom
+    Function's FBackward, "torch::autograd::CopySlices" as is); on torch 2.11 as is."""
+    if not _messages_name_forward_ops():
+        return name
+    head, found, tail = name.rpartition("Backward")
+    return head if found and re.fullmatch(r"[0-9]*", tail) else name
+
+
 def node_name(grad_fn: Any) -> str:
-    """A backward node's name as eager's version message spells it ("Mul" for MulBackward0,
-    "torch::autograd::CopySlices" as is); for the copy that wrote a compiled graph's update
-    into an input, the name of the node eager's own write would have left (`name_node`)."""
+    """A backward node's name as eager's version message spells it (`eager_name`); for the
+    copy that wrote a compiled graph's update into an input, the name of the node eager's own
+    write would have left (`name_node`)."""
     eager = grad_fn.metadata.get(_EAGER_NODE) if hasattr(grad_fn, "metadata") else None
-    return eager or re.sub(r"Backward\d+$", "", grad_fn.name())
+    return eager or eager_name(grad_fn.name())
 
 
 def name_node(tensor: torch.Tensor, name: str) -> None:
@@ -105,6 +132,12 @@ def _which(tensor: torch.Tensor, grad_fn: Any = None) -> str:
     if grad_fn is None:
         return ""
     return f", which is output {tensor.output_nr} of {node_name(grad_fn)},"
+
+
+def _regenerated_view() -> str:
+    """The message's part for a view whose base changed after it was made (eager regenerates
+    its node as AsStridedBackward0)."""
+    return f", which is output 0 of {eager_name('AsStridedBackward0')},"
 
 
 def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -198,7 +231,7 @@ class _ForwardFacts:
                     log.view_versions.get(id(original), original._version):
                 # a view whose base was written after it was made: eager regenerates its node
                 # as AsStridedBackward0 (the trace replays the view op instead)
-                which = ", which is output 0 of AsStrided,"
+                which = _regenerated_view()
             self.entries.append([packed, packed.alias._version, original, from_result, which])
         roots = [(INPUT, index, value) for index, value in enumerate(arguments)
                  if isinstance(value, torch.Tensor)]
@@ -374,7 +407,7 @@ def _renamed(watch: Watch, tensor: Optional[torch.Tensor]) -> str:
     if watch.follows_root:
         return _which(tensor)
     if watch.is_view:
-        return ", which is output 0 of AsStrided,"
+        return _regenerated_view()
     return watch.which
 
 

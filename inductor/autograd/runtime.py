@@ -27,6 +27,7 @@ from torch.utils import _pytree as pytree
 from inductor.autograd.boxed import StridedGraphRunner
 from inductor.autograd.global_state import autocast_off, current_autocast
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
+from inductor.autograd.partition.absent import without_tangents
 from inductor.autograd.signature import GraphSignature, OutputKind, TensorMeta
 from inductor.autograd.versions import (CallVersions, VersionPlan, caller_hooks_active, check,
                                         check_saved_inputs, name_node, set_versions)
@@ -309,7 +310,8 @@ class TrainingVariant:
         self.compiled_forward = compiled_forward
         self.run_forward = list_callable(compiled_forward)
         self.compiled_backward: Optional[Callable] = None
-        self.run_backward: Optional[Callable] = None
+        self.backwards: dict = {frozenset(): _Backward(partition.backward,
+                                                       partition.reads_inputs)}
         self.compile_inner = compile_inner
         self.epilogue = Epilogue(signature)
         self.differentiable = [output.differentiable for output in signature.function_outputs]
@@ -327,15 +329,48 @@ class TrainingVariant:
             outputs = self.function.apply(CallVersions(), *arguments)
             return self.epilogue(arguments, outputs)
 
-    def backward_callable(self, example: list) -> Callable:
-        """The compiled backward as a `list_callable`, compiling it now on the first backward."""
-        if self.compiled_backward is None:
-            log.debug("compiling backward graph:\n%s", self.partition.backward.code)
-            backward = self.partition.backward
-            self.compiled_backward = compile_graph(self.compile_inner, backward, list(example),
-                                                   range(len(output_strides(backward))))
-            self.run_backward = list_callable(self.compiled_backward)
-        return self.run_backward
+    def backward_for(self, absent: frozenset) -> "_Backward":
+        """The backward for calls where the tangents at positions `absent` do not arrive
+        (`partition.absent`); the full one, given zeros for them, where it cannot be built."""
+        backward = self.backwards.get(absent)
+        if backward is None:
+            partition = self.partition
+            pruned = without_tangents(partition.backward, len(partition.saved_reads), absent)
+            if pruned is None:
+                backward = self.backwards[absent] = _Backward(
+                    partition.backward, partition.reads_inputs, zeros_for=absent)
+            else:
+                reads = sorted({partition.saved_reads[index] for index in pruned.reads}
+                               - {None})
+                backward = self.backwards[absent] = _Backward(pruned.graph, reads)
+        return backward
+
+    def backward_callable(self, backward: "_Backward", example: list) -> Callable:
+        """`backward` compiled as a `list_callable`, compiling it now on its first call."""
+        if backward.run is None:
+            log.debug("compiling backward graph:\n%s", backward.graph.code)
+            graph = backward.graph
+            compiled = compile_graph(self.compile_inner, graph, list(example),
+                                     range(len(output_strides(graph))))
+            if self.compiled_backward is None:   # the first compiled (for tests and logs)
+                self.compiled_backward = compiled
+            backward.run = list_callable(compiled)
+        return backward.run
+
+
+class _Backward:
+    """One backward graph of a `TrainingVariant`: for the calls where given tangents do not
+    arrive (see `TrainingVariant.backward_for`). `reads`: the inputs it reads (saved, or the
+    memory of saved values); `zeros_for`: tangent positions it takes as zeros, not absent."""
+
+    __slots__ = ("graph", "reads", "zeros_for", "run")
+
+    def __init__(self, graph: torch.fx.GraphModule, reads: Sequence[int],
+                 zeros_for: frozenset = frozenset()):
+        self.graph = graph
+        self.reads = list(reads)
+        self.zeros_for = zeros_for
+        self.run: Optional[Callable] = None
 
 
 def _unviewed(value: Any) -> Any:
@@ -356,9 +391,34 @@ def _identity(function: Callable) -> Callable:
 outside_capture: Callable[[Callable], Callable] = _identity
 
 
-def _compile_and_run_backward(variant: TrainingVariant, arguments: list) -> list:
-    compiled = variant.backward_callable(arguments)
+def _compile_and_run_backward(variant: TrainingVariant, backward: _Backward,
+                              arguments: list) -> list:
+    compiled = variant.backward_callable(backward, arguments)
     return _run_without_autocast(compiled, arguments)
+
+
+def _backward_arguments(saved: Sequence[torch.Tensor], tangents: Sequence[Any],
+                        metas: Sequence[TensorMeta], zeros_for: frozenset) -> list:
+    """The saved values, then per tangent position its gradient, zeros where it did not
+    arrive and `zeros_for` holds it, nothing where it did not arrive otherwise."""
+    arguments = list(saved)
+    for position, (grad, meta) in enumerate(zip(tangents, metas)):
+        if grad is not None:
+            arguments.append(grad.contiguous())
+        elif position in zeros_for:
+            arguments.append(torch.zeros(meta.size, dtype=meta.dtype, device=meta.device))
+    return arguments
+
+
+def _saved_values(values: Sequence[torch.Tensor], fresh: Sequence[bool]) -> list:
+    """What the forward saves: views as non-views; the memory of inputs (`fresh`) through
+    aliases with version counters of their own. Autograd checks every saved tensor's counter
+    when the backward unpacks them, but a compiled backward reads inputs eager's does not,
+    and for some calls none of them (an output whose gradient never arrives): `check` makes
+    eager's checks and `check_saved_inputs` framejit's, for the values the call reads (a
+    write into a saved input raised "modified by an inplace operation" where eager's
+    backward ran, program fuzzer seed 310)."""
+    return [value.data if flag else _unviewed(value) for value, flag in zip(values, fresh)]
 
 
 def _refuse_double_backward() -> None:
@@ -388,9 +448,13 @@ def _make_function(variant: TrainingVariant) -> type:
     bumped_outputs = output_bumps(signature)
     watched_inputs = sorted(plan.watched_inputs | set(partition.reads_inputs))
     watched_outputs = sorted(plan.watched_outputs)
-    reads_inputs = partition.reads_inputs
     reached = variant.inputs_reached
-    checks = bool(plan.watches or reads_inputs)
+    checks = bool(plan.watches or partition.reads_inputs)
+    # inputs' memory saved with counters of their own (`_saved_values`), except inputs the
+    # graph writes: the epilogue's copy after the forward would change what the backward reads
+    mutated = set(signature.mutated_inputs)
+    fresh = [index is not None and index not in mutated for index in partition.saved_reads]
+    tangent_metas = [meta for meta, flag in zip(metas, differentiable) if flag]
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
@@ -412,8 +476,8 @@ def _make_function(variant: TrainingVariant) -> type:
             # whose version is bumped above was refused on unpacking ("A view was created in
             # no_grad mode and its base ... has been modified inplace": `c.unfold(1, 2,
             # 2).mul_(5); return c * x, c`, the saved `c` a view of the returned one).
-            ctx.save_for_backward(*[_unviewed(value) for value in outputs[count:]],
-                                  *[primals[i] for i in saved_primals])
+            ctx.save_for_backward(*_saved_values(
+                [*outputs[count:], *[primals[i] for i in saved_primals]], fresh))
             ctx.mark_non_differentiable(*[function_outputs[i] for i in non_differentiable])
             # Missing gradients come as None: autograd would otherwise allocate zeros for
             # every output, the non-differentiable ones (BatchNorm's updated statistics)
@@ -424,17 +488,18 @@ def _make_function(variant: TrainingVariant) -> type:
         @staticmethod
         def backward(ctx, *grads):
             _refuse_double_backward()
+            tangents = [grad for grad, flag in zip(grads, differentiable) if flag]
+            backward = variant.backward_for(frozenset(
+                position for position, grad in enumerate(tangents) if grad is None))
             if ctx.versions is not None:   # eager's errors first, then ours
                 check(plan, ctx.versions, grads, input_bumps, bumps)
-                check_saved_inputs(reads_inputs, ctx.versions, input_bumps)
-            arguments = list(ctx.saved_tensors)
+                check_saved_inputs(backward.reads, ctx.versions, input_bumps)
+            arguments = _backward_arguments(ctx.saved_tensors, tangents, tangent_metas,
+                                            backward.zeros_for)
             if hasattr(ctx, "maybe_clear_saved_tensors"):
                 ctx.maybe_clear_saved_tensors()   # free them early unless retain_graph
-            for grad, flag, meta in zip(grads, differentiable, metas):
-                if flag:
-                    arguments.append(grad.contiguous() if grad is not None else torch.zeros(
-                        meta.size, dtype=meta.dtype, device=meta.device))
-            gradients = outside_capture(_compile_and_run_backward)(variant, arguments)
+            gradients = outside_capture(_compile_and_run_backward)(variant, backward,
+                                                                    arguments)
             if not reached:
                 return (None,) + tuple(None if position is None else gradients[position]
                                        for position in grad_of_input)

@@ -44,6 +44,8 @@ class Partition:
     grad_of_input: list
     saved_bytes: int
     reads_inputs: list[int] = dataclasses.field(default_factory=list)   # saved or viewed
+    # per saved value (computed, then primals): the input whose memory it is, or None
+    saved_reads: list = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
         """One line for logs."""
@@ -142,9 +144,10 @@ def partition(joint: JointGraph, mutated_inputs: list[int],
     saved_bytes = sum(value_of(node).untyped_storage().nbytes() for node in saved_computed)
     input_of_storage = {storage_key(value_of(node)): index for index, node in enumerate(primals)
                         if is_tensor_node(node)}
-    reads_inputs = sorted(set(saved_primals) | {
-        input_of_storage[storage_key(value_of(node))] for node in saved_computed
-        if is_tensor_node(node) and storage_key(value_of(node)) in input_of_storage})
+    saved_reads = [input_of_storage.get(storage_key(value_of(node)))
+                   if is_tensor_node(node) else None for node in saved_computed]
+    saved_reads += saved_primals
+    reads_inputs = sorted({index for index in saved_reads if index is not None})
     return Partition(forward, backward, joint.function_output_count, len(saved_computed),
                      saved_primals, joint.tangent_count, joint.grad_of_input, saved_bytes,
-                     reads_inputs)
+                     reads_inputs, saved_reads)

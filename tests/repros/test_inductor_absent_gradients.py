@@ -1,0 +1,138 @@
+"""A compiled backward where some outputs' gradients never arrive (program fuzzer P23, P24:
+inductor seeds 306, 310, 689, 1133, 1144, 2154, 2459, 3795, 5033, 5455, 6016, 6352, 6654,
+6887, 7471).
+
+Eager's backward never runs a node that no arriving gradient reaches. The compiled backward
+took zeros for the missing gradients and computed every path: it read saved values eager
+never reads, so a saved input changed in place after the call raised framejit's
+`ModifiedSavedInput` (or autograd's "modified by an inplace operation" when the backward
+unpacked it), and a zero met what the forward made: `amax`'s backward of an output the graph
+wrote after saving it divided 0 by 0, `std` of one element multiplied 0 by inf, and the
+gradients came back NaN where eager's are finite. Each case runs eagerly and jitted and
+compares the gradients or the exact error. Backends: `eager` (control), inductor with the
+C++ and the Triton (interpreted on the CPU) code generators.
+"""
+import pytest
+import torch
+
+import dynamo
+
+
+@pytest.fixture
+def backend(code_generator):
+    """eager, inductor C++, inductor Triton (tests/repros/conftest.py)."""
+    return code_generator
+
+
+def _values(shape, seed):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(-8, 9, shape, generator=generator) / 4
+
+
+def _outcome(fn, backend, make, after, calls=1):
+    """Per call: the gradients of the leaves (None where unset), or the error's type and
+    message."""
+    function = fn if backend is None else dynamo.jit(fn, backend=backend)
+    outcomes = []
+    for call in range(calls):
+        arguments, leaves = make()
+        results = function(*arguments)
+        try:
+            after(call, arguments, results).backward()
+        except RuntimeError as error:
+            outcomes.append((type(error).__name__, str(error)))
+            continue
+        outcomes.append([None if leaf.grad is None else leaf.grad.clone() for leaf in leaves])
+    return outcomes
+
+
+def _assert_same(fn, backend, make, after, calls=1):
+    expected = _outcome(fn, None, make, after, calls)
+    actual = _outcome(fn, backend, make, after, calls)
+    for got, want in zip(actual, expected):
+        if isinstance(want, tuple):
+            assert got == want
+            continue
+        assert isinstance(got, list), got
+        assert [g is None for g in got] == [w is None for w in want]
+        torch.testing.assert_close([g for g in got if g is not None],
+                                   [w for w in want if w is not None], equal_nan=False)
+
+
+def _x_and_w():
+    x = _values((2, 2), 1).requires_grad_()
+    w = _values((2, 2), 2).requires_grad_()
+    return [x, w], [x, w]
+
+
+def test_saved_input_changed_for_an_output_without_gradient(backend):
+    # seeds 1133, 306, 310: `mm` saves w for `h` only; h gets no gradient, so eager's
+    # backward never reads w and the write into it is legal (raised ModifiedSavedInput, or
+    # autograd's error when the backward unpacked the saved w)
+    def fn(x, w):
+        return x.sin(), w @ x
+
+    def after(call, arguments, results):
+        with torch.no_grad():
+            arguments[1].mul_(2)
+        return results[0].sum()
+    _assert_same(fn, backend, _x_and_w, after)
+
+
+def test_written_output_without_gradient_gives_no_nan(backend):
+    # seed 689 (P24): amax saves its result, which the graph then writes; eager's backward
+    # of t5 never runs, the compiled one divided a zero gradient by a count of zero
+    lin = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        lin.weight.copy_(_values((2, 2), 5))
+        lin.bias.copy_(_values((2,), 6))
+
+    def fn(a):
+        t3 = lin(a)
+        t5 = torch.stack([t3, t3]).amax(0)
+        t5.add_(0.5)
+        return t3, t5
+
+    def make():
+        lin.zero_grad(set_to_none=True)
+        return [_values((2, 2), 7)], [lin.weight, lin.bias]
+    _assert_same(fn, backend, make, lambda call, arguments, results: results[0].sum())
+
+
+def test_std_of_one_element_without_gradient_gives_no_nan(backend):
+    # seed 2154 (P24): std over a dimension of one element is NaN, its backward multiplies
+    # by inf; the output gets no gradient, eager's gradient of x is finite
+    def fn(x):
+        v = x.unsqueeze(0)
+        return x.abs(), v.std(0)
+
+    def make():
+        x = _values((3, 3), 8).requires_grad_()
+        return [x], [x]
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        _assert_same(fn, backend, make, lambda call, arguments, results: results[0].sum())
+
+
+def test_each_call_gets_the_gradients_that_arrive(backend):
+    # one graph, backward through different outputs on each call: one backward per set
+    def fn(x, w):
+        y = x * w
+        return y.exp(), (y * 3).sum(0), w.square()
+
+    picks = [(0, 1, 2), (1,), (0, 2), (2,), (0,)]
+
+    def after(call, arguments, results):
+        return sum(results[position].sum() for position in picks[call])
+    _assert_same(fn, backend, _x_and_w, after, calls=len(picks))
+
+
+def test_eager_error_where_the_arriving_gradient_reads_the_input(backend):
+    # the read that remains: h's gradient arrives, so eager's backward reads w and raises
+    def fn(x, w):
+        return x.sin(), w @ x
+
+    def after(call, arguments, results):
+        with torch.no_grad():
+            arguments[1].mul_(2)
+        return results[0].sum() + results[1].sum()
+    _assert_same(fn, backend, _x_and_w, after)

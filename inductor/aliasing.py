@@ -104,6 +104,55 @@ def write_targets(gm: torch.fx.GraphModule):
                     node.kwargs.get(argument.name)
 
 
+def reads_written_memory_partly(gm: torch.fx.GraphModule) -> bool:
+    """Whether an in-place op reads, through another argument, memory it writes laid out
+    otherwise (`y += y.t()`): eager's kernels refuse a partial overlap ("some elements of the
+    input tensor and the written-to tensor refer to a single memory location") or read
+    elements already written, while the functional graph reads them all before writing. The
+    same node, or one view of the very elements, is a full overlap, which eager computes."""
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or not schema.is_mutable:
+            continue
+        written, read = [], []
+        for position, argument in enumerate(schema.arguments):
+            value = node.args[position] if position < len(node.args) else \
+                node.kwargs.get(argument.name)
+            values = value if isinstance(value, (list, tuple)) else [value]
+            target = written if argument.alias_info is not None and \
+                argument.alias_info.is_write else read
+            target.extend(item for item in values if isinstance(item, torch.fx.Node))
+        for out in written:
+            root = memory_root(out)[0]
+            if any(other is not out and memory_root(other)[0] is root and
+                   _partly_overlap(out.meta.get("val"), other.meta.get("val"))
+                   for other in read):
+                return True
+    return False
+
+
+def _partly_overlap(a, b) -> bool:
+    """Two views of one memory whose element ranges meet without being the same elements
+    in the same layout (True where unsure)."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return False
+    if a.numel() == 0 or b.numel() == 0:
+        return False
+    if a.dtype != b.dtype:
+        return True
+    if (tuple(a.shape), tuple(a.stride()), int(a.storage_offset())) == \
+            (tuple(b.shape), tuple(b.stride()), int(b.storage_offset())):
+        return False
+    (a_start, a_end), (b_start, b_end) = _extent(a), _extent(b)
+    return a_start < b_end and b_start < a_end
+
+
+def _extent(value: torch.Tensor) -> tuple:
+    start = int(value.storage_offset())
+    return start, start + 1 + sum((int(size) - 1) * abs(int(stride))
+                                  for size, stride in zip(value.shape, value.stride()))
+
+
 def writes_into_overlapping_memory(gm: torch.fx.GraphModule) -> bool:
     """Whether an in-place op writes through a view (or into an input) some of whose elements
     share a memory location: eager writes them one after another into one place, while the

@@ -31,7 +31,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from inductor import batch_norm
 from inductor.aliasing import (OutputAlias, SharedInputWrites, UnsupportedGraph, memory_root,
                                observable_outputs, write_targets,
-                               writes_into_overlapping_memory, writes_into_shared_inputs)
+                               reads_written_memory_partly, writes_into_overlapping_memory,
+                               writes_into_shared_inputs)
 from inductor.view_rewrites import rewrite_views
 
 aten = torch.ops.aten
@@ -392,6 +393,10 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
         if writes_into_overlapping_memory(lifted):
             raise UnsupportedGraph("the graph writes through a view whose elements overlap in "
                                    "memory (an expanded tensor, overlapping unfold windows)")
+        if reads_written_memory_partly(lifted):
+            raise UnsupportedGraph("an in-place op reads memory it writes through a view laid "
+                                   "out otherwise (`y += y.t()`: eager refuses the partial "
+                                   "overlap or reads elements already written)")
         if writes_into_shared_inputs(lifted, list(constants) + list(example_inputs)):
             raise SharedInputWrites("the graph writes into inputs that share memory with other "
                                     "inputs (views of one tensor passed separately)")

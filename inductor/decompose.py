@@ -390,6 +390,10 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes
     if _mutates(lifted):
+        writer = _custom_writer(lifted)
+        if writer is not None:
+            raise UnsupportedGraph(f"the graph calls a custom operator that writes its "
+                                   f"arguments ({writer}): functionalization refuses it")
         if writes_into_overlapping_memory(lifted):
             raise UnsupportedGraph("the graph writes through a view whose elements overlap in "
                                    "memory (an expanded tensor, overlapping unfold windows)")
@@ -481,6 +485,17 @@ def _mutates(gm: torch.fx.GraphModule) -> bool:
         if node.op == "call_function" and schema is not None and schema.is_mutable:
             return True
     return False
+
+
+def _custom_writer(gm: torch.fx.GraphModule) -> Optional[str]:
+    """The name of an operator outside ATen and prims that writes an argument (`mylib::copy_
+    (Tensor(a!) dst, Tensor src)`), if the graph calls one (peer finding I9)."""
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op == "call_function" and schema is not None and schema.is_mutable and \
+                node.target.namespace not in ("aten", "prims"):
+            return schema.name
+    return None
 
 
 def _flattened(gm):

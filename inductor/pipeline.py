@@ -61,6 +61,11 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
         return _as_is(gm, "the graph creates tensors that require grad (their autograd "
                       "history starts inside it)", started)
     if _needs_autograd(gm, example_inputs):
+        stray = next((value for value in example_inputs
+                      if not isinstance(value, torch.Tensor)), None)
+        if stray is not None:   # symbolic sizes (peer finding I8), as inference refuses them
+            return _as_is(gm, f"non-tensor graph input of type {type(stray).__name__} in a "
+                          "training graph", started)
         try:
             from inductor.autograd import compile_training
         except ImportError:

@@ -176,18 +176,21 @@ class CppOpsHandler(OpsHandler):
             return self.emit(f"({value.name} != 0)", torch.bool)
         if value.dtype.is_floating_point and target in SMALL_INTEGERS:
             # Out-of-range floats wrap like eager's (through int32), not undefined behaviour.
-            return self.emit(f"static_cast<{storage_type(target)}>(static_cast<int32_t>("
+            return self.emit(f"static_cast<{storage_type(target)}>(jit_float_to_int<int32_t>("
                              f"{value.name}))", target)
+        if value.dtype.is_floating_point and target in (torch.int32, torch.int64):
+            return self.emit(f"jit_float_to_int<{storage_type(target)}>({value.name})", target)
         if target.is_floating_point and not value.dtype.is_floating_point and \
                 value.dtype != torch.bool:
             # An integer has no negative zero, but under -fno-trapping-math GCC folds a
             # float -> integer -> float round trip into trunc(x), which keeps the sign:
-            # (float)(int64_t)-0.3f gave -0.0 (x / y.to(int64) the wrong infinity). A select
-            # on the converted value survives the fold and vectorises (one on the integer
-            # became a branch: 6x slower).
+            # (float)(int64_t)-0.3f gave -0.0 (x / y.to(int64) the wrong infinity). Adding
+            # +0.0 turns -0.0 into +0.0 and nothing else (GCC keeps it: signed zeros are
+            # honoured). A select `v == 0 ? 0 : v` did that too, but handed GCC a constant 0
+            # on one path, and it folded `0.0f / 0.0f` there to +NaN where the CPU's division
+            # gives -NaN: `signbit(a / a)` of int32 zeros was False, eager True (seed 12125).
             converted = self.emit(f"static_cast<{storage_type(target)}>({value.name})", target)
-            zero = literal(0, target)
-            return self.emit(f"{converted.name} == {zero} ? {zero} : {converted.name}", target)
+            return self.emit(f"{converted.name} + {literal(0, target)}", target)
         return self.emit(f"static_cast<{storage_type(target)}>({value.name})", target)
 
     def where(self, condition, a, b):

@@ -82,6 +82,16 @@ static inline bool jit_signbit(double value) {
   return (word >> 63) != 0;
 }
 template <typename T> static inline bool jit_signbit(T value) { return value < T(0); }
+// A float converted to int32 or int64 as eager's kernels convert it on x86 (cvttss2si and
+// its kin): NaN and values outside the type's range give the type's minimum, the "integer
+// indefinite". A plain static_cast is undefined there, and GCC's vectorised conversion gave 0
+// (graph fuzzer seed 16154: `(x // y).long()` of a NaN). A select on both sides vectorises.
+template <typename I, typename F> static inline I jit_float_to_int(F value) {
+  const F low = static_cast<F>(sizeof(I) == 8 ? -9223372036854775808.0 : -2147483648.0);
+  const bool inside = value >= low && value < -low;
+  const I converted = static_cast<I>(inside ? value : F(0));
+  return inside ? converted : static_cast<I>(sizeof(I) == 8 ? INT64_MIN : INT32_MIN);
+}
 
 // NaN-propagating maximum and minimum (torch.maximum / torch.minimum / amax / clamp).
 // Ties keep the first operand (so maximum(-0.0, 0.0) is -0.0, as in eager). Written as one

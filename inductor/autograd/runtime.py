@@ -28,7 +28,8 @@ from inductor.autograd.boxed import StridedGraphRunner
 from inductor.autograd.global_state import autocast_off, current_autocast
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.partition.absent import without_tangents
-from inductor.autograd.signature import GraphSignature, OutputKind, TensorMeta
+from inductor.autograd.signature import (GraphSignature, OutputInfo, OutputKind, TensorMeta,
+                                         ViewHistory)
 from inductor.autograd.versions import (CallVersions, VersionPlan, caller_hooks_active, check,
                                         check_saved_inputs, name_node, set_versions)
 
@@ -234,19 +235,38 @@ class Epilogue:
             elif kind is OutputKind.INPUT:
                 flat.append(arguments[output.base])
             elif kind is OutputKind.VIEW_OF_INPUT:
-                if output.made_with_grad or not torch.is_grad_enabled():
-                    flat.append(_rebuild_view(arguments[output.base], output.meta,
-                                              output.base_offset))
-                else:   # made inside a `no_grad` region: no autograd history, as in eager
-                    with torch.no_grad():
-                        flat.append(_rebuild_view(arguments[output.base], output.meta,
-                                                  output.base_offset))
+                flat.append(_output_view(arguments[output.base], output))
             elif kind is OutputKind.VIEW_OF_OUTPUT:
-                flat.append(_rebuild_view(function_outputs[output.base], output.meta,
-                                          output.base_offset))
+                flat.append(_output_view(function_outputs[output.base], output))
             else:
                 flat.append(output.value)
         return pytree.tree_unflatten(flat, self.spec)
+
+
+def _output_view(base: torch.Tensor, output: OutputInfo) -> torch.Tensor:
+    """An output view rebuilt over `base` with the autograd state eager left it in
+    (`ViewHistory`): a `detach()` alias gets no gradient where its base gained one in the
+    graph (a buffer written with a value that requires grad), a view made inside a `no_grad`
+    region no node, and one whose base was written after it raises on `grad_fn` as eager's."""
+    history = output.history
+    if history is ViewHistory.DETACHED and base.requires_grad:   # no _base: `x.detach()`
+        detached, meta = base.detach(), output.meta
+        if (meta.storage_offset - output.base_offset == 0 and meta.size == tuple(base.size())
+                and meta.stride == tuple(base.stride())):
+            return detached
+        return _rebuild_view(detached, meta, output.base_offset)
+    if history in (ViewHistory.RECORDED, ViewHistory.DETACHED):
+        return _rebuild_view(base, output.meta, output.base_offset)
+    with torch.no_grad():
+        if history is ViewHistory.NO_GRAD or base.is_inference() or base._version == 0:
+            return _rebuild_view(base, output.meta, output.base_offset)
+        # made while the base's counter read one less, as eager's was before the write
+        version = base._version
+        set_versions([base], [version - 1])
+        try:
+            return _rebuild_view(base, output.meta, output.base_offset)
+        finally:
+            set_versions([base], [version])
 
 
 def version_of(tensor: torch.Tensor) -> int:

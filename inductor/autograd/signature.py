@@ -85,6 +85,16 @@ class OutputKind(enum.Enum):
     CONSTANT = "constant"            # a non-tensor value, returned as traced
 
 
+class ViewHistory(enum.Enum):
+    """What autograd knows of an output that is a view (of an input or of an output) when the
+    graph returns, as eager leaves it; the view is rebuilt so."""
+
+    RECORDED = "recorded"   # made with grad mode on: a node over its base's history
+    NO_GRAD = "no_grad"     # made with grad mode off: requires grad as its base does, no node
+    STALE = "stale"         # made with grad mode off, then its base written: grad_fn raises
+    DETACHED = "detached"   # no gradient whatever its base's (`detach()`, or a base with none)
+
+
 @dataclasses.dataclass(frozen=True)
 class OutputInfo:
     """One graph output. `base` indexes inputs (INPUT, VIEW_OF_INPUT) or function outputs
@@ -95,7 +105,7 @@ class OutputInfo:
     meta: Optional[TensorMeta] = None
     value: Any = None
     base_offset: int = 0   # the base's storage offset when traced (views are rebuilt relative)
-    made_with_grad: bool = True   # False: a view made where grad mode was off (rebuilt so)
+    history: ViewHistory = ViewHistory.RECORDED   # a view's autograd state (rebuilt so)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,11 +289,13 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
                     wrapped = wrapped.requires_grad_(True).clone()
             arguments.append(wrapped)
         starts = [_version(argument) for argument in arguments]
+        nodes = [argument.grad_fn if isinstance(argument, torch.Tensor) else None
+                 for argument in arguments]
         with torch.set_grad_enabled(grad_enabled), autocast():
             result = gm(*arguments)
         flat, spec = pytree.tree_flatten(result)
-        input_infos = [_input_info(value, argument, start)
-                       for value, argument, start in zip(inputs, arguments, starts)]
+        input_infos = [_input_info(value, argument, start, node) for value, argument, start,
+                       node in zip(inputs, arguments, starts, nodes)]
         _refuse_writes_into_shared_inputs(inputs, input_infos)
         function_outputs = [
             FunctionOutput("mutated_input", index,
@@ -318,14 +330,20 @@ def _version(value: Any) -> int:
     return value._version
 
 
-def _input_info(value: Any, argument: Any, start: int) -> InputInfo:
+def _input_info(value: Any, argument: Any, start: int, node_before: Any) -> InputInfo:
+    """`node_before`: the argument's `grad_fn` before the run. Writes that leave it in place
+    are hidden from autograd (under `no_grad`, or through a `detach()` alias: eager's
+    `w.detach().mul_(2)` into a parameter records nothing and is legal; a recorded copy into
+    the leaf raised 'a leaf Variable that requires grad is being used in an in-place
+    operation')."""
     if not isinstance(value, torch.Tensor):
         return InputInfo(False, False, False)
     if has_metadata_mutation(argument):
         raise UnsupportedGraph("the graph changes the sizes, strides or storage of an input "
                                "in place (resize_, set_, t_, ...)")
     mutated = has_data_mutation(argument)
-    hidden = mutated and mutations_hidden_from_autograd(argument)
+    hidden = mutated and (mutations_hidden_from_autograd(argument)
+                          or argument.grad_fn is node_before)
     node = argument.grad_fn if mutated else None
     through_view = node is not None and node.name() == "torch::autograd::CopySlices"
     return InputInfo(True, bool(value.requires_grad), mutated, hidden,
@@ -354,7 +372,7 @@ def _classify_outputs(flat: list, arguments: list, function_outputs: list) -> li
             base = input_storages[_storage_key(value)]
             outputs[index] = OutputInfo(OutputKind.VIEW_OF_INPUT, base, TensorMeta.of(value),
                                         base_offset=arguments[base].storage_offset(),
-                                        made_with_grad=not _made_without_grad(value))
+                                        history=_view_history(value))
         elif value._base is None:
             if id(value) not in position_of:   # the same tensor returned twice: one position
                 position_of[id(value)] = len(function_outputs)
@@ -369,15 +387,23 @@ def _classify_outputs(flat: list, arguments: list, function_outputs: list) -> li
             position_of[id(base)] = len(function_outputs)
             function_outputs.append(_function_output("hidden_base", index, base))
         outputs[index] = OutputInfo(OutputKind.VIEW_OF_OUTPUT, position_of[id(base)],
-                                    TensorMeta.of(value), base_offset=base.storage_offset())
+                                    TensorMeta.of(value), base_offset=base.storage_offset(),
+                                    history=_view_history(value))
     return outputs
 
 
-def _made_without_grad(view: torch.Tensor) -> bool:
-    """Whether a view of a tensor that requires grad was made with grad mode off: it then
-    has no `grad_fn` (eager gives such a view `requires_grad` and no history; a view's
-    `requires_grad` alone does not tell the two apart)."""
-    return view.requires_grad and view.grad_fn is None
+def _view_history(view: torch.Tensor) -> ViewHistory:
+    """The autograd state of an output view (`ViewHistory`). A view's `requires_grad` alone
+    does not tell them apart: a view made with grad mode off of a base that requires grad
+    requires grad with no `grad_fn`, and reading `grad_fn` raises once its base was written
+    in place after it was made (eager raises only when the program reads it)."""
+    if not view.requires_grad:
+        return ViewHistory.DETACHED
+    try:
+        node = view.grad_fn
+    except RuntimeError:   # "A view was created in no_grad mode and its base ... modified"
+        return ViewHistory.STALE
+    return ViewHistory.NO_GRAD if node is None else ViewHistory.RECORDED
 
 
 def _function_output(source: str, index: int, value: torch.Tensor) -> FunctionOutput:

@@ -30,8 +30,9 @@ from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.partition.absent import without_tangents
 from inductor.autograd.signature import (GraphSignature, OutputInfo, OutputKind, TensorMeta,
                                          ViewHistory)
-from inductor.autograd.versions import (CallVersions, VersionPlan, caller_hooks_active, check,
-                                        check_saved_inputs, name_node, set_versions)
+from inductor.autograd.versions import (CallVersions, ModifiedSavedInput, VersionPlan,
+                                        caller_hooks_active, check, check_saved_inputs,
+                                        name_node, set_versions)
 
 log = logging.getLogger("framejit.training")
 
@@ -330,8 +331,7 @@ class TrainingVariant:
         self.compiled_forward = compiled_forward
         self.run_forward = list_callable(compiled_forward)
         self.compiled_backward: Optional[Callable] = None
-        self.backwards: dict = {frozenset(): _Backward(partition.backward,
-                                                       partition.reads_inputs)}
+        self.backwards: dict = {frozenset(): _Backward(partition.backward, partition)}
         self.compile_inner = compile_inner
         self.epilogue = Epilogue(signature)
         self.differentiable = [output.differentiable for output in signature.function_outputs]
@@ -356,13 +356,9 @@ class TrainingVariant:
         if backward is None:
             partition = self.partition
             pruned = without_tangents(partition.backward, len(partition.saved_reads), absent)
-            if pruned is None:
-                backward = self.backwards[absent] = _Backward(
-                    partition.backward, partition.reads_inputs, zeros_for=absent)
-            else:
-                reads = sorted({partition.saved_reads[index] for index in pruned.reads}
-                               - {None})
-                backward = self.backwards[absent] = _Backward(pruned.graph, reads)
+            backward = self.backwards[absent] = (
+                _Backward(partition.backward, partition, zeros_for=absent) if pruned is None
+                else _Backward(pruned, partition))
         return backward
 
     def backward_callable(self, backward: "_Backward", example: list) -> Callable:
@@ -381,14 +377,18 @@ class TrainingVariant:
 class _Backward:
     """One backward graph of a `TrainingVariant`: for the calls where given tangents do not
     arrive (see `TrainingVariant.backward_for`). `reads`: the inputs it reads (saved, or the
-    memory of saved values); `zeros_for`: tangent positions it takes as zeros, not absent."""
+    memory of saved values); `uses`: the saved values it reads (their positions);
+    `zeros_for`: tangent positions it takes as zeros, not absent."""
 
-    __slots__ = ("graph", "reads", "zeros_for", "run")
+    __slots__ = ("graph", "reads", "uses", "zeros_for", "run")
 
-    def __init__(self, graph: torch.fx.GraphModule, reads: Sequence[int],
+    def __init__(self, graph: torch.fx.GraphModule, partition,
                  zeros_for: frozenset = frozenset()):
         self.graph = graph
-        self.reads = list(reads)
+        saved = [node for node in graph.graph.nodes
+                 if node.op == "placeholder"][:len(partition.saved_reads)]
+        self.uses = frozenset(index for index, node in enumerate(saved) if node.users)
+        self.reads = sorted({partition.saved_reads[index] for index in self.uses} - {None})
         self.zeros_for = zeros_for
         self.run: Optional[Callable] = None
 
@@ -430,15 +430,41 @@ def _backward_arguments(saved: Sequence[torch.Tensor], tangents: Sequence[Any],
     return arguments
 
 
-def _saved_values(values: Sequence[torch.Tensor], fresh: Sequence[bool]) -> list:
-    """What the forward saves: views as non-views; the memory of inputs (`fresh`) through
-    aliases with version counters of their own. Autograd checks every saved tensor's counter
-    when the backward unpacks them, but a compiled backward reads inputs eager's does not,
-    and for some calls none of them (an output whose gradient never arrives): `check` makes
-    eager's checks and `check_saved_inputs` framejit's, for the values the call reads (a
-    write into a saved input raised "modified by an inplace operation" where eager's
-    backward ran, program fuzzer seed 310)."""
-    return [value.data if flag else _unviewed(value) for value, flag in zip(values, fresh)]
+def _save(ctx: Any, values: list, fresh: Sequence[bool], output_memory: Sequence[tuple],
+          function_outputs: Sequence[torch.Tensor]) -> None:
+    """Save `values` for the backward: views as non-views; the memory of inputs (`fresh`) and
+    of function outputs (`output_memory`: (saved position, output position) where they may
+    share it) through aliases with version counters of their own. Autograd checks every
+    saved tensor's counter when the backward unpacks them, but a compiled backward reads
+    values eager's does not, and for some calls none of them (an output whose gradient never
+    arrives): `check` makes eager's checks, `check_saved_inputs` and `_check_saved_outputs`
+    framejit's, for the values the call reads (a write into an output saved for another
+    one's gradient raised "modified by an inplace operation" where eager's backward ran,
+    program fuzzer seed 310). `ctx.saved_outputs`: (saved position, output position, a
+    weak reference to the output, its version now) per output whose memory is saved."""
+    fresh = list(fresh)
+    ctx.saved_outputs = []
+    for index, position in output_memory:
+        output = function_outputs[position]
+        if values[index].untyped_storage().data_ptr() == output.untyped_storage().data_ptr():
+            fresh[index] = True
+            ctx.saved_outputs.append((index, position, weakref.ref(output),
+                                      version_of(output)))
+    ctx.save_for_backward(*[value.data if flag else _unviewed(value)
+                            for value, flag in zip(values, fresh)])
+
+
+def _check_saved_outputs(saved_outputs: Sequence[tuple], uses: frozenset) -> None:
+    """Raise `ModifiedSavedInput` if a function output whose memory this backward reads was
+    changed in place after the call (eager's errors, `check`, come first)."""
+    for index, position, reference, version in saved_outputs:
+        output = reference()
+        if index in uses and output is not None and version_of(output) != version:
+            raise ModifiedSavedInput(
+                f"framejit: output {position} of a compiled graph was modified in place after "
+                "the call, and the compiled backward reads it (eager's backward would not: it "
+                "saved other values). Modify it after backward(), or run this function "
+                "eagerly.")
 
 
 def _refuse_double_backward() -> None:
@@ -469,9 +495,11 @@ def _make_function(variant: TrainingVariant) -> type:
     watched_inputs = sorted(plan.watched_inputs | set(partition.reads_inputs))
     watched_outputs = sorted(plan.watched_outputs)
     reached = variant.inputs_reached
-    checks = bool(plan.watches or partition.reads_inputs)
-    # inputs' memory saved with counters of their own (`_saved_values`), except inputs the
-    # graph writes: the epilogue's copy after the forward would change what the backward reads
+    output_memory = [(index, position) for index, position
+                     in enumerate(partition.saved_outputs) if position is not None]
+    checks = bool(plan.watches or partition.reads_inputs or output_memory)
+    # inputs' memory saved with counters of their own (`_save`), except inputs the graph
+    # writes: the epilogue's copy after the forward would change what the backward reads
     mutated = set(signature.mutated_inputs)
     fresh = [index is not None and index not in mutated for index in partition.saved_reads]
     tangent_metas = [meta for meta, flag in zip(metas, differentiable) if flag]
@@ -496,8 +524,8 @@ def _make_function(variant: TrainingVariant) -> type:
             # whose version is bumped above was refused on unpacking ("A view was created in
             # no_grad mode and its base ... has been modified inplace": `c.unfold(1, 2,
             # 2).mul_(5); return c * x, c`, the saved `c` a view of the returned one).
-            ctx.save_for_backward(*_saved_values(
-                [*outputs[count:], *[primals[i] for i in saved_primals]], fresh))
+            _save(ctx, [*outputs[count:], *[primals[i] for i in saved_primals]], fresh,
+                  output_memory, function_outputs)
             ctx.mark_non_differentiable(*[function_outputs[i] for i in non_differentiable])
             # Missing gradients come as None: autograd would otherwise allocate zeros for
             # every output, the non-differentiable ones (BatchNorm's updated statistics)
@@ -514,6 +542,7 @@ def _make_function(variant: TrainingVariant) -> type:
             if ctx.versions is not None:   # eager's errors first, then ours
                 check(plan, ctx.versions, grads, input_bumps, bumps)
                 check_saved_inputs(backward.reads, ctx.versions, input_bumps)
+                _check_saved_outputs(ctx.saved_outputs, backward.uses)
             arguments = _backward_arguments(ctx.saved_tensors, tangents, tangent_metas,
                                             backward.zeros_for)
             if hasattr(ctx, "maybe_clear_saved_tensors"):

@@ -79,6 +79,22 @@ def test_saved_input_changed_for_an_output_without_gradient(backend):
     _assert_same(fn, backend, _x_and_w, after)
 
 
+@pytest.mark.parametrize("through", [(0,), (0, 1)], ids=["t4", "t4_and_h"])
+def test_saved_output_changed_for_an_output_without_gradient(backend, through):
+    # seed 310 (P23): `t1 @ t4` saves t1, which the graph returns (it lives across a break
+    # in the program) and the caller writes; h gets no gradient, so eager's backward never
+    # reads t1 (through h too: eager's error, with eager's message)
+    def fn(x, w):
+        t1 = w @ w.T
+        t4 = x.sin()
+        return t4, t1 @ t4, t1
+
+    def after(call, arguments, results):
+        results[2][results[2] > 0] = 0.5
+        return sum(results[position].sum() for position in through)
+    _assert_same(fn, backend, _x_and_w, after)
+
+
 def test_written_output_without_gradient_gives_no_nan(backend):
     # seed 689 (P24): amax saves its result, which the graph then writes; eager's backward
     # of t5 never runs, the compiled one divided a zero gradient by a count of zero

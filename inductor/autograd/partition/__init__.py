@@ -46,6 +46,8 @@ class Partition:
     reads_inputs: list[int] = dataclasses.field(default_factory=list)   # saved or viewed
     # per saved value (computed, then primals): the input whose memory it is, or None
     saved_reads: list = dataclasses.field(default_factory=list)
+    # per saved value: the function output whose memory it is (and no input's), or None
+    saved_outputs: list = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
         """One line for logs."""
@@ -150,4 +152,21 @@ def partition(joint: JointGraph, mutated_inputs: list[int],
     reads_inputs = sorted({index for index in saved_reads if index is not None})
     return Partition(forward, backward, joint.function_output_count, len(saved_computed),
                      saved_primals, joint.tangent_count, joint.grad_of_input, saved_bytes,
-                     reads_inputs, saved_reads)
+                     reads_inputs, saved_reads,
+                     _saved_outputs(joint, saved_computed, saved_reads))
+
+
+def _saved_outputs(joint: JointGraph, saved_computed: list, saved_reads: list) -> list:
+    """Per saved value: the position of the function output whose memory it is (the caller
+    can write it before `backward()`), None for inputs' memory and values of their own."""
+    output_node = next(node for node in reversed(joint.module.graph.nodes)
+                       if node.op == "output")
+    position_of: dict = {}
+    for position, node in enumerate(output_node.args[0][:joint.function_output_count]):
+        if isinstance(node, torch.fx.Node) and is_tensor_node(node):
+            position_of.setdefault(storage_key(value_of(node)), position)
+    saved_outputs = [position_of.get(storage_key(value_of(node))) if is_tensor_node(node)
+                     else None for node in saved_computed]
+    saved_outputs += [None] * (len(saved_reads) - len(saved_computed))
+    return [None if read is not None else position
+            for read, position in zip(saved_reads, saved_outputs)]

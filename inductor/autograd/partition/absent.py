@@ -1,7 +1,7 @@
 """Backward graphs for calls where some outputs' gradients never arrive (stage "partition").
 
 Input: a backward graph (saved values, saved primals, tangents -> gradients) and the positions
-of the tangents that do not arrive. Output: an `AbsentTangents` graph without those tangents'
+of the tangents that do not arrive. Output: a backward graph without those tangents'
 placeholders, and without every node only they feed.
 
 Eager's backward never runs a node that no arriving gradient reaches, and sums only the
@@ -17,7 +17,6 @@ ones gets zeros for the absent ones. A gradient output left absent becomes zeros
 """
 from __future__ import annotations
 
-import dataclasses
 import operator
 from typing import Optional
 
@@ -35,24 +34,16 @@ _NOT_LINEAR = frozenset({
 })
 
 
-@dataclasses.dataclass
-class AbsentTangents:
-    """A backward specialized to the tangents that arrive. `graph` takes the saved values and
-    saved primals, then the present tangents (in order); it returns every gradient the full
-    backward returns. `reads`: indices of the saved placeholders it still uses."""
-
-    graph: torch.fx.GraphModule
-    reads: frozenset
-
-
 class _Unsupported(Exception):
     """The graph holds something this pass cannot rebuild (symbolic sizes)."""
 
 
 def without_tangents(backward: torch.fx.GraphModule, saved_count: int,
-                     absent: frozenset) -> Optional[AbsentTangents]:
+                     absent: frozenset) -> Optional[torch.fx.GraphModule]:
     """`backward` for calls where the tangents at positions `absent` (among the tangents) do
-    not arrive; None if it cannot be built (the caller then passes zeros for them)."""
+    not arrive: it takes the saved values and saved primals, then the present tangents (in
+    order), and returns every gradient `backward` returns. None if it cannot be built (the
+    caller then passes zeros for them)."""
     try:
         return _build(backward, saved_count, absent)
     except _Unsupported:
@@ -60,13 +51,12 @@ def without_tangents(backward: torch.fx.GraphModule, saved_count: int,
 
 
 def _build(backward: torch.fx.GraphModule, saved_count: int,
-           absent: frozenset) -> AbsentTangents:
+           absent: frozenset) -> torch.fx.GraphModule:
     graph = torch.fx.Graph()
     environment: dict = {}
     gone: set = set()        # absent nodes of `backward`
     dependent: set = set()   # nodes of `backward` computed from a tangent
     zeros: dict = {}         # absent node -> its zeros in `graph`
-    saved: list = []
 
     def value(node: torch.fx.Node) -> torch.fx.Node:
         if node in gone:
@@ -87,8 +77,6 @@ def _build(backward: torch.fx.GraphModule, saved_count: int,
                     continue
             environment[node] = graph.placeholder(node.name)
             environment[node].meta = dict(node.meta)
-            if position < 0:
-                saved.append(environment[node])
         elif node.op == "output":
             graph.output(tuple(value(output) if isinstance(output, torch.fx.Node) else output
                                for output in node.args[0]))
@@ -105,8 +93,7 @@ def _build(backward: torch.fx.GraphModule, saved_count: int,
             raise _Unsupported(node.op)
     graph.eliminate_dead_code()
     graph.lint()
-    reads = frozenset(index for index, node in enumerate(saved) if node.users)
-    return AbsentTangents(torch.fx.GraphModule(backward, graph), reads)
+    return torch.fx.GraphModule(backward, graph)
 
 
 def _vanishes(node: torch.fx.Node, dependent_inputs: list, gone: set) -> bool:

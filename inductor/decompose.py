@@ -14,6 +14,7 @@ mutation is a plain in-place ATen op that it understands.
 """
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import functools
 import math
@@ -113,7 +114,41 @@ def _table() -> dict:
             table[aten._unsafe_masked_index.default])
     table[aten.split.Tensor] = _empty_dimension_split(table.get(aten.split.Tensor))
     table[aten.arange.start_step] = _integer_arange_of_non_integers
+    table[aten.linspace.default] = _eager_linspace(table.get(aten.linspace.default))
     return table
+
+
+def _eager_linspace(decomposition):
+    """float32/float64 `linspace(start, end, steps)` as eager's CPU kernel rounds it: the step
+    `(end - start) / (steps - 1)` in the dtype, the first `steps // 2` elements
+    `start + step * i` and the rest `end - step * (steps - 1 - i)`, each one fused
+    multiply-add (the compiler contracts the kernel's expression; `add`/`sub` with `alpha`
+    lower to one). torch's reference splits at `i < steps / 2` and rounds twice: the middle
+    element of `linspace(-1, 1, 7)` was exactly 0 where eager's is -2**-25, and its `bool()`
+    False (graph fuzzer seed 17057). Other dtypes and forms: torch's decomposition."""
+    def linspace(start, end, steps, *, dtype=None, layout=None, device=None,
+                 pin_memory=False):
+        dtype = dtype or torch.get_default_dtype()
+        if dtype not in (torch.float32, torch.float64) or steps < 2 or \
+                not all(type(value) in (int, float) for value in (start, end)):
+            return NotImplemented if decomposition is None else decomposition(
+                start, end, steps, dtype=dtype, layout=layout, device=device,
+                pin_memory=pin_memory)
+        span = _rounded(_rounded(end, dtype) - _rounded(start, dtype), dtype)
+        step = _rounded(span / _rounded(steps - 1, dtype), dtype)
+        index = aten.arange.start_step(0, steps, 1, dtype=torch.int64, device=device)
+        shape = [steps]
+        low = aten.add.Tensor(aten.full.default(shape, start, dtype=dtype, device=device),
+                              index.to(dtype), alpha=step)
+        high = aten.sub.Tensor(aten.full.default(shape, end, dtype=dtype, device=device),
+                               (steps - 1 - index).to(dtype), alpha=step)
+        return torch.where(index < steps // 2, low, high)
+    return linspace
+
+
+def _rounded(value: float, dtype: torch.dtype) -> float:
+    """`value` rounded to `dtype` (a Python float is a double)."""
+    return ctypes.c_float(value).value if dtype == torch.float32 else float(value)
 
 
 def _empty_dimension_split(decomposition):

@@ -44,6 +44,10 @@ def rewrite_views(gm: torch.fx.GraphModule, rebuilt: frozenset = frozenset()) ->
     `rebuilt`: output positions the caller rebuilds as views after the call (the graph's
     value there is not read)."""
     _refuse_input_metadata_writes(gm)
+    if any(node.target is aten.as_strided.default for node in gm.graph.nodes):
+        # Reads nobody uses are no reason to run as is (seed 12389: a dead `logical_and` of an
+        # `unfold` of a written input); writes and random ops are impure and stay.
+        gm.graph.eliminate_dead_code()
     written = {memory_root(target)[0] for target in write_targets(gm)
                if isinstance(target, torch.fx.Node)}
     through = _written_through(gm)
@@ -70,6 +74,9 @@ def rewrite_views(gm: torch.fx.GraphModule, rebuilt: frozenset = frozenset()) ->
             root = roots[node.args[0]][0]
             first = all(write > index for write in writes.get(root, []))
             changed = _write_through_as_strided(node, root, current, first) or changed
+        elif node.target is aten.as_strided.default and not _read(node, returned) and \
+                _unread_as_strided(node, roots[node.args[0]][0]):
+            changed = True
         elif node.target is aten.as_strided.default:
             later = any(index < write < _last_read(node, position, returned)
                         for write in writes.get(roots[node.args[0]][0], []))
@@ -106,6 +113,48 @@ def _last_read(node: torch.fx.Node, position: dict, returned: set) -> int:
         elif user.op != "output" or node in returned:
             last = max(last, position.get(user, last))
     return last
+
+
+def _read(node: torch.fx.Node, returned: set) -> bool:
+    """Whether the graph reads `node`'s value: a user that is no view of it, a view of it
+    read, or the output where it is in `returned` (not an output the caller rebuilds)."""
+    for user in node.users:
+        if aliased_argument(user)[0] is node:
+            if _read(user, returned):
+                return True
+        elif user.op != "output" or node in returned:
+            return True
+    return False
+
+
+def _unread_as_strided(node: torch.fx.Node, root: torch.fx.Node) -> bool:
+    """An `as_strided` whose value the graph never reads (dead, or an output the caller
+    rebuilds as a view of its input after the call) needs no rebasing, and its reads of storage
+    around a tensor the graph writes are no reason to run the graph as is (graph fuzzer seeds
+    3540, 12389, 13797, 14413: dead; 5952, 19093: `as_strided(a2, ...)` returned, `a2`
+    written after). Over an input it reads the input's storage at eager's offset (memory
+    that exists: eager's `as_strided` checked it); a dead one is left to the dead-code pass.
+    True: done (the graph changed); False: the usual rules decide (a returned view of an
+    intermediate)."""
+    if not _returned(node):
+        return True
+    if root.op not in _INPUT_OPS:
+        return False
+    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(example, torch.Tensor):
+        return False
+    offset = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset")
+    absolute = int(example.storage_offset()) if offset is None else int(offset)
+    node.args = (root, [int(extent) for extent in node.args[1]],
+                 [int(step) for step in node.args[2]], absolute)
+    node.kwargs = {}
+    return True
+
+
+def _returned(node: torch.fx.Node) -> bool:
+    """Whether `node`, or a view of it, is an output of the graph."""
+    return any(user.op == "output" or (aliased_argument(user)[0] is node and _returned(user))
+               for user in node.users)
 
 
 def _written_through(gm: torch.fx.GraphModule) -> set:

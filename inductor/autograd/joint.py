@@ -45,6 +45,7 @@ class JointGraph:
     grad_of_input: list[Optional[int]]   # per input: index among gradient outputs, or None
     versions: VersionPlan = VersionPlan(())   # eager's saved tensors and their version checks
     inputs_reached: tuple = ()   # per function output: inputs its gradient reaches
+    tangent_outputs: tuple = ()   # per tangent: the function output position it belongs to
 
     @property
     def gradient_count(self) -> int:
@@ -141,7 +142,9 @@ def trace_joint(gm: torch.fx.GraphModule, signature: GraphSignature, inputs: Seq
     _set_flat_outputs(traced, flat_outputs)
     function_outputs = len(signature.function_outputs)
     return JointGraph(traced, len(inputs), len(tangents), function_outputs, grad_of_input,
-                      joint.versions, joint.inputs_reached)
+                      joint.versions, joint.inputs_reached,
+                      tuple(position for position, info
+                            in enumerate(signature.function_outputs) if info.differentiable))
 
 
 def _inference_function(gm: torch.fx.GraphModule, signature: GraphSignature,

@@ -95,6 +95,47 @@ def test_saved_output_changed_for_an_output_without_gradient(backend, through):
     _assert_same(fn, backend, _x_and_w, after)
 
 
+def test_input_saved_for_one_output_not_read_for_another(backend):
+    # seeds 1144, 2459: eager saves y for `mm` (t4's gradient) and the sum for `div` (t3's);
+    # the partitioner saved y alone and recomputed the sum from it, so t3's gradient read y
+    def fn(y, w):
+        t3 = y.sum(0) / (w[..., 0].abs() + 1)
+        return t3, y.matmul(w)
+
+    def make():
+        y = _values((4, 3), 9)
+        w = _values((3, 3), 10).requires_grad_()
+        return [y, w], [w]
+
+    def after(call, arguments, results):
+        arguments[0].mul_(2)
+        return results[0].sum()
+    _assert_same(fn, backend, make, after)
+
+
+def test_graph_reached_without_any_gradient_reads_nothing(backend):
+    # seed 2459: the second graph computes x * 0.5 (dead in the program, an output of the
+    # graph), so its node links x's history, the first graph's, to the backward; no gradient
+    # arrives there, but the backward read w through a `new_empty_strided` of the absent
+    # tangent (which reads only its shape) and raised for the write into w
+    def fn(x, w):
+        x[1:2] = w.logsumexp(0, keepdim=True)
+        print("break")
+        with torch.no_grad():
+            w.add_(w, alpha=-0.1)
+        l1 = (w, w, w.clone())
+        x = x * 0.5
+        return l1
+
+    def make():
+        leaf = _values((3, 2), 11).requires_grad_()
+        return [_values((3, 2), 12)[1:], leaf[1:]], [leaf]
+
+    def after(call, arguments, results):
+        return sum(result.sum() for result in results)
+    _assert_same(fn, backend, make, after)
+
+
 def test_written_output_without_gradient_gives_no_nan(backend):
     # seed 689 (P24): amax saves its result, which the graph then writes; eager's backward
     # of t5 never runs, the compiled one divided a zero gradient by a count of zero

@@ -20,9 +20,9 @@ import torch.fx
 
 from inductor.autograd.joint import JointGraph
 from inductor.autograd.partition.mincut import FlowNetwork
-from inductor.autograd.partition.policy import (INFINITE, PartitionPolicy, is_random,
-                                                is_tensor_node, may_recompute, policy,
-                                                save_cost, storage_key, value_of)
+from inductor.autograd.partition.policy import (INFINITE, UNWATCHED_COST, PartitionPolicy,
+                                                is_random, is_tensor_node, may_recompute,
+                                                policy, save_cost, storage_key, value_of)
 from inductor.autograd.partition.split import build_backward, build_forward
 
 __all__ = ["Partition", "partition", "PartitionPolicy", "policy"]
@@ -106,6 +106,8 @@ def choose_saved(joint: JointGraph, mutated_inputs: list[int],
     unwatched_storages = frozenset(storages[i] for i in range(len(primals))
                                    if i not in watched) - mutated_storages - {
         storages[i] for i in watched} - {None}
+    eager_reads = _eager_reads(joint, storages)
+    uses = _gradient_uses(joint, nodes, backward, needed_by_backward)
     network = FlowNetwork()
     for node in nodes:
         if node.op == "output" or node not in needed_by_backward:
@@ -119,9 +121,15 @@ def choose_saved(joint: JointGraph, mutated_inputs: list[int],
         capacity = (save_cost(node, primal_storages, mutated_storages, unwatched_storages)
                     if is_tensor_node(node) else INFINITE)
         network.add_edge((node, "in"), (node, "out"), capacity)
+        read = eager_reads.get(storage_key(value_of(node))) if is_tensor_node(node) else None
+        unsafe = [user for user in node.users if user in needed_by_backward
+                  and read is not None and uses is not None and not uses[user] <= read]
+        if unsafe:   # an input's memory read for gradients eager reads it for no more
+            network.add_edge((node, "in"), (node, "unsafe"), UNWATCHED_COST)
         for user in node.users:
             if user in needed_by_backward:
-                network.add_edge((node, "out"), (user, "in"), INFINITE)
+                network.add_edge((node, "unsafe" if user in unsafe else "out"), (user, "in"),
+                                 INFINITE)
     network.vertex("source")
     network.vertex("sink")
     value, source_side = network.minimum_cut("source", "sink")
@@ -130,6 +138,44 @@ def choose_saved(joint: JointGraph, mutated_inputs: list[int],
                              "saved or recomputed")
     return [node for node in nodes if (node, "in") in source_side
             and (node, "out") not in source_side and node not in backward]
+
+
+def _eager_reads(joint: JointGraph, storages: list) -> dict:
+    """Per storage of an input eager's autograd saves: the function outputs whose gradients
+    make eager's backward read it (`Watch.reached_by`)."""
+    reads: dict = {}
+    for watch in joint.versions.watches:
+        kind, index = watch.root
+        if kind == "input" and storages[index] is not None:
+            reads[storages[index]] = reads.get(storages[index], frozenset()) | watch.reached_by
+    return reads
+
+
+def _gradient_uses(joint: JointGraph, nodes: list, backward: set,
+                   needed_by_backward: set) -> dict | None:
+    """Per node the backward needs: the function outputs whose gradients read its value
+    (those of the tangents a backward node depends on; for a forward value, its users'),
+    so that the backward for calls where some gradients do not arrive (`absent`) reads no
+    input eager's would not read: an input eager saves for one output's gradient (`mm`'s)
+    must not be saved to recompute a value another output's gradient reads (`sum`'s, which
+    eager saves itself: program fuzzer seeds 1144, 2459). None when the joint does not say
+    which output each tangent belongs to."""
+    placeholders = [node for node in nodes if node.op == "placeholder"]
+    tangents = placeholders[joint.primal_count:]
+    if len(joint.tangent_outputs) != len(tangents):
+        return None
+    uses: dict = {node: frozenset({position})
+                  for node, position in zip(tangents, joint.tangent_outputs)}
+    for node in nodes:
+        if node in backward and node not in uses:
+            uses[node] = frozenset().union(*(uses.get(argument, frozenset())
+                                             for argument in node.all_input_nodes
+                                             if argument in backward))
+    for node in reversed(nodes):
+        if node in needed_by_backward and node not in backward:
+            uses[node] = frozenset().union(*(uses.get(user, frozenset()) for user in node.users
+                                             if user in needed_by_backward))
+    return uses
 
 
 def partition(joint: JointGraph, mutated_inputs: list[int],

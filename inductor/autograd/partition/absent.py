@@ -25,8 +25,8 @@ import torch.fx
 
 aten = torch.ops.aten
 
-# Ops whose result does not vanish with their tangent-dependent inputs: they read only its
-# shape (or make values of their own) and their users need them as they are.
+# Ops that read only the shape of their tensor inputs (or make values of their own): their
+# results depend on no tangent's values; given an absent one, they read zeros of its shape.
 _NOT_LINEAR = frozenset({
     "ones_like", "full_like", "empty_like", "new_ones", "new_full", "new_empty",
     "new_empty_strided", "rand_like", "randn_like", "randint_like", "scalar_tensor",
@@ -82,7 +82,7 @@ def _build(backward: torch.fx.GraphModule, saved_count: int,
                                for output in node.args[0]))
         elif node.op == "call_function":
             inputs = node.all_input_nodes
-            if any(argument in dependent for argument in inputs):
+            if any(argument in dependent for argument in inputs) and not _shape_only(node):
                 dependent.add(node)
             if any(argument in gone for argument in inputs) and _vanishes(
                     node, [argument for argument in inputs if argument in dependent], gone):
@@ -96,6 +96,11 @@ def _build(backward: torch.fx.GraphModule, saved_count: int,
     return torch.fx.GraphModule(backward, graph)
 
 
+def _shape_only(node: torch.fx.Node) -> bool:
+    return (isinstance(node.target, torch._ops.OpOverload)
+            and node.target.__name__.split(".")[0] in _NOT_LINEAR)
+
+
 def _vanishes(node: torch.fx.Node, dependent_inputs: list, gone: set) -> bool:
     """Whether `node` is absent: all its tangent-dependent inputs are, and it is linear in
     them (a gradient, not a shape or a mask read off one)."""
@@ -105,7 +110,7 @@ def _vanishes(node: torch.fx.Node, dependent_inputs: list, gone: set) -> bool:
         return True
     if not isinstance(node.target, torch._ops.OpOverload):
         return False
-    if node.target.__name__.split(".")[0] in _NOT_LINEAR:
+    if _shape_only(node):
         return False
     result = node.meta.get("val")
     results = result if isinstance(result, (tuple, list)) else [result]

@@ -60,6 +60,9 @@ class Watch:
     which: Optional[str]   # None: the input's own node, read at run time
     follows_root: bool
     is_view: bool
+    # saved by the node that made it (`exp`'s result, `relu_`'s): eager names that node
+    # whatever the caller did to the tensor since
+    named_by_saver: bool = False
 
     @property
     def stale_in_graph(self) -> bool:
@@ -149,12 +152,15 @@ class _Packed:
     """What autograd's pack hook received: a saved input itself, or an alias of a saved
     output; its version then, the FX node saving it, and when the backward first read it."""
 
-    __slots__ = ("alias", "version", "node", "order", "unpacked_by")
+    __slots__ = ("alias", "version", "node", "order", "unpacked_by", "maker", "output_nr")
 
     def __init__(self, alias: torch.Tensor, node: Optional[torch.fx.Node]):
         self.alias = alias
         self.version = alias._version
         self.node = node
+        # the tensor's node when saved: the saving node itself for an output it made
+        self.maker = alias.grad_fn
+        self.output_nr = alias.output_nr
         self.order: Optional[int] = None
         self.unpacked_by: Optional[int] = None   # id() of the backward node
 
@@ -187,7 +193,7 @@ class SavedTensorLog(torch.fx.Interpreter):
         self.candidates[node] = (arguments, produced)
         for value in produced:
             if value._base is not None:
-                self.view_versions[id(value)] = value._version
+                self.view_versions.setdefault(id(value), value._version)   # when made
         return result
 
     def _pack(self, tensor: torch.Tensor) -> _Packed:
@@ -265,12 +271,17 @@ class _ForwardFacts:
                                 if packed.unpacked_by in self.reachable.get(position, ()))
             if from_result and original is not None and packed.unpacked_by is not None:
                 which = self._saving_node_name(packed, original) or which
+            named_by_saver = (packed.maker is not None and packed.unpacked_by is not None
+                              and id(packed.maker) == packed.unpacked_by)
+            if named_by_saver:   # (`relu_`'s result: the argument itself, not `from_result`)
+                which = f", which is output {packed.output_nr} of {node_name(packed.maker)},"
             alias = packed.alias
             watches.append(Watch(root[:2], saved, end, reached, packed.order, tuple(alias.shape),
                                  alias.dtype, alias.device, which,
                                  follows_root=original is not None and not from_result and
                                  root[0] != INTERNAL and original is root[2],
-                                 is_view=original is not None and original._base is not None))
+                                 is_view=original is not None and original._base is not None,
+                                 named_by_saver=named_by_saver))
         watches.sort(key=lambda watch: watch.order)
         return VersionPlan(tuple(watches))
 
@@ -402,6 +413,8 @@ def check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
 def _renamed(watch: Watch, tensor: Optional[torch.Tensor]) -> str:
     """Eager's name for a saved tensor whose root the caller changed after the call: the
     root's new node, or for a view of it, the `AsStrided` node eager regenerates."""
+    if watch.named_by_saver:
+        return watch.which
     if tensor is None or not tensor.requires_grad:
         return "" if tensor is not None else watch.which
     if watch.follows_root:

@@ -163,3 +163,31 @@ def test_minimizer_keeps_unread_in_place_aten_calls():
                       ["v2"])
     pruned = _without_dead_code(program)
     assert [stmt.code for stmt in pruned.stmts] == ["v0 = aten.add_.Tensor(a0, 1)", "v2 = a0 + 1"]
+
+
+def test_unread_values_are_no_errors_of_the_compiled_graph():
+    """Seeds 8290, 9455, 15040: eager raises ZeroDivisionError computing `a % b` whose values
+    nobody reads (only its shape, overwritten whole, or seen through an empty view); the
+    compiled graph (as torch.compile's) never computes them. A value read stays."""
+    from tests.fuzz.graphs.check import ALIASING_NAMES, _live_only, _name
+    from tests.fuzz.graphs.compare import run
+    from tests.fuzz.graphs.unread import without_unread_values
+
+    def geometry(a, b):
+        return (a.expand_as(a % b),)
+
+    def overwritten(a, b):
+        return ((a // b).fill_(1), torch.zeros_like(a % b))
+
+    def empty_view(a, b):
+        return ((a // b).narrow(1, 1, 0),)
+
+    def read(a, b):
+        return ((a // b).narrow(1, 1, 1),)
+    inputs = [torch.tensor([[0, -6], [4, -3]]), torch.tensor([[0, 1]])]
+    for function, raises in ((geometry, False), (overwritten, False), (empty_view, False),
+                             (read, True)):
+        assert run(trace(function), inputs).error is not None
+        module = without_unread_values(_live_only(trace(function)), inputs, _name,
+                                       ALIASING_NAMES)
+        assert (run(_live_only(module), inputs).error is not None) == raises, function

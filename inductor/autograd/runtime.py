@@ -509,7 +509,8 @@ def _make_function(variant: TrainingVariant) -> type:
         def forward(ctx, versions, *primals):
             for index in watched_inputs:
                 primal = primals[index]
-                versions.inputs[index] = (weakref.ref(primal), version_of(primal))
+                versions.inputs[index] = (weakref.ref(primal), version_of(primal),
+                                          primal._is_view())
             outputs = _run_without_autocast(variant.run_forward, list(primals))
             # An output the generated code returns as a view of a buffer (a 1-D linear's
             # squeezed addmm) is no view in eager: written in place afterwards, as a view of

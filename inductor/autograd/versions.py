@@ -361,8 +361,8 @@ def _reachable_nodes(outputs: Sequence[Any]) -> dict:
 class CallVersions:
     """The version counters one call's backward compares. `inputs`: per watched input, a weak
     reference (the context lives as long as the outputs: a strong one would keep activations
-    alive past the backward) and its version when the call began (it ends
-    `InputInfo.version_bumps` higher, as in eager); `outputs`: per watched function output,
+    alive past the backward), its version when the call began (it ends
+    `InputInfo.version_bumps` higher, as in eager) and whether it is a view; `outputs`: per watched function output,
     a detached alias (it shares the counter without holding autograd history, which would
     make a cycle) and a weak reference for eager's node names (it ends
     `FunctionOutput.version_bumps` high)."""
@@ -391,14 +391,19 @@ def check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
             current = watch.end_version
         else:
             if kind == INPUT:
-                reference, start = versions.inputs[index]
+                reference, start, was_view = versions.inputs[index]
                 tensor = reference()
-                if tensor is None:   # gone: nothing wrote it since (its views keep it)
-                    continue
                 after = start + input_bumps[index]
-                version = tensor._version
+                if tensor is None:   # gone: nothing but the graph wrote it since (its views
+                    if not watch.stale_in_graph:   # keep it), eager's copy holds its counter
+                        continue
+                    version = after
+                else:
+                    version = tensor._version
                 if which is None:
-                    which = _which(tensor)
+                    which = "" if tensor is None else _which(tensor)
+                if was_view and watch.follows_root and input_bumps[index]:
+                    which = _regenerated_view()   # a view the graph wrote: eager's node
             else:
                 alias, reference = versions.outputs[index]
                 tensor, after, version = reference(), output_bumps[index], alias._version
@@ -459,7 +464,7 @@ def check_saved_inputs(saved: Sequence[int], versions: CallVersions,
     """Raise `ModifiedSavedInput` if an input the compiled backward reads moved after the
     call (checked after `check`: where eager raises, its error comes first)."""
     for index in saved:
-        reference, start = versions.inputs[index]
+        reference, start, _ = versions.inputs[index]
         tensor = reference()
         if tensor is not None and tensor._version != start + input_bumps[index]:
             raise ModifiedSavedInput(

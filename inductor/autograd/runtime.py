@@ -247,25 +247,25 @@ class Epilogue:
 def _output_view(base: torch.Tensor, output: OutputInfo) -> torch.Tensor:
     """An output view rebuilt over `base` with the autograd state eager left it in
     (`ViewHistory`): a `detach()` alias gets no gradient where its base gained one in the
-    graph (a buffer written with a value that requires grad), a view made inside a `no_grad`
-    region no node, and one whose base was written after it raises on `grad_fn` as eager's."""
-    history = output.history
-    if history is ViewHistory.DETACHED and base.requires_grad:   # no _base: `x.detach()`
-        detached, meta = base.detach(), output.meta
-        if (meta.storage_offset - output.base_offset == 0 and meta.size == tuple(base.size())
-                and meta.stride == tuple(base.stride())):
-            return detached
-        return _rebuild_view(detached, meta, output.base_offset)
-    if history in (ViewHistory.RECORDED, ViewHistory.DETACHED):
-        return _rebuild_view(base, output.meta, output.base_offset)
+    graph (a buffer written with a value that requires grad) and is no view, a view made
+    inside a `no_grad` region no node, and one whose base was written after it raises on
+    `grad_fn` as eager's."""
+    history, meta = output.history, output.meta
+    if history is ViewHistory.DETACHED:
+        with torch.no_grad():
+            return _rebuild_view(base, meta, output.base_offset).detach()
+    if history is ViewHistory.NO_GRADIENT and base.requires_grad:
+        return _rebuild_view(base.detach(), meta, output.base_offset)
+    if history in (ViewHistory.RECORDED, ViewHistory.NO_GRADIENT):
+        return _rebuild_view(base, meta, output.base_offset)
     with torch.no_grad():
         if history is ViewHistory.NO_GRAD or base.is_inference() or base._version == 0:
-            return _rebuild_view(base, output.meta, output.base_offset)
+            return _rebuild_view(base, meta, output.base_offset)
         # made while the base's counter read one less, as eager's was before the write
         version = base._version
         set_versions([base], [version - 1])
         try:
-            return _rebuild_view(base, output.meta, output.base_offset)
+            return _rebuild_view(base, meta, output.base_offset)
         finally:
             set_versions([base], [version])
 
@@ -550,15 +550,20 @@ def _make_function(variant: TrainingVariant) -> type:
                 ctx.maybe_clear_saved_tensors()   # free them early unless retain_graph
             gradients = outside_capture(_compile_and_run_backward)(variant, backward,
                                                                     arguments)
-            if not reached:
-                return (None,) + tuple(None if position is None else gradients[position]
-                                       for position in grad_of_input)
-            # Inputs no arriving gradient reaches get None, not zeros: eager leaves their
-            # `.grad` unset (an unused output's zero tangent reached them).
-            live = frozenset().union(*(reached[position] for position, grad
-                                       in enumerate(grads) if grad is not None))
-            return (None,) + tuple(None if position is None or index not in live
-                                   else gradients[position]
-                                   for index, position in enumerate(grad_of_input))
+            return (None,) + _input_gradients(gradients, grads, reached, grad_of_input)
 
     return CompiledFunction
+
+
+def _input_gradients(gradients: Sequence, grads: Sequence, reached: Sequence,
+                     grad_of_input: Sequence) -> tuple:
+    """Per input: its gradient among the backward's `gradients`, None where it gets none.
+    Inputs no arriving gradient (`grads`, per function output) reaches get None, not zeros:
+    eager leaves their `.grad` unset (an unused output's zero tangent reached them)."""
+    if not reached:
+        return tuple(None if position is None else gradients[position]
+                     for position in grad_of_input)
+    live = frozenset().union(*(reached[position] for position, grad in enumerate(grads)
+                               if grad is not None))
+    return tuple(None if position is None or index not in live else gradients[position]
+                 for index, position in enumerate(grad_of_input))

@@ -92,7 +92,8 @@ class ViewHistory(enum.Enum):
     RECORDED = "recorded"   # made with grad mode on: a node over its base's history
     NO_GRAD = "no_grad"     # made with grad mode off: requires grad as its base does, no node
     STALE = "stale"         # made with grad mode off, then its base written: grad_fn raises
-    DETACHED = "detached"   # no gradient whatever its base's (`detach()`, or a base with none)
+    DETACHED = "detached"   # `x.detach()` (`.data`): no gradient whatever x's, and no view
+    NO_GRADIENT = "no_gradient"   # a view without one (of a `detach()`, or of a base with none)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -398,7 +399,7 @@ def _view_history(view: torch.Tensor) -> ViewHistory:
     requires grad with no `grad_fn`, and reading `grad_fn` raises once its base was written
     in place after it was made (eager raises only when the program reads it)."""
     if not view.requires_grad:
-        return ViewHistory.DETACHED
+        return ViewHistory.DETACHED if view._base is None else ViewHistory.NO_GRADIENT
     try:
         node = view.grad_fn
     except RuntimeError:   # "A view was created in no_grad mode and its base ... modified"

@@ -157,3 +157,17 @@ def test_view_of_an_output_made_without_grad(code_generator, program):
     expected, actual = program(x, w), jitted(x, w)
     assert [_state(t) for t in actual] == [_state(t) for t in expected]
     assert actual[1]._base is actual[0]
+
+
+def _detached_aliases(x, w):
+    h = w * 2
+    return w.detach(), w[1:].detach(), x.detach(), x[1:].detach(), h.detach()[1:], w * x
+
+
+def test_detached_aliases_are_no_views(code_generator):
+    """`t.detach()` is no view (no `_base`), of a view either; a view of one is."""
+    jitted = dynamo.jit(_detached_aliases, backend=code_generator)
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    expected, actual = _detached_aliases(x, w), jitted(x, w)
+    assert [_state(t) for t in actual] == [_state(t) for t in expected]
+    assert [t.data_ptr() for t in actual[:4]] == [t.data_ptr() for t in expected[:4]]

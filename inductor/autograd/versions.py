@@ -362,10 +362,10 @@ class CallVersions:
     """The version counters one call's backward compares. `inputs`: per watched input, a weak
     reference (the context lives as long as the outputs: a strong one would keep activations
     alive past the backward), its version when the call began (it ends
-    `InputInfo.version_bumps` higher, as in eager) and whether it is a view; `outputs`: per watched function output,
-    a detached alias (it shares the counter without holding autograd history, which would
-    make a cycle) and a weak reference for eager's node names (it ends
-    `FunctionOutput.version_bumps` high)."""
+    `InputInfo.version_bumps` higher, as in eager) and whether it is a view; `outputs`: per
+    watched function output, a detached alias (it shares the counter without holding
+    autograd history, which would make a cycle) and a weak reference for eager's node names
+    (it ends `FunctionOutput.version_bumps` high)."""
 
     __slots__ = ("inputs", "outputs")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import itertools
 import math
 import operator
 from typing import Any, Optional
@@ -335,6 +336,8 @@ class AtenGraph:
     output_strides: list              # per flat output: eager strides (None for non-tensors)
     grad_mode_after: Optional[bool]   # set grad mode to this after each call (None: unchanged)
     hidden_outputs: int = 0           # trailing outputs that are only bases of aliasing outputs
+    version_steps: dict = dataclasses.field(default_factory=dict)  # placeholder position ->
+    #                                   how far eager's in-place ops move that input's version
 
     def mutated_inputs(self) -> list:
         """Placeholder positions the graph writes into (a trailing `aten.copy_` into them)."""
@@ -401,9 +404,11 @@ def _detached(value):
 def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     """Decompose and functionalize `gm` (see the module docstring)."""
     grad_mode_after = check_state_calls(gm)
+    state, stateless = _module_state(gm)
+    example_inputs = state + list(example_inputs)
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
     fakes = fake_inputs_for(example_inputs, fake_mode)
-    flat_function, spec_box = _flattened(gm)
+    flat_function, spec_box = _flattened(stateless)
     grad_before = torch.is_grad_enabled()
     try:
         with fake_mode, _ZeroDimMaskAssignment():
@@ -421,7 +426,8 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     if any(node.target is aten._local_scalar_dense.default for node in decomposed.graph.nodes):
         raise UnsupportedGraph(_READS_A_NUMBER)
     constants, lifted = lift_constants(decomposed)
-    aliases, strides, hidden = observable_outputs(lifted, _eager_outputs(gm, example_inputs))
+    eager_outputs, steps = _run_on_fakes(stateless, example_inputs)
+    aliases, strides, hidden = observable_outputs(lifted, eager_outputs)
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes
     if _mutates(lifted):
@@ -463,8 +469,39 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     functional.recompile()
     functional, constants, all_fakes = _scalars_on_graph_device(
         functional, constants, all_fakes, example_inputs, fake_mode)
-    return AtenGraph(functional, constants, all_fakes, spec_box[0], aliases, strides,
-                     grad_mode_after, hidden)
+    # the module's tensors lead the inputs: passed with the lifted constants on every call
+    offset = len(constants)
+    return AtenGraph(functional, list(constants) + state, all_fakes, spec_box[0], aliases,
+                     strides, grad_mode_after, hidden,
+                     {position + offset: step for position, step in steps.items()})
+
+
+def _module_state(gm: torch.fx.GraphModule):
+    """(the tensors `gm` holds: `get_attr` tensors, and the parameters and buffers of modules
+    its `call_module` nodes call; a function of (those tensors, inputs) running `gm`). Traced
+    as constants, a write into one (`self.buf.add_(1)`, BatchNorm's `num_batches_tracked`)
+    was lost from the graph or made for real at trace time; as inputs, it is an input's
+    write, functionalized and reapplied on every call."""
+    try:
+        lifted_attributes, lifted = lift_constants(gm)
+    except UnsupportedGraph:    # a non-tensor attribute: traced as before
+        return [], gm
+    called = tuple(node.target + "." for node in lifted.graph.nodes if node.op == "call_module")
+    held = {name: value for name, value in
+            itertools.chain(lifted.named_parameters(remove_duplicate=False),
+                            lifted.named_buffers(remove_duplicate=False))
+            if name.startswith(called)}
+    names, tensors = list(held), list(held.values())
+    if not names:
+        return list(lifted_attributes), lifted
+    count, end = len(lifted_attributes), len(lifted_attributes) + len(names)
+
+    def stateless(*values):     # (get_attr tensors, held tensors, inputs)
+        return torch.func.functional_call(lifted, dict(zip(names, values[count:end])),
+                                          values[:count] + values[end:], strict=False,
+                                          tie_weights=False)
+
+    return list(lifted_attributes) + tensors, stateless
 
 
 def _scalars_on_graph_device(functional, constants: list, fakes: list, example_inputs,
@@ -497,18 +534,25 @@ def _scalars_on_graph_device(functional, constants: list, fakes: list, example_i
     return retraced, constants, fakes
 
 
-def _eager_outputs(gm: torch.fx.GraphModule, example_inputs) -> Optional[list]:
-    """The flat outputs of the torch-level graph on fake inputs: eager's own strides, and
-    which outputs view which tensor (a decomposition may lay a result out otherwise: torch's
-    `repeat` keeps a transposed input's layout where eager's `repeat` returns a contiguous
-    tensor). None where an op has no fake kernel."""
+def _run_on_fakes(function, example_inputs) -> tuple:
+    """The torch-level graph run once on fake copies of its inputs: (its flat outputs, whose
+    strides and views are eager's own: a decomposition may lay a result out otherwise (torch's
+    `repeat` keeps a transposed input's layout where eager's returns a contiguous tensor);
+    input position -> how far eager's in-place ops move that input's version counter (the
+    compiled kernels write without moving it, and autograd would miss that a tensor saved
+    for a backward outside the graph was overwritten)). (None, {}) where an op has no fake
+    kernel: the traced strides are kept and every written input moves once."""
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
     grad_before = torch.is_grad_enabled()
     try:
+        fakes = fake_inputs_for(example_inputs, fake_mode)
+        before = [fake._version for fake in fakes]
         with fake_mode:
-            return pytree.tree_leaves(gm(*fake_inputs_for(example_inputs, fake_mode)))
-    except Exception:   # noqa: BLE001  (an op without a fake kernel: keep the traced strides)
-        return None
+            outputs = pytree.tree_leaves(function(*fakes))
+        return outputs, {position: fake._version - first
+                         for position, (fake, first) in enumerate(zip(fakes, before))}
+    except Exception:   # noqa: BLE001  (an op without a fake kernel)
+        return None, {}
     finally:
         torch._C._set_grad_enabled(grad_before)
 

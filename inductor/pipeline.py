@@ -22,11 +22,10 @@ from typing import Callable, Optional, Sequence
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
-from torch._subclasses.fake_tensor import FakeTensorMode
 
 from inductor.config import config
 from inductor.decompose import (GRAD_MODE_CALLS, AtenGraph, SharedInputWrites, UnsupportedGraph,
-                                fake_inputs_for, trace_aten)
+                                trace_aten)
 from inductor.runtime import fallbacks
 from inductor.runtime.compiled_graph import (CompiledGraph, GraphReport, Specialized,
                                              StoragePattern)
@@ -103,7 +102,7 @@ def _compile_inference(gm: torch.fx.GraphModule, example_inputs: Sequence,
             _device_of(example_inputs).type == "cuda":
         from inductor.runtime.cudagraphs import CudaGraphRunner
         inner = CompiledGraph(CudaGraphRunner(inner, aten_graph), inner.report)
-    steps = _version_steps(gm, example_inputs, aten_graph)
+    steps = _version_steps(aten_graph)
     run = _wrap_observable_behaviour(aten_graph, inner, _requires_grad(gm, example_inputs),
                                      steps)
     report = inner.report
@@ -362,32 +361,14 @@ def _without_alias_outputs(aten_graph: AtenGraph) -> torch.fx.GraphModule:
     return module
 
 
-def _version_steps(gm: torch.fx.GraphModule, example_inputs: Sequence,
-                   aten_graph: AtenGraph) -> tuple:
+def _version_steps(aten_graph: AtenGraph) -> tuple:
     """(argument position, steps) for each input the graph writes: how far eager's in-place
-    ops move its version counter, measured by running `gm` on fake copies (at least 1). The
+    ops move its version counter (measured by `trace_aten` on fake copies; at least 1). The
     kernels write inputs in place without moving it, and autograd would not see that a
     tensor saved for a backward outside the graph was overwritten: a silently wrong
     gradient where eager raises."""
-    mutated = aten_graph.mutated_inputs()
-    if not mutated:
-        return ()
-    offset = len(aten_graph.constants)
-    measured: dict = {}
-    grad_mode = torch.is_grad_enabled()
-    try:
-        mode = FakeTensorMode(allow_non_fake_inputs=True)
-        fakes = fake_inputs_for(example_inputs, mode)
-        before = [fake._version for fake in fakes]
-        with mode:
-            gm(*fakes)
-        measured = {index + offset: fake._version - first
-                    for index, (fake, first) in enumerate(zip(fakes, before))}
-    except Exception:  # a graph fake tensors cannot run: every written input moves once
-        logging.getLogger(__name__).debug("version steps not measured", exc_info=True)
-    finally:
-        torch._C._set_grad_enabled(grad_mode)
-    return tuple((position, max(1, measured.get(position, 1))) for position in mutated)
+    return tuple((position, max(1, aten_graph.version_steps.get(position, 1)))
+                 for position in aten_graph.mutated_inputs())
 
 
 def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,

@@ -144,7 +144,42 @@ def _partly_overlap(a, b) -> bool:
             (tuple(b.shape), tuple(b.stride()), int(b.storage_offset())):
         return False
     (a_start, a_end), (b_start, b_end) = _extent(a), _extent(b)
-    return a_start < b_end and b_start < a_end
+    if not (a_start < b_end and b_start < a_end):
+        return False
+    if _dense(a) and _dense(b):
+        return True     # eager's own test: it raises
+    return _share_elements(a, b)    # eager computes; in order where elements are shared
+
+
+def _dense(value) -> bool:
+    """Whether the elements fill a memory range without gaps or overlap, in some order of
+    the dimensions (eager's `is_non_overlapping_and_dense`)."""
+    expected = 1
+    for stride, size in sorted((int(stride), int(size)) for size, stride in
+                               zip(value.shape, value.stride()) if int(size) != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+_ENUMERATED = 1 << 20   # elements whose memory offsets are compared one by one, at most
+
+
+def _share_elements(a, b) -> bool:
+    """Whether two strided views reach a common memory element (True where too large to
+    enumerate): `x[:, 0] += x[:, 1]` reads and writes apart."""
+    if a.numel() > _ENUMERATED or b.numel() > _ENUMERATED:
+        return True
+    return bool(torch.isin(_offsets(a), _offsets(b)).any())
+
+
+def _offsets(value) -> torch.Tensor:
+    offsets = torch.tensor(int(value.storage_offset()), dtype=torch.int64)
+    for dim, (size, stride) in enumerate(zip(value.shape, value.stride())):
+        step = torch.arange(int(size), dtype=torch.int64) * int(stride)
+        offsets = offsets.unsqueeze(-1) + step
+    return offsets.flatten()
 
 
 def _extent(value: torch.Tensor) -> tuple:

@@ -69,3 +69,28 @@ def test_partial_overlap_in_a_training_graph(code_generator):
     expected, expected_error = _outcome(_training_intermediate, w)
     actual, actual_error = _outcome(jitted, w)
     assert expected is None and actual_error == expected_error
+
+
+def _columns_sharing_elements(x):
+    t = x * 2
+    t[:, :2] += t[:, 1:3]       # views with gaps, one column in common: eager computes
+    return t
+
+
+def _columns_apart(x):
+    t = x * 2
+    t[:, 0] += t[:, 1]          # one storage, no element in common: compiled
+    return t
+
+
+@pytest.mark.expect_fallback("unsupported", reason="shared elements through views with gaps")
+def test_views_with_gaps_sharing_elements_compute_as_eager(code_generator):
+    jitted = dynamo.jit(_columns_sharing_elements, backend=code_generator)
+    x = torch.randn(4, 4)
+    torch.testing.assert_close(jitted(x), _columns_sharing_elements(x))
+
+
+def test_views_with_gaps_apart_compile(code_generator):
+    jitted = dynamo.jit(_columns_apart, backend=code_generator)
+    x = torch.randn(4, 4)
+    torch.testing.assert_close(jitted(x), _columns_apart(x))

@@ -24,7 +24,10 @@ from inductor.ir.layout import Layout
 from inductor.ir.ops import ops
 from inductor.ir.symbols import Expr, product, to_expr
 
-REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "var_m2")
+REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "var_m2",
+                   "welford_mean")
+# Reductions kept as Welford (mean, m2, count) triples; they differ in the part they return.
+WELFORD = ("var_m2", "welford_mean")
 
 _graphs: list = []
 
@@ -101,7 +104,9 @@ class Reduction(Loops):
 
     `reduction_type` is one of `REDUCTION_TYPES`; `src_dtype` is the dtype the body yields
     (accumulation happens in float for half types, in int64 for integer sums). `var_m2` is
-    the sum of squared deviations from the mean, computed in one Welford pass.
+    the sum of squared deviations from the mean, computed in one Welford pass; `welford_mean`
+    the mean of that pass (exact for equal values, as eager's var_mean and layer/group norm:
+    `sum / count` is not).
     """
 
     def __init__(self, device, dtype, inner_fn, ranges, reduction_ranges: Sequence,

@@ -27,6 +27,7 @@ from inductor.codegen.cpp.ops import CppOpsHandler, CppValue
 from inductor.codegen.cpp.reductions import (LANES, WIDE_LANES, Accumulator, combine,
                                               lanes_for)
 from inductor.codegen.cpp.reuse import StructureTracker, find_reuses
+from inductor.ir.nodes import WELFORD
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import linear_coefficient, simplify_index, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
@@ -513,8 +514,8 @@ def _compute(dtype: torch.dtype) -> torch.dtype:
 
 def _lane_result(accumulator: Accumulator, lane: str) -> str:
     name = accumulator.name
-    if accumulator.type == "var_m2":
-        return f"{name}_m2[{lane}]"
+    if accumulator.type in WELFORD:
+        return f"{name}_m2[{lane}]" if accumulator.type == "var_m2" else f"{name}_mean[{lane}]"
     if accumulator.type in ("argmax", "argmin"):
         return f"{name}_lane_index[{lane}]"
     return f"{name}_lanes[{lane}]"
@@ -524,7 +525,7 @@ def _partial_arrays(accumulator: Accumulator, threads: str) -> list[str]:
     """Per-thread partials, sized at run time (`threads` is C++ text)."""
     name, c_type = accumulator.name, accumulator.scalar_type
     loop = f"for (int part = 0; part < {threads}; ++part)"
-    if accumulator.type == "var_m2":
+    if accumulator.type in WELFORD:
         return [f"Welford<{c_type}> {name}_partial[{threads}];",
                 f"{loop} {name}_partial[part] = Welford<{c_type}>{{0, 0, 0}};"]
     lines = [f"{c_type} {name}_partial[{threads}];", f"{loop} {name}_partial[part] = {name};"]
@@ -544,7 +545,7 @@ def _store_partial(local: Accumulator, target: str) -> list[str]:
 def _combine_partials(partial: Accumulator, threads: str) -> list[str]:
     name = partial.name
     loop = f"for (int part = 0; part < {threads}; ++part)"
-    if partial.type == "var_m2":
+    if partial.type in WELFORD:
         return [f"{loop} {name} = welford_merge({name}, {name}_partial[part]);"]
     if partial.type in ("argmax", "argmin"):
         return [f"{loop} if ({partial.type}_takes({name}_partial[part], "

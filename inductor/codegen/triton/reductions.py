@@ -14,6 +14,7 @@ from typing import Optional
 import torch
 
 from inductor.codegen.triton.expressions import literal, triton_type
+from inductor.ir.nodes import WELFORD
 
 COMBINE = {"sum": "jit_sum", "prod": "jit_prod", "max": "jit_maximum", "min": "jit_minimum",
            "any": "jit_any", "all": "jit_all", "argmax": "jit_argmax", "argmin": "jit_argmin"}
@@ -23,7 +24,7 @@ PLAIN = ("sum", "prod", "max", "min", "any", "all")   # one accumulator, no mask
 
 def identity(reduction_type: str, dtype: torch.dtype) -> str:
     """The neutral element of a reduction over `dtype` values, as Triton text."""
-    if reduction_type in ("sum", "var_m2"):
+    if reduction_type in ("sum",) + WELFORD:
         return literal(0, dtype)[0]
     if reduction_type == "prod":
         return literal(1, dtype)[0]
@@ -65,7 +66,7 @@ class Accumulator:
 
     def variables(self) -> list:
         """(name, dtype) of each accumulator variable (and of each split partial)."""
-        if self.type == "var_m2":
+        if self.type in WELFORD:
             return [(f"{self.name}_mean", self.dtype), (f"{self.name}_m2", self.dtype),
                     (f"{self.name}_weight", self.dtype)]
         if self.type in ("argmax", "argmin"):
@@ -76,7 +77,7 @@ class Accumulator:
         lines = []
         for position, (name, dtype) in enumerate(self.variables()):
             start = LAST_INDEX if position == 1 and self.type in ("argmax", "argmin") else \
-                identity(self.type if self.type != "var_m2" else "sum", dtype)
+                identity(self.type if self.type not in WELFORD else "sum", dtype)
             lines.append(f"{name} = tl.full({shape}, {start}, {triton_type(dtype)})")
         return lines
 
@@ -86,7 +87,7 @@ class Accumulator:
         name = self.name
         masked = value if mask is None else \
             f"tl.where({mask}, {value}, {identity(self.type, self.dtype)})"
-        if self.type == "var_m2":
+        if self.type in WELFORD:
             return [f"{name}_mean, {name}_m2, {name}_weight = jit_welford_update("
                     f"{name}_mean, {name}_m2, {name}_weight, {value}, {mask})"]
         if self.type in ("argmax", "argmin"):
@@ -97,8 +98,9 @@ class Accumulator:
     def finish(self, result: str) -> list[str]:
         """Reduce the block accumulator along the row into `result` ([XBLOCK, 1])."""
         names = ", ".join(name for name, _dtype in self.variables())
-        if self.type == "var_m2":
-            return [f"_, {result}, _ = jit_reduce(({names}), 1, jit_welford_combine)",
+        if self.type in WELFORD:
+            return [f"{_welford_targets(self.type, result)} = jit_reduce(({names}), 1, "
+                    "jit_welford_combine)",
                     f"{result} = {result}[:, None]"]
         if self.type in ("argmax", "argmin"):
             return [f"_, {result} = jit_reduce(({names}), 1, {COMBINE[self.type]})",
@@ -109,7 +111,7 @@ class Accumulator:
         """Reduce each accumulator variable along the row, in place (split partial kernel)."""
         names = [name for name, _dtype in self.variables()]
         joined = ", ".join(names)
-        if self.type == "var_m2":
+        if self.type in WELFORD:
             return [f"{joined} = jit_reduce(({joined}), 1, jit_welford_combine)"]
         if self.type in ("argmax", "argmin"):
             return [f"{joined} = jit_reduce(({joined}), 1, {COMBINE[self.type]})"]
@@ -118,8 +120,9 @@ class Accumulator:
     def combine_partials(self, loads: list, result: str) -> list[str]:
         """Combine partials loaded as `[XBLOCK, SBLOCK]` tensors (one per variable)."""
         joined = ", ".join(loads)
-        if self.type == "var_m2":
-            return [f"_, {result}, _ = jit_reduce(({joined}), 1, jit_welford_combine)",
+        if self.type in WELFORD:
+            return [f"{_welford_targets(self.type, result)} = jit_reduce(({joined}), 1, "
+                    "jit_welford_combine)",
                     f"{result} = {result}[:, None]"]
         if self.type in ("argmax", "argmin"):
             return [f"_, {result} = jit_reduce(({joined}), 1, {COMBINE[self.type]})",
@@ -128,11 +131,17 @@ class Accumulator:
 
     def partial_filler(self, position: int) -> str:
         """What a missing partial (masked lane) holds for variable `position`."""
-        if self.type == "var_m2":
+        if self.type in WELFORD:
             return "0.0"
         if position == 1 and self.type in ("argmax", "argmin"):
             return LAST_INDEX
         return identity(self.type, self.dtype)
+
+
+def _welford_targets(reduction_type: str, result: str) -> str:
+    """The names a Welford triple (mean, m2, weight) unpacks into: `result` takes the part
+    the reduction returns."""
+    return f"{result}, _, _" if reduction_type == "welford_mean" else f"_, {result}, _"
 
 
 class OnlineSoftmax(Accumulator):
@@ -187,13 +196,21 @@ def whole_row(reduction_type: str, dtype: torch.dtype, value: str, mask: Optiona
     the row)."""
     def select(text: str, other: str) -> str:
         return text if mask is None else f"tl.where({mask}, {text}, {other})"
-    if reduction_type == "var_m2":
+    if reduction_type in WELFORD:
+        # The mean of the sum, corrected by the mean deviation from it: exact for a row of
+        # equal values, as the Welford pass is (`sum / count` alone is an ulp off there, and
+        # layer norm's rstd amplified it: seeds 12440, 12769); the squared deviations from it.
         zero = literal(0, dtype)[0]
-        return [f"{result}_sum = jit_reduce({select(value, zero)}, 1, jit_sum)[:, None]",
-                f"{result}_mean = {result}_sum / {count}",
-                f"{result}_deviation = {select(f'{value} - {result}_mean', zero)}",
-                f"{result} = jit_reduce({result}_deviation * {result}_deviation, 1, "
-                f"jit_sum)[:, None]"]
+        mean = result if reduction_type == "welford_mean" else f"{result}_mean"
+        lines = [f"{result}_first = jit_reduce({select(value, zero)}, 1, jit_sum)[:, None] / "
+                 f"{count}",
+                 f"{mean} = {result}_first + jit_reduce("
+                 f"{select(f'{value} - {result}_first', zero)}, 1, jit_sum)[:, None] / {count}"]
+        if reduction_type == "var_m2":
+            lines += [f"{result}_deviation = {select(f'{value} - {mean}', zero)}",
+                      f"{result} = jit_reduce({result}_deviation * {result}_deviation, 1, "
+                      f"jit_sum)[:, None]"]
+        return lines
     masked = select(value, identity(reduction_type, dtype))
     if reduction_type in ("argmax", "argmin"):
         positions = f"({index}).to(tl.int64)"

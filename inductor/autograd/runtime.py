@@ -494,6 +494,7 @@ def _make_function(variant: TrainingVariant) -> type:
     bumped_outputs = output_bumps(signature)
     watched_inputs = sorted(plan.watched_inputs | set(partition.reads_inputs))
     watched_outputs = sorted(plan.watched_outputs)
+    stale_inputs = plan.stale_inputs
     reached = variant.inputs_reached
     output_memory = [(index, position) for index, position
                      in enumerate(partition.saved_outputs) if position is not None]
@@ -510,7 +511,8 @@ def _make_function(variant: TrainingVariant) -> type:
             for index in watched_inputs:
                 primal = primals[index]
                 versions.inputs[index] = (weakref.ref(primal), version_of(primal),
-                                          primal._is_view())
+                                          primal._is_view(), primal.detach()
+                                          if index in stale_inputs else None)
             outputs = _run_without_autocast(variant.run_forward, list(primals))
             # An output the generated code returns as a view of a buffer (a 1-D linear's
             # squeezed addmm) is no view in eager: written in place afterwards, as a view of

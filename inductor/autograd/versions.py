@@ -82,6 +82,12 @@ class VersionPlan:
         return frozenset(watch.root[1] for watch in self.watches if watch.root[0] == INPUT)
 
     @property
+    def stale_inputs(self) -> frozenset:
+        """Inputs the graph writes after eager saved them (a backward reaching them raises)."""
+        return frozenset(watch.root[1] for watch in self.watches
+                         if watch.root[0] == INPUT and watch.stale_in_graph)
+
+    @property
     def watched_outputs(self) -> frozenset:
         return frozenset(watch.root[1] for watch in self.watches if watch.root[0] == OUTPUT)
 
@@ -362,7 +368,9 @@ class CallVersions:
     """The version counters one call's backward compares. `inputs`: per watched input, a weak
     reference (the context lives as long as the outputs: a strong one would keep activations
     alive past the backward), its version when the call began (it ends
-    `InputInfo.version_bumps` higher, as in eager) and whether it is a view; `outputs`: per
+    `InputInfo.version_bumps` higher, as in eager), whether it is a view, and for an input
+    the graph writes after eager saved it (`VersionPlan.stale_inputs`), a detached alias
+    holding its counter (eager's saved copy does; the backward raises); `outputs`: per
     watched function output, a detached alias (it shares the counter without holding
     autograd history, which would make a cycle) and a weak reference for eager's node names
     (it ends `FunctionOutput.version_bumps` high)."""
@@ -391,25 +399,27 @@ def check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
             current = watch.end_version
         else:
             if kind == INPUT:
-                reference, start, was_view = versions.inputs[index]
+                reference, start, was_view, held = versions.inputs[index]
                 tensor = reference()
                 after = start + input_bumps[index]
-                if tensor is None:   # gone: nothing but the graph wrote it since (its views
-                    if not watch.stale_in_graph:   # keep it), eager's copy holds its counter
+                if tensor is None:   # gone: nothing wrote it since (its views keep it), or
+                    if held is None:   # the graph did after saving it: `held` has its counter
                         continue
-                    version = after
+                    version = 0 if held.is_inference() else held._version
                 else:
                     version = tensor._version
                 if which is None:
                     which = "" if tensor is None else _which(tensor)
-                if was_view and watch.follows_root and input_bumps[index]:
-                    which = _regenerated_view()   # a view the graph wrote: eager's node
             else:
                 alias, reference = versions.outputs[index]
                 tensor, after, version = reference(), output_bumps[index], alias._version
             current = version - start
             if version != after:
                 which = _renamed(watch, tensor)
+            if kind == INPUT and was_view and watch.follows_root and (
+                    input_bumps[index] or version != after) and (
+                    tensor is None or tensor.requires_grad):
+                which = _regenerated_view()   # a written view: the node eager regenerates
         if current != watch.saved_version:
             raise RuntimeError(_message(watch, which, current + start,
                                         watch.saved_version + start))
@@ -464,7 +474,7 @@ def check_saved_inputs(saved: Sequence[int], versions: CallVersions,
     """Raise `ModifiedSavedInput` if an input the compiled backward reads moved after the
     call (checked after `check`: where eager raises, its error comes first)."""
     for index in saved:
-        reference, start, _ = versions.inputs[index]
+        reference, start = versions.inputs[index][:2]
         tensor = reference()
         if tensor is not None and tensor._version != start + input_bumps[index]:
             raise ModifiedSavedInput(

@@ -12,6 +12,8 @@ node that returned it (the write `t3.copy_` included) instead of when it was mad
 Backends: `eager` (control), inductor with the C++ and the Triton (interpreted on the CPU)
 code generators.
 """
+import gc
+
 import pytest
 import torch
 
@@ -31,10 +33,10 @@ def _values(shape, seed):
 
 def _error(fn, backend, make, after):
     function = fn if backend is None else dynamo.jit(fn, backend=backend)
-    arguments = make()
-    result = function(*arguments)
+    loss = after(function(*make())).sum()   # the result is dropped unless `after` keeps it
+    gc.collect()   # (reference cycles of the frames that made it)
     with pytest.raises(RuntimeError) as caught:
-        after(result).sum().backward()
+        loss.backward()
     return str(caught.value)
 
 
@@ -110,12 +112,14 @@ def _lin():
     return lin
 
 
+@pytest.mark.parametrize("again", [False, True], ids=["once", "again"])
 @pytest.mark.parametrize("keep", [False, True], ids=["gone", "kept"])
-def test_view_input_written_by_the_graph_that_saved_it(backend, keep):
+def test_view_input_written_by_the_graph_that_saved_it(backend, keep, again):
     # seeds 3795, 3563: a 1-D linear's result is a view (of its hidden product); the second
-    # graph saves it for amin and writes it. `f(x).sum()` drops the tensor before the
-    # backward: the check skipped it as gone (eager raises: its saved copy holds the
-    # counter); kept, it named the trace's CopySlices where eager regenerates AsStrided
+    # graph saves it for amin and writes it (and a third writes it again). `f(x).sum()`
+    # drops the tensor before the backward: the check skipped it as gone (eager raises: its
+    # saved copy holds the counter, at version 2 after the third graph); kept, it named the
+    # trace's CopySlices where eager regenerates AsStrided
     lin = _lin()
     kept = []
 
@@ -123,6 +127,9 @@ def test_view_input_written_by_the_graph_that_saved_it(backend, keep):
         t2 = lin(x[0])
         print("break")
         t2[-1] = t2.amin(0)
+        if again:
+            print("break again")
+            t2[0] = 0.5
         return t2
 
     def after(result):

@@ -79,8 +79,9 @@ def compare(expected: Outcome, actual: Outcome, call: str,
     """Failures of `actual` (compiled) against `expected` (eager); `reference()` gives the
     float64 run (or None), computed only when a float comparison needs it;
     `predicted_strides`: per output, the strides torch's fake tensors predict (or None);
-    `low_precision`: a half type the program computes in somewhere (float outputs then get
-    its tolerances: float16 intermediates round differently once fused or decomposed)."""
+    `low_precision`: a type below float64 the program computes in somewhere (float outputs
+    then get its tolerances: float16 intermediates round differently once fused or
+    decomposed, and a float64 result of float32 values carries float32 rounding)."""
     if expected.error is not None or actual.error is not None:
         return _compare_errors(expected.error, actual.error, call)
     failures = []

@@ -208,3 +208,21 @@ def test_float64_results_of_float32_values_get_float32_tolerances():
     assert value_problem(want, got, exact, low_precision(program)) is None
     assert value_problem(want, got, exact, None) is not None
     assert value_problem(want, got + 1e-3, exact, low_precision(program)) is not None
+
+
+def test_non_finite_results_equal_to_the_float64_reference_pass():
+    """Seed 4399 (aliasing variant): `a2 / layer_norm(v)` where `v`'s rows hold equal float16
+    values: the exact normalised value is 0 (the float64 run's and the compiled graph's), and
+    the quotient +-inf, `% a3` NaN; eager's float16 layer_norm rounds to 1e-7 and its
+    quotient is finite. A non-finite value the reference does not have still fails."""
+    from tests.fuzz.graphs.compare import value_problem
+    want = torch.tensor([-0.466, -1485380.125, 2397290.75])
+    got = torch.tensor([float("nan"), float("inf"), float("-inf")])
+    reference = lambda: torch.tensor([float("nan"), float("inf"), float("-inf")],  # noqa: E731
+                                     dtype=torch.float64)
+    assert value_problem(want, got, reference) is None
+    other = lambda: torch.tensor([float("nan"), float("inf"), 5.0],  # noqa: E731
+                                 dtype=torch.float64)
+    assert value_problem(want, got, other) is not None
+    finite = lambda: want.double()  # noqa: E731
+    assert value_problem(want, got, finite) is not None

@@ -131,6 +131,13 @@ def _restride(value: torch.Tensor, size, stride) -> torch.Tensor:
     return result.copy_(value)
 
 
+def _returns_fresh(buffer) -> bool:
+    """Whether the library call's schema returns one tensor aliasing no input."""
+    schema = getattr(getattr(buffer, "kernel", None), "_schema", None)
+    return schema is not None and len(schema.returns) == 1 and \
+        schema.returns[0].alias_info is None
+
+
 def _nbytes(layout) -> int:
     return int(layout.storage_size()) * torch.empty((), dtype=layout.dtype).element_size()
 
@@ -478,23 +485,31 @@ class WrapperWriter:
 
     def stride_check(self, buffer) -> None:
         """Copy an eager kernel's result into the layout the kernels expect where its
-        strides differ (dimensions of extent one excepted: their strides address nothing).
+        strides differ (dimensions of extent one excepted: their strides address nothing),
+        or where a fresh result is not a storage of its own (`select_scatter` of an input view
+        clones the input's whole storage: as an output, or as memory an output takes over,
+        it came back at the view's offset in a larger storage; program fuzzer seed 20153).
         Skipped after ops whose results are always contiguous, where that is expected."""
         name, layout = buffer.get_name(), buffer.layout
         if getattr(buffer, "kernel", None) in CONTIGUOUS_RESULT_OPS and layout.is_contiguous():
             return
         dims = [dim for dim, extent in enumerate(layout.size) if int(extent) > 1]
-        if not dims:
-            return
-        expected = tuple(int(layout.stride[dim]) for dim in dims)
-        if dims == list(range(dims[0], dims[-1] + 1)):
+        conditions = []
+        if dims and dims == list(range(dims[0], dims[-1] + 1)):
             # one call and one tuple comparison (a check per dimension called stride() each)
+            expected = tuple(int(layout.stride[dim]) for dim in dims)
             picked = f"{name}.stride()[{dims[0]}:{dims[-1] + 1}]" if \
                 (dims[0], dims[-1] + 1) != (0, len(layout.size)) else f"{name}.stride()"
-            condition = f"{picked} != {self.constant(expected)}"
-        else:
-            condition = " or ".join(f"{name}.stride()[{dim}] != {int(layout.stride[dim])}"
-                                    for dim in dims)
+            conditions.append(f"{picked} != {self.constant(expected)}")
+        elif dims:
+            conditions += [f"{name}.stride()[{dim}] != {int(layout.stride[dim])}"
+                           for dim in dims]
+        if _returns_fresh(buffer) and int(layout.offset) == 0:
+            conditions.append(f"{name}.storage_offset() or {name}.untyped_storage().nbytes() "
+                              f"!= {_nbytes(layout)}")
+        if not conditions:
+            return
+        condition = " or ".join(conditions)
         size = self.constant(tuple(int(s) for s in layout.size))
         stride = self.constant(tuple(int(s) for s in layout.stride))
         self.lines.append(f"    if {condition}:")

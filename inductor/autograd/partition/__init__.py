@@ -106,6 +106,7 @@ def choose_saved(joint: JointGraph, mutated_inputs: list[int],
     unwatched_storages = frozenset(storages[i] for i in range(len(primals))
                                    if i not in watched) - mutated_storages - {
         storages[i] for i in watched} - {None}
+    unwatched_storages |= _unwatched_outputs(joint, forward_outputs, primal_storages)
     eager_reads = _eager_reads(joint, storages)
     uses = _gradient_uses(joint, nodes, backward, needed_by_backward)
     network = FlowNetwork()
@@ -138,6 +139,19 @@ def choose_saved(joint: JointGraph, mutated_inputs: list[int],
                              "saved or recomputed")
     return [node for node in nodes if (node, "in") in source_side
             and (node, "out") not in source_side and node not in backward]
+
+
+def _unwatched_outputs(joint: JointGraph, forward_outputs: list,
+                       primal_storages: set) -> frozenset:
+    """Storages of function outputs eager's autograd does not save: the caller may write
+    them before `backward()`, which eager allows, so they are saved only where nothing else
+    will do (`t1 @ x.T` saves `x`, not `t1`; saving the returned `t1` to recompute the
+    product raised `ModifiedSavedInput` after `t1[1:2] = ...`: program fuzzer seed 20036)."""
+    watched = joint.versions.watched_outputs
+    keys = [storage_key(value_of(node)) if is_tensor_node(node) else None
+            for node in forward_outputs]
+    kept = {key for position, key in enumerate(keys) if position in watched}
+    return frozenset(keys) - kept - primal_storages - {None}
 
 
 def _eager_reads(joint: JointGraph, storages: list) -> dict:

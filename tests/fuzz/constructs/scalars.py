@@ -206,7 +206,8 @@ def bool_item(gen, scope, slot, depth):
     var = scope.pick(gen.rng, lambda v: slots.is_float_tensor(v.slot))
     if var is None:
         return None
-    fmt = gen.choice(["bool(({0} > 0).any())", "bool({0}.sum() > 0)", "({0}.sum() > 0).item()",
+    fmt = gen.choice(["bool(({0} > 0).any())", "bool({0}.sum() > 0.0137)",
+                      "({0}.sum() > 0.0137).item()",   # a bound no sum lands on (flow.py)
                       "bool(({0} < 1).all())"])
     return op(fmt, BOOL, name(var.name, var.slot))
 

@@ -44,3 +44,15 @@ def test_returned_slice_of_a_product(code_generator):
         expected, actual = _slice_of_product(x, y), jitted(x, y)
         assert _layout(actual) == _layout(expected)
         torch.testing.assert_close(actual, expected)
+
+
+def test_lone_view_eager_lays_out_otherwise_keeps_eager_strides():
+    """Graph fuzzer seeds 2043, 10628, 12077, 12600, 15224, 18873 (a campaign at 2d4b380): a
+    lone view whose eager base is not the decomposed graph's intermediate (another layout)
+    took the decomposed layout once it had a hidden base, strides (12, 12, 1, 3) where
+    eager's are (12, 12, 4, 1); such a view is computed alone with eager's strides."""
+    from tests.fuzz.graphs.check import check_program
+    from tests.fuzz.graphs.generator import generate
+    for seed in (2043, 12600):
+        result = check_program(generate(seed), seed, "cpp")
+        assert not result.failures, (seed, result.failures)

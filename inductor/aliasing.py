@@ -39,6 +39,7 @@ class OutputAlias:
     stride: tuple
     storage_offset: int     # relative to the base's storage offset
     same_object: bool       # the very base object is returned (in-place ops led to it)
+    detached: bool = False  # eager's is no view but a `detach()` of it (no autograd history)
 
 
 
@@ -255,6 +256,11 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
             if position != base_position:
                 aliases[position] = OutputAlias("output", base_position, *views[position],
                                                 same[position])
+    if eager is not None:   # `x.detach()`: eager's shares memory but is no view
+        for position, alias in enumerate(aliases):
+            if alias is not None and not alias.same_object and \
+                    isinstance(eager[position], torch.Tensor) and eager[position]._base is None:
+                alias.detached = True
     if hidden:
         output_node.args = (arguments + hidden,)
         decomposed.recompile()

@@ -412,6 +412,8 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
                     results[position] = base if alias.same_object else torch.as_strided(
                         base, alias.size, alias.stride,
                         base.storage_offset() + alias.storage_offset)
+                    if alias.detached:
+                        results[position] = results[position].detach()
                 if len(results) > count:
                     del results[count:]
         finally:

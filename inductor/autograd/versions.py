@@ -436,7 +436,7 @@ def _renamed(watch: Watch, tensor: Optional[torch.Tensor]) -> str:
         # a write under `no_grad` leaves the node the graph gave it: eager's node is then
         # the one it saved with (program fuzzer seeds 17326, 17747: "of Add", not
         # "of CompiledFunction")
-        if _is_compiled_node(tensor.grad_fn):
+        if watch.which is not None and _is_compiled_node(tensor.grad_fn):
             return watch.which
         return _which(tensor)
     if watch.is_view:

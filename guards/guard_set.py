@@ -164,8 +164,12 @@ class GuardSet:
             except Exception:
                 log.exception("guard set invalidation callback failed")
 
+    # bound on the class: at the very end the module's globals are None, `_finalizing` too
+    # (33 "Exception ignored ... 'NoneType' object is not callable" at pytest workers' exit)
+    _is_finalizing = staticmethod(sys.is_finalizing)
+
     def _guard_died(self, guard: Guard) -> None:
-        if _finalizing():  # objects die while the interpreter tears modules (logging) down
+        if self._is_finalizing():  # objects die while the interpreter tears modules down
             return
         log.debug("guard died: %s", guard.describe())
         self.invalidate()
@@ -175,7 +179,6 @@ class GuardSet:
         return f"<GuardSet of {len(self)} guards{state}>"
 
 
-_finalizing = sys.is_finalizing  # bound now: `sys` itself may be gone at the very end
 
 
 def _through_canonical(guards: list[Guard]) -> list[Guard]:

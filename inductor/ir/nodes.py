@@ -27,7 +27,8 @@ from inductor.ir.symbols import Expr, product, to_expr
 REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "var_m2",
                    "welford_mean")
 # Reductions kept as Welford (mean, m2, count) triples; they differ in the part they return.
-WELFORD = ("var_m2", "welford_mean")
+WELFORD_PART = {"var_m2": "m2", "welford_mean": "mean"}
+WELFORD = tuple(WELFORD_PART)
 
 _graphs: list = []
 

@@ -15,6 +15,9 @@ from typing import Optional
 
 import sympy
 
+from inductor.ir.nodes import WELFORD
+from inductor.ir.ops import use_handler
+from inductor.ir.printer import TextHandler
 from inductor.ir.symbols import (FloorDiv, ModularIndexing, index_symbol, linear_coefficient,
                                  simplify_index, substitute)
 from inductor.schedule.fusion import INNER_VARS, OUTER_VARS, FusedGroup
@@ -29,6 +32,9 @@ class Member:
     kind: str                   # "outer", "inner" or "reduction"
     replacements: dict          # node loop variable -> expression in kernel variables
     store: bool = True          # write the buffer to memory (False: consumed in registers)
+    # a Welford reduction reading the pass of an earlier member of its stage over the same
+    # values (var_mean's variance and mean: one pass, not two): that member's name
+    shares: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -89,6 +95,8 @@ class KernelPlan:
             for member in stage.members:
                 node = member.node
                 kind = node.buffer.data.reduction_type if member.kind == "reduction" else ""
+                if member.shares:
+                    kind += f" (the pass of {member.shares})"
                 where = "memory" if member.store else "registers"
                 members.append(f"{member.name}{' ' + kind if kind else ''} -> {where}")
             lines.append(f"  {stage.kind} stage: {'; '.join(members)}")
@@ -168,6 +176,7 @@ def build_kernel(group: FusedGroup, name: str, users: dict, outputs: set) -> Ker
         member.replacements = {symbol: simplify_index(substitute(value, final), ranges)
                                for symbol, value in member.replacements.items()}
     stages = _stages(members)
+    _share_welford_passes(stages)
     _decide_stores(stages, users, outputs)
     written = {member.node.written_name() for member in members} | \
         {member.name for member in members}
@@ -248,6 +257,32 @@ def _stages(members: list) -> list:
         else:
             stages.append(Stage(member.kind, [member]))
     return stages
+
+
+def _share_welford_passes(stages: list) -> None:
+    """A Welford reduction over the same values as an earlier one of its stage reads that
+    one's pass (layer norm's variance and mean): the second accumulator would repeat every
+    update of the first."""
+    for stage in stages:
+        if stage.kind != "reduction":
+            continue
+        first: dict = {}
+        for member in stage.members:
+            if member.node.buffer.data.reduction_type in WELFORD:
+                member.shares = first.setdefault(_body_text(member), member.name)
+                if member.shares == member.name:
+                    member.shares = None
+
+
+def _body_text(member: Member) -> tuple:
+    """A reduction member's body in kernel variables, as text (equal text: equal values)."""
+    node, data = member.node, member.node.buffer.data
+    outer = [sympy.expand(substitute(expr, member.replacements)) for expr in node.outer_index]
+    inner = [sympy.expand(substitute(expr, member.replacements)) for expr in node.inner_index]
+    handler = TextHandler()
+    with use_handler(handler):
+        result = data.inner_fn(outer, inner)
+    return (str(data.src_dtype), tuple(handler.lines), str(result))
 
 
 def _depends_on_stage(member: Member, stage: Stage) -> bool:

@@ -1,6 +1,7 @@
 """Golden files of generated Triton (as printed for an H100-sized CUDA target): a pointwise
 chain, a transpose (2-D tile), softmax with rows in registers and looped (online softmax),
-layer norm, a sum over the first dimension (outer-contiguous) and a full sum (split). Each
+layer norm (rows in registers and looped: the mean reads the variance's Welford pass), a
+sum over the first dimension (outer-contiguous), a full sum and a full var_mean (split). Each
 file holds the kernel plans with their tiling, then the kernels (prelude left out). Review
 diffs there when the code generator changes; regenerate with JIT_UPDATE_GOLDEN=1."""
 import os
@@ -25,6 +26,10 @@ CASES = {
                        {"persistent_limit": 256}),
     "layer_norm": (lambda x, w, b: torch.nn.functional.layer_norm(x, (256,), w, b),
                    lambda: (torch.randn(64, 256), torch.randn(256), torch.randn(256)), {}),
+    "layer_norm_looped": (lambda x, w, b: torch.nn.functional.layer_norm(x, (1000,), w, b),
+                          lambda: (torch.randn(64, 1000), torch.randn(1000), torch.randn(1000)),
+                          {"persistent_limit": 256}),
+    "var_mean_split": (lambda x: torch.var_mean(x), lambda: (torch.randn(1 << 20),), {}),
     "sum_dim0": (lambda x: x.sum(0), lambda: (torch.randn(3000, 256),), {}),
     "sum_split": (lambda x: x.sum(), lambda: (torch.randn(1 << 20),), {}),
 }

@@ -24,8 +24,8 @@ from inductor.codegen.cpp.expressions import index_text, storage_type
 from inductor.codegen.cpp.lines import Lines
 from inductor.config import config
 from inductor.codegen.cpp.ops import CppOpsHandler, CppValue
-from inductor.codegen.cpp.reductions import (LANES, WIDE_LANES, Accumulator, combine,
-                                              lanes_for)
+from inductor.codegen.cpp.reductions import (LANES, WIDE_LANES, Accumulator, SharedPass,
+                                              combine, lanes_for)
 from inductor.codegen.cpp.reuse import StructureTracker, find_reuses
 from inductor.ir.nodes import WELFORD
 from inductor.ir.ops import use_handler
@@ -299,6 +299,11 @@ class CppKernel:
         for member in members:
             data = member.node.buffer.data
             name = f"{self.local_names[member.name]}_acc{suffix}"
+            if member.shares:
+                source = f"{self.local_names[member.shares]}_acc{suffix}"
+                accumulators.append(SharedPass(source, data.reduction_type,
+                                               _compute(data.src_dtype), lanes))
+                continue
             accumulators.append(Accumulator(name, data.reduction_type,
                                             _compute(data.src_dtype), lanes, terms))
         return accumulators
@@ -523,6 +528,8 @@ def _lane_result(accumulator: Accumulator, lane: str) -> str:
 
 def _partial_arrays(accumulator: Accumulator, threads: str) -> list[str]:
     """Per-thread partials, sized at run time (`threads` is C++ text)."""
+    if accumulator.shared:
+        return []
     name, c_type = accumulator.name, accumulator.scalar_type
     loop = f"for (int part = 0; part < {threads}; ++part)"
     if accumulator.type in WELFORD:
@@ -536,6 +543,8 @@ def _partial_arrays(accumulator: Accumulator, threads: str) -> list[str]:
 
 
 def _store_partial(local: Accumulator, target: str) -> list[str]:
+    if local.shared:
+        return []
     if local.type in ("argmax", "argmin"):
         return [f"{target}_partial[thread] = {local.name};",
                 f"{target}_partial_index[thread] = {local.name}_index;"]
@@ -543,6 +552,8 @@ def _store_partial(local: Accumulator, target: str) -> list[str]:
 
 
 def _combine_partials(partial: Accumulator, threads: str) -> list[str]:
+    if partial.shared:
+        return []
     name = partial.name
     loop = f"for (int part = 0; part < {threads}; ++part)"
     if partial.type in WELFORD:

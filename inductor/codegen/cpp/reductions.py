@@ -72,6 +72,8 @@ class Accumulator:
     holds a value and an int64 index).
     """
 
+    shared = False      # a `SharedPass` reads another accumulator's state
+
     def __init__(self, name: str, reduction_type: str, value_dtype: torch.dtype, lanes: int,
                  terms: int = 0):
         self.name = name
@@ -211,3 +213,33 @@ class Accumulator:
 
     def result_dtype(self) -> torch.dtype:
         return torch.int64 if self.type in ("argmax", "argmin") else self.dtype
+
+
+class SharedPass(Accumulator):
+    """A Welford reduction reading the pass of an earlier accumulator over the same values
+    (`source`, a plan member's `shares`): no state and no updates of its own, its result is
+    the other part of that accumulator's merged triple (layer norm's mean beside its
+    variance)."""
+
+    shared = True
+
+    def __init__(self, source: str, reduction_type: str, value_dtype: torch.dtype, lanes: int):
+        super().__init__(source, reduction_type, value_dtype, lanes)
+
+    def declare(self) -> list[str]:
+        return []
+
+    def before_block(self) -> list[str]:
+        return []
+
+    def after_block(self, block_number: str = "") -> list[str]:
+        return []
+
+    def update_lane(self, value: str, lane: str, index: str) -> list[str]:
+        return []
+
+    def update_scalar(self, value: str, index: str) -> list[str]:
+        return []
+
+    def finish(self) -> tuple[list[str], str]:
+        return [], f"{self.name}.m2" if self.type == "var_m2" else f"{self.name}.mean"

@@ -29,8 +29,9 @@ import torch
 from inductor.codegen.bounds import triton_assert
 from inductor.codegen.triton.expressions import index_text
 from inductor.codegen.triton.ops import TritonOpsHandler, TritonValue
-from inductor.codegen.triton.reductions import (Accumulator, OnlineSoftmax, identity_lanes,
-                                                 result_dtype, whole_row)
+from inductor.codegen.triton.reductions import (Accumulator, OnlineSoftmax, SharedPass,
+                                                 identity_lanes, result_dtype, row_mean,
+                                                 whole_row)
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import simplify_index, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
@@ -436,9 +437,13 @@ class TritonKernel:
         return text, value.dtype
 
     def _accumulators(self, members: list) -> list[Accumulator]:
-        return [Accumulator(f"{self.local_names[member.name]}_acc",
-                            member.node.buffer.data.reduction_type,
-                            _compute(member.node.buffer.data.src_dtype)) for member in members]
+        accumulators = []
+        for member in members:
+            data = member.node.buffer.data
+            kind = SharedPass if member.shares else Accumulator
+            name = f"{self.local_names[member.shares or member.name]}_acc"
+            accumulators.append(kind(name, data.reduction_type, _compute(data.src_dtype)))
+        return accumulators
 
     def _result(self, member: Member, dtype: torch.dtype, handler) -> None:
         name = f"{self.local_names[member.name]}_value"
@@ -493,6 +498,8 @@ class TritonKernel:
         self.add_line(f"rnumel = {_product(self.plan.inner_sizes)}")
         self._r_axis()
         handler = self._handler()
+        sources = {member.name: member.node.buffer.data.reduction_type
+                   for member in self.plan.members() if member.kind == "reduction"}
         for stage in self.plan.stages:
             # An outer stage computes one value per row, as in a looped reduction: an index
             # read from memory there varies over the rows only (with the scope's row lanes,
@@ -508,9 +515,12 @@ class TritonKernel:
                 full = "r" in self.full_axes      # the block is the row: no select at all
                 mask = None if full or identity_lanes(data.reduction_type, value, handler) \
                     else "xmask & rmask"
+                shared = member.shares and row_mean(
+                    sources[member.shares], f"{self.local_names[member.shares]}_value")
                 self.add_line(*whole_row(data.reduction_type, dtype, value, mask,
                                          self._reduction_index(member),
-                                         _product(self.plan.inner_sizes), result))
+                                         _product(self.plan.inner_sizes), result,
+                                         shared or None))
                 self._result(member, dtype, handler)
 
     # -- looped reductions -------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Optional
 import torch
 
 from inductor.codegen.triton.expressions import literal, triton_type
-from inductor.ir.nodes import WELFORD
+from inductor.ir.nodes import WELFORD, WELFORD_PART
 
 COMBINE = {"sum": "jit_sum", "prod": "jit_prod", "max": "jit_maximum", "min": "jit_minimum",
            "any": "jit_any", "all": "jit_all", "argmax": "jit_argmax", "argmin": "jit_argmin"}
@@ -99,9 +99,7 @@ class Accumulator:
         """Reduce the block accumulator along the row into `result` ([XBLOCK, 1])."""
         names = ", ".join(name for name, _dtype in self.variables())
         if self.type in WELFORD:
-            return [f"{_welford_targets(self.type, result)} = jit_reduce(({names}), 1, "
-                    "jit_welford_combine)",
-                    f"{result} = {result}[:, None]"]
+            return self._welford_rows(names, result)
         if self.type in ("argmax", "argmin"):
             return [f"_, {result} = jit_reduce(({names}), 1, {COMBINE[self.type]})",
                     f"{result} = {result}[:, None]"]
@@ -121,13 +119,19 @@ class Accumulator:
         """Combine partials loaded as `[XBLOCK, SBLOCK]` tensors (one per variable)."""
         joined = ", ".join(loads)
         if self.type in WELFORD:
-            return [f"{_welford_targets(self.type, result)} = jit_reduce(({joined}), 1, "
-                    "jit_welford_combine)",
-                    f"{result} = {result}[:, None]"]
+            return self._welford_rows(joined, result)
         if self.type in ("argmax", "argmin"):
             return [f"_, {result} = jit_reduce(({joined}), 1, {COMBINE[self.type]})",
                     f"{result} = {result}[:, None]"]
         return [f"{result} = jit_reduce({joined}, 1, {COMBINE[self.type]})[:, None]"]
+
+    def _welford_rows(self, triples: str, result: str) -> list[str]:
+        """Combine Welford triples along the row; keep every part (a `SharedPass` may read
+        the one `result` does not take)."""
+        name = self.name
+        return [f"{name}_mean_row, {name}_m2_row, _ = jit_reduce(({triples}), 1, "
+                "jit_welford_combine)",
+                f"{result} = {name}_{WELFORD_PART[self.type]}_row[:, None]"]
 
     def partial_filler(self, position: int) -> str:
         """What a missing partial (masked lane) holds for variable `position`."""
@@ -138,10 +142,32 @@ class Accumulator:
         return identity(self.type, self.dtype)
 
 
-def _welford_targets(reduction_type: str, result: str) -> str:
-    """The names a Welford triple (mean, m2, weight) unpacks into: `result` takes the part
-    the reduction returns."""
-    return f"{result}, _, _" if reduction_type == "welford_mean" else f"_, {result}, _"
+class SharedPass(Accumulator):
+    """A Welford reduction reading the pass of an earlier accumulator over the same values
+    (`source`, a plan member's `shares`): no state and no updates of its own; its result is
+    the other part of that accumulator's combined row (layer norm's mean beside its
+    variance)."""
+
+    def __init__(self, source: str, reduction_type: str, dtype: torch.dtype):
+        super().__init__(source, reduction_type, dtype)
+
+    def variables(self) -> list:
+        return []
+
+    def declare(self, shape: str) -> list[str]:
+        return []
+
+    def update(self, value: str, mask: Optional[str], index: str) -> list[str]:
+        return []
+
+    def finish(self, result: str) -> list[str]:
+        return [f"{result} = {self.name}_{WELFORD_PART[self.type]}_row[:, None]"]
+
+    def finish_partials(self) -> list[str]:
+        return []
+
+    def combine_partials(self, loads: list, result: str) -> list[str]:
+        return self.finish(result)
 
 
 class OnlineSoftmax(Accumulator):
@@ -189,11 +215,17 @@ def identity_lanes(reduction_type: str, value: str, handler, row_full: bool = Fa
     return reduction_type == "sum" and mask is not None and "rmask" in mask.split(" & ")
 
 
+def row_mean(reduction_type: str, result: str) -> str:
+    """The name `whole_row` gives the row mean of a Welford reduction into `result`."""
+    return result if reduction_type == "welford_mean" else f"{result}_mean"
+
+
 def whole_row(reduction_type: str, dtype: torch.dtype, value: str, mask: Optional[str],
-              index: str, count: int, result: str) -> list[str]:
+              index: str, count: int, result: str, mean: Optional[str] = None) -> list[str]:
     """A reduction of a row held in registers ([XBLOCK, RBLOCK]) into `result`. `mask` None:
     no lane needs the identity (see `identity_lanes`; for any reduction where the block is
-    the row)."""
+    the row). `mean`: for a Welford reduction sharing an earlier one's pass, the name of that
+    one's row mean (`row_mean`)."""
     def select(text: str, other: str) -> str:
         return text if mask is None else f"tl.where({mask}, {text}, {other})"
     if reduction_type in WELFORD:
@@ -201,11 +233,15 @@ def whole_row(reduction_type: str, dtype: torch.dtype, value: str, mask: Optiona
         # equal values, as the Welford pass is (`sum / count` alone is an ulp off there, and
         # layer norm's rstd amplified it: seeds 12440, 12769); the squared deviations from it.
         zero = literal(0, dtype)[0]
-        mean = result if reduction_type == "welford_mean" else f"{result}_mean"
-        lines = [f"{result}_first = jit_reduce({select(value, zero)}, 1, jit_sum)[:, None] / "
-                 f"{count}",
-                 f"{mean} = {result}_first + jit_reduce("
-                 f"{select(f'{value} - {result}_first', zero)}, 1, jit_sum)[:, None] / {count}"]
+        if mean is not None:
+            lines = [f"{result} = {mean}"] if reduction_type == "welford_mean" else []
+        else:
+            mean = row_mean(reduction_type, result)
+            lines = [f"{result}_first = jit_reduce({select(value, zero)}, 1, jit_sum)[:, None]"
+                     f" / {count}",
+                     f"{mean} = {result}_first + jit_reduce("
+                     f"{select(f'{value} - {result}_first', zero)}, 1, jit_sum)[:, None] / "
+                     f"{count}"]
         if reduction_type == "var_m2":
             lines += [f"{result}_deviation = {select(f'{value} - {mean}', zero)}",
                       f"{result} = jit_reduce({result}_deviation * {result}_deviation, 1, "

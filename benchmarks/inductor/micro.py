@@ -1,6 +1,7 @@
 """Microbenchmarks: eager vs torch.compile (inductor) vs framejit's inductor, one process.
 
-Input: nothing (or `--only NAME`, `--trials N`, `--dtype bfloat16`). Output: a markdown table
+Input: nothing (or `--only NAME`, `--trials N`, `--dtype bfloat16`, `--device cuda`: Triton
+kernels, timed with one synchronisation per trial). Output: a markdown table
 (milliseconds per call, speedups over eager, compile seconds, noise) and JSON lines under
 `benchmarks/inductor/results/`.
 
@@ -53,10 +54,10 @@ def sum_dim(dim):
     return reduce
 
 
-def cases(dtype):
+def cases(dtype, device="cpu"):
     """(name, function, inputs) for every microbenchmark."""
     def randn(*shape):
-        return torch.randn(*shape, dtype=dtype)
+        return torch.randn(*shape, dtype=dtype, device=device)
     return [
         ("pointwise chain 2048x2048", pointwise_chain, (randn(2048, 2048), randn(2048, 2048))),
         ("softmax 1024x4096", softmax, (randn(1024, 4096),)),
@@ -89,10 +90,13 @@ def run_case(name, function, inputs, trials: int) -> dict:
         mine, our_compile = timed(lambda: ours(*inputs))
         tolerance = 1e-2 if inputs[0].dtype != torch.float32 else 1e-3
         torch.testing.assert_close(mine, expected, atol=tolerance, rtol=tolerance)
+        synchronize = torch.cuda.synchronize if inputs[0].is_cuda else lambda: None
         times = interleaved({"eager": lambda: function(*inputs),
                              "torch.compile": lambda: theirs(*inputs),
-                             "framejit": lambda: ours(*inputs)}, trials=trials)
+                             "framejit": lambda: ours(*inputs)}, trials=trials,
+                            synchronize=synchronize)
     return {"case": name, "dtype": str(inputs[0].dtype).replace("torch.", ""),
+            "device": inputs[0].device.type,
             "eager_ms": times["eager"][0] * 1e3,
             "torch_compile_ms": times["torch.compile"][0] * 1e3,
             "framejit_ms": times["framejit"][0] * 1e3,
@@ -124,13 +128,14 @@ def main(argv=None) -> None:
     parser.add_argument("--trials", type=int, default=21)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: keep)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
     options = parser.parse_args(argv)
     if options.threads:
         torch.set_num_threads(options.threads)
     dtype = getattr(torch, options.dtype)
     warm_imports()
     rows = []
-    for name, function, inputs in cases(dtype):
+    for name, function, inputs in cases(dtype, options.device):
         if options.only and options.only not in name:
             continue
         row = run_case(name, function, inputs, options.trials)
@@ -143,6 +148,7 @@ def main(argv=None) -> None:
     directory = os.path.join(os.path.dirname(__file__), "results")
     os.makedirs(directory, exist_ok=True)
     suffix = f"-{options.threads}thread" if options.threads else ""
+    suffix += f"-{options.device}" if options.device != "cpu" else ""
     with open(os.path.join(directory, f"micro-{options.dtype}{suffix}.jsonl"), "w") as handle:
         for row in rows:
             handle.write(json.dumps(row) + "\n")

@@ -34,30 +34,38 @@ def fresh_caches() -> str:
     return root
 
 
-def calls_per_trial(function: Callable, budget: float = 0.05) -> int:
+def calls_per_trial(function: Callable, budget: float = 0.05,
+                    synchronize: Callable = lambda: None) -> int:
     """How many calls fill about `budget` seconds (at least one)."""
+    synchronize()
     started = time.perf_counter()
     function()
+    synchronize()
     elapsed = max(time.perf_counter() - started, 1e-7)
     return max(1, min(1000, int(budget / elapsed)))
 
 
-def interleaved(variants: dict, trials: int = 21, warmup: int = 3) -> dict:
+def interleaved(variants: dict, trials: int = 21, warmup: int = 3,
+                synchronize: Callable = lambda: None) -> dict:
     """{name: (median seconds per call, relative spread, best trial)} over interleaved
-    trials. On a loaded machine the best trial is the steadier estimate of the true cost."""
+    trials. On a loaded machine the best trial is the steadier estimate of the true cost.
+    `synchronize` waits for queued device work (once per trial, not per call)."""
     for function in variants.values():
         for _ in range(warmup):
             function()
-    counts = {name: calls_per_trial(function) for name, function in variants.items()}
+    counts = {name: calls_per_trial(function, synchronize=synchronize)
+              for name, function in variants.items()}
     samples: dict = {name: [] for name in variants}
     names = list(variants)
     for trial in range(trials):
         order = names[trial % len(names):] + names[:trial % len(names)]
         for name in order:
             function, count = variants[name], counts[name]
+            synchronize()
             started = time.perf_counter()
             for _ in range(count):
                 function()
+            synchronize()
             samples[name].append((time.perf_counter() - started) / count)
     results = {}
     for name, values in samples.items():

@@ -167,7 +167,9 @@ def _eager_only_reason(example_inputs: Sequence) -> Optional[str]:
     """Why a graph runs through eager kernels without code generation, or None."""
     if config.fallback_only:
         return "inductor.config.fallback_only is set"
-    devices = {value.device.type for value in example_inputs if isinstance(value, torch.Tensor)}
+    devices = {value.device.type for value in example_inputs if isinstance(value, torch.Tensor)
+               and not _host_scalar(value)} or \
+        {value.device.type for value in example_inputs if isinstance(value, torch.Tensor)}
     if len(devices) > 1:
         return f"inputs on several devices ({', '.join(sorted(devices))})"
     if devices - {"cpu", "cuda"}:
@@ -180,13 +182,20 @@ def _eager_only_reason(example_inputs: Sequence) -> Optional[str]:
     return None
 
 
+def _host_scalar(value: torch.Tensor) -> bool:
+    """A 0-d CPU tensor: eager mixes one with tensors of any device (as a scalar)."""
+    return value.dim() == 0 and value.device.type == "cpu"
+
+
 def _device_of(example_inputs: Sequence, gm: Optional[torch.fx.GraphModule] = None
                ) -> torch.device:
-    """The graph's device: its first tensor input's; for a graph without tensor inputs, that
-    of the first tensor it makes (`torch.randn(4, device="cuda")` was generated as C++)."""
-    for value in example_inputs:
-        if isinstance(value, torch.Tensor):
-            return value.device
+    """The graph's device: its first tensor input's (a 0-d CPU tensor only where no input
+    lives elsewhere: eager reads one beside CUDA tensors as a scalar, and a backward graph may
+    take such a saved divisor first); for a graph without tensor inputs, that of the first
+    tensor it makes (`torch.randn(4, device="cuda")` was generated as C++)."""
+    tensors = [value for value in example_inputs if isinstance(value, torch.Tensor)]
+    for value in [value for value in tensors if not _host_scalar(value)] + tensors:
+        return value.device
     for node in gm.graph.nodes if gm is not None else ():
         value = node.meta.get("val")
         if isinstance(value, torch.Tensor):
@@ -209,7 +218,7 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
     device = _device_of(example_inputs, gm)
     place_traced_constants(gm, device)     # `torch.tensor(data, device=...)` (devices.py)
     eliminate_common_subexpressions(gm)
-    loop_graph = lowering.lower(gm, _fakes_for(gm, example_inputs), output_strides)
+    loop_graph = lowering.lower(gm, _fakes_for(gm, example_inputs), output_strides, device)
     if config.verify_ir:
         verify_graph(loop_graph)
     plan = schedule(loop_graph)

@@ -75,7 +75,8 @@ def place_traced_constants(gm: torch.fx.GraphModule, device: torch.device) -> li
         value = getattr(gm, node.target, None)
         if not isinstance(value, torch.Tensor) or same_device(value.device, device):
             continue
-        if not (_all_copied_to(node, device) or (value.dim() == 0 and _read_only(node))):
+        if not (_all_copied_to(node, device) or
+                (value.dim() == 0 and _read_only(node) and _meets_only(node, device))):
             continue
         setattr(gm, node.target, copy_to(value, device))
         if isinstance(node.meta.get("val"), torch.Tensor):
@@ -99,6 +100,17 @@ def _all_copied_to(node: torch.fx.Node, device: torch.device) -> bool:
     return bool(node.users)
 
 
+def _meets_only(node: torch.fx.Node, device: torch.device) -> bool:
+    """Whether every reader of `node` computes on `device` (the constant only meets tensors
+    there). `torch.tensor(64.).sqrt()` computes on the CPU in eager: moved, the square root
+    (and an output or saved tensor made of it) would have lived on the GPU."""
+    for user in node.users:
+        value = user.meta.get("val")     # none recorded: unknown, placed as before
+        if isinstance(value, torch.Tensor) and not same_device(value.device, device):
+            return False
+    return True
+
+
 def _read_only(node: torch.fx.Node) -> bool:
     """Whether `node`'s value is only read by computations (no output, no in-place op)."""
     for user in node.users:
@@ -108,15 +120,25 @@ def _read_only(node: torch.fx.Node) -> bool:
     return bool(node.users)
 
 
+def host_scalar_argument(layout, device: torch.device) -> bool:
+    """Whether a kernel of a GPU graph takes a 0-d CPU buffer (an input, or a value eager
+    computes on the CPU): the wrapper copies it to the GPU before the launch, as eager reads
+    one beside GPU tensors as a scalar."""
+    return layout.device.type == "cpu" and torch.device(device).type != "cpu" and \
+        len(layout.size) == 0
+
+
 def check_kernel_arguments(plan: GraphPlan, device: torch.device,
-                           kernels: Iterable[tuple]) -> None:
-    """Raise `DeviceMismatch` if a kernel takes a buffer on another device than `device`.
-    `kernels`: (kernel name, buffer names it takes) pairs."""
+                           kernels: Iterable[tuple], written: frozenset = frozenset()) -> None:
+    """Raise `DeviceMismatch` if a kernel takes a buffer on another device than `device`
+    (but a 0-d CPU buffer no kernel writes: `host_scalar_argument`). `kernels`: (kernel
+    name, buffer names it takes) pairs; `written`: the buffers kernels store into."""
     for kernel, names in kernels:
         for name in names:
             buffer = plan.buffers.get(name)
             layout = getattr(buffer, "layout", None)
-            if layout is None or same_device(layout.device, device):
+            if layout is None or same_device(layout.device, device) or \
+                    (host_scalar_argument(layout, device) and name not in written):
                 continue
             kind = "constant held by the graph" if isinstance(buffer, ConstantBuffer) else \
                 "graph input" if isinstance(buffer, InputBuffer) else "computed buffer"

@@ -59,9 +59,13 @@ class GraphLowering(torch.fx.Interpreter):
     """Runs the ATen graph with lowerings in place of kernels."""
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence,
-                 output_strides: Optional[Sequence] = None):
+                 output_strides: Optional[Sequence] = None,
+                 device: Optional[torch.device] = None):
         super().__init__(gm, garbage_collect_values=False)
         self.example_inputs = list(example_inputs)
+        tensors = [value for value in self.example_inputs if isinstance(value, torch.Tensor)]
+        self.device = torch.device(device) if device is not None else \
+            tensors[0].device if tensors else None
         self.output_strides = list(output_strides or [])
         self.inputs: list = []
         self.constants: list = []
@@ -131,6 +135,8 @@ class GraphLowering(torch.fx.Interpreter):
             return args[0][args[1]]
         if target is aten.copy_.default:
             return self._mutate_input(*args)
+        if self._elsewhere(self.current.meta.get("val")):
+            return self._extern(target, args, kwargs)
         lowering = None if str(getattr(target, "overloadpacket", "")) in \
             self.forced_fallbacks else lowering_for(target)
         if lowering is not None and not _has_unsupported_arguments(
@@ -142,6 +148,19 @@ class GraphLowering(torch.fx.Interpreter):
             if result is not None:
                 return self._annotate(result, args)
         return self._extern(target, args, kwargs)
+
+    def _elsewhere(self, example) -> bool:
+        """Whether eager computes this node on another device than the graph's (a 0-d CPU
+        tensor in a GPU graph: `torch.tensor(n).sqrt()`, DeBERTa's attention scale; a copy
+        to another device): it runs through its eager kernel there, so the value lives
+        where eager's does (a kernel of the graph would have computed it on the graph's
+        device, or, for a copy, left it where it was)."""
+        if self.device is None:
+            return False
+        devices = {value.device for value in pytree.tree_leaves(example)
+                   if isinstance(value, torch.Tensor)}
+        return bool(devices) and not all(_same_device(device, self.device)
+                                         for device in devices)
 
     def call_method(self, target, args, kwargs):
         raise NotImplementedError(f"call_method {target} in an ATen graph")
@@ -377,8 +396,15 @@ def _has_unsupported_arguments(args, kwargs, example=None) -> bool:
                for value in pytree.tree_leaves(example))
 
 
+def _same_device(first: torch.device, second: torch.device) -> bool:
+    """Whether two devices are one, `cuda` and `cuda:0` alike (index None: the first)."""
+    return first.type == second.type and (first.index or 0) == (second.index or 0)
+
+
 def lower(gm: torch.fx.GraphModule, example_inputs: Sequence,
-          output_strides: Optional[Sequence] = None) -> LoopGraph:
-    """Lower an ATen graph into loop IR (see the module docstring)."""
-    return GraphLowering(gm, example_inputs, output_strides).lower()
+          output_strides: Optional[Sequence] = None,
+          device: Optional[torch.device] = None) -> LoopGraph:
+    """Lower an ATen graph into loop IR (see the module docstring). `device`: the graph's,
+    where its kernels run (default: that of its first tensor input)."""
+    return GraphLowering(gm, example_inputs, output_strides, device).lower()
 

@@ -435,7 +435,11 @@ def clamp_max(x, max):
 
 
 @register_lowering(aten._to_copy, aten.clone, aten.lift_fresh_copy, prims.convert_element_type)
-def to_copy(x, dtype=None, **_ignored):
+def to_copy(x, dtype=None, device=None, **_ignored):
+    """A copy (cast) on the value's own device; a copy to another device is a transfer, which
+    runs through ATen (a loop body would leave the value where it is)."""
+    if device is not None and torch.device(device).type != x.get_device().type:
+        raise NotImplementedError("a copy to another device")
     if isinstance(dtype, torch.dtype) and dtype != x.get_dtype():
         return cast(x, dtype)
     return make_pointwise(lambda value: value, x, dtype=x.get_dtype(),

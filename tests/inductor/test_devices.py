@@ -91,20 +91,22 @@ def test_traced_constants_reach_kernels_on_the_graph_device(fake_mode, build, va
     assert gm._tensor_constant0.device == CUDA
 
 
-def test_without_placement_the_mismatch_is_a_compile_time_error(fake_mode):
-    """What the H100 ran into, caught before launch: the kernel would take the CPU constant."""
+def test_without_placement_the_copy_is_a_transfer(fake_mode):
+    """What the H100 ran into (the kernel took the CPU constant) cannot happen even without
+    the placement: the copy to the GPU runs through ATen; placing the constant once saves
+    that transfer on every call."""
     gm = graph_module(copied_constant, {"_tensor_constant0": torch.tensor([1., 2., 3.])})
-    with pytest.raises(devices.DeviceMismatch, match=r"const0 \(from _tensor_constant0\), "
-                                                      r"a constant held by the graph on cpu"):
-        kernel_devices(gm, fake_mode, place=False)
+    arguments = kernel_devices(gm, fake_mode, place=False)
+    assert arguments and set(arguments.values()) == {"cuda:0"}, arguments
 
 
-def test_constants_held_by_reference_stay_and_are_reported(fake_mode):
-    """A module's own tensor may change between calls: never copied, so a kernel reading it
-    on another device is a compile-time `DeviceMismatch` (a counted fallback), not a crash."""
+def test_zero_d_constants_held_by_reference_stay_and_are_copied_at_launch(fake_mode):
+    """A module's own tensor may change between calls: never copied at compile time. Eager
+    mixes only 0-d CPU tensors with GPU ones, and a kernel reads such a one as eager does,
+    as a scalar, through a copy made at each launch (`host_scalar_argument`): never stale.
+    (Before, a compile-time `DeviceMismatch` and the graph ran through eager kernels.)"""
     gm = graph_module(held("running_scale"), {"running_scale": torch.tensor(3.)})
-    with pytest.raises(devices.DeviceMismatch, match="running_scale"):
-        kernel_devices(gm, fake_mode)
+    assert sorted(kernel_devices(gm, fake_mode).values()) == ["cpu", "cuda:0", "cuda:0"]
     assert gm.running_scale.device.type == "cpu"
 
 
@@ -146,3 +148,112 @@ def test_cpu_graphs_with_traced_constants_run_as_eager():
     graph = make_fx(function)(x)
     assert graph.graph.find_nodes(op="get_attr")
     torch.testing.assert_close(inductor.compile_aten(graph, [x])(x)[0], function(x)[0])
+
+
+def scale_of_a_constant(graph, x):
+    """s = torch.tensor(64.).sqrt(); return x / s, s: eager computes s on the CPU (DeBERTa-v2's
+    attention scale; its training graph saves s for the backward of the division)."""
+    constant = graph.get_attr("_tensor_constant0")
+    scale = graph.call_function(aten.sqrt.default, (constant,))
+    return [graph.call_function(aten.div.Tensor, (x, scale)), scale]
+
+
+def test_a_value_eager_computes_on_the_cpu_stays_there(fake_mode):
+    """Moving the constant made the square root (an output, or a saved tensor of a training
+    graph) a GPU tensor where eager's is a CPU one: the constant stays, the square root runs
+    through its eager kernel on the CPU, and the division's kernel takes it as a 0-d CPU
+    buffer (copied to the GPU at launch)."""
+    gm = graph_module(scale_of_a_constant, {"_tensor_constant0": torch.tensor(64.)})
+    with fake_mode:
+        x = torch.empty(4, 3, device=CUDA)
+    FakeTensorProp(gm, fake_mode).propagate(x)        # make_fx records these
+    assert devices.place_traced_constants(gm, CUDA) == []
+    loop_graph = lower(gm, [x], None)
+    assert loop_graph.outputs[1].get_device().type == "cpu"
+    assert "aten.sqrt" in loop_graph.fallback_ops
+    arguments = kernel_devices(gm, fake_mode, place=False)
+    assert sorted(arguments.values()) == ["cpu", "cuda:0", "cuda:0"], arguments
+
+
+def saved_scale(graph, x):
+    """A backward graph's shape: a saved 0-d CPU divisor first, then the gradient."""
+    gradient = graph.placeholder("gradient")
+    return [graph.call_function(aten.div.Tensor, (gradient, x))]
+
+
+def test_a_gpu_graph_takes_a_cpu_scalar_input_copied_at_launch(fake_mode):
+    """DeBERTa-v2's training graph fell back (DeviceMismatch: a kernel would take
+    `_to_copy_76`, a 0-d CPU input): the kernel now takes a copy made before the launch."""
+    from inductor import pipeline
+    from inductor.codegen.triton import wrapper as triton_wrapper
+    gm = graph_module(saved_scale, {})
+    with fake_mode:
+        scale, gradient = torch.empty((), device="cpu"), torch.empty(4, 3, device=CUDA)
+    FakeTensorProp(gm, fake_mode).propagate(scale, gradient)
+    assert pipeline._device_of([scale, gradient]) == CUDA
+    assert pipeline._eager_only_reason([scale, gradient]) in (None, "Triton is not installed")
+    plan = schedule(lower(gm, [scale, gradient], None, CUDA))
+    tile(plan, Target("cuda", 132, 32768))
+    module = triton_source.generate(plan, lambda name: plan.buffers[name].get_dtype(),
+                                    interpret=False, device=CUDA)
+    (kernel,) = module.kernels
+
+    class Launcher:
+        device = CUDA
+    text, _call = triton_wrapper.generate(plan, {kernel.step: Launcher()},
+                                          {kernel.step: kernel.arguments})
+    assert "arg0_on_device = arg0.to(" in text and "arg0_on_device" in text.split("launch")[-1]
+
+
+def test_a_cpu_scalar_a_kernel_writes_is_still_a_mismatch(fake_mode):
+    """Only read: a kernel writing the copy would lose the write (`s.copy_(g.sum())`)."""
+    def written(graph, scale):
+        gradient = graph.placeholder("gradient")
+        total = graph.call_function(aten.sum.default, (gradient,))
+        graph.call_function(aten.copy_.default, (scale, total))
+        return [graph.call_function(aten.mul.Tensor, (gradient, 2.0))]
+    gm = graph_module(written, {})
+    with fake_mode:
+        scale, gradient = torch.empty((), device="cpu"), torch.empty(4, 3, device=CUDA)
+    FakeTensorProp(gm, fake_mode).propagate(scale, gradient)
+    plan = schedule(lower(gm, [scale, gradient], None, CUDA))
+    tile(plan, Target("cuda", 132, 32768))
+    with pytest.raises(devices.DeviceMismatch, match="arg0"):
+        triton_source.generate(plan, lambda name: plan.buffers[name].get_dtype(),
+                               interpret=False, device=CUDA)
+
+
+def test_copies_to_another_device_are_transfers():
+    """`_to_copy(x, device=...)` to another device runs through ATen (a loop body kept the
+    value where it was): here a CPU graph copying to the meta device."""
+    def function(x):
+        return (x.to("meta") * 2, x + 1)
+    from torch.fx.experimental.proxy_tensor import make_fx
+    x = torch.randn(3)
+    graph = make_fx(function)(x)
+    loop_graph = lower(graph, [x], None)
+    assert "aten._to_copy" in loop_graph.fallback_ops
+    assert loop_graph.outputs[0].get_device().type == "meta"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cpu_scalars_in_gpu_graphs_on_the_gpu():
+    import inductor
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def function(x):
+        scale = torch.tensor(64.).sqrt()
+        return (x / scale, scale)
+
+    def backward_like(scale, gradient):
+        return (gradient / scale,)
+    x = torch.randn(4, 3, device="cuda")
+    graph = make_fx(function)(x)
+    result = inductor.compile_aten(graph, [x])(x)
+    assert result[1].device.type == "cpu" and result[0].device.type == "cuda"
+    torch.testing.assert_close(result, list(function(x)))
+    scale = torch.tensor(3.)
+    graph = make_fx(backward_like)(scale, x)
+    compiled = inductor.compile_aten(graph, [scale, x])
+    assert compiled.report.reason is None
+    torch.testing.assert_close(compiled(scale, x)[0], x / scale)

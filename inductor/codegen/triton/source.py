@@ -83,8 +83,9 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
                     if name in step.stores and (name in step.loads or name in inputs)]
         kernels.append(TritonKernelSource(step.name, position, arguments, functions,
                                           printer.spec, in_place))
+    written = frozenset(name for step in plan.kernels() for name in step.stores)
     check_kernel_arguments(plan, device, [(kernel.plan_name, kernel.arguments)
-                                          for kernel in kernels])
+                                          for kernel in kernels], written)
     text = PRELUDE + "\n\n" + "\n\n".join(texts.values())
     return TritonModule(text, kernels)
 

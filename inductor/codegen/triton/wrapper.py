@@ -4,10 +4,12 @@ Input: a `GraphPlan` and one `Launcher` per kernel step. Output: Python source (
 and logs) and the function compiled from it. It is `codegen/wrapper.py`'s wrapper (buffers
 allocated with `empty_strided` on the kernels' device, dead buffers reused, library calls
 and fallbacks through ATen, frees at last use) with each kernel step a launcher call, which
-runs on the current stream.
+runs on the current stream. A 0-d CPU buffer a kernel reads (eager reads one beside GPU
+tensors as a scalar) is copied to the GPU before its first launch.
 """
 from __future__ import annotations
 
+from inductor.codegen.devices import host_scalar_argument
 from inductor.codegen.wrapper import WrapperWriter
 from inductor.schedule.plans import GraphPlan
 
@@ -19,6 +21,11 @@ class TritonWrapperWriter(WrapperWriter):
         super().__init__(plan, [], [])
         self.launchers = launchers      # step index -> Launcher
         self.arguments = arguments      # step index -> graph buffer names
+        self._copied: set = set()       # 0-d CPU buffers copied to the device (`_on_device`)
+
+    def _write_body(self) -> str:
+        self._copied = set()            # each pass (`WrapperWriter.write`) copies afresh
+        return super()._write_body()
 
     def segment_call(self, position: int) -> int:
         step = self.plan.steps[position]
@@ -28,9 +35,23 @@ class TritonWrapperWriter(WrapperWriter):
                 self._defined.add(name)
         launcher = f"launch{len(self.globals)}"
         self.globals[launcher] = self.launchers[position]
-        self.lines.append(f"    {launcher}({', '.join(self.arguments[position])})"
-                          f"  # {step.name}")
+        names = [self._on_device(name, self.launchers[position].device)
+                 for name in self.arguments[position]]
+        self.lines.append(f"    {launcher}({', '.join(names)})  # {step.name}")
         return position
+
+    def _on_device(self, name: str, device) -> str:
+        """The name a kernel takes `name` by: a copy on `device` of a 0-d CPU buffer
+        (`devices.host_scalar_argument`), made at its first launch."""
+        layout = getattr(self.plan.buffers.get(name), "layout", None)
+        if layout is None or not host_scalar_argument(layout, device):
+            return name
+        if name not in self._copied:
+            target = f"device{len(self.globals)}"
+            self.globals[target] = device
+            self.lines.append(f"    {name}_on_device = {name}.to({target})")
+            self._copied.add(name)
+        return f"{name}_on_device"
 
 
 def generate(plan: GraphPlan, launchers: dict, arguments: dict):

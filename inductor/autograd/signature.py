@@ -4,8 +4,9 @@ Input: a torch-level FX graph and its example inputs. Output: a `GraphSignature`
 every input, whether the graph mutates it, and for every output, whether it is a fresh tensor
 or an alias of an input or of another output (and how to rebuild that alias from its base).
 
-It is found by running the graph once on fake tensors with autograd on, so nothing is computed
-and no random number is drawn. Tensors that the graph module holds (`get_attr` nodes, and the
+It is found by running the graph on fake tensors, so nothing is computed and no random number
+is drawn: once functionalized with autograd on (mutations, aliasing, autograd state), once as
+is (eager's layouts of outputs and views: a functional wrapper's is its current value's). Tensors that the graph module holds (`get_attr` nodes, and the
 parameters and buffers of modules called by `call_module` nodes, as `torch.fx.symbolic_trace`
 leaves them) are first lifted to trailing inputs, so that their gradients are computed and their
 updates recorded like those of any other input.
@@ -274,6 +275,7 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
     `grad_enabled`, which the graph's own `no_grad`/`enable_grad` regions switch; inside
     `autocast()`), and describe its mutations and outputs. Raises `UnsupportedGraph` when the
     graph changes an input's sizes, strides or storage in place."""
+    eager_flat, eager_inputs = _eager_layouts(gm, inputs, autocast, grad_enabled)
     mode = fake_mode()
     # Detached outside the fake mode: inside it, `detach()` of a real input returns a fake
     # tensor sharing the input's version counter, and each write traced below bumped the
@@ -304,7 +306,7 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
                            and is_differentiable_dtype(argument.dtype), TensorMeta.of(argument))
             for index, (argument, info) in enumerate(zip(arguments, input_infos))
             if info.mutates_data]
-        outputs = _classify_outputs(flat, arguments, function_outputs)
+        outputs = _classify_outputs(flat, arguments, eager_flat, eager_inputs, function_outputs)
     return GraphSignature(tuple(input_infos), tuple(outputs), tuple(function_outputs), spec)
 
 
@@ -352,9 +354,43 @@ def _input_info(value: Any, argument: Any, start: int, node_before: Any) -> Inpu
                      "" if node is None else node_name(node))
 
 
-def _classify_outputs(flat: list, arguments: list, function_outputs: list) -> list[OutputInfo]:
+def _eager_layouts(gm: torch.fx.GraphModule, inputs: Sequence[Any], autocast: Callable,
+                   grad_enabled: bool) -> tuple[list, list]:
+    """(the graph's flat outputs, its inputs) from a run on plain fake copies of `inputs`, as
+    eager lays them out: the layouts of outputs, hidden bases and views are read from them.
+    A functional wrapper's layout is that of its current value, not eager's: a write
+    replaces a tensor's value by one its functional op lays out anew (`zero_` on torch 2.11,
+    `masked_fill_`, `index_add_`, `scatter_`, `x[mask] = v`: dense strides, offset 0), and
+    values computed from it follow; an input requiring grad is traced through a clone; a view
+    keeps the layout of the value it was made of (P30, seed 11550: a view at offset 7 of an
+    input at 4, measured against the written input read at 0, was rebuilt at 11; seed 10825:
+    `t1 = x.T + y @ x.T; t1.zero_()` came back with strides (2, 1), eager's (1, 2)). Nothing
+    requires grad in this run (eager would refuse writes into leaves the other run clones)."""
+    mode = fake_mode()
+    fakes = [mode.from_tensor(value.detach()) if isinstance(value, torch.Tensor) else value
+             for value in inputs]
+    try:
+        with mode, torch.set_grad_enabled(grad_enabled), autocast():
+            eager_flat = pytree.tree_leaves(gm(*fakes))
+    except UnsupportedGraph:
+        raise
+    except Exception as error:   # the functional run passed: eager's should too
+        raise UnsupportedGraph(f"the graph's run on fake tensors without functionalization "
+                               f"raised {type(error).__name__}: {error}") from error
+    return eager_flat, fakes
+
+
+def _classify_outputs(flat: list, arguments: list, eager_flat: list, eager_inputs: list,
+                      function_outputs: list) -> list[OutputInfo]:
     """Sort each output into a kind (see `OutputKind`), appending fresh outputs and then hidden
-    bases to `function_outputs`."""
+    bases to `function_outputs`. Kinds are read from `flat` (the functional run), layouts from
+    `eager_flat` and `eager_inputs` (`_eager_layouts`)."""
+    if len(eager_flat) != len(flat) or any(
+            isinstance(value, torch.Tensor) != isinstance(eager, torch.Tensor)
+            or isinstance(value, torch.Tensor) and value.shape != eager.shape
+            for value, eager in zip(flat, eager_flat)):
+        raise UnsupportedGraph("the graph's outputs on fake tensors differ with and without "
+                               "functionalization")
     input_storages = {}
     for index, argument in enumerate(arguments):
         if isinstance(argument, torch.Tensor):
@@ -371,24 +407,34 @@ def _classify_outputs(flat: list, arguments: list, function_outputs: list) -> li
             outputs[index] = OutputInfo(OutputKind.INPUT, identical)
         elif _storage_key(value) in input_storages:
             base = input_storages[_storage_key(value)]
-            outputs[index] = OutputInfo(OutputKind.VIEW_OF_INPUT, base, TensorMeta.of(value),
-                                        base_offset=arguments[base].storage_offset(),
+            eager = eager_flat[index]
+            if _storage_key(eager) != _storage_key(eager_inputs[base]):
+                raise UnsupportedGraph("an output views an input with functionalization and "
+                                       "not without")
+            outputs[index] = OutputInfo(OutputKind.VIEW_OF_INPUT, base, TensorMeta.of(eager),
+                                        base_offset=eager_inputs[base].storage_offset(),
                                         history=_view_history(value))
         elif value._base is None:
             if id(value) not in position_of:   # the same tensor returned twice: one position
                 position_of[id(value)] = len(function_outputs)
-                function_outputs.append(_function_output("output", index, value))
+                function_outputs.append(_function_output("output", index, value,
+                                                         eager_flat[index]))
             outputs[index] = OutputInfo(OutputKind.COMPUTED, position_of[id(value)])
         else:
             pending_views.append(index)
     for index in pending_views:
-        value = flat[index]
+        value, eager = flat[index], eager_flat[index]
         base = value if value._base is None else value._base
+        eager_base = eager if eager._base is None else eager._base
+        if _storage_key(eager) != _storage_key(eager_base) or eager_base.shape != base.shape:
+            raise UnsupportedGraph("an output views an intermediate with functionalization "
+                                   "and not without")
         if id(base) not in position_of:
             position_of[id(base)] = len(function_outputs)
-            function_outputs.append(_function_output("hidden_base", index, base))
+            function_outputs.append(_function_output("hidden_base", index, base, eager_base))
         outputs[index] = OutputInfo(OutputKind.VIEW_OF_OUTPUT, position_of[id(base)],
-                                    TensorMeta.of(value), base_offset=base.storage_offset(),
+                                    TensorMeta.of(eager),
+                                    base_offset=eager_base.storage_offset(),
                                     history=_view_history(value))
     return outputs
 
@@ -407,6 +453,8 @@ def _view_history(view: torch.Tensor) -> ViewHistory:
     return ViewHistory.NO_GRAD if node is None else ViewHistory.RECORDED
 
 
-def _function_output(source: str, index: int, value: torch.Tensor) -> FunctionOutput:
+def _function_output(source: str, index: int, value: torch.Tensor,
+                     eager: torch.Tensor) -> FunctionOutput:
+    """`value` from the functional run, `eager` the same tensor laid out as eager's."""
     differentiable = bool(value.requires_grad) and is_differentiable_dtype(value.dtype)
-    return FunctionOutput(source, index, differentiable, TensorMeta.of(value), _version(value))
+    return FunctionOutput(source, index, differentiable, TensorMeta.of(eager), _version(value))

@@ -72,9 +72,13 @@ class Watch:
 
 @dataclasses.dataclass(frozen=True)
 class VersionPlan:
-    """The watches of one joint graph, in the order eager's backward checks them."""
+    """The watches of one joint graph, in the order eager's backward checks them;
+    `output_names`: per function output, the ", which is output N of NAME," part of eager's
+    message for it as the graph made it ("" for none), for the messages of later graphs'
+    checks, whose input it is (`name_outputs`)."""
 
     watches: tuple
+    output_names: tuple = ()
 
     @property
     def watched_inputs(self) -> frozenset:
@@ -93,6 +97,7 @@ class VersionPlan:
 
 
 _EAGER_NODE = "framejit_eager_node"
+_EAGER_OUTPUTS = "framejit_eager_outputs"
 
 
 @functools.lru_cache(maxsize=1)
@@ -136,10 +141,23 @@ def name_node(tensor: torch.Tensor, name: str) -> None:
         tensor.grad_fn.metadata[_EAGER_NODE] = name
 
 
-def _which(tensor: torch.Tensor, grad_fn: Any = None) -> str:
-    grad_fn = tensor.grad_fn if grad_fn is None else grad_fn
+def name_outputs(ctx: Any, plan: VersionPlan, positions: Sequence[int]) -> None:
+    """Note on a compiled graph's autograd node (`ctx`, the node of the function outputs
+    at `positions`) eager's names of its outputs: the check of a later graph saving one of
+    them names eager's node ("output 0 of Mm"), not "output 0 of CompiledFunction"
+    (program fuzzer inductor seed 17747)."""
+    if plan.output_names:
+        ctx.metadata[_EAGER_OUTPUTS] = tuple(plan.output_names[p] for p in positions)
+
+
+def _which(tensor: torch.Tensor) -> str:
+    grad_fn = tensor.grad_fn
     if grad_fn is None:
         return ""
+    if hasattr(grad_fn, "metadata"):   # an output of a compiled graph: eager's name for it
+        names = grad_fn.metadata.get(_EAGER_OUTPUTS)
+        if names is not None and tensor.output_nr < len(names) and names[tensor.output_nr]:
+            return names[tensor.output_nr]
     return f", which is output {tensor.output_nr} of {node_name(grad_fn)},"
 
 
@@ -251,6 +269,8 @@ class _ForwardFacts:
                   if isinstance(value, torch.Tensor)]
         roots = [root for root in roots if not root[2].is_inference()]
         self.starts = starts
+        self.output_names = tuple(_which(output) if isinstance(output, torch.Tensor) else ""
+                                  for output in outputs)
         for entry in self.entries:
             entry.append(_root_of(entry[0].alias, roots))
 
@@ -289,7 +309,7 @@ class _ForwardFacts:
                                  is_view=original is not None and original._base is not None,
                                  named_by_saver=named_by_saver))
         watches.sort(key=lambda watch: watch.order)
-        return VersionPlan(tuple(watches))
+        return VersionPlan(tuple(watches), self.output_names)
 
     def _saving_node_name(self, packed: _Packed, original: torch.Tensor) -> str:
         # An output saved by the node that made it: eager names that node.
@@ -364,25 +384,107 @@ def _reachable_nodes(outputs: Sequence[Any]) -> dict:
 # Run time
 
 
-class CallVersions:
-    """The version counters one call's backward compares. `inputs`: per watched input, a weak
-    reference (the context lives as long as the outputs: a strong one would keep activations
-    alive past the backward), its version when the call began (it ends
-    `InputInfo.version_bumps` higher, as in eager), whether it is a view, and for an input
-    the graph writes after eager saved it (`VersionPlan.stale_inputs`), a detached alias
-    holding its counter (eager's saved copy does; the backward raises); `outputs`: per
-    watched function output, a detached alias (it shares the counter without holding
-    autograd history, which would make a cycle) and a weak reference for eager's node names
-    (it ends `FunctionOutput.version_bumps` high)."""
+class _Watched:
+    """One watched tensor of a call. `held`: the tensor itself where eager's saved tensor
+    holds it (its node names the error at backward time, whatever the caller did since);
+    `counter`: a detached alias sharing its version counter where holding the tensor could
+    make a reference cycle through this call's node (the graph writes it: the epilogue's
+    copy gives it that node; or an output requiring grad: that node is its `grad_fn`);
+    `reference`: a weak reference, for names while the caller holds it; `start`: its
+    version when the call began; `was_view`: it was a view then."""
 
-    __slots__ = ("inputs", "outputs")
+    __slots__ = ("held", "counter", "reference", "start", "was_view")
+
+    def __init__(self, tensor: torch.Tensor, hold: Optional[bool]):
+        """`hold`: True the tensor, False its counter, None neither (a weak reference)."""
+        self.held = tensor if hold else None
+        self.counter = tensor.detach() if hold is False else None
+        self.reference = weakref.ref(tensor)
+        self.start = 0 if tensor.is_inference() else tensor._version
+        self.was_view = tensor._is_view()
+
+    def tensor(self) -> Optional[torch.Tensor]:
+        return self.held if self.held is not None else self.reference()
+
+    def version(self) -> Optional[int]:
+        """The counter's value now; None where nothing holds it any more."""
+        tensor = self.held if self.held is not None else self.counter
+        if tensor is None:
+            tensor = self.reference()
+        if tensor is None:
+            return None
+        return 0 if tensor.is_inference() else tensor._version
+
+    def unhold(self) -> None:
+        """Keep the counter, not the tensor (its node may reach this call's node)."""
+        if self.held is not None:
+            self.counter, self.held = self.held.detach(), None
+
+
+class CallVersions:
+    """The version counters one call's backward compares: per watched input and output, a
+    `_Watched`. Eager's saved tensors keep the tensors they saved, so an input eager saves is
+    held while the backward may still run (its counter lives on in the caller's aliases
+    after the caller dropped it: program fuzzer seeds 11662, 21113), as is an output with
+    no autograd history (eager names its node at backward time: seed 21246); an input the
+    graph writes, or an output requiring grad, is held through a detached alias (it shares
+    the counter without the autograd history, which would make a cycle through this call's
+    node). Everything is let go after a backward that does not keep the graph, as eager
+    frees its saved tensors; only the counters after a backward that raised."""
+
+    __slots__ = ("inputs", "outputs", "released", "release_task")
 
     def __init__(self):
         self.inputs: dict = {}
         self.outputs: dict = {}
+        self.released = False
+        self.release_task: Optional[int] = None
 
-    def watch_output(self, position: int, tensor: torch.Tensor) -> None:
-        self.outputs[position] = (tensor.detach(), weakref.ref(tensor))
+    def watch_input(self, index: int, tensor: torch.Tensor, saved: bool,
+                    written: bool) -> None:
+        """`saved`: eager saves it (or a view of it); `written`: the graph writes it, or
+        memory it shares (the epilogue's write gives it a node reaching this call's: held,
+        it would make a cycle). An input only the compiled backward reads is referenced
+        weakly."""
+        self.inputs[index] = _Watched(tensor, not written if saved else None)
+
+    def watch_output(self, position: int, tensor: torch.Tensor,
+                     differentiable: bool = True) -> None:
+        """`differentiable`: the output gets this call's node as its `grad_fn`."""
+        self.outputs[position] = _Watched(tensor, not differentiable)
+
+    def finish(self, raised: bool) -> None:
+        """After one node's checks: where they raised, keep only the counters (the
+        tensors' nodes may reach this call's: a cycle eager's node would not make); after
+        a backward that does not keep the graph, let everything go when it ends (the call's
+        other nodes check the same tensors in it), as eager frees its saved tensors."""
+        if raised:
+            for index in self.inputs:
+                _watched_input(self, index).unhold()
+            for watched in self.outputs.values():
+                watched.unhold()
+            return
+        task = torch._C._current_graph_task_id()
+        if task != self.release_task and \
+                not torch._C._autograd._get_current_graph_task_keep_graph():
+            self.release_task = task
+            torch.autograd.Variable._execution_engine.queue_callback(self._release)
+
+    def _release(self) -> None:
+        self.released = True
+        self.inputs, self.outputs = {}, {}
+
+
+def _watched_input(versions: CallVersions, index: int) -> _Watched:
+    """(Until every caller uses `watch_input`:) an entry set as the tuple (weak reference,
+    start, was_view, counter or None) as a `_Watched`."""
+    entry = versions.inputs[index]
+    if isinstance(entry, tuple):
+        watched = _Watched.__new__(_Watched)
+        watched.reference, watched.start, watched.was_view, watched.counter = entry
+        watched.held = None
+        versions.inputs[index] = entry = watched
+    return entry
 
 
 def check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
@@ -390,6 +492,17 @@ def check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
     """Raise eager's RuntimeError if a saved tensor that this backward reads in eager was
     changed in place since eager saved it. `grads`: per function output, None where no
     gradient arrived (eager would not run the nodes only those outputs reach)."""
+    if versions.released:
+        return   # a second backward: autograd raises that the saved tensors were freed
+    try:
+        _check(plan, versions, grads, input_bumps, output_bumps)
+    except RuntimeError:
+        versions.finish(raised=True)
+        raise
+
+
+def _check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
+           input_bumps: Sequence[int], output_bumps: Sequence[int]) -> None:
     for watch in plan.watches:
         if not any(grads[position] is not None for position in watch.reached_by):
             continue
@@ -399,24 +512,20 @@ def check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
             current = watch.end_version
         else:
             if kind == INPUT:
-                reference, start, was_view, held = versions.inputs[index]
-                tensor = reference()
-                after = start + input_bumps[index]
-                if tensor is None:   # gone: nothing wrote it since (its views keep it), or
-                    if held is None:   # the graph did after saving it: `held` has its counter
-                        continue
-                    version = 0 if held.is_inference() else held._version
-                else:
-                    version = tensor._version
-                if which is None:
-                    which = "" if tensor is None else _which(tensor)
+                watched = _watched_input(versions, index)
+                start, after = watched.start, watched.start + input_bumps[index]
             else:
-                alias, reference = versions.outputs[index]
-                tensor, after, version = reference(), output_bumps[index], alias._version
+                watched = versions.outputs[index]
+                after = output_bumps[index]
+            tensor, version = watched.tensor(), watched.version()
+            if version is None:
+                continue   # gone with every alias: nothing can have written it since
+            if which is None:
+                which = "" if tensor is None else _which(tensor)
             current = version - start
             if version != after:
                 which = _renamed(watch, tensor)
-            if kind == INPUT and was_view and watch.follows_root and (
+            if kind == INPUT and watched.was_view and watch.follows_root and (
                     input_bumps[index] or version != after) and (
                     tensor is None or tensor.requires_grad):
                 which = _regenerated_view()   # a written view: the node eager regenerates
@@ -431,17 +540,17 @@ def _renamed(watch: Watch, tensor: Optional[torch.Tensor]) -> str:
     if watch.named_by_saver:
         return watch.which
     if tensor is None or not tensor.requires_grad:
-        return "" if tensor is not None else watch.which
+        return "" if tensor is not None else watch.which or ""
     if watch.follows_root:
         # a write under `no_grad` leaves the node the graph gave it: eager's node is then
-        # the one it saved with (program fuzzer seeds 17326, 17747: "of Add", not
-        # "of CompiledFunction")
+        # the one it saved with (program fuzzer seed 17326: "of Add", not "of
+        # CompiledFunction")
         if watch.which is not None and _is_compiled_node(tensor.grad_fn):
             return watch.which
         return _which(tensor)
     if watch.is_view:
         return _regenerated_view()
-    return watch.which
+    return watch.which or ""
 
 
 def _is_compiled_node(grad_fn: Any) -> bool:
@@ -481,13 +590,18 @@ class ModifiedSavedInput(RuntimeError):
 def check_saved_inputs(saved: Sequence[int], versions: CallVersions,
                        input_bumps: Sequence[int]) -> None:
     """Raise `ModifiedSavedInput` if an input the compiled backward reads moved after the
-    call (checked after `check`: where eager raises, its error comes first)."""
+    call (checked after `check`: where eager raises, its error comes first). The last check
+    of a node's backward: the watched tensors are let go after it (`CallVersions.finish`)."""
+    if versions.released:
+        return
     for index in saved:
-        reference, start = versions.inputs[index][:2]
-        tensor = reference()
-        if tensor is not None and tensor._version != start + input_bumps[index]:
+        watched = _watched_input(versions, index)
+        version = watched.version()
+        if version is not None and version != watched.start + input_bumps[index]:
+            versions.finish(raised=True)
             raise ModifiedSavedInput(
                 f"framejit: input {index} of a compiled graph was modified in place after the "
                 "call, and the compiled backward reads it (eager's backward would not: it "
                 "saved other values). Modify it after backward(), or run this function "
                 "eagerly.")
+    versions.finish(raised=False)

@@ -16,17 +16,7 @@ import pytest
 import torch
 
 import dynamo
-
-
-@pytest.fixture
-def backend(code_generator):
-    """eager, inductor C++, inductor Triton (tests/repros/conftest.py)."""
-    return code_generator
-
-
-def _values(shape, seed):
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(-8, 9, shape, generator=generator) / 4
+from tests.repros.conftest import values
 
 
 def _outcome(fn, backend, make, after, calls=1):
@@ -60,12 +50,12 @@ def _assert_same(fn, backend, make, after, calls=1):
 
 
 def _x_and_w():
-    x = _values((2, 2), 1).requires_grad_()
-    w = _values((2, 2), 2).requires_grad_()
+    x = values((2, 2), 1).requires_grad_()
+    w = values((2, 2), 2).requires_grad_()
     return [x, w], [x, w]
 
 
-def test_saved_input_changed_for_an_output_without_gradient(backend):
+def test_saved_input_changed_for_an_output_without_gradient(code_generator):
     # seeds 1133, 306, 310: `mm` saves w for `h` only; h gets no gradient, so eager's
     # backward never reads w and the write into it is legal (raised ModifiedSavedInput, or
     # autograd's error when the backward unpacked the saved w)
@@ -76,11 +66,11 @@ def test_saved_input_changed_for_an_output_without_gradient(backend):
         with torch.no_grad():
             arguments[1].mul_(2)
         return results[0].sum()
-    _assert_same(fn, backend, _x_and_w, after)
+    _assert_same(fn, code_generator, _x_and_w, after)
 
 
 @pytest.mark.parametrize("through", [(0,), (0, 1)], ids=["t4", "t4_and_h"])
-def test_saved_output_changed_for_an_output_without_gradient(backend, through):
+def test_saved_output_changed_for_an_output_without_gradient(code_generator, through):
     # seed 310 (P23): `t1 @ t4` saves t1, which the graph returns (it lives across a break
     # in the program) and the caller writes; h gets no gradient, so eager's backward never
     # reads t1 (through h too: eager's error, with eager's message)
@@ -92,10 +82,10 @@ def test_saved_output_changed_for_an_output_without_gradient(backend, through):
     def after(call, arguments, results):
         results[2][results[2] > 0] = 0.5
         return sum(results[position].sum() for position in through)
-    _assert_same(fn, backend, _x_and_w, after)
+    _assert_same(fn, code_generator, _x_and_w, after)
 
 
-def test_input_saved_for_one_output_not_read_for_another(backend):
+def test_input_saved_for_one_output_not_read_for_another(code_generator):
     # seeds 1144, 2459: eager saves y for `mm` (t4's gradient) and the sum for `div` (t3's);
     # the partitioner saved y alone and recomputed the sum from it, so t3's gradient read y
     def fn(y, w):
@@ -103,17 +93,17 @@ def test_input_saved_for_one_output_not_read_for_another(backend):
         return t3, y.matmul(w)
 
     def make():
-        y = _values((4, 3), 9)
-        w = _values((3, 3), 10).requires_grad_()
+        y = values((4, 3), 9)
+        w = values((3, 3), 10).requires_grad_()
         return [y, w], [w]
 
     def after(call, arguments, results):
         arguments[0].mul_(2)
         return results[0].sum()
-    _assert_same(fn, backend, make, after)
+    _assert_same(fn, code_generator, make, after)
 
 
-def test_graph_reached_without_any_gradient_reads_nothing(backend):
+def test_graph_reached_without_any_gradient_reads_nothing(code_generator):
     # seed 2459: the second graph computes x * 0.5 (dead in the program, an output of the
     # graph), so its node links x's history, the first graph's, to the backward; no gradient
     # arrives there, but the backward read w through a `new_empty_strided` of the absent
@@ -128,21 +118,21 @@ def test_graph_reached_without_any_gradient_reads_nothing(backend):
         return l1
 
     def make():
-        leaf = _values((3, 2), 11).requires_grad_()
-        return [_values((3, 2), 12)[1:], leaf[1:]], [leaf]
+        leaf = values((3, 2), 11).requires_grad_()
+        return [values((3, 2), 12)[1:], leaf[1:]], [leaf]
 
     def after(call, arguments, results):
         return sum(result.sum() for result in results)
-    _assert_same(fn, backend, make, after)
+    _assert_same(fn, code_generator, make, after)
 
 
-def test_written_output_without_gradient_gives_no_nan(backend):
+def test_written_output_without_gradient_gives_no_nan(code_generator):
     # seed 689 (P24): amax saves its result, which the graph then writes; eager's backward
     # of t5 never runs, the compiled one divided a zero gradient by a count of zero
     lin = torch.nn.Linear(2, 2)
     with torch.no_grad():
-        lin.weight.copy_(_values((2, 2), 5))
-        lin.bias.copy_(_values((2,), 6))
+        lin.weight.copy_(values((2, 2), 5))
+        lin.bias.copy_(values((2,), 6))
 
     def fn(a):
         t3 = lin(a)
@@ -152,11 +142,11 @@ def test_written_output_without_gradient_gives_no_nan(backend):
 
     def make():
         lin.zero_grad(set_to_none=True)
-        return [_values((2, 2), 7)], [lin.weight, lin.bias]
-    _assert_same(fn, backend, make, lambda call, arguments, results: results[0].sum())
+        return [values((2, 2), 7)], [lin.weight, lin.bias]
+    _assert_same(fn, code_generator, make, lambda call, arguments, results: results[0].sum())
 
 
-def test_std_of_one_element_without_gradient_gives_no_nan(backend):
+def test_std_of_one_element_without_gradient_gives_no_nan(code_generator):
     # seed 2154 (P24): std over a dimension of one element is NaN, its backward multiplies
     # by inf; the output gets no gradient, eager's gradient of x is finite
     def fn(x):
@@ -164,13 +154,13 @@ def test_std_of_one_element_without_gradient_gives_no_nan(backend):
         return x.abs(), v.std(0)
 
     def make():
-        x = _values((3, 3), 8).requires_grad_()
+        x = values((3, 3), 8).requires_grad_()
         return [x], [x]
     with pytest.warns(UserWarning, match="degrees of freedom"):
-        _assert_same(fn, backend, make, lambda call, arguments, results: results[0].sum())
+        _assert_same(fn, code_generator, make, lambda call, arguments, results: results[0].sum())
 
 
-def test_each_call_gets_the_gradients_that_arrive(backend):
+def test_each_call_gets_the_gradients_that_arrive(code_generator):
     # one graph, backward through different outputs on each call: one backward per set
     def fn(x, w):
         y = x * w
@@ -180,10 +170,10 @@ def test_each_call_gets_the_gradients_that_arrive(backend):
 
     def after(call, arguments, results):
         return sum(results[position].sum() for position in picks[call])
-    _assert_same(fn, backend, _x_and_w, after, calls=len(picks))
+    _assert_same(fn, code_generator, _x_and_w, after, calls=len(picks))
 
 
-def test_eager_error_where_the_arriving_gradient_reads_the_input(backend):
+def test_eager_error_where_the_arriving_gradient_reads_the_input(code_generator):
     # the read that remains: h's gradient arrives, so eager's backward reads w and raises
     def fn(x, w):
         return x.sin(), w @ x
@@ -192,4 +182,4 @@ def test_eager_error_where_the_arriving_gradient_reads_the_input(backend):
         with torch.no_grad():
             arguments[1].mul_(2)
         return results[0].sum() + results[1].sum()
-    _assert_same(fn, backend, _x_and_w, after)
+    _assert_same(fn, code_generator, _x_and_w, after)

@@ -18,17 +18,7 @@ import pytest
 import torch
 
 import dynamo
-
-
-@pytest.fixture
-def backend(code_generator):
-    """eager, inductor C++, inductor Triton (tests/repros/conftest.py)."""
-    return code_generator
-
-
-def _values(shape, seed):
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(-8, 9, shape, generator=generator) / 4
+from tests.repros.conftest import values
 
 
 def _error(fn, backend, make, after):
@@ -47,10 +37,10 @@ def _assert_same_error(fn, backend, make, after=lambda result: result):
 
 
 def _x():
-    return [_values((2, 3), 1).requires_grad_()]
+    return [values((2, 3), 1).requires_grad_()]
 
 
-def test_output_saved_by_its_in_place_maker_written_by_a_later_graph(backend):
+def test_output_saved_by_its_in_place_maker_written_by_a_later_graph(code_generator):
     # seed 5033: relu_ saves its result; the write after the break is another graph's
     def fn(x):
         t1 = x.clone()
@@ -58,10 +48,10 @@ def test_output_saved_by_its_in_place_maker_written_by_a_later_graph(backend):
         print("break")
         t1 *= 1.5
         return t1
-    _assert_same_error(fn, backend, _x)
+    _assert_same_error(fn, code_generator, _x)
 
 
-def test_output_saved_by_its_maker_written_by_the_caller(backend):
+def test_output_saved_by_its_maker_written_by_the_caller(code_generator):
     def fn(x):
         t1 = x.clone()
         t1.relu_()
@@ -71,10 +61,10 @@ def test_output_saved_by_its_maker_written_by_the_caller(backend):
         for result in results:
             result.mul_(2)
         return results[0] + results[1]
-    _assert_same_error(fn, backend, _x, after)
+    _assert_same_error(fn, code_generator, _x, after)
 
 
-def test_view_written_after_it_was_saved(backend):
+def test_view_written_after_it_was_saved(code_generator):
     # seed 3563: abs saves the view t3, which the graph then writes through
     def fn(x):
         t1 = torch.add(x, x, alpha=0.5)
@@ -83,16 +73,16 @@ def test_view_written_after_it_was_saved(backend):
         return t1
 
     def make():
-        return [_values((3, 3), 2).requires_grad_()]
-    _assert_same_error(fn, backend, make)
+        return [values((3, 3), 2).requires_grad_()]
+    _assert_same_error(fn, code_generator, make)
 
 
-def test_view_of_an_output_written_after_it_was_saved(backend):
+def test_view_of_an_output_written_after_it_was_saved(code_generator):
     # seed 3795: amin reads the output through itself; the write makes eager's node AsStrided
     lin = torch.nn.Linear(2, 2)
     with torch.no_grad():
-        lin.weight.copy_(_values((2, 2), 3))
-        lin.bias.copy_(_values((2,), 4))
+        lin.weight.copy_(values((2, 2), 3))
+        lin.bias.copy_(values((2,), 4))
 
     def fn(x):
         t2 = lin(x[0])
@@ -100,21 +90,21 @@ def test_view_of_an_output_written_after_it_was_saved(backend):
         return t2
 
     def make():
-        return [_values((2, 2), 5)]
-    _assert_same_error(fn, backend, make)
+        return [values((2, 2), 5)]
+    _assert_same_error(fn, code_generator, make)
 
 
 def _lin():
     lin = torch.nn.Linear(2, 2)
     with torch.no_grad():
-        lin.weight.copy_(_values((2, 2), 6))
-        lin.bias.copy_(_values((2,), 7))
+        lin.weight.copy_(values((2, 2), 6))
+        lin.bias.copy_(values((2,), 7))
     return lin
 
 
 @pytest.mark.parametrize("again", [False, True], ids=["once", "again"])
 @pytest.mark.parametrize("keep", [False, True], ids=["gone", "kept"])
-def test_view_input_written_by_the_graph_that_saved_it(backend, keep, again):
+def test_view_input_written_by_the_graph_that_saved_it(code_generator, keep, again):
     # seeds 3795, 3563: a 1-D linear's result is a view (of its hidden product); the second
     # graph saves it for amin and writes it (and a third writes it again). `f(x).sum()`
     # drops the tensor before the backward: the check skipped it as gone (eager raises: its
@@ -138,5 +128,5 @@ def test_view_input_written_by_the_graph_that_saved_it(backend, keep, again):
         return result
 
     def make():
-        return [_values((2, 2), 8)]
-    _assert_same_error(fn, backend, make, after)
+        return [values((2, 2), 8)]
+    _assert_same_error(fn, code_generator, make, after)

@@ -10,7 +10,8 @@ Stages, in the order data flows (one module each):
     signature.analyze     graph + inputs -> GraphSignature (mutations, aliases)
     joint.trace_joint     -> JointGraph (functional ATen forward+backward, via make_fx)
     partition.partition   -> Partition (forward + backward graphs, saved values by min cut)
-    runtime               -> autograd.Function running the compiled graphs; epilogue
+    runtime, nodes        -> the compiled forward, one autograd node per group of outputs
+                             (`joint.output_groups`) running their backwards; epilogue
 
 Calls are dispatched on grad mode, autocast state and which inputs require grad: each
 combination gets its own compiled variant (compiled when first seen). Without grad mode, or
@@ -125,7 +126,8 @@ class CompiledTraining:
             compiled = compile_graph(self.compile_inner, parts.forward, list(arguments), saved,
                                      function_output_strides(signature))
             variant = TrainingVariant(signature, parts, compiled, self.compile_inner,
-                                      joint.versions, joint.inputs_reached)
+                                      joint.versions, joint.inputs_reached,
+                                      joint.output_groups)
         else:
             traced = trace_inference(graph, signature, arguments, state, self.decompositions)
             variant = InferenceVariant(signature, compile_graph(

@@ -46,6 +46,9 @@ class JointGraph:
     versions: VersionPlan = VersionPlan(())   # eager's saved tensors and their version checks
     inputs_reached: tuple = ()   # per function output: inputs its gradient reaches
     tangent_outputs: tuple = ()   # per tangent: the function output position it belongs to
+    # function output positions per autograd node of a call (`output_groups`); one group of
+    # every output where the trace did not say
+    output_groups: tuple = ()
 
     @property
     def gradient_count(self) -> int:
@@ -105,6 +108,10 @@ def _joint_function(gm: torch.fx.GraphModule, signature: GraphSignature, state: 
                                          in enumerate(signature.function_outputs)
                                          if info.differentiable])
             joint.inputs_reached = facts.inputs_reached(leaves, len(outputs))
+            joint.output_groups = output_groups(
+                facts.reachable, {id(node) for node in log.start_nodes if node is not None},
+                joint.inputs_reached, [info.differentiable
+                                       for info in signature.function_outputs])
             return ([from_functional(output) for output in outputs],
                     [from_functional(grad) for grad in grads if grad is not None])
     return joint
@@ -144,7 +151,51 @@ def trace_joint(gm: torch.fx.GraphModule, signature: GraphSignature, inputs: Seq
     return JointGraph(traced, len(inputs), len(tangents), function_outputs, grad_of_input,
                       joint.versions, joint.inputs_reached,
                       tuple(position for position, info
-                            in enumerate(signature.function_outputs) if info.differentiable))
+                            in enumerate(signature.function_outputs) if info.differentiable),
+                      joint.output_groups)
+
+
+def output_groups(reachable: dict, boundary: set, reached: Sequence[frozenset],
+                  differentiable: Sequence[bool]) -> tuple:
+    """The function outputs grouped by the autograd node a call gives them (positions,
+    ascending; groups ordered by their first). Eager's autograd gives each output the
+    history it depends on: a backward from it runs only the nodes it reaches, and frees
+    only those. One node for every output linked the histories of unrelated ones: a backward
+    from one ran (with no gradient) the history of inputs only another reaches, and raised
+    "Trying to backward through the graph a second time" where that history was freed by an
+    earlier backward (an input's new value, `avg[1:2] = w.amax(...)`, next to `w * t`:
+    program fuzzer P29), and called the hooks of inputs it does not reach. Two outputs share
+    a node here if their gradients reach the same inputs (`reached`, per output) and their
+    traced histories share a node inside the graph (`reachable`: per output, {id: node};
+    the inputs' leaves and the nodes in `boundary`, stand-ins for the caller's history, do
+    not count). Outputs with no gradient, or no traced history, join the first group."""
+    parent = list(range(len(differentiable)))
+
+    def root(position: int) -> int:
+        while parent[position] != position:
+            parent[position] = parent[parent[position]]
+            position = parent[position]
+        return position
+
+    owner: dict = {}
+    traced = [position for position, flag in enumerate(differentiable)
+              if flag and reachable.get(position)]
+    for position in traced:
+        for key, node in reachable[position].items():
+            if key in boundary or hasattr(node, "variable"):
+                continue   # the caller's history, or an input's leaf
+            other = root(owner.setdefault(key, position))
+            if other != root(position):
+                parent[root(position)] = other
+    groups: dict = {}
+    for position in traced:
+        groups.setdefault((root(position), reached[position]), []).append(position)
+    ordered = sorted(groups.values())
+    if not ordered:
+        return (tuple(range(len(differentiable))),)
+    rest = sorted(set(range(len(differentiable))) - set(traced))
+    ordered[0] = sorted(ordered[0] + rest)
+    return tuple(tuple(group) for group in ordered)
 
 
 def _inference_function(gm: torch.fx.GraphModule, signature: GraphSignature,

@@ -4,9 +4,10 @@ Input: compiled forward/backward graphs (a `Partition` compiled by `compile_inne
 compiled inference graph, plus the `GraphSignature`. Output: callables taking the graph's flat
 inputs and returning what the original graph returns:
 
-- `TrainingVariant`: a `torch.autograd.Function` whose forward runs the compiled forward and
-  saves what the partitioner chose, and whose backward compiles the backward graph on first use
-  and runs it; double backward is refused with `DoubleBackwardError`.
+- `TrainingVariant`: runs the compiled forward and gives each group of outputs an autograd
+  node (`nodes.CompiledNodes`: a `torch.autograd.Function` saving what its backward reads);
+  backward graphs are compiled on first use; double backward is refused with
+  `DoubleBackwardError`.
 - `InferenceVariant`: the compiled forward-only graph, for calls without autograd.
 
 Both finish the same way ("epilogue"): copy new values into mutated inputs (under `no_grad`
@@ -18,30 +19,22 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import torch
 from torch.utils import _pytree as pytree
 
 from inductor.autograd.boxed import StridedGraphRunner
-from inductor.autograd.global_state import autocast_off, current_autocast
+from inductor.autograd.nodes import (Backward, CompiledNodes, DoubleBackwardError,
+                                     bump_version, output_bumps, run_without_autocast,
+                                     version_of)
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.partition.absent import without_tangents
 from inductor.autograd.signature import (GraphSignature, OutputInfo, OutputKind, TensorMeta,
                                          ViewHistory)
-from inductor.autograd.versions import (CallVersions, ModifiedSavedInput, VersionPlan,
-                                        caller_hooks_active, check, check_saved_inputs,
-                                        name_node, set_versions)
+from inductor.autograd.versions import VersionPlan, name_node, set_versions
 
 log = logging.getLogger("framejit.training")
-
-
-class DoubleBackwardError(RuntimeError):
-    """Raised when a gradient of a compiled region is itself differentiated (`create_graph=True`,
-    or `torch.autograd.grad` of a gradient). Cause: compiled backward graphs are not
-    differentiable. Fix: run the region whose gradient you differentiate eagerly (for example
-    `dynamo.jit(..., backend="eager")` or leaving that function uncompiled)."""
 
 
 def invoke(compiled: Callable, arguments: list) -> Any:
@@ -270,35 +263,6 @@ def _output_view(base: torch.Tensor, output: OutputInfo) -> torch.Tensor:
             set_versions([base], [version])
 
 
-def version_of(tensor: torch.Tensor) -> int:
-    """`tensor._version` (0 for inference tensors, which have no counter)."""
-    return 0 if tensor.is_inference() else tensor._version
-
-
-def bump_version(tensor: torch.Tensor, count: int) -> None:
-    """Move `tensor`'s version counter `count` times, as `count` in-place writes would."""
-    if not tensor.is_inference():
-        for _ in range(count):
-            torch.autograd.graph.increment_version(tensor)
-
-
-def output_bumps(signature: GraphSignature) -> list:
-    """(function output position, count): fresh outputs the graph wrote into after making
-    them (`y = x + 1; y.add_(1)` leaves eager's `y._version` at 1)."""
-    return [(position, output.version_bumps)
-            for position, output in enumerate(signature.function_outputs)
-            if output.version_bumps and output.source != "mutated_input"]
-
-
-def _run_without_autocast(run: Callable, arguments: list) -> Any:
-    """`run(arguments)` (a `list_callable`) with autocast off: casts are graph nodes."""
-    state = current_autocast()
-    if not state:
-        return run(arguments)
-    with autocast_off(state):
-        return run(arguments)
-
-
 class InferenceVariant:
     """A compiled forward-only graph and its epilogue (calls with no gradient to compute)."""
 
@@ -312,92 +276,80 @@ class InferenceVariant:
         # Nothing computed here needs a backward: library calls must not record autograd
         # history on inputs that require grad (a `no_grad` region inside a grad-mode call).
         with torch.no_grad():
-            outputs = _run_without_autocast(self.run, list(arguments))
+            outputs = run_without_autocast(self.run, list(arguments))
         for position, count in self.output_bumps:
             bump_version(outputs[position], count)
         return self.epilogue(arguments, outputs)
 
 
 class TrainingVariant:
-    """A compiled forward, a backward compiled on first use, and the autograd glue."""
+    """A compiled forward, backwards compiled on first use, and the autograd glue: one
+    autograd node per group of outputs (`nodes.CompiledNodes`, `joint.output_groups`)."""
 
     def __init__(self, signature: GraphSignature, partition, compiled_forward: Callable,
                  compile_inner: Callable, versions: VersionPlan = VersionPlan(()),
-                 inputs_reached: Sequence = ()):
+                 inputs_reached: Sequence = (), output_groups: Sequence = ()):
         self.signature = signature
         self.versions = versions
         self.inputs_reached = tuple(inputs_reached)
         self.partition = partition
         self.compiled_forward = compiled_forward
         self.run_forward = list_callable(compiled_forward)
-        self.compiled_backward: Optional[Callable] = None
-        self.backwards: dict = {frozenset(): _Backward(partition.backward, partition)}
+        self.compiled_backward: Optional[Callable] = None   # the first compiled
+        self.compiled_backwards: list = []   # all, in the order compiled (tests, logs)
+        # (the absent tangents of the group's own backward, the absent ones) -> backward
+        self.backwards: dict = {}
         self.compile_inner = compile_inner
         self.epilogue = Epilogue(signature)
         self.differentiable = [output.differentiable for output in signature.function_outputs]
-        self.function = _make_function(self)
+        self.nodes = CompiledNodes(self, output_groups)
 
     def __call__(self, arguments: list) -> Any:
         if torch.is_grad_enabled():
-            outputs = self.function.apply(CallVersions(), *arguments)
-            return self.epilogue(arguments, outputs)
+            return self.epilogue(arguments, self.nodes(arguments))
         # an `enable_grad` region inside a `no_grad` caller computes differentiably, and the
         # views the epilogue rebuilds of its outputs must record history too (made under
         # no_grad, `linear`'s view of its hidden product required grad with no grad_fn: the
         # parameters got no gradient, program fuzzer seed 300)
         with torch.enable_grad():
-            outputs = self.function.apply(CallVersions(), *arguments)
-            return self.epilogue(arguments, outputs)
+            return self.epilogue(arguments, self.nodes(arguments))
 
-    def backward_for(self, absent: frozenset) -> "_Backward":
+    def backward_for(self, absent: frozenset, base: frozenset = frozenset()) -> Backward:
         """The backward for calls where the tangents at positions `absent` do not arrive
-        (`partition.absent`); the full one, given zeros for them, where it cannot be built."""
-        backward = self.backwards.get(absent)
+        (`partition.absent`), for the node whose outputs' tangents are those not in `base`
+        (a subset of `absent`). Where it cannot be built: `base`'s backward, given zeros for
+        the others, or for `base` itself the full one, given zeros for all."""
+        key = (base, absent)
+        backward = self.backwards.get(key)
         if backward is None:
             partition = self.partition
-            pruned = without_tangents(partition.backward, len(partition.saved_reads), absent)
-            backward = self.backwards[absent] = (
-                _Backward(partition.backward, partition, zeros_for=absent) if pruned is None
-                else _Backward(pruned, partition))
+            pruned = without_tangents(partition.backward, len(partition.saved_reads),
+                                      absent) if absent else partition.backward
+            if pruned is not None:
+                backward = Backward(pruned, partition)
+            elif absent == base:
+                backward = Backward(partition.backward, partition, zeros_for=absent)
+            else:
+                backward = self.backward_for(base, base).with_zeros(absent - base)
+            self.backwards[key] = backward
         return backward
 
-    def backward_callable(self, backward: "_Backward", example: list) -> Callable:
+    def backward_callable(self, backward: Backward, example: list) -> Callable:
         """`backward` compiled as a `list_callable`, compiling it now on its first call."""
         if backward.run is None:
             log.debug("compiling backward graph:\n%s", backward.graph.code)
             graph = backward.graph
             compiled = compile_graph(self.compile_inner, graph, list(example),
                                      range(len(output_strides(graph))))
-            if self.compiled_backward is None:   # the first compiled (for tests and logs)
+            if self.compiled_backward is None:
                 self.compiled_backward = compiled
+            self.compiled_backwards.append(compiled)
             backward.run = list_callable(compiled)
         return backward.run
 
-
-class _Backward:
-    """One backward graph of a `TrainingVariant`: for the calls where given tangents do not
-    arrive (see `TrainingVariant.backward_for`). `reads`: the inputs it reads (saved, or the
-    memory of saved values); `uses`: the saved values it reads (their positions);
-    `zeros_for`: tangent positions it takes as zeros, not absent."""
-
-    __slots__ = ("graph", "reads", "uses", "zeros_for", "run")
-
-    def __init__(self, graph: torch.fx.GraphModule, partition,
-                 zeros_for: frozenset = frozenset()):
-        self.graph = graph
-        saved = [node for node in graph.graph.nodes
-                 if node.op == "placeholder"][:len(partition.saved_reads)]
-        self.uses = frozenset(index for index, node in enumerate(saved) if node.users)
-        self.reads = sorted({partition.saved_reads[index] for index in self.uses} - {None})
-        self.zeros_for = zeros_for
-        self.run: Optional[Callable] = None
-
-
-def _unviewed(value: Any) -> Any:
-    """`value`, or for a view, an alias of its memory that is no view (`detach`)."""
-    if isinstance(value, torch.Tensor) and value._is_view():
-        return value.detach()
-    return value
+    def run_backward(self, backward: Backward, arguments: list) -> list:
+        """Run (compiling it first if need be) `backward` outside frame capture."""
+        return outside_capture(_compile_and_run_backward)(self, backward, arguments)
 
 
 def _identity(function: Callable) -> Callable:
@@ -411,161 +363,9 @@ def _identity(function: Callable) -> Callable:
 outside_capture: Callable[[Callable], Callable] = _identity
 
 
-def _compile_and_run_backward(variant: TrainingVariant, backward: _Backward,
+def _compile_and_run_backward(variant: TrainingVariant, backward: Backward,
                               arguments: list) -> list:
     compiled = variant.backward_callable(backward, arguments)
-    return _run_without_autocast(compiled, arguments)
+    return run_without_autocast(compiled, arguments)
 
 
-def _backward_arguments(saved: Sequence[torch.Tensor], tangents: Sequence[Any],
-                        metas: Sequence[TensorMeta], zeros_for: frozenset) -> list:
-    """The saved values, then per tangent position its gradient, zeros where it did not
-    arrive and `zeros_for` holds it, nothing where it did not arrive otherwise."""
-    arguments = list(saved)
-    for position, (grad, meta) in enumerate(zip(tangents, metas)):
-        if grad is not None:
-            arguments.append(grad.contiguous())
-        elif position in zeros_for:
-            arguments.append(torch.zeros(meta.size, dtype=meta.dtype, device=meta.device))
-    return arguments
-
-
-def _save(ctx: Any, values: list, fresh: Sequence[bool], output_memory: Sequence[tuple],
-          function_outputs: Sequence[torch.Tensor]) -> None:
-    """Save `values` for the backward: views as non-views; the memory of inputs (`fresh`) and
-    of function outputs (`output_memory`: (saved position, output position) where they may
-    share it) through aliases with version counters of their own. Autograd checks every
-    saved tensor's counter when the backward unpacks them, but a compiled backward reads
-    values eager's does not, and for some calls none of them (an output whose gradient never
-    arrives): `check` makes eager's checks, `check_saved_inputs` and `_check_saved_outputs`
-    framejit's, for the values the call reads (a write into an output saved for another
-    one's gradient raised "modified by an inplace operation" where eager's backward ran,
-    program fuzzer seed 310). `ctx.saved_outputs`: (saved position, output position, a
-    weak reference to the output, its version now) per output whose memory is saved."""
-    fresh = list(fresh)
-    ctx.saved_outputs = []
-    for index, position in output_memory:
-        output = function_outputs[position]
-        if values[index].untyped_storage().data_ptr() == output.untyped_storage().data_ptr():
-            fresh[index] = True
-            ctx.saved_outputs.append((index, position, weakref.ref(output),
-                                      version_of(output)))
-    ctx.save_for_backward(*[value.data if flag else _unviewed(value)
-                            for value, flag in zip(values, fresh)])
-
-
-def _check_saved_outputs(saved_outputs: Sequence[tuple], uses: frozenset) -> None:
-    """Raise `ModifiedSavedInput` if a function output whose memory this backward reads was
-    changed in place after the call (eager's errors, `check`, come first)."""
-    for index, position, reference, version in saved_outputs:
-        output = reference()
-        if index in uses and output is not None and version_of(output) != version:
-            raise ModifiedSavedInput(
-                f"framejit: output {position} of a compiled graph was modified in place after "
-                "the call, and the compiled backward reads it (eager's backward would not: it "
-                "saved other values). Modify it after backward(), or run this function "
-                "eagerly.")
-
-
-def _refuse_double_backward() -> None:
-    """A backward running with grad mode on records a graph of its own: not supported."""
-    if torch.is_grad_enabled():
-        raise DoubleBackwardError(
-            "framejit: differentiating the gradient of a compiled region "
-            "(create_graph=True or a double backward) is not supported. Run the region "
-            "whose gradient you differentiate eagerly (dynamo.jit(..., backend='eager') "
-            "or leave it uncompiled).")
-
-
-def _make_function(variant: TrainingVariant) -> type:
-    partition = variant.partition
-    count = partition.function_output_count
-    saved_primals = partition.saved_primals
-    differentiable = variant.differentiable
-    non_differentiable = [i for i, flag in enumerate(differentiable) if not flag]
-    grad_of_input = partition.grad_of_input
-    signature = variant.signature
-    metas = [output.meta for output in signature.function_outputs]
-    # Eager's version checks (module `versions`): the inputs and outputs whose counters the
-    # backward compares, and how far the call moves each counter.
-    plan = variant.versions
-    input_bumps = [info.version_bumps for info in signature.inputs]
-    bumps = [output.version_bumps for output in signature.function_outputs]
-    bumped_outputs = output_bumps(signature)
-    watched_inputs = sorted(plan.watched_inputs | set(partition.reads_inputs))
-    watched_outputs = sorted(plan.watched_outputs)
-    stale_inputs = plan.stale_inputs
-    reached = variant.inputs_reached
-    output_memory = [(index, position) for index, position
-                     in enumerate(partition.saved_outputs) if position is not None]
-    checks = bool(plan.watches or partition.reads_inputs or output_memory)
-    # inputs' memory saved with counters of their own (`_save`), except inputs the graph
-    # writes: the epilogue's copy after the forward would change what the backward reads
-    mutated = set(signature.mutated_inputs)
-    fresh = [index is not None and index not in mutated for index in partition.saved_reads]
-    tangent_metas = [meta for meta, flag in zip(metas, differentiable) if flag]
-
-    class CompiledFunction(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, versions, *primals):
-            for index in watched_inputs:
-                primal = primals[index]
-                versions.inputs[index] = (weakref.ref(primal), version_of(primal),
-                                          primal._is_view(), primal.detach()
-                                          if index in stale_inputs else None)
-            outputs = _run_without_autocast(variant.run_forward, list(primals))
-            # An output the generated code returns as a view of a buffer (a 1-D linear's
-            # squeezed addmm) is no view in eager: written in place afterwards, as a view of
-            # this Function it would raise "Output 1 of CompiledFunction is a view ...".
-            function_outputs = tuple(_unviewed(output) for output in outputs[:count])
-            for position, times in bumped_outputs:
-                bump_version(function_outputs[position], times)
-            for position in watched_outputs:
-                versions.watch_output(position, function_outputs[position])
-            ctx.versions = versions if checks and not caller_hooks_active() else None
-            # Saved values as non-views too: a view made here (no grad mode) of an output
-            # whose version is bumped above was refused on unpacking ("A view was created in
-            # no_grad mode and its base ... has been modified inplace": `c.unfold(1, 2,
-            # 2).mul_(5); return c * x, c`, the saved `c` a view of the returned one).
-            _save(ctx, [*outputs[count:], *[primals[i] for i in saved_primals]], fresh,
-                  output_memory, function_outputs)
-            ctx.mark_non_differentiable(*[function_outputs[i] for i in non_differentiable])
-            # Missing gradients come as None: autograd would otherwise allocate zeros for
-            # every output, the non-differentiable ones (BatchNorm's updated statistics)
-            # included; backward makes zeros only for differentiable outputs left unused.
-            ctx.set_materialize_grads(False)
-            return function_outputs
-
-        @staticmethod
-        def backward(ctx, *grads):
-            _refuse_double_backward()
-            tangents = [grad for grad, flag in zip(grads, differentiable) if flag]
-            backward = variant.backward_for(frozenset(
-                position for position, grad in enumerate(tangents) if grad is None))
-            if ctx.versions is not None:   # eager's errors first, then ours
-                check(plan, ctx.versions, grads, input_bumps, bumps)
-                check_saved_inputs(backward.reads, ctx.versions, input_bumps)
-                _check_saved_outputs(ctx.saved_outputs, backward.uses)
-            arguments = _backward_arguments(ctx.saved_tensors, tangents, tangent_metas,
-                                            backward.zeros_for)
-            if hasattr(ctx, "maybe_clear_saved_tensors"):
-                ctx.maybe_clear_saved_tensors()   # free them early unless retain_graph
-            gradients = outside_capture(_compile_and_run_backward)(variant, backward,
-                                                                    arguments)
-            return (None,) + _input_gradients(gradients, grads, reached, grad_of_input)
-
-    return CompiledFunction
-
-
-def _input_gradients(gradients: Sequence, grads: Sequence, reached: Sequence,
-                     grad_of_input: Sequence) -> tuple:
-    """Per input: its gradient among the backward's `gradients`, None where it gets none.
-    Inputs no arriving gradient (`grads`, per function output) reaches get None, not zeros:
-    eager leaves their `.grad` unset (an unused output's zero tangent reached them)."""
-    if not reached:
-        return tuple(None if position is None else gradients[position]
-                     for position in grad_of_input)
-    live = frozenset().union(*(reached[position] for position, grad in enumerate(grads)
-                               if grad is not None))
-    return tuple(None if position is None or index not in live else gradients[position]
-                 for index, position in enumerate(grad_of_input))

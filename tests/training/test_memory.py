@@ -145,7 +145,8 @@ def test_view_gradients_come_back_as_views_of_their_bases():
     backend = check_training(_ViewGradients(), torch.randn(5, 6), torch.randn(24),
                              capture="dynamo", compile_inner=inductor.compile_aten)
     (variant,) = backend.training_variants
-    views = variant.compiled_backward.views.views
+    # (the outputs' histories are unrelated: a node and a backward each, `joint.output_groups`)
+    views = [view for compiled in variant.compiled_backwards for view in compiled.views.views]
     assert any(view.input_index is not None for view in views), views     # view of a tangent
     assert any(view.input_index is None and view.size is not None for view in views), views
-    assert variant.compiled_backward.report.reason is None
+    assert all(compiled.report.reason is None for compiled in variant.compiled_backwards)

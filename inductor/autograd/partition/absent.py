@@ -13,7 +13,9 @@ saving it fed `amax`'s backward 0 / 0) and multiplies their zeros by what the fo
 P23, P24). Here a node whose tangent-dependent inputs are all absent is absent too (a backward
 is linear in its tangents, each node in the ones it takes); a node with present and absent
 ones gets zeros for the absent ones. A gradient output left absent becomes zeros, as before
-(the runtime gives None to inputs no arriving gradient reaches).
+(the runtime gives None to inputs no arriving gradient reaches). `without_unused_saved` then
+drops the saved values such a backward no longer reads: the autograd node of a group of outputs
+(`joint.output_groups`) keeps alive only what its backward reads.
 """
 from __future__ import annotations
 
@@ -129,3 +131,23 @@ def _zeros(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node:
         "pin_memory": False})
     zeros.meta["val"] = torch.zeros_like(fake, memory_format=torch.contiguous_format)
     return zeros
+
+
+def without_unused_saved(backward: torch.fx.GraphModule,
+                         saved_count: int) -> tuple[torch.fx.GraphModule, tuple]:
+    """`backward` taking only the saved values it reads, and their positions among the
+    `saved_count` it took (a backward for some outputs' gradients reads fewer: the autograd
+    node of those outputs keeps only these alive)."""
+    placeholders = [node for node in backward.graph.nodes
+                    if node.op == "placeholder"][:saved_count]
+    kept = tuple(index for index, node in enumerate(placeholders) if node.users)
+    if len(kept) == len(placeholders):
+        return backward, kept
+    graph = torch.fx.Graph()
+    copies: dict = {}
+    graph.output(graph.graph_copy(backward.graph, copies))
+    for node in placeholders:
+        if not node.users:
+            graph.erase_node(copies[node])
+    graph.lint()
+    return torch.fx.GraphModule(backward, graph), kept

@@ -448,8 +448,7 @@ class CallVersions:
         weakly."""
         self.inputs[index] = _Watched(tensor, not written if saved else None)
 
-    def watch_output(self, position: int, tensor: torch.Tensor,
-                     differentiable: bool = True) -> None:
+    def watch_output(self, position: int, tensor: torch.Tensor, differentiable: bool) -> None:
         """`differentiable`: the output gets this call's node as its `grad_fn`."""
         self.outputs[position] = _Watched(tensor, not differentiable)
 
@@ -459,9 +458,7 @@ class CallVersions:
         a backward that does not keep the graph, let everything go when it ends (the call's
         other nodes check the same tensors in it), as eager frees its saved tensors."""
         if raised:
-            for index in self.inputs:
-                _watched_input(self, index).unhold()
-            for watched in self.outputs.values():
+            for watched in [*self.inputs.values(), *self.outputs.values()]:
                 watched.unhold()
             return
         task = torch._C._current_graph_task_id()
@@ -473,18 +470,6 @@ class CallVersions:
     def _release(self) -> None:
         self.released = True
         self.inputs, self.outputs = {}, {}
-
-
-def _watched_input(versions: CallVersions, index: int) -> _Watched:
-    """(Until every caller uses `watch_input`:) an entry set as the tuple (weak reference,
-    start, was_view, counter or None) as a `_Watched`."""
-    entry = versions.inputs[index]
-    if isinstance(entry, tuple):
-        watched = _Watched.__new__(_Watched)
-        watched.reference, watched.start, watched.was_view, watched.counter = entry
-        watched.held = None
-        versions.inputs[index] = entry = watched
-    return entry
 
 
 def check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
@@ -512,7 +497,7 @@ def _check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
             current = watch.end_version
         else:
             if kind == INPUT:
-                watched = _watched_input(versions, index)
+                watched = versions.inputs[index]
                 start, after = watched.start, watched.start + input_bumps[index]
             else:
                 watched = versions.outputs[index]
@@ -595,7 +580,7 @@ def check_saved_inputs(saved: Sequence[int], versions: CallVersions,
     if versions.released:
         return
     for index in saved:
-        watched = _watched_input(versions, index)
+        watched = versions.inputs[index]
         version = watched.version()
         if version is not None and version != watched.start + input_bumps[index]:
             versions.finish(raised=True)

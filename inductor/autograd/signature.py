@@ -275,7 +275,6 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
     `grad_enabled`, which the graph's own `no_grad`/`enable_grad` regions switch; inside
     `autocast()`), and describe its mutations and outputs. Raises `UnsupportedGraph` when the
     graph changes an input's sizes, strides or storage in place."""
-    eager_flat, eager_inputs = _eager_layouts(gm, inputs, autocast, grad_enabled)
     mode = fake_mode()
     # Detached outside the fake mode: inside it, `detach()` of a real input returns a fake
     # tensor sharing the input's version counter, and each write traced below bumped the
@@ -306,6 +305,9 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
                            and is_differentiable_dtype(argument.dtype), TensorMeta.of(argument))
             for index, (argument, info) in enumerate(zip(arguments, input_infos))
             if info.mutates_data]
+    # after the functional run, whose refusals (`UnsupportedGraph`) come first
+    eager_flat, eager_inputs = _eager_layouts(gm, inputs, autocast, grad_enabled)
+    with mode, functionalization():
         outputs = _classify_outputs(flat, arguments, eager_flat, eager_inputs, function_outputs)
     return GraphSignature(tuple(input_infos), tuple(outputs), tuple(function_outputs), spec)
 
@@ -359,25 +361,19 @@ def _eager_layouts(gm: torch.fx.GraphModule, inputs: Sequence[Any], autocast: Ca
     """(the graph's flat outputs, its inputs) from a run on plain fake copies of `inputs`, as
     eager lays them out: the layouts of outputs, hidden bases and views are read from them.
     A functional wrapper's layout is that of its current value, not eager's: a write
-    replaces a tensor's value by one its functional op lays out anew (`zero_` on torch 2.11,
-    `masked_fill_`, `index_add_`, `scatter_`, `x[mask] = v`: dense strides, offset 0), and
-    values computed from it follow; an input requiring grad is traced through a clone; a view
+    replaces a tensor's value by a fresh one (offset 0), which some functional ops lay out
+    anew (`masked_fill_`, `index_add_`, `scatter_`, `zero_` on torch 2.11: dense strides),
+    and values computed from it follow; an input requiring grad is traced through a clone; a view
     keeps the layout of the value it was made of (P30, seed 11550: a view at offset 7 of an
     input at 4, measured against the written input read at 0, was rebuilt at 11; seed 10825:
     `t1 = x.T + y @ x.T; t1.zero_()` came back with strides (2, 1), eager's (1, 2)). Nothing
-    requires grad in this run (eager would refuse writes into leaves the other run clones)."""
+    requires grad in this run (eager would refuse writes into leaves the other run clones).
+    It runs after the functional run, which passed: an error here is an internal one."""
     mode = fake_mode()
     fakes = [mode.from_tensor(value.detach()) if isinstance(value, torch.Tensor) else value
              for value in inputs]
-    try:
-        with mode, torch.set_grad_enabled(grad_enabled), autocast():
-            eager_flat = pytree.tree_leaves(gm(*fakes))
-    except UnsupportedGraph:
-        raise
-    except Exception as error:   # the functional run passed: eager's should too
-        raise UnsupportedGraph(f"the graph's run on fake tensors without functionalization "
-                               f"raised {type(error).__name__}: {error}") from error
-    return eager_flat, fakes
+    with mode, torch.set_grad_enabled(grad_enabled), autocast():
+        return pytree.tree_leaves(gm(*fakes)), fakes
 
 
 def _classify_outputs(flat: list, arguments: list, eager_flat: list, eager_inputs: list,

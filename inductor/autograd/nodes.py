@@ -147,8 +147,12 @@ class CompiledNodes:
 
     def __call__(self, primals: list) -> list:
         """Run the forward; the function outputs, each with its group's node."""
-        with torch.no_grad():
+        enabled = torch.is_grad_enabled()   # (no `no_grad()` object: a call's cost)
+        torch._C._set_grad_enabled(False)
+        try:
             outputs = run_without_autocast(self.variant.run_forward, list(primals))
+        finally:
+            torch._C._set_grad_enabled(enabled)
         # An output the generated code returns as a view of a buffer (a 1-D linear's squeezed
         # addmm) is no view in eager: written in place afterwards, as a view of this Function
         # it would raise "Output 1 of CompiledFunction is a view ...".
@@ -160,7 +164,7 @@ class CompiledNodes:
         del outputs
         result = list(function_outputs)
         hooks = caller_hooks_active()   # (eager checks no versions then)
-        written = self._written_memory(primals)
+        written = self._written_memory(primals) if self.mutated else None
         for group in self.groups:
             call.versions = versions = (CallVersions() if group.checks and not hooks
                                         else None)

@@ -20,7 +20,10 @@ Memory reuse: a dead buffer's memory is handed to a later buffer of the same byt
 and device only where keeping it alive in between does not raise the graph's peak of live bytes
 (`plan_reuse`, computed over the whole call before any line is written). Otherwise it is freed
 at once: on CPU an unconditional pool held dead buffers until a later match that might be far
-away or never come, which raised peaks by tens of megabytes in training graphs.
+away or never come, which raised peaks by tens of megabytes in training graphs. A buffer the
+graph returns (or an output views) that takes another layout's memory is a tensor of its own over
+it (`own_tensor`), not a view: callers see `_base`, `is_view()` and a view's shared version
+counter.
 """
 from __future__ import annotations
 
@@ -129,6 +132,15 @@ def _size_text(size) -> str:
 def _restride(value: torch.Tensor, size, stride) -> torch.Tensor:
     result = torch.empty_strided(size, stride, dtype=value.dtype, device=value.device)
     return result.copy_(value)
+
+
+def _own_tensor(memory: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
+    """A tensor of `size` and `stride` at `offset` in `memory`'s storage that is no view
+    (`_base` None, a version counter of its own), as eager's freshly allocated outputs: an
+    output given a dead buffer's memory by `as_strided` or `.view` came back as a view of that
+    buffer (`t1._base` a (4, 3) intermediate, and `t1[1:]._base` that buffer, not `t1`)."""
+    result = torch.empty((0,), dtype=memory.dtype, device=memory.device)
+    return result.set_(memory.untyped_storage(), offset, size, stride)
 
 
 def _returns_fresh(buffer) -> bool:
@@ -245,7 +257,8 @@ class WrapperWriter:
         from inductor.runtime import native
         self.globals: dict = {"torch": torch, "empty_strided": native.empty_strided(),
                               "as_strided": torch.as_strided, "kernel_error": KernelError.raise_for,
-                              "restride": _restride, "device": torch.device,
+                              "restride": _restride, "own_tensor": _own_tensor,
+                              "device": torch.device,
                               "inf": math.inf, "nan": math.nan}
         self.allocated = set(plan.allocated)
         self.input_frees = input_last_uses(plan)
@@ -254,6 +267,8 @@ class WrapperWriter:
         self.donors: set = set()
         self.viewed = _viewed_by_library_calls(plan)
         self.fresh: set = set()     # buffers whose tensors start their storage (see offset_text)
+        self.views: set = set()     # buffers whose tensors are views of a dead buffer's memory
+        self.observed = _output_names(plan)     # buffers returned, or viewed by an output
         self.inputs = {buffer.get_name() for buffer in plan.inputs}
         for name, buffer in plan.buffers.items():
             if isinstance(buffer, ConstantBuffer):
@@ -367,13 +382,13 @@ class WrapperWriter:
             self.recorder.allocate(name, _nbytes(layout),
                                    None if in_place else self._poolable(name))
         if in_place is not None:
-            self.lines.append(f"    {name} = {self.donated(in_place, layout)}")
+            self.lines.append(f"    {name} = {self.donated(in_place, layout, name)}")
             if in_place in self.fresh:
                 self.fresh.add(name)
             return
         donor = self.reuse.get(name)
         if donor is not None:
-            memory = self.donated(donor, layout)
+            memory = self.donated(donor, layout, name)
             note = "  # its memory, as laid out" if memory == donor else ""
             self.lines.append(f"    {name} = {memory}{note}")
             self.lines.append(f"    del {donor}")
@@ -387,17 +402,25 @@ class WrapperWriter:
         device = self.constant(layout.device)
         self.lines.append(f"    {name} = empty_strided({size}, {stride}, {dtype}, {device})")
 
-    def donated(self, donor: str, layout) -> str:
-        """An expression for a new buffer of `layout` in the memory of dead buffer `donor`."""
+    def donated(self, donor: str, layout, name: str) -> str:
+        """An expression for buffer `name` of `layout` in the memory of dead buffer `donor`:
+        the donor itself where the layouts agree, else a view of it; a buffer the graph returns
+        (or an output views) gets a tensor of its own over that memory (`_own_tensor`), since a
+        caller sees `_base`, `is_view()` and the version counter a view shares with its base."""
         donor_layout = self.plan.buffers[donor].layout
         kind = view_kind(donor_layout, layout)
+        size = self.constant(tuple(int(s) for s in layout.size))
+        stride = self.constant(tuple(int(s) for s in layout.stride))
+        if kind == "same" and donor not in self.views:
+            return donor
+        if name in self.observed:
+            return f"own_tensor({donor}, {size}, {stride}, {self.offset_text(donor, 0)})"
+        self.views.add(name)
         if kind == "same":
             return donor
         if kind == "reshape":
             return f"{donor}.view({_size_text(layout.size)})"
-        return (f"as_strided({donor}, {self.constant(tuple(int(s) for s in layout.size))}, "
-                f"{self.constant(tuple(int(s) for s in layout.stride))}, "
-                f"{self.offset_text(donor, 0)})")
+        return f"as_strided({donor}, {size}, {stride}, {self.offset_text(donor, 0)})"
 
     def free(self, names) -> None:
         for name in names:
@@ -435,7 +458,7 @@ class WrapperWriter:
             path = "".join(f"[{index}]" for index in buffer.path)
             self.lines.append(f"    {name} = {buffer.parent.get_name()}{path}")
         elif donor is not None:
-            memory = self.donated(donor, buffer.layout)
+            memory = self.donated(donor, buffer.layout, name)
             self.lines.append(f"    {name} = {self.call(buffer, out=memory)}")
             self.lines.append(f"    del {donor}")
             if donor in self.fresh:
@@ -561,6 +584,7 @@ class WrapperWriter:
             self.lines.append(f"    del {', '.join(unused)}")
         self._defined: set = set()
         self.fresh = set()
+        self.views = set()
         position = 0
         steps = self.plan.steps
         while position < len(steps):

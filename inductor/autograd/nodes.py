@@ -157,8 +157,7 @@ class CompiledNodes:
         # addmm) is no view in eager: written in place afterwards, as a view of this Function
         # it would raise "Output 1 of CompiledFunction is a view ...".
         function_outputs = tuple(unviewed(output) for output in outputs[:self.count])
-        for position, times in self.bumped_outputs:
-            bump_version(function_outputs[position], times)
+        bump_versions(function_outputs, self.bumped_outputs)
         values = [*outputs[self.count:], *[primals[index] for index in self.saved_primals]]
         call = _Call(None, function_outputs, values)
         del outputs
@@ -347,6 +346,17 @@ def bump_version(tensor: torch.Tensor, count: int) -> None:
     if not tensor.is_inference():
         for _ in range(count):
             torch.autograd.graph.increment_version(tensor)
+
+
+def bump_versions(outputs: Sequence, bumps: Sequence) -> None:
+    """Move the counters of `outputs` as `output_bumps` says, each counter once: outputs
+    sharing one (`d = t.detach()` returned next to a `t` written after) were moved once per
+    output, and the backward raised for a view of `t` saved after the write (program fuzzer
+    inductor seed 26569: "output 0 of Select, is at version 2; expected version 1")."""
+    before = [version_of(outputs[position]) for position, _ in bumps]
+    for (position, times), version in zip(bumps, before):
+        if version_of(outputs[position]) == version:   # (not moved through an alias)
+            bump_version(outputs[position], times)
 
 
 def output_bumps(signature) -> list:

@@ -26,7 +26,7 @@ from torch.utils import _pytree as pytree
 
 from inductor.autograd.boxed import StridedGraphRunner
 from inductor.autograd.nodes import (Backward, CompiledNodes, DoubleBackwardError,
-                                     bump_version, output_bumps, run_without_autocast,
+                                     bump_versions, output_bumps, run_without_autocast,
                                      version_of)
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.partition.absent import without_tangents
@@ -277,8 +277,7 @@ class InferenceVariant:
         # history on inputs that require grad (a `no_grad` region inside a grad-mode call).
         with torch.no_grad():
             outputs = run_without_autocast(self.run, list(arguments))
-        for position, count in self.output_bumps:
-            bump_version(outputs[position], count)
+        bump_versions(outputs, self.output_bumps)
         return self.epilogue(arguments, outputs)
 
 

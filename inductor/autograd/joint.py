@@ -19,6 +19,7 @@ recomputes them, so the backward sees the forward's dropout masks.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Optional, Sequence
 
 import torch
@@ -168,7 +169,9 @@ def output_groups(reachable: dict, boundary: set, reached: Sequence[frozenset],
     a node here if their gradients reach the same inputs (`reached`, per output) and their
     traced histories share a node inside the graph (`reachable`: per output, {id: node};
     the inputs' leaves and the nodes in `boundary`, stand-ins for the caller's history, do
-    not count). Outputs with no gradient, or no traced history, join the first group."""
+    not count, nor nodes that save no tensor: eager's backward through one output frees
+    nothing there, and a backward through the other may run them again). Outputs with no
+    gradient, or no traced history, join the first group."""
     parent = list(range(len(differentiable)))
 
     def root(position: int) -> int:
@@ -182,8 +185,8 @@ def output_groups(reachable: dict, boundary: set, reached: Sequence[frozenset],
               if flag and reachable.get(position)]
     for position in traced:
         for key, node in reachable[position].items():
-            if key in boundary or hasattr(node, "variable"):
-                continue   # the caller's history, or an input's leaf
+            if key in boundary or hasattr(node, "variable") or not _saves(node):
+                continue   # the caller's history, an input's leaf, or nothing to free
             other = root(owner.setdefault(key, position))
             if other != root(position):
                 parent[root(position)] = other
@@ -232,3 +235,18 @@ def _set_flat_outputs(traced: torch.fx.GraphModule, outputs: list) -> None:
     graph.set_codegen(torch.fx.graph.CodeGen())
     graph.eliminate_dead_code()
     traced.recompile()
+
+
+_SAVING: dict = {}   # autograd node type -> whether it may save tensors (`_saves`)
+
+
+def _saves(node: Any) -> bool:
+    """Whether an autograd node may save tensors (freed by a backward through it): a
+    generated node (`SinBackward0`) declares what it saves (`_raw_saved_*`); any other
+    (`CopySlices`, which frees what the node it wraps saved) is taken to."""
+    kind = type(node)
+    saves = _SAVING.get(kind)
+    if saves is None:
+        saves = _SAVING[kind] = not re.search(r"Backward\d+$", kind.__name__) or any(
+            name.startswith("_raw_saved_") for name in dir(kind))
+    return saves

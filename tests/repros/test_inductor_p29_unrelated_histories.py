@@ -4,9 +4,9 @@ input, into the history of inputs only another output depends on: a mutated inpu
 (`avg[1:2] = w.amax(...)` next to `return w * t`) linked the next call's node to this call's,
 freed by its backward, and the second call's backward raised "Trying to backward through the
 graph a second time" where eager's runs. Now each group of outputs whose gradients reach the
-same inputs through shared history gets a node of its own (`joint.output_groups`), and a
-node's backward that reads no saved value unpacks none (eager's `avg.add_(w)` saves nothing,
-and its node may run again)."""
+same inputs through shared history (a node saving tensors) gets a node of its own
+(`joint.output_groups`), and a node's backward that reads no saved value unpacks none (eager's
+`avg.add_(w)` saves nothing, and its node may run again)."""
 import torch
 
 import dynamo
@@ -106,3 +106,20 @@ def test_unrelated_outputs_backed_through_one_after_the_other(code_generator):
     def fn(w):
         return w * w, w * 3
     assert run(dynamo.jit(fn, backend=code_generator)) == run(fn) == [5.0, 7.0]
+
+
+def test_outputs_sharing_only_nodes_that_save_nothing(code_generator):
+    """`c = x + y` is shared, but its node saves nothing: eager's backward through `a` frees
+    only `a`'s products, and one through `b` then runs."""
+    def run(fn):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = torch.tensor([0.5, 1.0], requires_grad=True)
+        a, b = fn(x, y)
+        a.sum().backward()
+        b.sum().backward()
+        return x.grad.tolist(), y.grad.tolist()
+
+    def fn(x, y):
+        c = x + y
+        return c * c, (c * c) * 2
+    assert run(dynamo.jit(fn, backend=code_generator)) == run(fn) == ([9.0, 18.0], [9.0, 18.0])

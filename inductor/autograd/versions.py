@@ -262,6 +262,8 @@ class _ForwardFacts:
                 # a view whose base was written after it was made: eager regenerates its node
                 # as AsStridedBackward0 (the trace replays the view op instead)
                 which = _regenerated_view()
+            elif original is None and _regenerates(packed):
+                which = _regenerated_view()
             self.entries.append([packed, packed.alias._version, original, from_result, which])
         roots = [(INPUT, index, value) for index, value in enumerate(arguments)
                  if isinstance(value, torch.Tensor)]
@@ -306,7 +308,7 @@ class _ForwardFacts:
                                  alias.dtype, alias.device, which,
                                  follows_root=original is not None and not from_result and
                                  root[0] != INTERNAL and original is root[2],
-                                 is_view=original is not None and original._base is not None,
+                                 is_view=(alias if original is None else original)._is_view(),
                                  named_by_saver=named_by_saver))
         watches.sort(key=lambda watch: watch.order)
         return VersionPlan(tuple(watches), self.output_names)
@@ -318,6 +320,15 @@ class _ForwardFacts:
             if node is not None:
                 return f", which is output {original.output_nr} of {node_name(node)},"
         return ""
+
+
+def _regenerates(packed: _Packed) -> bool:
+    """Whether a saved view made inside its node (`F.linear`'s unsqueeze of a 1-D input: no
+    value of the graph) was written after it was saved, so that eager regenerates its node as
+    AsStridedBackward0 (program fuzzer inductor seed 27048: `y[1:2] = ...` after
+    `lin(y)`)."""
+    alias = packed.alias
+    return alias._is_view() and alias._version != packed.version and alias.requires_grad
 
 
 def _is_argument(tensor: torch.Tensor, arguments: Sequence[Any]) -> int:

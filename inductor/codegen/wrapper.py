@@ -136,11 +136,13 @@ def _restride(value: torch.Tensor, size, stride) -> torch.Tensor:
 
 def _own_tensor(memory: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
     """A tensor of `size` and `stride` at `offset` in `memory`'s storage that is no view
-    (`_base` None, a version counter of its own), as eager's freshly allocated outputs: an
+    (`_base` None, a version counter of its own at 0), as eager's freshly allocated outputs: an
     output given a dead buffer's memory by `as_strided` or `.view` came back as a view of that
     buffer (`t1._base` a (4, 3) intermediate, and `t1[1:]._base` that buffer, not `t1`)."""
     result = torch.empty((0,), dtype=memory.dtype, device=memory.device)
-    return result.set_(memory.untyped_storage(), offset, size, stride)
+    with torch.autograd._unsafe_preserve_version_counter(result):   # `set_` counts as a write
+        result.set_(memory.untyped_storage(), offset, size, stride)
+    return result
 
 
 def _returns_fresh(buffer) -> bool:

@@ -216,6 +216,7 @@ class Epilogue:
         for position, index, through_view, eager_node in self.recorded:
             if through_view:   # (`x[i] = v`): the input's node is CopySlices, as in eager
                 torch.ops.aten.alias(arguments[index]).copy_(function_outputs[position])
+                name_node(arguments[index], "")   # (for earlier calls' watches of it)
             else:
                 arguments[index].copy_(function_outputs[position])
                 name_node(arguments[index], eager_node)

@@ -28,6 +28,7 @@ from typing import Any, Optional, Sequence
 import torch
 import torch.fx
 from torch.utils import _pytree as pytree
+from torch.utils.weak import WeakIdKeyDictionary
 
 INPUT, OUTPUT, INTERNAL = "input", "output", "internal"
 
@@ -136,9 +137,19 @@ def node_name(grad_fn: Any) -> str:
 
 def name_node(tensor: torch.Tensor, name: str) -> None:
     """Note on `tensor`'s node (the epilogue's copy) the name eager's write would have given
-    it ("Sub" for `t -= v`), for the messages of other graphs' checks."""
+    it ("Sub" for `t -= v`; "" for none: `CopySlices` is eager's), for the messages of other
+    graphs' checks, and on the earlier calls' watches of it that do not hold it (`_Watched`):
+    eager's saved tensor holds it, and names its node at backward time after the caller
+    dropped it."""
     if name and tensor.grad_fn is not None:
         tensor.grad_fn.metadata[_EAGER_NODE] = name
+    watchers = _UNHELD.get(tensor)
+    if watchers:
+        which = _which(tensor)
+        for reference in watchers:
+            watched = reference()
+            if watched is not None:
+                watched.last_name = which
 
 
 def name_outputs(ctx: Any, plan: VersionPlan, positions: Sequence[int]) -> None:
@@ -395,6 +406,21 @@ def _reachable_nodes(outputs: Sequence[Any]) -> dict:
 # Run time
 
 
+# tensors watched without being held (`_Watched`) -> weak references to those watches
+_UNHELD = WeakIdKeyDictionary()
+
+
+def _watch_unheld(tensor: torch.Tensor, watched: "_Watched") -> None:
+    """Register `watched` for `name_node`'s notes (a tensor written every call, a parameter,
+    keeps only the watches still alive)."""
+    watchers = _UNHELD.get(tensor)
+    if watchers is None:
+        _UNHELD[tensor] = [weakref.ref(watched)]
+    else:
+        watchers[:] = [reference for reference in watchers if reference() is not None]
+        watchers.append(weakref.ref(watched))
+
+
 class _Watched:
     """One watched tensor of a call. `held`: the tensor itself where eager's saved tensor
     holds it (its node names the error at backward time, whatever the caller did since);
@@ -404,7 +430,8 @@ class _Watched:
     `reference`: a weak reference, for names while the caller holds it; `start`: its
     version when the call began; `was_view`: it was a view then."""
 
-    __slots__ = ("held", "counter", "reference", "start", "was_view")
+    __slots__ = ("held", "counter", "reference", "start", "was_view", "last_name",
+                 "__weakref__")
 
     def __init__(self, tensor: torch.Tensor, hold: Optional[bool]):
         """`hold`: True the tensor, False its counter, None neither (a weak reference)."""
@@ -413,6 +440,11 @@ class _Watched:
         self.reference = weakref.ref(tensor)
         self.start = 0 if tensor.is_inference() else tensor._version
         self.was_view = tensor._is_view()
+        # eager's name of the tensor after a later graph's write (`name_node`), for a check
+        # after the caller dropped it
+        self.last_name: Optional[str] = None
+        if hold is False:
+            _watch_unheld(tensor, self)
 
     def tensor(self) -> Optional[torch.Tensor]:
         return self.held if self.held is not None else self.reference()
@@ -520,7 +552,7 @@ def _check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
                 which = "" if tensor is None else _which(tensor)
             current = version - start
             if version != after:
-                which = _renamed(watch, tensor)
+                which = _renamed(watch, tensor, watched.last_name)
             if kind == INPUT and watched.was_view and watch.follows_root and (
                     input_bumps[index] or version != after) and (
                     tensor is None or tensor.requires_grad):
@@ -530,11 +562,15 @@ def _check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
                                         watch.saved_version + start))
 
 
-def _renamed(watch: Watch, tensor: Optional[torch.Tensor]) -> str:
+def _renamed(watch: Watch, tensor: Optional[torch.Tensor], last_name: Optional[str]) -> str:
     """Eager's name for a saved tensor whose root the caller changed after the call: the
-    root's new node, or for a view of it, the `AsStrided` node eager regenerates."""
+    root's new node, or for a view of it, the `AsStrided` node eager regenerates; where the
+    caller dropped the root, the name a later graph's write left it (`last_name`: eager's
+    saved tensor holds it, program fuzzer inductor seeds 23071, 28210)."""
     if watch.named_by_saver:
         return watch.which
+    if tensor is None and last_name is not None and watch.follows_root:
+        return last_name
     if tensor is None or not tensor.requires_grad:
         return "" if tensor is not None else watch.which or ""
     if watch.follows_root:

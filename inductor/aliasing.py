@@ -239,8 +239,13 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
         base_position = next((position for position in positions if same[position]), None)
         base = final[root].meta["val"]    # the object after in-place ops (`squeeze_`) on it
         geometry = _eager_geometry(eager, positions, base, base_position)
-        if geometry is None and len(positions) == 1 and not twice.intersection(positions):
+        if geometry is None and eager is not None and len(positions) == 1 and \
+                not twice.intersection(positions):
             continue    # a lone view eager lays out otherwise: computed alone, eager's strides
+        # Without eager's outputs (no fake run: a data-dependent `index_put_` of a bool mask)
+        # a lone view is rebuilt on the decomposed layout, which its strides are then anyway:
+        # computed alone it was no view, where eager's always views the intermediate (graph
+        # fuzzer seed 5152, the view check of issue 21).
         if geometry is None:            # the decomposed graph's layout, base and views alike
             geometry = (tuple(base.stride()), {
                 position: (tuple(values[position].shape), tuple(values[position].stride()),

@@ -110,6 +110,7 @@ def choose_saved(joint: JointGraph, mutated_inputs: list[int],
     eager_reads = _eager_reads(joint, storages)
     uses = _gradient_uses(joint, nodes, backward, needed_by_backward)
     network = FlowNetwork()
+    unsafe_nodes = set()
     for node in nodes:
         if node.op == "output" or node not in needed_by_backward:
             continue
@@ -126,7 +127,10 @@ def choose_saved(joint: JointGraph, mutated_inputs: list[int],
         unsafe = [user for user in node.users if user in needed_by_backward
                   and read is not None and uses is not None and not uses[user] <= read]
         if unsafe:   # an input's memory read for gradients eager reads it for no more
-            network.add_edge((node, "in"), (node, "unsafe"), UNWATCHED_COST)
+            # cutting this edge saves the node for those users: it costs its saving too
+            network.add_edge((node, "in"), (node, "unsafe"),
+                             min(INFINITE, capacity + UNWATCHED_COST))
+            unsafe_nodes.add(node)
         for user in node.users:
             if user in needed_by_backward:
                 network.add_edge((node, "unsafe" if user in unsafe else "out"), (user, "in"),
@@ -137,8 +141,9 @@ def choose_saved(joint: JointGraph, mutated_inputs: list[int],
     if value >= INFINITE:
         raise AssertionError("no finite cut: the backward needs a forward value that cannot be "
                              "saved or recomputed")
-    return [node for node in nodes if (node, "in") in source_side
-            and (node, "out") not in source_side and node not in backward]
+    return [node for node in nodes if (node, "in") in source_side and node not in backward
+            and ((node, "out") not in source_side
+                 or (node in unsafe_nodes and (node, "unsafe") not in source_side))]
 
 
 def _unwatched_outputs(joint: JointGraph, forward_outputs: list,

@@ -28,6 +28,7 @@ KINDS = {
     "requires_grad": "a tensor's requires_grad differs",
     "aliasing": "identity or storage sharing differs (objects, tensors, views of inputs)",
     "layout": "a tensor's strides or storage offset differ",
+    "view": "whether a tensor is a view (`_base`) differs, or which tensor it views",
     "mutation": "an argument differs after the call",
     "globals": "a global, class attribute or module-object attribute differs after the call",
     "print": "printed output differs",
@@ -168,7 +169,7 @@ class Comparer:
         if expected.requires_grad != actual.requires_grad:
             return Mismatch("requires_grad", where, f"requires_grad={actual.requires_grad}, "
                             f"eager {expected.requires_grad}")
-        found = self._storage(expected, actual, where)
+        found = self._storage(expected, actual, where) or self._view(expected, actual, where)
         if found:
             return found
         if not values_close(expected, actual, self.tolerance):
@@ -181,6 +182,25 @@ class Comparer:
                             f"{actual.storage_offset()}, eager {expected.stride()} offset "
                             f"{expected.storage_offset()}")
         return None
+
+    def _view(self, expected, actual, where) -> Optional[Mismatch]:
+        """Whether the tensor is a view (`_base` set) and of what: eager's base is compared as
+        any object, so where it is an argument or a result (compared before or after), the
+        jitted base must be the object paired with it; an intermediate base is compared by
+        dtype, shape, values and layout (`t1[1:]` returned with `t1` viewed a hidden buffer of
+        another layout: issue 21). Compared with the layout (not for gradients)."""
+        if not self.check_layout:
+            return None
+        mine, theirs = expected._base, actual._base
+        if (mine is None) != (theirs is None):
+            return Mismatch("view", where, f"jitted {'is' if theirs is not None else 'is no'}"
+                            f" view, eager {'is' if mine is not None else 'is no'} view")
+        if mine is None:
+            return None
+        found = self.same(mine, theirs, where + "._base")
+        if found is not None and found.kind in ("aliasing", "layout", "result"):
+            found.kind = "view"
+        return found
 
     def _storage(self, expected, actual, where) -> Optional[Mismatch]:
         if expected.numel() == 0 or actual.numel() == 0:

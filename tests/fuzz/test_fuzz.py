@@ -282,3 +282,27 @@ def test_exception_messages_compare_numbers_within_tolerance():
                    TypeError("bad value 1.5633272886276245")) is not None
     assert compare(TypeError("bad value 1.5"), ValueError("bad value 1.5")) is not None
     assert compare(TypeError("bad value 1.5"), TypeError("good value 1.5")) is not None
+
+
+def test_views_and_their_bases_are_compared():
+    """A result is a view only where eager's is, and of the paired tensor (issue 21: `t1` came
+    back as a view of a hidden buffer of another layout, and `t1[1:]` viewed that buffer)."""
+    from tests.fuzz.compare import EXACT, Comparer
+
+    def compare(expected, actual):
+        return Comparer(EXACT).same(expected, actual, "result")
+
+    def results(own: bool):
+        t1 = torch.arange(12.).reshape(4, 3) + 0 if own else \
+            (torch.arange(12.).reshape(3, 4) + 0).as_strided((4, 3), (3, 1))
+        return [t1, t1[1:]]
+    assert compare(results(True), results(True)) is None
+    found = compare(results(True), results(False))
+    assert found is not None and found.kind == "view" and found.where == "result[0]"
+    hidden = torch.arange(12.)
+    found = compare(results(True)[1:], [hidden.view(4, 3)[1:]])     # another base's shape
+    assert found is not None and found.kind == "view" and found.where == "result[0]._base"
+    t1 = torch.arange(12.).reshape(4, 3) + 0
+    found = compare(results(True), [t1, t1.clone()[1:]])            # views another tensor
+    assert found is not None and found.kind in ("view", "aliasing")
+    assert Comparer(EXACT, check_layout=False).same(results(True), results(False), "") is None

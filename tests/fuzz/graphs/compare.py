@@ -6,7 +6,9 @@ a list of `Failure`s: values (with dtype-appropriate tolerances; a float result 
 still passes when it is no further from the float64 reference than twice eager's error, or
 is the reference's own NaN or infinity),
 dtypes, shapes, strides (dimensions longer than one), which outputs share memory with which
-inputs and outputs, inputs returned as the very object, mutated inputs, and exceptions.
+inputs and outputs, inputs returned as the very object, which outputs are views (`_base`) and
+of what (an input, an earlier or later output, or a tensor neither returns: its shape and
+strides), mutated inputs, and exceptions.
 Where eager's strides differ from those torch's own fake (meta) kernels predict for the
 torch-level graph, a stride difference is a note (what a compiler working from fake tensors
 cannot know), not a failure.
@@ -116,6 +118,7 @@ def compare(expected: Outcome, actual: Outcome, call: str,
                 else failure.kind
             failures.append(failure)
     failures += _compare_aliasing(expected, actual, call)
+    failures += _compare_views(expected, actual, call)
     return failures
 
 
@@ -263,3 +266,26 @@ def _compare_aliasing(expected: Outcome, actual: Outcome, call: str) -> list:
         failures.append(Failure("alias mismatch", f"output {position}: " +
                                 "; ".join(details), call))
     return failures
+
+
+def views(outcome: Outcome) -> list:
+    """Per tensor output: None where it is no view (`_base` None), else what it views: `("input",
+    i)`, `("output", j)`, or `("other", shape, stride)` for a base neither side returns (issue
+    21: an output eager allocates came back viewing a hidden buffer of another layout)."""
+    result = []
+    for value in outcome.outputs:
+        base = value._base if isinstance(value, torch.Tensor) else None
+        if base is None:
+            result.append(None)
+            continue
+        found = [("input", index) for index, item in enumerate(outcome.inputs) if item is base]
+        found += [("output", index) for index, item in enumerate(outcome.outputs)
+                  if item is base]
+        result.append(found[0] if found else ("other", tuple(base.shape), base.stride()))
+    return result
+
+
+def _compare_views(expected: Outcome, actual: Outcome, call: str) -> list:
+    return [Failure("view mismatch", f"output {position}: views {got} (eager {want})", call)
+            for position, (want, got) in enumerate(zip(views(expected), views(actual)))
+            if want != got]

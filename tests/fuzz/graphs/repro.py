@@ -53,6 +53,18 @@ def shares(a, b):
         a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
+def viewed(value, inputs, outputs):
+    """None, or what `value` views: an input, an output, or another tensor's shape, strides."""
+    base = value._base
+    if base is None:
+        return None
+    for kind, items in (("input", inputs), ("output", outputs)):
+        for index, item in enumerate(items):
+            if item is base:
+                return (kind, index)
+    return ("other", tuple(base.shape), base.stride())
+
+
 def check(name, make_inputs):
     eager_inputs, compiled_inputs = make_inputs(), make_inputs()
     expected, actual = gm(*eager_inputs), compiled(*compiled_inputs)
@@ -68,6 +80,8 @@ def check(name, make_inputs):
         for index in range(position):
             assert shares(want, expected[index]) == shares(got, actual[index]), \\
                 f"{name}: outputs {index} and {position} aliasing"
+        views = viewed(got, compiled_inputs, actual), viewed(want, eager_inputs, expected)
+        assert views[0] == views[1], f"{where} views {views[0]}, eager {views[1]}"
     for index, (a, b) in enumerate(zip(eager_inputs, compiled_inputs)):
         torch.testing.assert_close(b, a, equal_nan=True, atol=@ATOL@, rtol=@RTOL@,
                                    msg=lambda m: f"{name}, input {index} after the call: {m}")

@@ -226,3 +226,19 @@ def test_non_finite_results_equal_to_the_float64_reference_pass():
     assert value_problem(want, got, other) is not None
     finite = lambda: want.double()  # noqa: E731
     assert value_problem(want, got, finite) is not None
+
+
+def test_outputs_that_are_views_and_of_what_are_compared():
+    """Issue 21: an output eager allocates came back viewing a hidden buffer of another
+    layout, and a view of it returned next to it viewed that buffer instead of it."""
+    from tests.fuzz.graphs.compare import Outcome, compare
+    x = torch.arange(12.).reshape(3, 4)
+
+    def outcome(hidden: bool):
+        t1 = (torch.arange(12.).reshape(3, 4) + 0).as_strided((4, 3), (1, 4)) if hidden \
+            else (x.T + 0)
+        return Outcome([t1, t1[1:], x[1:]], [x])
+    kinds = lambda failures: {failure.kind for failure in failures}  # noqa: E731
+    assert compare(outcome(False), outcome(False), "call 0", lambda: None) == []
+    failures = compare(outcome(False), outcome(True), "call 0", lambda: None)
+    assert kinds(failures) == {"view mismatch"} and len(failures) == 2

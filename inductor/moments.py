@@ -20,6 +20,7 @@ CPU kernels for them accumulate their moments in float: while their decompositio
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 
@@ -47,6 +48,17 @@ def float_moments(decomposition):
         finally:
             _state.normalizing -= 1
     return normalization
+
+
+@contextlib.contextmanager
+def opmath_moments():
+    """Trace var/std moments in the input's opmath, as eager's CUDA kernels accumulate them,
+    whatever the tensors' device (tests print GPU kernels from CPU tensors)."""
+    _state.normalizing = getattr(_state, "normalizing", 0) + 1
+    try:
+        yield
+    finally:
+        _state.normalizing -= 1
 
 
 def moments(take_sqrt: bool, with_mean: bool, fallback=None):

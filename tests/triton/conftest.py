@@ -103,8 +103,10 @@ def gpu_module(function, *inputs, persistent_limit=32768, wait_for_prior=False):
     from inductor.schedule.scheduler import schedule
     from inductor.schedule.tiling import Target, tile
 
+    from inductor.moments import opmath_moments
     graph = torch.fx.symbolic_trace(function)
-    aten_graph = trace_aten(graph, list(inputs))
+    with opmath_moments():      # as for CUDA tensors: eager's CPU var/std widen to float64
+        aten_graph = trace_aten(graph, list(inputs))
     loop_graph = lower(aten_graph.module, aten_graph.fake_inputs, aten_graph.output_strides)
     plan = schedule(loop_graph)
     tile(plan, Target("cuda", 132, persistent_limit))

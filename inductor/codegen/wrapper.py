@@ -556,6 +556,16 @@ class WrapperWriter:
         return texts
 
     def output(self, value) -> str:
+        """A returned value. An output that reshapes a graph-made buffer is eager's own tensor
+        (an in-place view op such as the `squeeze_` of a 1-D matmul's product): outputs eager
+        returns as views are rebuilt over their bases outside (`OutputAlias`), so it is a
+        tensor of its own over the buffer's memory, not its view (program fuzzer seeds 31247,
+        31255, 31328: `torch.matmul(v, w.T)` of a 1-D `v` viewed the (1, n) product)."""
+        if isinstance(value, ReinterpretView) and value.data.get_name() not in self.inputs:
+            base, layout = value.data.get_name(), value.layout
+            return (f"own_tensor({base}, {self.constant(tuple(int(s) for s in layout.size))}, "
+                    f"{self.constant(tuple(int(s) for s in layout.stride))}, "
+                    f"{self.offset_text(base, layout.offset)})")
         if isinstance(value, (Buffer, ReinterpretView)):
             return self.reference(value)
         return self.constant(value)

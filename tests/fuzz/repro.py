@@ -28,9 +28,13 @@ if __name__ == "__main__":
     def summary(value, seen):
         if isinstance(value, torch.Tensor):
             key = value.untyped_storage().data_ptr() if value.numel() else id(value)
+            base = value._base     # a view: its base's identity, shape and strides
             return ("tensor", value.dtype, tuple(value.shape), value.requires_grad,
                     seen.setdefault(key, len(seen)),
-                    [round(v, 4) for v in value.detach().double().flatten().tolist()])
+                    [round(v, 4) for v in value.detach().double().flatten().tolist()],
+                    value.stride() if value.numel() > 1 else None, value.storage_offset(),
+                    None if base is None else (seen.setdefault(("base", id(base)), len(seen)),
+                                               tuple(base.shape), base.stride()))
         if isinstance(value, float):
             return round(value, 4) if math.isfinite(value) else str(value)
         if isinstance(value, (list, tuple)):

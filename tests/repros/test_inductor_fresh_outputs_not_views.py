@@ -70,3 +70,20 @@ def test_output_written_in_place_of_a_dead_buffer(backend):
         assert got[1]._base is got[0]
         assert got[0].stride() == expected[0].stride()
         torch.testing.assert_close(got, expected)
+
+
+def test_product_of_a_vector_is_no_view(backend):
+    """`torch.matmul(v, w.T)` of a 1-D `v` is eager's `mm(v[None], w.T).squeeze_(0)`: its own
+    tensor; the wrapper returned `as_strided` of the (1, n) product (program fuzzer inductor
+    seeds 31247, 31255, 31328, found by the view check: a result, a dict item and an argument's
+    dict item)."""
+    def f(w, d):
+        d["w"] = torch.matmul(w.amin(1), w.T)
+        return d["w"], d["w"][1:]
+    w = torch.arange(9.).reshape(3, 3) / 4
+    expected = f(w, {})
+    d = {}
+    got = dynamo.jit(f, backend=backend)(w, d)
+    assert expected[0]._base is None and got[0]._base is None and d["w"] is got[0]
+    assert got[1]._base is got[0]
+    torch.testing.assert_close(got, expected)

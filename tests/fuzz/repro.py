@@ -34,7 +34,8 @@ if __name__ == "__main__":
                     [round(v, 4) for v in value.detach().double().flatten().tolist()],
                     value.stride() if value.numel() > 1 else None, value.storage_offset(),
                     None if base is None else (seen.setdefault(("base", id(base)), len(seen)),
-                                               tuple(base.shape), base.stride()))
+                                               tuple(base.shape),
+                                               base.stride() if base.numel() > 1 else None))
         if isinstance(value, float):
             return round(value, 4) if math.isfinite(value) else str(value)
         if isinstance(value, (list, tuple)):

@@ -270,7 +270,7 @@ def _compare_aliasing(expected: Outcome, actual: Outcome, call: str) -> list:
 
 def views(outcome: Outcome) -> list:
     """Per tensor output: None where it is no view (`_base` None), else what it views: `("input",
-    i)`, `("output", j)`, or `("other", shape, stride)` for a base neither side returns (issue
+    i)`, `("output", j)`, or `("other", shape, strides)` for a base neither side returns (issue
     21: an output eager allocates came back viewing a hidden buffer of another layout)."""
     result = []
     for value in outcome.outputs:
@@ -281,7 +281,10 @@ def views(outcome: Outcome) -> list:
         found = [("input", index) for index, item in enumerate(outcome.inputs) if item is base]
         found += [("output", index) for index, item in enumerate(outcome.outputs)
                   if item is base]
-        result.append(found[0] if found else ("other", tuple(base.shape), base.stride()))
+        # strides address nothing on dimensions of extent one, or in a base without elements
+        strides = tuple(stride for stride, extent in zip(base.stride(), base.shape)
+                        if extent > 1) if base.numel() else ()
+        result.append(found[0] if found else ("other", tuple(base.shape), strides))
     return result
 
 

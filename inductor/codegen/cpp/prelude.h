@@ -52,6 +52,19 @@ static int jit_error = 0;
 #define JIT_ERROR_INDEX 2
 static inline void jit_fail(int code) { __atomic_store_n(&jit_error, code, __ATOMIC_RELAXED); }
 
+// A value the optimiser must treat as opaque (no code): a scalar float sum passes through it
+// after each term, so GCC never vectorises that in-order reduction. GCC 12.2 at -O3 (loop
+// vectorisation after the complete unrolling of an inner loop) reorders the terms of such a
+// reduction whose loads are permuted, summing the wrong elements: `torch.roll(a, 3, 1).sum()`
+// gave 5.71 where eager gives 7.19 (graph fuzzer seed 5226; also flips, `7 - i`, `i ^ 1`).
+#if defined(__x86_64__)
+#define JIT_OPAQUE(value) __asm__("" : "+x"(value))
+#elif defined(__aarch64__)
+#define JIT_OPAQUE(value) __asm__("" : "+w"(value))
+#else
+#define JIT_OPAQUE(value) __asm__("" : "+m"(value))
+#endif
+
 // bfloat16: stored as the high half of a float, rounded to nearest even; NaN stays NaN.
 static inline float bf16_to_float(uint16_t bits) {
   uint32_t word = static_cast<uint32_t>(bits) << 16;

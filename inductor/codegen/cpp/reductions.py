@@ -158,6 +158,9 @@ class Accumulator:
         if self.type in ("argmax", "argmin"):
             return [f"if ({self.type}_takes({value}, {index}, {name}, {name}_index)) "
                     f"{{ {name} = {value}; {name}_index = {index}; }}"]
+        if self.type == "sum" and self.dtype.is_floating_point:
+            # never vectorised by the compiler (GCC 12.2 miscompiles it: prelude's JIT_OPAQUE)
+            return [f"{name} = {combine(self.type, name, value)}; JIT_OPAQUE({name});"]
         return [f"{name} = {combine(self.type, name, value)};"]
 
     # -- result ----------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from tests.fuzz import compare
-from tests.fuzz.compare import Comparer, Mismatch
+from tests.fuzz.compare import Comparer, Mismatch, backward_errors_differ
 
 
 
@@ -415,7 +415,7 @@ def _compare_backward(expected: CallRun, actual: CallRun, space_e: dict, space_a
     if (first is None) != (second is None):
         return Mismatch("backward", "results", "only one side has results requiring grad")
     (error_a, grads_a), (error_b, grads_b) = first, second
-    if error_a != error_b:
+    if backward_errors_differ(error_a, error_b):
         return Mismatch("backward", "backward()", f"jitted {error_b}, eager {error_a}")
     found = Comparer(tolerance, check_layout=False).same(grads_a, grads_b, "gradients")
     if found is not None:

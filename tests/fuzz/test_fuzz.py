@@ -306,3 +306,22 @@ def test_views_and_their_bases_are_compared():
     found = compare(results(True), [t1, t1.clone()[1:]])            # views another tensor
     assert found is not None and found.kind in ("view", "aliasing")
     assert Comparer(EXACT, check_layout=False).same(results(True), results(False), "") is None
+
+
+def test_backward_errors_naming_a_framejit_node_by_torch_pass():
+    """torch's own saved-tensor check names framejit's node where an op run eagerly saved a
+    compiled graph's output or an input it wrote (docs/graph-breaks.md, P31: 23579, 17747);
+    names our own check gives, a missing name and any other difference still count."""
+    from tests.fuzz.compare import backward_errors_differ
+    eager = ("RuntimeError: one of the variables needed for gradient computation has been "
+             "modified by an inplace operation: [torch.FloatTensor [4]], which is output 0 of "
+             "Mul, is at version 5; expected version 3 instead.")
+    for node in ("torch::autograd::CopyBackwards", "CompiledFunction",
+                 "CompiledFunctionBackward"):
+        assert not backward_errors_differ(eager, eager.replace("of Mul,", f"of {node},"))
+    assert backward_errors_differ(eager, eager.replace("of Mul,", "of Add,"))
+    assert backward_errors_differ(eager, eager.replace("of Mul,", "of CompiledFunction,")
+                                  .replace("version 5", "version 4"))
+    assert backward_errors_differ(eager.replace(", which is output 0 of Mul,", ""),
+                                  eager.replace("of Mul,", "of CompiledFunction,"))
+    assert backward_errors_differ(None, eager) and not backward_errors_differ(None, None)

@@ -13,12 +13,6 @@ import torch
 import inductor
 
 
-@pytest.fixture
-def backend(code_generator):
-    """eager, inductor C++, inductor Triton (tests/repros/conftest.py)."""
-    return code_generator
-
-
 def _graph() -> torch.fx.GraphModule:
     graph = torch.fx.Graph()
     a0 = graph.placeholder("a0")
@@ -30,11 +24,11 @@ def _graph() -> torch.fx.GraphModule:
     return torch.fx.GraphModule(torch.nn.Module(), graph)
 
 
-def test_lone_view_of_an_intermediate_without_a_fake_run(backend, monkeypatch):
+def test_lone_view_of_an_intermediate_without_a_fake_run(code_generator, monkeypatch):
     monkeypatch.setattr(inductor.config, "fallback_on_error", False)
     gm = _graph()
     a = torch.tensor([[3., -7.], [1., 2.]])
-    compiled = gm if backend == "eager" else inductor.compile_fx(gm, [a])
+    compiled = gm if code_generator == "eager" else inductor.compile_fx(gm, [a])
     for values in (a, torch.tensor([[1., -2.], [5., 0.]])):
         expected, got = gm(values)[0], compiled(values)[0]
         torch.testing.assert_close(got, expected)

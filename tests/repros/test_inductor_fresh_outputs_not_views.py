@@ -12,12 +12,6 @@ import torch
 import dynamo
 
 
-@pytest.fixture
-def backend(code_generator):
-    """eager, inductor C++, inductor Triton (tests/repros/conftest.py)."""
-    return code_generator
-
-
 def _zeroed_sum(x, y):
     t1 = x.T + (y @ x.T)
     t1.zero_()
@@ -28,9 +22,9 @@ def _inputs():
     return torch.arange(12.).reshape(3, 4) / 4, torch.arange(16.).reshape(4, 4) / 8
 
 
-def test_outputs_keep_eager_view_relationships(backend):
+def test_outputs_keep_eager_view_relationships(code_generator):
     expected = _zeroed_sum(*_inputs())
-    function = dynamo.jit(_zeroed_sum, backend=backend)
+    function = dynamo.jit(_zeroed_sum, backend=code_generator)
     for _ in range(2):
         outputs = function(*_inputs())
         for got, want in zip(outputs, expected):
@@ -42,9 +36,9 @@ def test_outputs_keep_eager_view_relationships(backend):
         assert outputs[3]._base is None
 
 
-def test_write_through_a_view_of_an_output_records_on_it(backend):
+def test_write_through_a_view_of_an_output_records_on_it(code_generator):
     results = []
-    for function in (_zeroed_sum, dynamo.jit(_zeroed_sum, backend=backend)):
+    for function in (_zeroed_sum, dynamo.jit(_zeroed_sum, backend=code_generator)):
         t1 = function(*_inputs())[0]
         w = torch.ones(3, requires_grad=True)
         t1[1].add_(w)
@@ -54,7 +48,7 @@ def test_write_through_a_view_of_an_output_records_on_it(backend):
     torch.testing.assert_close(results[1], results[0])
 
 
-def test_output_written_in_place_of_a_dead_buffer(backend):
+def test_output_written_in_place_of_a_dead_buffer(code_generator):
     """`b` is computed into the memory of the product `a` (dead in the same kernel) at
     another layout: an `as_strided` of it before, so `b._base` was `a`."""
     def f(x, y):
@@ -63,7 +57,7 @@ def test_output_written_in_place_of_a_dead_buffer(backend):
         return b, b[0]
     x = torch.arange(9.).reshape(3, 3) / 4
     expected = f(x, x)
-    function = dynamo.jit(f, backend=backend)
+    function = dynamo.jit(f, backend=code_generator)
     for _ in range(2):
         got = function(x, x)
         assert got[0]._base is None and expected[0]._base is None
@@ -72,7 +66,7 @@ def test_output_written_in_place_of_a_dead_buffer(backend):
         torch.testing.assert_close(got, expected)
 
 
-def test_product_of_a_vector_is_no_view(backend):
+def test_product_of_a_vector_is_no_view(code_generator):
     """`torch.matmul(v, w.T)` of a 1-D `v` is eager's `mm(v[None], w.T).squeeze_(0)`: its own
     tensor; the wrapper returned `as_strided` of the (1, n) product (program fuzzer inductor
     seeds 31247, 31255, 31328, found by the view check: a result, a dict item and an argument's
@@ -83,7 +77,7 @@ def test_product_of_a_vector_is_no_view(backend):
     w = torch.arange(9.).reshape(3, 3) / 4
     expected = f(w, {})
     d = {}
-    got = dynamo.jit(f, backend=backend)(w, d)
+    got = dynamo.jit(f, backend=code_generator)(w, d)
     assert expected[0]._base is None and got[0]._base is None and d["w"] is got[0]
     assert got[1]._base is got[0]
     torch.testing.assert_close(got, expected)

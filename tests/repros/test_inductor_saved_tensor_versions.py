@@ -20,12 +20,6 @@ import torch
 import dynamo
 
 
-@pytest.fixture
-def backend(code_generator):
-    """eager, inductor C++, inductor Triton (tests/repros/conftest.py)."""
-    return code_generator
-
-
 def _describe(tensor):
     return (tuple(tensor.shape), tensor.requires_grad, tensor._version, tensor.detach().clone())
 
@@ -82,7 +76,7 @@ def _no_grad_add(index):
     return after
 
 
-def test_graph_writes_a_tensor_it_saved_fuzz_seed_30065(backend):
+def test_graph_writes_a_tensor_it_saved_fuzz_seed_30065(code_generator):
     """Eager saves `y` for `y.mul_(y)` and the same op writes it: backward raises, the call
     does not (the fuzzer's seed 30065, minimized)."""
     def f(x, y):
@@ -90,10 +84,10 @@ def test_graph_writes_a_tensor_it_saved_fuzz_seed_30065(backend):
         y.mul_(y)
         return y
     same_as_eager(f, lambda: (torch.randn(4, 3, requires_grad=True), torch.randn(3)),
-                  backend=backend, raises=True)
+                  backend=code_generator, raises=True)
 
 
-def test_graph_writes_an_input_a_view_of_which_was_saved_fuzz_seed_30302(backend):
+def test_graph_writes_an_input_a_view_of_which_was_saved_fuzz_seed_30302(code_generator):
     """`maximum` saves a view of `x`; writing `x` after it makes eager's backward raise,
     naming the view's regenerated `AsStrided` node (seed 30302, minimized)."""
     def f(x, y):
@@ -101,20 +95,20 @@ def test_graph_writes_an_input_a_view_of_which_was_saved_fuzz_seed_30302(backend
         x[1:2] = y[None]
         return a
     same_as_eager(f, lambda: (torch.randn(2, 4), torch.randn(4, requires_grad=True)),
-                  backend=backend, raises=True)
+                  backend=code_generator, raises=True)
 
 
-def test_graph_writes_a_saved_input_under_no_grad(backend):
+def test_graph_writes_a_saved_input_under_no_grad(code_generator):
     def f(x, w):
         y = x * w
         with torch.no_grad():
             x.add_(1)
         return y
     same_as_eager(f, lambda: (torch.randn(3), torch.randn(3, requires_grad=True)),
-                  backend=backend, raises=True)
+                  backend=code_generator, raises=True)
 
 
-def test_leaf_saved_then_written_under_no_grad_fuzz_seed_60112(backend):
+def test_leaf_saved_then_written_under_no_grad_fuzz_seed_60112(code_generator):
     """A leaf requiring grad is traced through a stand-in (a clone, so that the graph may
     write it): eager's message names the leaf itself, which has no node (seed 60112)."""
     def f(w):
@@ -122,12 +116,12 @@ def test_leaf_saved_then_written_under_no_grad_fuzz_seed_60112(backend):
         with torch.no_grad():
             w.mul_(0.5)
         return t
-    same_as_eager(f, lambda: (torch.randn(2, 2, requires_grad=True),), backend=backend,
+    same_as_eager(f, lambda: (torch.randn(2, 2, requires_grad=True),), backend=code_generator,
                   raises=True)
 
 
 @pytest.mark.parametrize("writer", ["graph", "caller"])
-def test_non_leaf_input_named_by_its_own_node(backend, writer):
+def test_non_leaf_input_named_by_its_own_node(code_generator, writer):
     """The saved input's node is the caller's (`Mul`), or the caller's later write's (`Add`)."""
     def f(x):
         y = x.sin()
@@ -141,47 +135,51 @@ def test_non_leaf_input_named_by_its_own_node(backend, writer):
             arguments[0].add_(1)
         return results[0].sum()
     same_as_eager(f, lambda: (torch.randn(3, requires_grad=True) * 2,), after,
-                  backend=backend, raises=True)
+                  backend=code_generator, raises=True)
 
 
-def test_saved_non_leaf_input_written_after_saving(backend):
+def test_saved_non_leaf_input_written_after_saving(code_generator):
     def f(x, w):
         y = x.sin() * w
         x.mul_(2)
         return y
     same_as_eager(f, lambda: (torch.randn(3, requires_grad=True) * 1,
-                              torch.randn(3, requires_grad=True)), backend=backend, raises=True)
+                              torch.randn(3, requires_grad=True)),
+                  backend=code_generator, raises=True)
 
 
-def test_non_leaf_input_written_before_saving(backend):
+def test_non_leaf_input_written_before_saving(code_generator):
     def f(x, w):
         x.mul_(2)
         return x.sin() * w
     same_as_eager(f, lambda: (torch.randn(3, requires_grad=True) * 1,
-                              torch.randn(3, requires_grad=True)), backend=backend, raises=False)
+                              torch.randn(3, requires_grad=True)),
+                  backend=code_generator, raises=False)
 
 
-def test_caller_writes_a_saved_input_before_backward(backend):
+def test_caller_writes_a_saved_input_before_backward(code_generator):
     same_as_eager(lambda x: x.sin(), lambda: (torch.randn(3, requires_grad=True),),
-                  _no_grad_add(0), backend=backend, raises=True)
+                  _no_grad_add(0),
+                  backend=code_generator, raises=True)
 
 
-def test_caller_writes_an_input_eager_did_not_save(backend):
+def test_caller_writes_an_input_eager_did_not_save(code_generator):
     """A ReLU saves its result, not its input: an optimizer-style update of the input before
     backward() is allowed, and the gradient is the one of the values the call saw."""
     same_as_eager(lambda x: x.relu() * 2, lambda: (torch.randn(3, requires_grad=True),),
-                  _no_grad_add(0), backend=backend, raises=False)
+                  _no_grad_add(0),
+                  backend=code_generator, raises=False)
 
 
-def test_caller_writes_an_output_eager_saved(backend):
+def test_caller_writes_an_output_eager_saved(code_generator):
     def after(arguments, results):
         results[0].add_(1)
         return results[0].sum()
     same_as_eager(lambda x: x.exp(), lambda: (torch.randn(3, requires_grad=True),), after,
-                  backend=backend, raises=True)
+                  backend=code_generator, raises=True)
 
 
-def test_caller_writes_an_output_saved_by_another_outputs_node(backend):
+def test_caller_writes_an_output_saved_by_another_outputs_node(code_generator):
     def f(x, w):
         y = x.exp()
         return y, y * w
@@ -191,11 +189,11 @@ def test_caller_writes_an_output_saved_by_another_outputs_node(backend):
         return results[1].sum()
     same_as_eager(f, lambda: (torch.randn(3, requires_grad=True),
                               torch.randn(3, requires_grad=True)), after,
-                  backend=backend, raises=True)
+                  backend=code_generator, raises=True)
 
 
 @pytest.mark.parametrize("through", ["stale", "other"])
-def test_stale_node_reached_or_not_by_the_backward(backend, through):
+def test_stale_node_reached_or_not_by_the_backward(code_generator, through):
     """Only the nodes a backward runs check their saved tensors: through `b` alone, the node
     that saved `x` (then written) does not run."""
     def f(x, w):
@@ -207,10 +205,10 @@ def test_stale_node_reached_or_not_by_the_backward(backend, through):
     def after(arguments, results):
         return results[0 if through == "stale" else 1].sum()
     same_as_eager(f, lambda: (torch.randn(3), torch.randn(3, requires_grad=True)), after,
-                  backend=backend, raises=through == "stale")
+                  backend=code_generator, raises=through == "stale")
 
 
-def test_versions_after_two_writes(backend):
+def test_versions_after_two_writes(code_generator):
     def f(x, w):
         x.add_(1)
         x.mul_(2)
@@ -220,16 +218,16 @@ def test_versions_after_two_writes(backend):
         y.add_(1)
         return (x * w).sum(), y
     same_as_eager(f, lambda: (torch.randn(2, 3), torch.randn(3, requires_grad=True)),
-                  backend=backend, raises=False)
+                  backend=code_generator, raises=False)
 
 
-def test_batch_norm_running_statistics_versions(backend):
+def test_batch_norm_running_statistics_versions(code_generator):
     """Eager's batch norm updates its running statistics without moving their counters and
     saves them for the backward."""
     torch.manual_seed(0)
     norm = torch.nn.BatchNorm1d(4)
     expected = torch.nn.BatchNorm1d(4)
-    jitted = dynamo.jit(norm, backend=backend)
+    jitted = dynamo.jit(norm, backend=code_generator)
     for call in range(2):
         x = torch.randn(8, 4, requires_grad=True)
         jitted(x).sum().backward()
@@ -239,13 +237,13 @@ def test_batch_norm_running_statistics_versions(backend):
         torch.testing.assert_close(norm.running_mean, expected.running_mean)
 
 
-def test_caller_saves_through_hooks(backend):
+def test_caller_saves_through_hooks(code_generator):
     """Under saved-tensor hooks eager checks no versions: the backward reads what the hook
     gives back (for CPU tensors `save_on_cpu` keeps the tensor itself, written since)."""
     def g(x):
         return x.sin()
     grads = []
-    for function in (g, dynamo.jit(g, backend=backend)):
+    for function in (g, dynamo.jit(g, backend=code_generator)):
         x = torch.linspace(-1, 1, 3).requires_grad_()
         with torch.autograd.graph.save_on_cpu():
             y = function(x)
@@ -256,7 +254,7 @@ def test_caller_saves_through_hooks(backend):
     torch.testing.assert_close(grads[1], grads[0])
 
 
-def test_saved_in_one_graph_written_through_a_view_in_the_next(backend):
+def test_saved_in_one_graph_written_through_a_view_in_the_next(code_generator):
     """The second graph's write `x[0, 1] = ...` leaves eager's node `CopySlices` on `x`, which
     the first graph's check names (program fuzzer seed 60451)."""
     def f(x, g):
@@ -265,7 +263,8 @@ def test_saved_in_one_graph_written_through_a_view_in_the_next(backend):
         x[0, 1] = torch.sum(g)
         return t
     same_as_eager(f, lambda: (torch.ones(2, 2, requires_grad=True) * 2,
-                              torch.ones(2, 2, requires_grad=True)), backend=backend, raises=True)
+                              torch.ones(2, 2, requires_grad=True)),
+                  backend=code_generator, raises=True)
 
 
 class _BufferAdd(torch.nn.Module):
@@ -279,10 +278,10 @@ class _BufferAdd(torch.nn.Module):
         return x * self.w + self.buf
 
 
-def test_buffer_written_once_per_call_peer_i2(backend):
+def test_buffer_written_once_per_call_peer_i2(code_generator):
     """Peer suite I2 (training path): one `add_` per call moves `buf._version` once."""
     expected, module = _BufferAdd(), _BufferAdd()
-    jitted = dynamo.jit(module, backend=backend)
+    jitted = dynamo.jit(module, backend=code_generator)
     for call in range(3):
         jitted(torch.ones(1)).sum().backward()
         expected(torch.ones(1)).sum().backward()
@@ -290,7 +289,7 @@ def test_buffer_written_once_per_call_peer_i2(backend):
         torch.testing.assert_close(module.buf, expected.buf)
 
 
-def test_saved_in_one_graph_written_in_place_in_the_next(backend):
+def test_saved_in_one_graph_written_in_place_in_the_next(code_generator):
     """The second graph's `x -= v` is written back with a copy; the first graph's check still
     names eager's node, `Sub` (program fuzzer seed 60643, an input's variant)."""
     def f(x):
@@ -300,4 +299,4 @@ def test_saved_in_one_graph_written_in_place_in_the_next(backend):
         return u
 
     same_as_eager(f, lambda: (torch.linspace(-1, 1, 4).reshape(2, 2).requires_grad_() * 1,),
-                  backend=backend, raises=True)
+                  backend=code_generator, raises=True)

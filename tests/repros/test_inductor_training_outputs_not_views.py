@@ -11,20 +11,14 @@ import torch
 import dynamo
 
 
-@pytest.fixture
-def backend(code_generator):
-    """eager, inductor C++, inductor Triton (tests/repros/conftest.py)."""
-    return code_generator
-
-
-def test_output_written_under_no_grad_then_used(backend):
+def test_output_written_under_no_grad_then_used(code_generator):
     torch.manual_seed(0)
     linear = torch.nn.Linear(3, 3)
 
     def f(w):
         return linear(w.amax(1)) * 1.5
     results = []
-    for function in (f, dynamo.jit(f, backend=backend)):
+    for function in (f, dynamo.jit(f, backend=code_generator)):
         w = torch.linspace(-1, 1, 9).reshape(3, 3)
         y = function(w)
         assert y._base is None

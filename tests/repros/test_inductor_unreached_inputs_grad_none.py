@@ -11,19 +11,13 @@ import torch
 import dynamo
 
 
-@pytest.fixture
-def backend(code_generator):
-    """eager, inductor C++, inductor Triton (tests/repros/conftest.py)."""
-    return code_generator
-
-
 class Box:
     def __init__(self, value):
         self.value = value
 
 
 @pytest.mark.parametrize("through", ["first", "second", "both"])
-def test_gradient_only_where_an_output_used_reaches(backend, through):
+def test_gradient_only_where_an_output_used_reaches(code_generator, through):
     def f(g, x, w):
         return g.sin() * 2, Box(torch.mm(x, w.T))
 
@@ -31,7 +25,7 @@ def test_gradient_only_where_an_output_used_reaches(backend, through):
         parts = {"first": [first], "second": [box.value], "both": [first, box.value]}[through]
         return sum(part.sum() for part in parts)
     grads = []
-    for function in (f, dynamo.jit(f, backend=backend)):
+    for function in (f, dynamo.jit(f, backend=code_generator)):
         leaves = [torch.linspace(-1, 1, 4).reshape(2, 2).requires_grad_() for _ in range(3)]
         loss(*function(*leaves)).backward()
         grads.append([leaf.grad for leaf in leaves])

@@ -18,6 +18,18 @@ def _inductor_settings(tmp_path_factory):
     inductor.config.update(**saved)
 
 
+@pytest.fixture
+def fixed_machine_settings():
+    """Two threads, vectorised, the default parallel threshold: the C++ code this machine's
+    core count would otherwise change (golden files, source checks)."""
+    saved = inductor.config.snapshot()
+    inductor.config.threads = 2
+    inductor.config.parallel_threshold = 32768
+    inductor.config.vectorize = True
+    yield
+    inductor.config.update(**saved)
+
+
 def compile_function(function, *inputs):
     """`inductor.compile_fx` on `function` traced by torch.fx (placeholders = `inputs`)."""
     graph = torch.fx.symbolic_trace(function)

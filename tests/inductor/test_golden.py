@@ -9,7 +9,6 @@ import pathlib
 import pytest
 import torch
 
-import inductor
 from tests.inductor.conftest import compile_function
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
@@ -39,16 +38,6 @@ CASES = {
                                         torch.randn(256)), 1),
     "sum_dim0": (sum_dim0, lambda: (torch.randn(300, 256),), 1),
 }
-
-
-@pytest.fixture
-def fixed_machine_settings():
-    saved = inductor.config.snapshot()
-    inductor.config.threads = 2
-    inductor.config.parallel_threshold = 32768
-    inductor.config.vectorize = True
-    yield
-    inductor.config.update(**saved)
 
 
 def _normalised(source: str) -> str:

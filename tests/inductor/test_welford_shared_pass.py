@@ -15,16 +15,6 @@ import inductor
 from tests.inductor.conftest import compile_function
 
 
-@pytest.fixture
-def two_threads():
-    saved = inductor.config.snapshot()
-    inductor.config.threads = 2
-    inductor.config.parallel_threshold = 32768
-    inductor.config.vectorize = True
-    yield
-    inductor.config.update(**saved)
-
-
 def _var_mean_last(x):
     return torch.var_mean(x, -1, keepdim=True)
 
@@ -50,14 +40,20 @@ CASES = {   # name: (function, input shapes, Welford accumulators the C++ source
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_cpp_folds_each_value_once(name, two_threads, monkeypatch):
-    monkeypatch.setattr(inductor.config, "cpu_backend", "cpp")
-    function, shapes, accumulators = CASES[name]
+def _check(function, shapes):
+    """Compile `function` on seeded inputs of `shapes`; its results are eager's."""
     torch.manual_seed(0)
     inputs = [torch.randn(shape) for shape in shapes]
     compiled = compile_function(function, *inputs)
     torch.testing.assert_close(compiled(*inputs), function(*inputs), atol=1e-5, rtol=1e-5)
+    return compiled
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_cpp_folds_each_value_once(name, fixed_machine_settings, monkeypatch):
+    monkeypatch.setattr(inductor.config, "cpu_backend", "cpp")
+    function, shapes, accumulators = CASES[name]
+    compiled = _check(function, shapes)
     declared = set(re.findall(r"Welford<\w+> (\w+)(?:\[\w+\])? =", compiled.report.source))
     assert len(declared) == accumulators, declared
 
@@ -66,11 +62,7 @@ def test_cpp_folds_each_value_once(name, two_threads, monkeypatch):
                                   "layer norm"])
 def test_triton_reads_the_shared_pass(name, monkeypatch):
     monkeypatch.setattr(inductor.config, "cpu_backend", "triton")
-    function, shapes, _accumulators = CASES[name]
-    torch.manual_seed(0)
-    inputs = [torch.randn(shape) for shape in shapes]
-    compiled = compile_function(function, *inputs)
-    torch.testing.assert_close(compiled(*inputs), function(*inputs), atol=1e-5, rtol=1e-5)
+    _check(CASES[name][0], CASES[name][1])
 
 
 def test_a_mean_of_other_values_keeps_its_own_pass(monkeypatch):

@@ -27,7 +27,7 @@ from torch.utils import _pytree as pytree
 from inductor.autograd.boxed import StridedGraphRunner
 from inductor.autograd.nodes import (Backward, CompiledNodes, DoubleBackwardError,
                                      bump_versions, output_bumps, run_without_autocast,
-                                     version_of)
+                                     unviewed, version_of)
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.partition.absent import without_tangents
 from inductor.autograd.signature import (GraphSignature, OutputInfo, OutputKind, TensorMeta,
@@ -278,6 +278,10 @@ class InferenceVariant:
         # history on inputs that require grad (a `no_grad` region inside a grad-mode call).
         with torch.no_grad():
             outputs = run_without_autocast(self.run, list(arguments))
+        # A fresh output the generated code returns as a view of another (`d = a.detach()`
+        # next to `a`: an `alias` once functionalized) is no view in eager (program fuzzer
+        # inductor seed 33251, P37): as in `CompiledNodes`, an alias that is no view.
+        outputs = [unviewed(output) for output in outputs]
         bump_versions(outputs, self.output_bumps)
         return self.epilogue(arguments, outputs)
 

@@ -394,9 +394,12 @@ def _classify_outputs(flat: list, arguments: list, eager_flat: list, eager_input
     outputs: list[Optional[OutputInfo]] = [None] * len(flat)
     position_of: dict[int, int] = {}   # id(tensor) -> function output index
     pending_views = []
+    aliased = _detached_aliases(flat, eager_flat, input_storages)
     for index, value in enumerate(flat):
         if not isinstance(value, torch.Tensor):
             outputs[index] = OutputInfo(OutputKind.CONSTANT, value=value)
+            continue
+        if index in aliased:
             continue
         identical = next((i for i, argument in enumerate(arguments) if argument is value), None)
         if identical is not None:
@@ -432,7 +435,37 @@ def _classify_outputs(flat: list, arguments: list, eager_flat: list, eager_input
                                     TensorMeta.of(eager),
                                     base_offset=eager_base.storage_offset(),
                                     history=_view_history(value))
+    for index, owner in aliased.items():
+        eager, eager_owner = eager_flat[index], eager_flat[owner]
+        outputs[index] = OutputInfo(OutputKind.VIEW_OF_OUTPUT, outputs[owner].base,
+                                    TensorMeta.of(eager),
+                                    base_offset=eager_owner.storage_offset(),
+                                    history=ViewHistory.DETACHED)
     return outputs
+
+
+def _detached_aliases(flat: list, eager_flat: list, input_storages: dict) -> dict[int, int]:
+    """Output index -> the index of the output owning its memory, for outputs that are no
+    views but share an output's memory in eager (`t[1:].detach()` next to `t`): functionalized,
+    they are fresh values, and computed alone they would not share it (P37). The owner is a
+    fresh output (no view in either run) covering its whole storage, so the alias can be
+    rebuilt over it."""
+    owners: dict = {}
+    for index, (value, eager) in enumerate(zip(flat, eager_flat)):
+        if (isinstance(value, torch.Tensor) and value._base is None and eager._base is None
+                and _storage_key(value) not in input_storages and eager.storage_offset() == 0
+                and eager.is_contiguous() and eager.untyped_storage().nbytes()
+                == eager.numel() * eager.element_size()):
+            owners.setdefault(_storage_key(eager), index)
+    aliased = {}
+    for index, (value, eager) in enumerate(zip(flat, eager_flat)):
+        if not isinstance(value, torch.Tensor) or value._base is not None or \
+                _storage_key(value) in input_storages:
+            continue
+        owner = owners.get(_storage_key(eager) if eager._base is None else None)
+        if owner is not None and owner != index and flat[owner] is not value:
+            aliased[index] = owner
+    return aliased
 
 
 def _view_history(view: torch.Tensor) -> ViewHistory:

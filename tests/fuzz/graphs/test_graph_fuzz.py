@@ -242,3 +242,19 @@ def test_outputs_that_are_views_and_of_what_are_compared():
     assert compare(outcome(False), outcome(False), "call 0", lambda: None) == []
     failures = compare(outcome(False), outcome(True), "call 0", lambda: None)
     assert kinds(failures) == {"view mismatch"} and len(failures) == 2
+
+
+def test_calls_with_inputs_sharing_memory_compare_one_threaded_runs():
+    """Seed 14039 (16-thread host): BatchNorm's running mean and variance passed as
+    overlapping views of one tensor; the graph runs as is, and eager's threads race over the
+    overlap, so eager differed from itself. Such calls run both sides one-threaded."""
+    from tests.fuzz.graphs.check import _one_thread_if, _share_memory
+    base = torch.zeros(11)
+    assert _share_memory([torch.ones(4, 6), base[1:7], base[3:9]])
+    assert not _share_memory([torch.ones(4, 6), base[1:7], torch.zeros(6), 3])
+    threads = torch.get_num_threads()
+    with _one_thread_if(True):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == threads
+    with _one_thread_if(False):
+        assert torch.get_num_threads() == threads

@@ -339,6 +339,8 @@ class AtenGraph:
     hidden_outputs: int = 0           # trailing outputs that are only bases of aliasing outputs
     version_steps: dict = dataclasses.field(default_factory=dict)  # placeholder position ->
     #                                   how far eager's in-place ops move that input's version
+    output_versions: tuple = ()       # (flat output position, eager's version counter) for
+    #                                   outputs the graph makes and writes (`y = x * 2; y.add_(1)`)
 
     def mutated_inputs(self) -> list:
         """Placeholder positions the graph writes into (a trailing `aten.copy_` into them)."""
@@ -474,7 +476,24 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     offset = len(constants)
     return AtenGraph(functional, list(constants) + state, all_fakes, spec_box[0], aliases,
                      strides, grad_mode_after, hidden,
-                     {position + offset: step for position, step in steps.items()})
+                     {position + offset: step for position, step in steps.items()},
+                     _output_versions(eager_outputs, aliases))
+
+
+def _output_versions(eager_outputs: Optional[list], aliases: list) -> tuple:
+    """(flat output position, version) for outputs eager made and then wrote in place: its
+    counter reads the writes (`y = x * 2; y.add_(1)`: 1), where the compiled graph's fresh
+    result reads 0. One position per counter: views of another output share its counter."""
+    found, counters = [], set()
+    for position, (value, alias) in enumerate(zip(eager_outputs or (), aliases)):
+        if not isinstance(value, torch.Tensor) or value._version == 0 or \
+                (alias is not None and alias.base_kind != "output"):
+            continue
+        counter = position if alias is None else alias.base_index
+        if counter not in counters:
+            counters.add(counter)
+            found.append((position, value._version))
+    return tuple(found)
 
 
 def _module_state(gm: torch.fx.GraphModule):

@@ -380,6 +380,19 @@ def _version_steps(aten_graph: AtenGraph) -> tuple:
                  for position in aten_graph.mutated_inputs())
 
 
+def _set_output_versions(results, output_versions: tuple) -> None:
+    """Version counters of the outputs the graph made and wrote, as eager's in-place ops
+    left them (`AtenGraph.output_versions`)."""
+    tensors, versions = [], []
+    for position, version in output_versions:
+        value = results[position]
+        if isinstance(value, torch.Tensor) and not value.is_inference():
+            tensors.append(value)
+            versions.append(version)
+    if tensors:
+        torch._C._autograd._unsafe_set_version_counter(tuple(tensors), tuple(versions))
+
+
 def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
                                without_grad: bool, version_steps: tuple = ()) -> Callable:
     """Pass lifted constants, rebuild aliasing outputs (from their base: an input, or an
@@ -397,8 +410,9 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
     rebuild = _fast_unflatten(spec)
     inner_run = inner.run
 
+    output_versions = aten_graph.output_versions
     if not rebuilt and grad_mode is None and not constants and not without_grad and \
-            not version_steps:
+            not version_steps and not output_versions:
         def run(*inputs):
             return rebuild(inner_run(*inputs))
         return run
@@ -431,6 +445,8 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
         if versions:
             torch._C._autograd._unsafe_set_version_counter(
                 tuple(tensor for tensor, _ in versions), tuple(version for _, version in versions))
+        if output_versions:
+            _set_output_versions(results, output_versions)
         if grad_mode is not None:
             torch._C._set_grad_enabled(grad_mode)
         return rebuild(results)

@@ -1,0 +1,51 @@
+"""A tensor the graph makes and then writes in place (`y = x * 2; y.add_(1)`) has version 1
+in eager; from the inference path of the compiled graph (no input requires grad) it came
+back at 0, the kernels writing the functional result without moving a counter (the training
+path's `output_bumps` already did this). Noticed while fixing P31b. Views of such a tensor
+share its counter, moved once."""
+import pytest
+import torch
+
+import dynamo
+from tests.repros.conftest import values
+
+
+def _written(x):
+    y = x * 2
+    y.add_(1)
+    return y
+
+
+def _written_twice_through_a_view(x):
+    y = x * 2
+    v = y[0:1]
+    v.add_(1)
+    y.mul_(3)
+    return y, v
+
+
+def _lone_view_of_written(x):
+    y = x * 2
+    y.add_(1)
+    return y[1:]
+
+
+def _written_under_no_grad(x):
+    with torch.no_grad():
+        y = x + 1
+        y.sub_(1)
+        y.sub_(1)
+    return y, x * 2
+
+
+@pytest.mark.parametrize("fn", [_written, _written_twice_through_a_view, _lone_view_of_written,
+                                _written_under_no_grad])
+def test_versions_of_outputs_written_in_the_graph(fn, code_generator):
+    jitted = dynamo.jit(fn, backend=code_generator)
+    for seed in range(2):
+        x = values((3, 2), seed)
+        expected, actual = fn(x), jitted(x)
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        actual = actual if isinstance(actual, tuple) else (actual,)
+        assert [(t._version, t.tolist()) for t in actual] == \
+            [(t._version, t.tolist()) for t in expected]

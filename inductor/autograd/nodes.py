@@ -23,9 +23,9 @@ import torch
 from inductor.autograd.global_state import autocast_off, current_autocast
 from inductor.autograd.partition.absent import without_unused_saved
 from inductor.autograd.signature import TensorMeta
+from inductor.autograd.version_messages import name_outputs
 from inductor.autograd.versions import (INPUT, OUTPUT, CallVersions, ModifiedSavedInput,
-                                        caller_hooks_active, check, check_saved_inputs,
-                                        name_outputs)
+                                        caller_hooks_active, check, check_saved_inputs)
 
 
 class DoubleBackwardError(RuntimeError):

@@ -30,7 +30,7 @@ from torch.utils import _pytree as pytree
 from inductor.autograd.functional import (fake_mode, functionalization, has_data_mutation,
                                           has_metadata_mutation,
                                           mutations_hidden_from_autograd, to_functional)
-from inductor.autograd.versions import node_name
+from inductor.autograd.version_messages import node_name
 
 
 class UnsupportedGraph(Exception):

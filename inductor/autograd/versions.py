@@ -20,8 +20,6 @@ saved it, and per output the inputs its gradient reaches (`inputs_reached`). Run
 from __future__ import annotations
 
 import dataclasses
-import functools
-import re
 import weakref
 from typing import Any, Optional, Sequence
 
@@ -30,16 +28,10 @@ import torch.fx
 from torch.utils import _pytree as pytree
 from torch.utils.weak import WeakIdKeyDictionary
 
-INPUT, OUTPUT, INTERNAL = "input", "output", "internal"
+from inductor.autograd.version_messages import (EAGER_NODE, is_compiled_node, message,
+                                                node_name, regenerated_view, which_output)
 
-_MESSAGE = ("one of the variables needed for gradient computation has been modified by an "
-            "inplace operation: [{kind} [{sizes}]]{which} is at version {current}; expected "
-            "version {saved} instead. Hint: ")
-_HINT = ("enable anomaly detection to find the operation that failed to compute its gradient, "
-         "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
-_ANOMALY_HINT = ("the backtrace further above shows the operation that failed to compute its "
-                 "gradient. The variable in question was changed in there or anywhere later. "
-                 "Good luck!")
+INPUT, OUTPUT, INTERNAL = "input", "output", "internal"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,44 +89,6 @@ class VersionPlan:
         return frozenset(watch.root[1] for watch in self.watches if watch.root[0] == OUTPUT)
 
 
-_EAGER_NODE = "framejit_eager_node"
-_EAGER_OUTPUTS = "framejit_eager_outputs"
-
-
-@functools.lru_cache(maxsize=1)
-def _messages_name_forward_ops() -> bool:
-    """Whether this torch's autograd messages name a node by its forward op ("Sigmoid": torch
-    2.13 and 2.14) rather than by the node itself ("SigmoidBackward0": torch 2.11). Asked of
-    eager once, outside any tracing, through the message of the same change that runs no
-    backward and saves nothing: an in-place write to a view `unbind` returned."""
-    with torch.utils._python_dispatch._disable_current_modes(), \
-            torch.inference_mode(False), torch.enable_grad():
-        view = torch.zeros(2, requires_grad=True).clone().unbind()[0]
-        try:
-            view.mul_(2)
-        except RuntimeError as error:
-            return "UnbindBackward0" not in str(error)
-    return True
-
-
-def eager_name(name: str) -> str:
-    """A node's name (`Node.name()`) as this torch's messages spell it: on torch 2.13+ without
-    a last "Backward" followed only by digits ("Mul" for MulBackward0, "F" for a custom
-    Function's FBackward, "torch::autograd::CopySlices" as is); on torch 2.11 as is."""
-    if not _messages_name_forward_ops():
-        return name
-    head, found, tail = name.rpartition("Backward")
-    return head if found and re.fullmatch(r"[0-9]*", tail) else name
-
-
-def node_name(grad_fn: Any) -> str:
-    """A backward node's name as eager's version message spells it (`eager_name`); for the
-    copy that wrote a compiled graph's update into an input, the name of the node eager's own
-    write would have left (`name_node`)."""
-    eager = grad_fn.metadata.get(_EAGER_NODE) if hasattr(grad_fn, "metadata") else None
-    return eager or eager_name(grad_fn.name())
-
-
 def name_node(tensor: torch.Tensor, name: str) -> None:
     """Note on `tensor`'s node (the epilogue's copy) the name eager's write would have given
     it ("Sub" for `t -= v`; "" for none: `CopySlices` is eager's), for the messages of other
@@ -142,40 +96,14 @@ def name_node(tensor: torch.Tensor, name: str) -> None:
     eager's saved tensor holds it, and names its node at backward time after the caller
     dropped it."""
     if name and tensor.grad_fn is not None:
-        tensor.grad_fn.metadata[_EAGER_NODE] = name
+        tensor.grad_fn.metadata[EAGER_NODE] = name
     watchers = _UNHELD.get(tensor)
     if watchers:
-        which = _which(tensor)
+        which = which_output(tensor)
         for reference in watchers:
             watched = reference()
             if watched is not None:
                 watched.last_name = which
-
-
-def name_outputs(ctx: Any, plan: VersionPlan, positions: Sequence[int]) -> None:
-    """Note on a compiled graph's autograd node (`ctx`, the node of the function outputs
-    at `positions`) eager's names of its outputs: the check of a later graph saving one of
-    them names eager's node ("output 0 of Mm"), not "output 0 of CompiledFunction"
-    (program fuzzer inductor seed 17747)."""
-    if plan.output_names:
-        ctx.metadata[_EAGER_OUTPUTS] = tuple(plan.output_names[p] for p in positions)
-
-
-def _which(tensor: torch.Tensor) -> str:
-    grad_fn = tensor.grad_fn
-    if grad_fn is None:
-        return ""
-    if hasattr(grad_fn, "metadata"):   # an output of a compiled graph: eager's name for it
-        names = grad_fn.metadata.get(_EAGER_OUTPUTS)
-        if names is not None and tensor.output_nr < len(names) and names[tensor.output_nr]:
-            return names[tensor.output_nr]
-    return f", which is output {tensor.output_nr} of {node_name(grad_fn)},"
-
-
-def _regenerated_view() -> str:
-    """The message's part for a view whose base changed after it was made (eager regenerates
-    its node as AsStridedBackward0)."""
-    return f", which is output 0 of {eager_name('AsStridedBackward0')},"
 
 
 def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -263,7 +191,7 @@ class _ForwardFacts:
         self.entries = []
         for packed in log.packed:
             original, from_result = _original(packed, log.candidates.get(packed.node))
-            which = "" if original is None else _which(original)
+            which = "" if original is None else which_output(original)
             argument = 0 if original is None or from_result else _is_argument(original,
                                                                                 arguments)
             if argument and original.grad_fn in (None, log.start_nodes[argument - 1]):
@@ -272,9 +200,9 @@ class _ForwardFacts:
                     log.view_versions.get(id(original), original._version):
                 # a view whose base was written after it was made: eager regenerates its node
                 # as AsStridedBackward0 (the trace replays the view op instead)
-                which = _regenerated_view()
+                which = regenerated_view()
             elif original is None and _regenerates(packed):
-                which = _regenerated_view()
+                which = regenerated_view()
             self.entries.append([packed, packed.alias._version, original, from_result, which])
         roots = [(INPUT, index, value) for index, value in enumerate(arguments)
                  if isinstance(value, torch.Tensor)]
@@ -282,7 +210,7 @@ class _ForwardFacts:
                   if isinstance(value, torch.Tensor)]
         roots = [root for root in roots if not root[2].is_inference()]
         self.starts = starts
-        self.output_names = tuple(_which(output) if isinstance(output, torch.Tensor) else ""
+        self.output_names = tuple(which_output(output) if isinstance(output, torch.Tensor) else ""
                                   for output in outputs)
         for entry in self.entries:
             entry.append(_root_of(entry[0].alias, roots))
@@ -549,17 +477,17 @@ def _check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
             if version is None:
                 continue   # gone with every alias: nothing can have written it since
             if which is None:
-                which = "" if tensor is None else _which(tensor)
+                which = "" if tensor is None else which_output(tensor)
             current = version - start
             if version != after:
                 which = _renamed(watch, tensor, watched.last_name)
             if kind == INPUT and watched.was_view and watch.follows_root and (
                     input_bumps[index] or version != after) and (
                     tensor is None or tensor.requires_grad):
-                which = _regenerated_view()   # a written view: the node eager regenerates
+                which = regenerated_view()   # a written view: the node eager regenerates
         if current != watch.saved_version:
-            raise RuntimeError(_message(watch, which, current + start,
-                                        watch.saved_version + start))
+            raise RuntimeError(message(watch.dtype, watch.device, watch.size, which,
+                                       current + start, watch.saved_version + start))
 
 
 def _renamed(watch: Watch, tensor: Optional[torch.Tensor], last_name: Optional[str]) -> str:
@@ -577,24 +505,12 @@ def _renamed(watch: Watch, tensor: Optional[torch.Tensor], last_name: Optional[s
         # a write under `no_grad` leaves the node the graph gave it: eager's node is then
         # the one it saved with (program fuzzer seed 17326: "of Add", not "of
         # CompiledFunction")
-        if watch.which is not None and _is_compiled_node(tensor.grad_fn):
+        if watch.which is not None and is_compiled_node(tensor.grad_fn):
             return watch.which
-        return _which(tensor)
+        return which_output(tensor)
     if watch.is_view:
-        return _regenerated_view()
+        return regenerated_view()
     return watch.which or ""
-
-
-def _is_compiled_node(grad_fn: Any) -> bool:
-    return grad_fn is not None and type(grad_fn).__name__ == "CompiledFunctionBackward"
-
-
-def _message(watch: Watch, which: str, current: int, saved: int) -> str:
-    kind = torch.empty(0, dtype=watch.dtype, device=watch.device).type()
-    sizes = ", ".join(str(size) for size in watch.size)
-    hint = _ANOMALY_HINT if torch.is_anomaly_enabled() else _HINT
-    return _MESSAGE.format(kind=kind, sizes=sizes, which=which, current=current,
-                           saved=saved) + hint
 
 
 def caller_hooks_active() -> bool:

@@ -30,7 +30,7 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            FakeTensorMode)
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from inductor import batch_norm, moments
+from inductor import batch_norm, moments, vml
 from inductor.aliasing import (OutputAlias, SharedInputWrites, UnsupportedGraph, memory_root,
                                observable_outputs, write_targets,
                                reads_written_memory_partly, writes_into_overlapping_memory,
@@ -117,6 +117,7 @@ def _table() -> dict:
     table[aten.arange.start_step] = _integer_arange_of_non_integers
     table[aten.linspace.default] = _eager_linspace(table.get(aten.linspace.default))
     moments.add_to(table)
+    vml.add_to(table)
     return table
 
 

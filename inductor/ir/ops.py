@@ -14,13 +14,18 @@ from __future__ import annotations
 import contextlib
 from typing import Callable
 
+# Functions eager's CPU kernels compute for float32 and float64 through MKL's vector math
+# library (`at::vml`, measured bit for bit): `vml_<name>` computes `<name>` with VML's bits on
+# the C++ backend (see `inductor/vml.py`), and as `<name>` elsewhere.
+VML_FUNCTIONS = ("exp", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "asin", "acos",
+                 "atan", "erf", "erfc")
 UNARY = (
     "neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
     "atanh", "erf", "erfc", "erfinv", "sigmoid", "reciprocal", "floor", "ceil", "trunc",
     "round", "sign", "signbit", "isnan", "isinf", "isfinite", "logical_not", "bitwise_not",
     "lgamma", "square",
-)
+) + tuple("vml_" + name for name in VML_FUNCTIONS)
 BINARY = (
     "add", "sub", "mul", "truediv", "floordiv", "truncdiv", "remainder", "fmod", "pow",
     "atan2", "maximum", "minimum", "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge",

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import torch
 
+from inductor.config import config
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import ops
 from inductor.lower.elementwise import (broadcast_shapes, cast, constant_box, is_scalar,
                                         is_tensor, make_pointwise, opmath_dtype,
                                         result_type, value_loader)
 from inductor.lower.registry import register_lowering
+from inductor.vml import VML
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -38,6 +40,16 @@ for _name in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "
               "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
               "atanh", "erf", "erfc", "sigmoid", "reciprocal", "lgamma"):
     register_lowering(getattr(aten, _name))(_unary_float(_name))
+
+
+@register_lowering(VML)
+def vml(x, name):
+    """A float op eager computes through MKL VML (`inductor/vml.py`): `ops.vml_<name>` on the
+    C++ backend, which calls VML for eager's bits; the plain op where Triton runs it."""
+    dtype = x.get_dtype()
+    exact = x.get_device().type == "cpu" and config.cpu_backend == "cpp"
+    return make_pointwise(getattr(ops, f"vml_{name}" if exact else name), x, dtype=dtype,
+                          compute_dtype=dtype)
 
 
 def _bool_test(name: str):

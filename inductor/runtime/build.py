@@ -71,6 +71,30 @@ def has_vector_math() -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1)
+def vml_library() -> Optional[ctypes.CDLL]:
+    """torch's CPU library where it holds MKL's vector math functions (`vmsExp`, ...), which
+    eager's float kernels call (`inductor/vml.py`); None elsewhere (a torch built without MKL,
+    aarch64): kernels then compute those functions with libm/libmvec, one ulp away at times."""
+    import torch
+    if not torch.backends.mkl.is_available():
+        return None
+    try:
+        library = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib",
+                                           "libtorch_cpu.so"))
+    except OSError:
+        return None
+    return library if hasattr(library, "vmsExp") and hasattr(library, "vmdExp") else None
+
+
+@ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)
+def _vml_symbol(name: bytes) -> Optional[int]:
+    try:
+        return ctypes.cast(getattr(vml_library(), name.decode()), ctypes.c_void_p).value
+    except AttributeError:
+        return None
+
+
 def compile_flags() -> list[str]:
     """Every flag passed to the compiler (part of the cache key)."""
     # -ffp-contract=off: g++ fuses `a * b + c` into one rounding by default, even in C++17
@@ -82,6 +106,8 @@ def compile_flags() -> list[str]:
         flags.append("-mprefer-vector-width=512")
     if has_vector_math():
         flags.append("-DJIT_VECTOR_MATH")
+    if vml_library() is not None:
+        flags.append("-DJIT_VML")
     return flags
 
 
@@ -194,6 +220,7 @@ def _entries(key: str, entries) -> list:
         library = _loaded.get(key)
         if library is None:
             library = ctypes.CDLL(library_path(key))
+            _bind_vml(library, key)
             _loaded[key] = library
     functions = []
     for symbol, argument_count in entries:
@@ -202,3 +229,15 @@ def _entries(key: str, entries) -> list:
         function.argtypes = [ctypes.c_void_p] * argument_count
         functions.append(function)
     return functions
+
+
+def _bind_vml(library, key: str) -> None:
+    """Hand a library the VML functions its source calls (`jit_vml_bind`, prelude.h)."""
+    if not hasattr(library, "jit_vml_bind"):
+        return
+    bind = library.jit_vml_bind
+    bind.restype = ctypes.c_int
+    bind.argtypes = [type(_vml_symbol)]
+    if not bind(_vml_symbol):
+        raise BuildError(f"kernel library {library_path(key)} calls MKL VML functions that "
+                         "torch's CPU library lacks")

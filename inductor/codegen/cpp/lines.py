@@ -18,6 +18,8 @@ import dataclasses
 import re
 from typing import Optional
 
+from inductor.codegen.cpp.vml_blocks import strip_mine
+
 INDEX_ERROR_FLAG = "jit_index_error"
 _COLLAPSE = re.compile(r"collapse\((\d+)\)")
 
@@ -68,8 +70,24 @@ class Lines:
         block = self.blocks.pop()
         self.depth -= 1
         self.add("}")
+        if block.loop and block.owner is None:
+            self._block_vml_calls(block)
         if block.flagged:
             self._declare_flag(block)
+
+    def _block_vml_calls(self, block: _Block) -> None:
+        """Strip-mine a closed innermost loop that calls VML (`vml_blocks.py`)."""
+        header = block.start + (1 if block.pragma is not None else 0)
+        pragma = self.lines[block.pragma].strip() if block.pragma is not None else None
+        body = [line.strip() for line in self.lines[header + 1:-1]]
+        if not any("jit_vml_" in line for line in body):
+            return
+        blocked = strip_mine(pragma, self.lines[header].strip(), body, INDEX_ERROR_FLAG)
+        if blocked is None:
+            return
+        indent = "  " * self.depth
+        self.lines[block.start:] = [indent + line for line in blocked]
+        block.pragma = block.start if blocked[0].startswith("#pragma omp parallel") else None
 
     def function_lines(self) -> list[str]:
         """The body, with a function-wide flag where a statement outside loops needs one."""

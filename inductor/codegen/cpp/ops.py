@@ -17,6 +17,7 @@ from inductor.codegen.cpp.expressions import (compute_dtype, index_text, literal
 from inductor.codegen.cpp.lines import INDEX_ERROR_FLAG
 from inductor.ir.ops import OpsHandler
 from inductor.ir.symbols import signed_symbol
+from inductor.runtime.build import vml_library
 
 FLOAT_FUNCTIONS = {
     "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2",
@@ -309,6 +310,13 @@ class CppOpsHandler(OpsHandler):
     def default(self, name, *args, **kwargs):
         if name in COMPARISONS and len(args) == 2:
             return self.emit(f"{args[0].name} {COMPARISONS[name]} {args[1].name}", torch.bool)
+        if name.startswith("vml_") and len(args) == 1:
+            # eager's MKL VML function (prelude.h, `JIT_VML_UNARY`); libm/libmvec's where
+            # torch has no VML (aarch64, builds without MKL): eager's own code there
+            value = args[0]
+            function = f"jit_{name}{_suffix(value)}" if vml_library() is not None else \
+                _function(name[len("vml_"):], value.dtype)
+            return self.emit(f"{function}({value.name})", value.dtype)
         if name in FLOAT_FUNCTIONS and len(args) == 1:
             value = args[0]
             return self.emit(f"{_function(name, value.dtype)}({value.name})", value.dtype)

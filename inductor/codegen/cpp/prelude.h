@@ -28,6 +28,71 @@ float fmodf(float, float) noexcept; double fmod(double, double) noexcept;
 float nextafterf(float, float) noexcept; double nextafter(double, double) noexcept;
 }
 
+// MKL VML: eager's CPU kernels compute exp, log, cos, ... of float32 and float64 with VML
+// (`at::vml`, in libtorch_cpu.so); `jit_vml_<f>` gives its bits (inductor/vml.py). A source
+// names the functions it uses with JIT_VML_UNARY(exp, Exp) after this prelude, and binds them
+// in `jit_vml_bind(lookup)`, which the loader calls with a resolver of VML's symbols. The
+// vector variants GCC calls from a vectorised loop (`_ZGV<isa>N<lanes>v_jit_vml_expf`, the
+// x86 vector function ABI) hand VML their lanes in one call. Without JIT_VML (torch without
+// MKL, other CPUs) they are the libm/libmvec functions above.
+#ifdef JIT_VML
+#define JIT_VML_MODE 0x140102LL  // VML_HA | VML_FTZDAZ_OFF | VML_ERRMODE_IGNORE, as ATen's
+typedef void (*jit_vml_float_fn)(int, const float*, float*, long long);
+typedef void (*jit_vml_double_fn)(int, const double*, double*, long long);
+typedef float jit_f32x4 __attribute__((vector_size(16)));
+typedef float jit_f32x8 __attribute__((vector_size(32)));
+typedef float jit_f32x16 __attribute__((vector_size(64)));
+typedef double jit_f64x2 __attribute__((vector_size(16)));
+typedef double jit_f64x4 __attribute__((vector_size(32)));
+typedef double jit_f64x8 __attribute__((vector_size(64)));
+#define JIT_VML_VARIANT(T, V, lanes, isa, f, fn)                                                 \
+  extern "C" __attribute__((visibility("hidden"))) V f##_##isa(V x)                             \
+      __asm__("_ZGV" #isa "N" #lanes "v_" #f);                                                  \
+  V f##_##isa(V x) { V r; fn(lanes, (const T*)&x, (T*)&r, JIT_VML_MODE); return r; }
+#if defined(__AVX512F__)
+#define JIT_VML_WIDE(T, V8, V16, l8, l16, f, fn)                                                \
+  JIT_VML_VARIANT(T, V8, l8, c, f, fn) JIT_VML_VARIANT(T, V8, l8, d, f, fn)                     \
+  JIT_VML_VARIANT(T, V16, l16, e, f, fn)
+#elif defined(__AVX2__)
+#define JIT_VML_WIDE(T, V8, V16, l8, l16, f, fn)                                                \
+  JIT_VML_VARIANT(T, V8, l8, c, f, fn) JIT_VML_VARIANT(T, V8, l8, d, f, fn)
+#elif defined(__AVX__)
+#define JIT_VML_WIDE(T, V8, V16, l8, l16, f, fn) JIT_VML_VARIANT(T, V8, l8, c, f, fn)
+#else
+#define JIT_VML_WIDE(T, V8, V16, l8, l16, f, fn)
+#endif
+#define JIT_VML_ONE(T, V4, V8, V16, l4, l8, l16, f, fn)                                         \
+  extern "C" { JIT_SIMD T f(T) noexcept; }                                                      \
+  extern "C" __attribute__((visibility("hidden"))) T f##_1(T x) __asm__(#f);                     \
+  T f##_1(T x) { T r; fn(1, &x, &r, JIT_VML_MODE); return r; }                                 \
+  JIT_VML_VARIANT(T, V4, l4, b, f, fn) JIT_VML_WIDE(T, V8, V16, l8, l16, f, fn)
+#define JIT_VML_UNARY(name, vml)                                                                \
+  static jit_vml_float_fn jit_vms##vml; static jit_vml_double_fn jit_vmd##vml;                   \
+  JIT_VML_ONE(float, jit_f32x4, jit_f32x8, jit_f32x16, 4, 8, 16, jit_vml_##name##f, jit_vms##vml) \
+  JIT_VML_ONE(double, jit_f64x2, jit_f64x4, jit_f64x8, 2, 4, 8, jit_vml_##name, jit_vmd##vml) \
+  static inline void jit_vml_##name##f_block(int64_t n, float* v) {                            \
+    jit_vms##vml(static_cast<int>(n), v, v, JIT_VML_MODE);                                      \
+  }                                                                                             \
+  static inline void jit_vml_##name##_block(int64_t n, double* v) {                             \
+    jit_vmd##vml(static_cast<int>(n), v, v, JIT_VML_MODE);                                      \
+  }
+#define JIT_VML_BIND(vml)                                                                       \
+  jit_vms##vml = (jit_vml_float_fn)lookup("vms" #vml);                                          \
+  jit_vmd##vml = (jit_vml_double_fn)lookup("vmd" #vml);                                         \
+  bound = bound && jit_vms##vml && jit_vmd##vml;
+#else
+#define JIT_VML_UNARY(name, vml)                                                                \
+  static inline float jit_vml_##name##f(float x) { return name##f(x); }                          \
+  static inline double jit_vml_##name(double x) { return name(x); }                              \
+  static inline void jit_vml_##name##f_block(int64_t n, float* v) {                            \
+    _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) v[i] = name##f(v[i]);                  \
+  }                                                                                             \
+  static inline void jit_vml_##name##_block(int64_t n, double* v) {                             \
+    _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) v[i] = name(v[i]);                     \
+  }
+#define JIT_VML_BIND(vml)
+#endif
+
 // Overloads the generated code calls without caring whether the value is float or double.
 static inline float jit_fmod(float a, float b) { return fmodf(a, b); }
 static inline double jit_fmod(double a, double b) { return fmod(a, b); }

@@ -25,6 +25,11 @@ from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 
 ENTRY_POINT = "jit_entry"
 CPU = torch.device("cpu")
+# `ops.vml_<name>` -> the name of its MKL VML function (vms<Name>, vmd<Name>); prelude.h
+VML_NAMES = {"exp": "Exp", "log": "Ln", "log2": "Log2", "log10": "Log10", "sin": "Sin",
+             "cos": "Cos", "tan": "Tan", "tanh": "Tanh", "asin": "Asin", "acos": "Acos",
+             "atan": "Atan", "erf": "Erf", "erfc": "Erfc"}
+VML_BIND = "jit_vml_bind"
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,6 +130,11 @@ def translation_units(segments: list, count: int) -> list[TranslationUnit]:
         parts, entries, segment_entry = [prelude()], [], {}
         if any("jit_check_bounds(" in body for body in bucket):
             parts.append(CPP_HELPER)
+        used = [name for name in VML_NAMES
+                if any(f"jit_vml_{name}{suffix}(" in body for body in bucket
+                       for suffix in ("f", "", "f_block", "_block"))]
+        if used:
+            parts.append(_vml_declarations(used))
         for number, body in enumerate(sorted(bucket)):
             segment = segments[distinct[body][0]]
             call = ", ".join(f"a{position}" for position in range(len(segment.arguments)))
@@ -136,3 +146,14 @@ def translation_units(segments: list, count: int) -> list[TranslationUnit]:
                 segment_entry[position] = number
         units.append(TranslationUnit("\n\n".join(parts), entries, segment_entry))
     return units
+
+
+def _vml_declarations(used: list) -> str:
+    """The VML functions a source calls, and `jit_vml_bind`, which the loader calls
+    (`runtime/build.py`) with a resolver of VML's symbols (prelude.h)."""
+    lines = [f"JIT_VML_UNARY({name}, {VML_NAMES[name]})" for name in used]
+    binds = " ".join(f"JIT_VML_BIND({VML_NAMES[name]})" for name in used)
+    lines += ["#ifdef JIT_VML",
+              f'extern "C" int {VML_BIND}(void* (*lookup)(const char*)) {{',
+              f"  int bound = 1; {binds}", "  return bound;", "}", "#endif"]
+    return "\n".join(lines) + "\n"

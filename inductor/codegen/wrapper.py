@@ -145,6 +145,14 @@ def _own_tensor(memory: torch.Tensor, size, stride, offset: int) -> torch.Tensor
     return result
 
 
+def _unwritten(tensor: torch.Tensor) -> torch.Tensor:
+    """`tensor` with its version counter at 0: a library product written into a dead
+    buffer's memory (`out=`) moved it, where eager's product is a fresh tensor (program fuzzer
+    seed 36179: a 1-D linear's result read version 1)."""
+    torch._C._autograd._unsafe_set_version_counter((tensor,), (0,))
+    return tensor
+
+
 def _returns_fresh(buffer) -> bool:
     """Whether the library call's schema returns one tensor aliasing no input."""
     schema = getattr(getattr(buffer, "kernel", None), "_schema", None)
@@ -260,6 +268,7 @@ class WrapperWriter:
         self.globals: dict = {"torch": torch, "empty_strided": native.empty_strided(),
                               "as_strided": torch.as_strided, "kernel_error": KernelError.raise_for,
                               "restride": _restride, "own_tensor": _own_tensor,
+                              "unwritten": _unwritten,
                               "device": torch.device,
                               "inf": math.inf, "nan": math.nan}
         self.allocated = set(plan.allocated)
@@ -461,7 +470,10 @@ class WrapperWriter:
             self.lines.append(f"    {name} = {buffer.parent.get_name()}{path}")
         elif donor is not None:
             memory = self.donated(donor, buffer.layout, name)
-            self.lines.append(f"    {name} = {self.call(buffer, out=memory)}")
+            call = self.call(buffer, out=memory)
+            # `out=` counts as a write: a returned buffer reads version 0, as eager's fresh one
+            call = f"unwritten({call})" if name in self.observed else call
+            self.lines.append(f"    {name} = {call}")
             self.lines.append(f"    del {donor}")
             if donor in self.fresh:
                 self.fresh.add(name)

@@ -49,3 +49,23 @@ def test_versions_of_outputs_written_in_the_graph(fn, code_generator):
         actual = actual if isinstance(actual, tuple) else (actual,)
         assert [(t._version, t.tolist()) for t in actual] == \
             [(t._version, t.tolist()) for t in expected]
+
+
+_LINEAR = torch.nn.Linear(2, 2)
+
+
+def _product_into_a_dead_buffer(w):
+    return _LINEAR(w.logsumexp(-1).mul(w.logsumexp(-2)))
+
+
+def test_product_written_into_a_dead_buffer_reads_version_0(code_generator):
+    """Program fuzzer seed 36179 (an experimental `_version` check): the 1-D linear's `addmm`
+    wrote into a dead buffer's memory with `out=`, which moves the counter: the result (a
+    view of it, as eager's) read version 1 where eager's reads 0."""
+    jitted = dynamo.jit(_product_into_a_dead_buffer, backend=code_generator)
+    for seed in range(2):
+        w = values((2, 2), seed)
+        expected, actual = _product_into_a_dead_buffer(w), jitted(w)
+        assert (actual._version, actual._base is not None, actual.tolist()) == \
+            (expected._version, expected._base is not None, expected.tolist())
+        assert actual._base._version == expected._base._version

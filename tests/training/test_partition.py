@@ -82,7 +82,9 @@ def test_pointwise_chain_is_recomputed_not_saved():
     parts = partition_of(lambda x: x.sin().cos().tanh().sum(), torch.randn(64, 64,
                                                                             requires_grad=True))
     assert parts.saved_computed_count == 0 and parts.saved_primals == [0]
-    assert aten.sin.default in targets(parts.backward)
+    # sin is the user's: eager's MKL VML sin, `framejit.vml(x, "sin")` (inductor/vml.py)
+    assert any(node.target is aten.sin.default or node.args[1:] == ("sin",)
+               for node in parts.backward.graph.nodes if node.op == "call_function")
 
 
 def test_matmul_and_convolution_are_never_recomputed():

@@ -229,3 +229,19 @@ def test_seed_3007_stable_argsort_of_equal_log2_values(cpp):
     actual, expected = compile_function(function, *inputs)(*inputs), function(*inputs)
     assert_bitwise(actual[0], expected[0])
     assert torch.equal(actual[1], expected[1])
+
+
+@needs_vml
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_blocks_split_over_threads_bitwise(cpp, monkeypatch, dtype):
+    """Above the parallel threshold the blocks of 512 are what the threads share."""
+    monkeypatch.setattr(inductor.config, "threads", 2)
+    x = values(100003, dtype, seed=7)
+
+    def function(a):
+        return torch.exp(a), torch.cos(a * 2 + 1) * torch.log2(a.abs())
+    compiled = compile_function(function, x)
+    assert "#pragma omp parallel for" in compiled.report.source
+    assert "jit_vml_exp" in compiled.report.source and "_block(" in compiled.report.source
+    for got, want in zip(compiled(x), function(x)):
+        assert_bitwise(got, want)

@@ -237,9 +237,10 @@ def _make_function(nodes: CompiledNodes, group: _Group) -> type:
                 position for position, grad in enumerate(tangents) if grad is None),
                 group.absent)
             if ctx.versions is not None:   # eager's errors first, then ours
-                check(plan, ctx.versions, every, input_bumps, bumps)
-                check_saved_inputs(backward.reads, ctx.versions, input_bumps)
-                _check_saved_outputs(ctx.saved_outputs, backward.uses)
+                _check_versions(ctx, backward, lambda: (
+                    check(plan, ctx.versions, every, input_bumps, bumps),
+                    check_saved_inputs(backward.reads, ctx.versions, input_bumps),
+                    _check_saved_outputs(ctx.saved_outputs, backward.uses)))
             # A backward reading no saved value unpacks none (it may run again, as eager's
             # nodes that save nothing may: see the module doc).
             kept = dict(zip(saved, ctx.saved_tensors)) if backward.kept else {}
@@ -252,6 +253,22 @@ def _make_function(nodes: CompiledNodes, group: _Group) -> type:
             return (None,) + _input_gradients(gradients, every, reached, grad_of_input)
 
     return CompiledFunction
+
+
+def _check_versions(ctx, backward, checks: Callable[[], Any]) -> None:
+    """Run a node's version `checks` as eager's node unpacks its saved tensors: a node whose
+    saved tensors were freed raises "...backward through the graph a second time" before any
+    version error (the raw list raises that without checking versions), and a node that
+    raised a version error has freed them (unless the graph is retained): a second backward
+    through it raises "...a second time" (program fuzzer seed 37198)."""
+    if backward.kept:
+        ctx._raw_saved_tensors   # noqa: B018
+    try:
+        checks()
+    except RuntimeError:
+        if backward.kept and hasattr(ctx, "maybe_clear_saved_tensors"):
+            ctx.maybe_clear_saved_tensors()
+        raise
 
 
 def _input_gradients(gradients: Sequence, grads: Sequence, reached: Sequence,

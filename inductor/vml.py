@@ -18,6 +18,9 @@ and bfloat16 (eager converts to float and uses its own vectorised code) are left
 """
 from __future__ import annotations
 
+import functools
+import threading
+
 import torch
 from torch.fx.experimental.proxy_tensor import get_proxy_mode
 
@@ -39,6 +42,24 @@ _library.impl("vml", _vml, "CompositeExplicitAutograd")
 VML = torch.ops.framejit.vml.default
 
 
+# Ops whose eager kernel is made of the ATen ops their decomposition calls, so the exp and log
+# inside are eager's VML calls (ReduceOps.cpp's logsumexp: `(self - maxes).exp_()`, a sum,
+# `log_()`, measured equal bit for bit): their decomposition does not count as one.
+_COMPOSED_IN_EAGER = (aten.logsumexp.default,)
+_state = threading.local()
+
+
+def _transparent(decomposition):
+    @functools.wraps(decomposition)
+    def decompose(*args, **kwargs):
+        _state.transparent = getattr(_state, "transparent", 0) + 1
+        try:
+            return decomposition(*args, **kwargs)
+        finally:
+            _state.transparent -= 1
+    return decompose
+
+
 def _marked(x, name: str) -> bool:
     """Whether `x`'s op is the user's and eager computes it through VML (an op the config
     runs eagerly, `fallback_ops`, stays as it is: eager's kernel is VML already)."""
@@ -47,7 +68,8 @@ def _marked(x, name: str) -> bool:
             f"aten.{name}" in {op.strip() for op in config.fallback_ops.split(",")}:
         return False
     mode = get_proxy_mode()
-    return mode is None or getattr(mode, "decomp_layers", 1) <= 1
+    layers = getattr(mode, "decomp_layers", 1) if mode is not None else 0
+    return layers - getattr(_state, "transparent", 0) <= 1
 
 
 def _functional(name: str):
@@ -69,3 +91,6 @@ def add_to(table: dict) -> None:
                                (getattr(aten, name + "_").default, _in_place)):
             assert overload not in table, overload
             table[overload] = make(name)
+    for overload in _COMPOSED_IN_EAGER:
+        if overload in table:
+            table[overload] = _transparent(table[overload])

@@ -93,6 +93,13 @@ def test_decompositions_keep_their_own_exp():
     assert len(plain) == 2     # softmax's, and the bfloat16 one (eager: float code, not VML)
 
 
+def test_logsumexp_is_eager_vml_ops():
+    """Eager's logsumexp kernel is `(self - maxes).exp_()`, a sum and `log_()`: VML calls."""
+    graph = trace_aten(torch.fx.symbolic_trace(lambda a: torch.logsumexp(a, 1)),
+                       [torch.randn(4, 8)]).module.graph
+    assert [node.args[1] for node in graph.nodes if node.target is VML] == ["exp", "log"]
+
+
 # graph fuzzer seed 5415's input (call 1)
 SEED_5415 = (
     [[[-4.508121013641357, 1.2857338190078735, -1.081024169921875, 1.386999249458313,

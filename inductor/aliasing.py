@@ -239,6 +239,12 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
         base_position = next((position for position in positions if same[position]), None)
         base = final[root].meta["val"]    # the object after in-place ops (`squeeze_`) on it
         geometry = _eager_geometry(eager, positions, base, base_position)
+        if geometry is None and base_position is None:
+            owner = _reinterpreted(decomposed, final[root], eager, positions)
+            if owner is not None:   # the hidden base: the intermediate in eager's shape
+                root = owner
+                base = owner.meta["val"]
+                geometry = _eager_geometry(eager, positions, base, None)
         if geometry is None and eager is not None and len(positions) == 1 and \
                 not twice.intersection(positions):
             continue    # a lone view eager lays out otherwise: computed alone, eager's strides
@@ -344,6 +350,31 @@ def _eager_geometry(eager: Optional[list], positions: list, base, base_position)
         position: (tuple(eager[position].shape), tuple(eager[position].stride()),
                    int(eager[position].storage_offset()) - start)
         for position in positions}
+
+
+def _reinterpreted(decomposed: torch.fx.GraphModule, node: torch.fx.Node,
+                   eager: Optional[list], positions: list) -> Optional[torch.fx.Node]:
+    """A node giving `node`'s memory the shape of the tensor eager's outputs at `positions`
+    view, where that tensor holds the same elements, both contiguous: eager's `repeat`
+    allocates (n,) where the decomposition clones a (1, n) and views it, so a view of the
+    result (`x.repeat([1]).split(3)[0]`) views a base of another shape than ours (graph fuzzer
+    seed 268). The node is an `_unsafe_view` (no view: the hidden base is a tensor of its
+    own); None where the layouts differ."""
+    if eager is None or not all(isinstance(eager[p], torch.Tensor) for p in positions):
+        return None
+    owners = {id(_eager_base(eager[position])) for position in positions}
+    owner, value = _eager_base(eager[positions[0]]), node.meta.get("val")
+    if len(owners) != 1 or not isinstance(value, torch.Tensor) or \
+            owner.dtype != value.dtype or owner.numel() != value.numel() or \
+            owner.storage_offset() != 0 or not owner.is_contiguous() or \
+            not value.is_contiguous() or tuple(owner.shape) == tuple(value.shape):
+        return None
+    shape = [int(extent) for extent in owner.shape]
+    with decomposed.graph.inserting_after(node):
+        reshaped = decomposed.graph.call_function(torch.ops.aten._unsafe_view.default,
+                                                  (node, shape))
+    reshaped.meta["val"] = torch.ops.aten._unsafe_view.default(value, shape)
+    return reshaped
 
 
 def _eager_base(value: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,38 @@
+"""Graph fuzzer seed 268: `a.repeat([1]).split(3, 0)[0]` returned alone. Eager's `repeat`
+allocates its result in its own shape and `split` returns a view of it; the decomposition
+clones a (1, n) tensor and views it as (n,), so the output's base had another shape than
+eager's, and the output was computed as a fresh tensor (no view). The hidden base is now the
+intermediate in eager's shape (an `_unsafe_view` of it, a tensor of its own)."""
+import pytest
+import torch
+
+import dynamo
+
+
+def _split_of_repeat(a):
+    return a.repeat([1]).split(3, 0)[0]
+
+
+def _slice_of_repeat(a):
+    return a.repeat(2, 1)[1:]
+
+
+def _slice_of_flattened_transpose(a):
+    return (a * 2).t().flatten()[1:]
+
+
+def _describe(value):
+    base = value._base
+    return (value.tolist(), tuple(value.stride()), value.storage_offset(),
+            None if base is None else (tuple(base.shape), tuple(base.stride())))
+
+
+@pytest.mark.parametrize("fn", [_split_of_repeat, _slice_of_repeat,
+                                _slice_of_flattened_transpose])
+def test_view_of_an_intermediate_eager_shapes_otherwise(fn, code_generator):
+    jitted = dynamo.jit(fn, backend=code_generator)
+    for shape in [(2, 3), (3, 1)]:
+        a = torch.arange(float(shape[0] * shape[1])).reshape(shape)
+        if fn is _split_of_repeat:
+            a = a.flatten()
+        assert _describe(jitted(a)) == _describe(fn(a))

@@ -423,7 +423,9 @@ class WrapperWriter:
         size = self.constant(tuple(int(s) for s in layout.size))
         stride = self.constant(tuple(int(s) for s in layout.stride))
         if kind == "same" and donor not in self.views:
-            return donor
+            # a returned buffer reads version 0, as eager's fresh one: the dead buffer's
+            # object may carry a library product's `out=` write (program fuzzer seed 23912)
+            return f"unwritten({donor})" if name in self.observed else donor
         if name in self.observed:
             return f"own_tensor({donor}, {size}, {stride}, {self.offset_text(donor, 0)})"
         self.views.add(name)

@@ -69,3 +69,30 @@ def test_product_written_into_a_dead_buffer_reads_version_0(code_generator):
         assert (actual._version, actual._base is not None, actual.tolist()) == \
             (expected._version, expected._base is not None, expected.tolist())
         assert actual._base._version == expected._base._version
+
+
+def _kernel_output_in_a_product_s_memory(a1):
+    v1 = a1.unflatten(-1, (2, 2))
+    k1 = 0
+    while v1.abs().sum() > 1.0137 and k1 < 3:
+        v1 = v1 * 0.5
+        k1 += 1
+
+    def c1(a2):
+        nonlocal a1
+        a1 = a2
+        return a1
+    t3 = c1(a1)
+    t3 = t3 + c1(torch.nn.functional.silu(torch.mm(a1, a1)))
+    return torch.maximum(a1, torch.matmul(t3, a1.T))
+
+
+def test_kernel_output_in_a_dead_product_s_memory_reads_version_0(code_generator):
+    """Program fuzzer seed 23912 (minimized): the returned `maximum` took the memory of a
+    dead buffer a library product had written with `out=`, as that very object: version 1
+    where eager's fresh result reads 0."""
+    jitted = dynamo.jit(_kernel_output_in_a_product_s_memory, backend=code_generator)
+    w = values((4, 4), 102)
+    expected, actual = _kernel_output_in_a_product_s_memory(w.clone()), jitted(w.clone())
+    assert (actual._version, actual._base is None) == (expected._version, expected._base is None)
+    torch.testing.assert_close(actual, expected)

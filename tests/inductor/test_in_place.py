@@ -12,8 +12,10 @@ functional = torch.nn.functional
 
 
 def _bindings(compiled) -> list:
-    """`bufA = bufB` lines of the wrapper: outputs bound to a dying buffer's tensor."""
-    return re.findall(r"^    (buf\d+) = (buf\d+)$", compiled.report.source, re.MULTILINE)
+    """`bufA = bufB` lines of the wrapper: outputs bound to a dying buffer's tensor (a returned
+    one as `unwritten(bufB)`, its version counter set back to 0)."""
+    return re.findall(r"^    (buf\d+) = (?:unwritten\()?(buf\d+)\)?$", compiled.report.source,
+                      re.MULTILINE)
 
 
 def test_batch_norm_relu_after_a_product_writes_over_its_result():

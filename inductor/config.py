@@ -112,6 +112,12 @@ class Config:
     pointwise chains (GPT-2's `gelu_new` kernel on the H100: 15.3 us with, 10.0 us without;
     torch.compile's 9.5 us), results that differ from eager's in the last bits."""
 
+    eager_transcendentals: bool = True
+    """C++ backend: the user's float32/float64 exp, log, log2, log10, sin, cos, tan, tanh, asin,
+    acos, atan, erf and erfc call eager's own MKL VML functions (`inductor/vml.py`): eager's bits,
+    at about eager's speed. False: glibc's libmvec, 2-4x faster on kernels made of these ops,
+    results an ulp apart from eager's on a quarter to a half of the values."""
+
     triton_products: bool = True
     """Compute bf16 and fp16 matrix products whose result rows are not 16-byte aligned on
     GPUs (GPT-2's and BERT's logits) with one Triton kernel writing the contiguous result,

@@ -62,8 +62,10 @@ def _transparent(decomposition):
 
 def _marked(x, name: str) -> bool:
     """Whether `x`'s op is the user's and eager computes it through VML (an op the config
-    runs eagerly, `fallback_ops`, stays as it is: eager's kernel is VML already)."""
-    if not isinstance(x, torch.Tensor) or x.device.type != "cpu" or \
+    runs eagerly, `fallback_ops`, stays as it is: eager's kernel is VML already; none with
+    `config.eager_transcendentals` off)."""
+    if not config.eager_transcendentals or not isinstance(x, torch.Tensor) or \
+            x.device.type != "cpu" or \
             x.dtype not in (torch.float32, torch.float64) or \
             f"aten.{name}" in {op.strip() for op in config.fallback_ops.split(",")}:
         return False

@@ -93,6 +93,16 @@ def test_decompositions_keep_their_own_exp():
     assert len(plain) == 2     # softmax's, and the bfloat16 one (eager: float code, not VML)
 
 
+def test_eager_transcendentals_off_marks_nothing(monkeypatch):
+    """`config.eager_transcendentals = False` keeps the plain ops (libmvec's speed)."""
+    monkeypatch.setattr(inductor.config, "eager_transcendentals", False)
+    graph = trace_aten(torch.fx.symbolic_trace(lambda a: torch.exp(a).cos()),
+                       [torch.randn(4, 8)]).module.graph
+    assert not any(node.target is VML for node in graph.nodes)
+    assert sum(node.target in (torch.ops.aten.exp.default, torch.ops.aten.cos.default)
+               for node in graph.nodes) == 2
+
+
 def test_logsumexp_is_eager_vml_ops():
     """Eager's logsumexp kernel is `(self - maxes).exp_()`, a sum and `log_()`: VML calls."""
     graph = trace_aten(torch.fx.symbolic_trace(lambda a: torch.logsumexp(a, 1)),

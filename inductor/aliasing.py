@@ -240,7 +240,7 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
         base = final[root].meta["val"]    # the object after in-place ops (`squeeze_`) on it
         geometry = _eager_geometry(eager, positions, base, base_position)
         if geometry is None and base_position is None:
-            owner = _reinterpreted(decomposed, final[root], eager, positions)
+            owner = _reinterpreted(decomposed, final[root], eager, positions, values)
             if owner is not None:   # the hidden base: the intermediate in eager's shape
                 root = owner
                 base = owner.meta["val"]
@@ -353,15 +353,17 @@ def _eager_geometry(eager: Optional[list], positions: list, base, base_position)
 
 
 def _reinterpreted(decomposed: torch.fx.GraphModule, node: torch.fx.Node,
-                   eager: Optional[list], positions: list) -> Optional[torch.fx.Node]:
+                   eager: Optional[list], positions: list,
+                   values: list) -> Optional[torch.fx.Node]:
     """A node giving `node`'s memory the shape of the tensor eager's outputs at `positions`
     view, where that tensor holds the same elements, both contiguous: eager's `repeat`
     allocates (n,) where the decomposition clones a (1, n) and views it, so a view of the
     result (`x.repeat([1]).split(3)[0]`) views a base of another shape than ours (graph fuzzer
     seed 268). The node is an `_unsafe_view` (no view: the hidden base is a tensor of its
     own); None where the layouts differ."""
-    if eager is None or not all(isinstance(eager[p], torch.Tensor) for p in positions):
-        return None
+    if eager is None or not all(isinstance(eager[p], torch.Tensor) and eager[p]._base is not None
+                                for p in positions):
+        return None     # (an output eager returns as the intermediate itself owns it)
     owners = {id(_eager_base(eager[position])) for position in positions}
     owner, value = _eager_base(eager[positions[0]]), node.meta.get("val")
     if len(owners) != 1 or not isinstance(value, torch.Tensor) or \
@@ -369,12 +371,28 @@ def _reinterpreted(decomposed: torch.fx.GraphModule, node: torch.fx.Node,
             owner.storage_offset() != 0 or not owner.is_contiguous() or \
             not value.is_contiguous() or tuple(owner.shape) == tuple(value.shape):
         return None
+    # Each output must address the same elements of our intermediate as eager's output does
+    # of its own: the decomposition may reach the output through a permute (`a.repeat([1, 2])`
+    # clones a (3, 2, 2) tensor and permutes it), and eager's geometry read over our memory
+    # would then pick other elements (graph fuzzer seed 10628, a regression of 941d95e).
+    for position in positions:
+        mine, theirs = values[position], eager[position]
+        if not isinstance(mine, torch.Tensor) or _significant_geometry(mine) != \
+                _significant_geometry(theirs) or mine.storage_offset() - \
+                value.storage_offset() != theirs.storage_offset() - owner.storage_offset():
+            return None
     shape = [int(extent) for extent in owner.shape]
     with decomposed.graph.inserting_after(node):
         reshaped = decomposed.graph.call_function(torch.ops.aten._unsafe_view.default,
                                                   (node, shape))
     reshaped.meta["val"] = torch.ops.aten._unsafe_view.default(value, shape)
     return reshaped
+
+
+def _significant_geometry(value: torch.Tensor) -> tuple:
+    """(extent, stride) of the dimensions longer than one: the others address nothing."""
+    return tuple((int(extent), int(stride)) for extent, stride in zip(value.shape, value.stride())
+                 if int(extent) != 1)
 
 
 def _eager_base(value: torch.Tensor) -> torch.Tensor:

@@ -29,7 +29,6 @@ KINDS = {
     "aliasing": "identity or storage sharing differs (objects, tensors, views of inputs)",
     "layout": "a tensor's strides or storage offset differ",
     "view": "whether a tensor is a view (`_base`) differs, or which tensor it views",
-    "version": "a tensor's version counter (`_version`: in-place writes since made) differs",
     "mutation": "an argument differs after the call",
     "globals": "a global, class attribute or module-object attribute differs after the call",
     "print": "printed output differs",
@@ -176,10 +175,6 @@ class Comparer:
         if not values_close(expected, actual, self.tolerance):
             return Mismatch("result", where, f"values differ:\n  jitted {tensor_text(actual)}"
                             f"\n  eager  {tensor_text(expected)}")
-        if self.check_layout and not expected.is_inference() and \
-                not actual.is_inference() and expected._version != actual._version:
-            return Mismatch("version", where, f"_version {actual._version}, eager "
-                            f"{expected._version}")
         if self.check_layout and expected.numel() > 1 and \
                 (expected.stride() != actual.stride() or
                  expected.storage_offset() != actual.storage_offset()):

@@ -235,16 +235,22 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
               if len(positions) + len(twice.intersection(positions)) > 1
               or not same[positions[0]]}
     final = _final_objects(decomposed) if groups else {}
+    replaced = False
     for root, positions in groups.items():
         base_position = next((position for position in positions if same[position]), None)
         base = final[root].meta["val"]    # the object after in-place ops (`squeeze_`) on it
         geometry = _eager_geometry(eager, positions, base, base_position)
         if geometry is None and base_position is None:
             owner = _reinterpreted(decomposed, final[root], eager, positions, values)
-            if owner is not None:   # the hidden base: the intermediate in eager's shape
-                root = owner
+            if owner is not None:   # the intermediate in eager's shape: the hidden base,
+                root = owner        # or the output eager returns as that tensor itself
                 base = owner.meta["val"]
-                geometry = _eager_geometry(eager, positions, base, None)
+                base_position = next((position for position in positions
+                                      if not _eager_view(eager, position)), None)
+                if base_position is not None:
+                    arguments[base_position] = owner
+                    replaced = True
+                geometry = _eager_geometry(eager, positions, base, base_position)
         if geometry is None and eager is not None and len(positions) == 1 and \
                 not twice.intersection(positions):
             continue    # a lone view eager lays out otherwise: computed alone, eager's strides
@@ -272,7 +278,7 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
             if alias is not None and not alias.same_object and \
                     isinstance(eager[position], torch.Tensor) and eager[position]._base is None:
                 alias.detached = True
-    if hidden:
+    if hidden or replaced:
         output_node.args = (arguments + hidden,)
         decomposed.recompile()
     return aliases, strides, len(hidden)
@@ -356,16 +362,21 @@ def _reinterpreted(decomposed: torch.fx.GraphModule, node: torch.fx.Node,
                    eager: Optional[list], positions: list,
                    values: list) -> Optional[torch.fx.Node]:
     """A node giving `node`'s memory the shape of the tensor eager's outputs at `positions`
-    view, where that tensor holds the same elements, both contiguous: eager's `repeat`
-    allocates (n,) where the decomposition clones a (1, n) and views it, so a view of the
-    result (`x.repeat([1]).split(3)[0]`) views a base of another shape than ours (graph fuzzer
-    seed 268). The node is an `_unsafe_view` (no view: the hidden base is a tensor of its
-    own); None where the layouts differ."""
-    if eager is None or not all(isinstance(eager[p], torch.Tensor) and eager[p]._base is not None
-                                for p in positions):
-        return None     # (an output eager returns as the intermediate itself owns it)
+    view (or are: an output eager returns as that tensor, the others viewing it), where that
+    tensor holds the same elements, both contiguous: eager's `repeat` allocates (n,) where the
+    decomposition clones a (1, n) and views it, so a view of the result
+    (`x.repeat([1]).split(3)[0]`) views a base of another shape than ours (graph fuzzer seed
+    268), and `stack` is a `cat` viewed (`v0 = stack(...); return v0, v0.view(-1)`: eager's v1
+    views v0, seed 12680). The node is an `_unsafe_view` (no view: a tensor of its own);
+    None where the layouts differ."""
+    if eager is None or not all(isinstance(eager[p], torch.Tensor) for p in positions):
+        return None
     owners = {id(_eager_base(eager[position])) for position in positions}
     owner, value = _eager_base(eager[positions[0]]), node.meta.get("val")
+    if sum(eager[position] is owner for position in positions) != \
+            sum(not _eager_view(eager, position) for position in positions) or \
+            all(eager[position] is owner for position in positions):
+        return None     # outputs eager returns fresh beside the views, or no view at all
     if len(owners) != 1 or not isinstance(value, torch.Tensor) or \
             owner.dtype != value.dtype or owner.numel() != value.numel() or \
             owner.storage_offset() != 0 or not owner.is_contiguous() or \
@@ -387,6 +398,12 @@ def _reinterpreted(decomposed: torch.fx.GraphModule, node: torch.fx.Node,
                                                   (node, shape))
     reshaped.meta["val"] = torch.ops.aten._unsafe_view.default(value, shape)
     return reshaped
+
+
+def _eager_view(eager: Optional[list], position: int) -> bool:
+    """Whether eager's output at `position` is a view (`_base` set)."""
+    return eager is not None and isinstance(eager[position], torch.Tensor) and \
+        eager[position]._base is not None
 
 
 def _significant_geometry(value: torch.Tensor) -> tuple:

@@ -62,3 +62,19 @@ def test_repeat_read_through_a_permute_keeps_its_values(fn, code_generator):
         if fn is _repeat:    # (a view of a repeat read through a permute is still computed
             assert [_describe(t) for t in actual] == [_describe(t) for t in expected]
         #                      alone: right values, no `_base`; FINDINGS.md class 43)
+
+
+def _stack_and_a_view_of_it(a):
+    v0 = torch.stack([a, a, a], -2)
+    return v0, v0.view(-1), v0[1:]
+
+
+def test_output_viewed_by_other_outputs_owns_them(code_generator):
+    """Graph fuzzer class 43 A (seed 12680, campaign at 3c59b0e): `stack` decomposes into a
+    `cat` viewed, so `v0` was no owner and `v0.view(-1)` viewed a hidden `cat` buffer; eager's
+    v0 is fresh and the others view it. v0 is now that buffer in eager's shape."""
+    jitted = dynamo.jit(_stack_and_a_view_of_it, backend=code_generator)
+    a = torch.arange(8.).reshape(2, 4)
+    expected, actual = _stack_and_a_view_of_it(a), jitted(a)
+    assert [_describe(t) for t in actual] == [_describe(t) for t in expected]
+    assert actual[1]._base is actual[0] and actual[2]._base is actual[0]

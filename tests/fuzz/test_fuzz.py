@@ -325,3 +325,14 @@ def test_backward_errors_naming_a_framejit_node_by_torch_pass():
     assert backward_errors_differ(eager.replace(", which is output 0 of Mul,", ""),
                                   eager.replace("of Mul,", "of CompiledFunction,"))
     assert backward_errors_differ(None, eager) and not backward_errors_differ(None, None)
+
+
+def test_layout_ignores_strides_of_extent_one_dimensions():
+    """Inductor seed 4326: eager's (1, 4) product has strides (4, 1), the compiled one's base
+    (0, 1): the stride of an extent-one dimension addresses nothing; other strides count."""
+    from tests.fuzz.compare import _addressing
+    row = torch.zeros(4)
+    assert _addressing(row.as_strided((1, 4), (4, 1))) == \
+        _addressing(row.as_strided((1, 4), (0, 1)))
+    square = torch.zeros(2, 2)
+    assert _addressing(square) != _addressing(square.t())

@@ -251,6 +251,20 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
                     arguments[base_position] = owner
                     replaced = True
                 geometry = _eager_geometry(eager, positions, base, base_position)
+        if geometry is not None and base_position is None:
+            # an output that is the intermediate in eager and lies as it in ours (an alias of
+            # it: `v2 = a3 @ a4` of a product, `v2.permute(...)` beside it, seed 19086) owns
+            # the others, rather than a hidden base
+            node = final.get(root, root)
+            owned = next((position for position in positions
+                          if isinstance(eager[position], torch.Tensor)
+                          and not _eager_view(eager, position)
+                          and _lies_as(values[position], base)), None)
+            if owned is not None:
+                arguments[owned] = node
+                replaced = True
+                base_position = owned
+                geometry = _eager_geometry(eager, positions, base, owned)
         if geometry is None and eager is not None and len(positions) == 1 and \
                 not twice.intersection(positions):
             continue    # a lone view eager lays out otherwise: computed alone, eager's strides
@@ -398,6 +412,13 @@ def _reinterpreted(decomposed: torch.fx.GraphModule, node: torch.fx.Node,
                                                   (node, shape))
     reshaped.meta["val"] = torch.ops.aten._unsafe_view.default(value, shape)
     return reshaped
+
+
+def _lies_as(value, base) -> bool:
+    """Whether `value` is `base`'s memory with `base`'s shape, strides and offset."""
+    return isinstance(value, torch.Tensor) and isinstance(base, torch.Tensor) and \
+        tuple(value.shape) == tuple(base.shape) and value.stride() == base.stride() and \
+        value.storage_offset() == base.storage_offset()
 
 
 def _eager_view(eager: Optional[list], position: int) -> bool:

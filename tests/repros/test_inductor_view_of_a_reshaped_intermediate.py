@@ -78,3 +78,20 @@ def test_output_viewed_by_other_outputs_owns_them(code_generator):
     expected, actual = _stack_and_a_view_of_it(a), jitted(a)
     assert [_describe(t) for t in actual] == [_describe(t) for t in expected]
     assert actual[1]._base is actual[0] and actual[2]._base is actual[0]
+
+
+def _product_and_its_permute(a, b):
+    v2 = a @ b
+    return v2, v2.permute([1, 0, 2])
+
+
+def test_output_that_lies_as_the_intermediate_owns_the_other(code_generator):
+    """Graph fuzzer seed 19086 (class 43 A): a product of a one-wide contraction is an alias
+    of the intermediate in the decomposed graph, so both outputs viewed a hidden base; eager's
+    v2 is fresh and the permute views it."""
+    jitted = dynamo.jit(_product_and_its_permute, backend=code_generator)
+    a = torch.arange(4.).reshape(4, 1, 1).to(torch.bfloat16)
+    b = torch.arange(8.).reshape(4, 1, 2).to(torch.bfloat16)
+    expected, actual = _product_and_its_permute(a, b), jitted(a, b)
+    assert [_describe(t) for t in actual] == [_describe(t) for t in expected]
+    assert actual[1]._base is actual[0]

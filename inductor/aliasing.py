@@ -240,31 +240,10 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
         base_position = next((position for position in positions if same[position]), None)
         base = final[root].meta["val"]    # the object after in-place ops (`squeeze_`) on it
         geometry = _eager_geometry(eager, positions, base, base_position)
-        if geometry is None and base_position is None:
-            owner = _reinterpreted(decomposed, final[root], eager, positions, values)
-            if owner is not None:   # the intermediate in eager's shape: the hidden base,
-                root = owner        # or the output eager returns as that tensor itself
-                base = owner.meta["val"]
-                base_position = next((position for position in positions
-                                      if not _eager_view(eager, position)), None)
-                if base_position is not None:
-                    arguments[base_position] = owner
-                    replaced = True
-                geometry = _eager_geometry(eager, positions, base, base_position)
-        if geometry is not None and base_position is None:
-            # an output that is the intermediate in eager and lies as it in ours (an alias of
-            # it: `v2 = a3 @ a4` of a product, `v2.permute(...)` beside it, seed 19086) owns
-            # the others, rather than a hidden base
-            node = final.get(root, root)
-            owned = next((position for position in positions
-                          if isinstance(eager[position], torch.Tensor)
-                          and not _eager_view(eager, position)
-                          and _lies_as(values[position], base)), None)
-            if owned is not None:
-                arguments[owned] = node
-                replaced = True
-                base_position = owned
-                geometry = _eager_geometry(eager, positions, base, owned)
+        if base_position is None:
+            root, base, base_position, geometry = _owner_as_eager(
+                decomposed, final, root, eager, positions, values, arguments, geometry)
+            replaced = replaced or base_position is not None
         if geometry is None and eager is not None and len(positions) == 1 and \
                 not twice.intersection(positions):
             continue    # a lone view eager lays out otherwise: computed alone, eager's strides
@@ -370,6 +349,34 @@ def _eager_geometry(eager: Optional[list], positions: list, base, base_position)
         position: (tuple(eager[position].shape), tuple(eager[position].stride()),
                    int(eager[position].storage_offset()) - start)
         for position in positions}
+
+
+def _owner_as_eager(decomposed, final: dict, root, eager: Optional[list], positions: list,
+                    values: list, arguments: list, geometry):
+    """(root, base, base position, geometry) for outputs with no owner among them in ours:
+    the intermediate in eager's shape (`_reinterpreted`: the hidden base, or the output eager
+    returns as that tensor), or an output that is the intermediate in eager and lies as it in
+    ours (an alias of it: `v2 = a3 @ a4` of a one-wide product, `v2.permute(...)` beside it,
+    seed 19086). An output given the owner's place has its node replaced in `arguments`."""
+    base_position, base = None, final[root].meta["val"]
+    if geometry is None:
+        owner = _reinterpreted(decomposed, final[root], eager, positions, values)
+        if owner is None:
+            return root, base, None, None
+        root, base = owner, owner.meta["val"]
+        base_position = next((position for position in positions
+                              if not _eager_view(eager, position)), None)
+        if base_position is not None:
+            arguments[base_position] = owner
+        return root, base, base_position, _eager_geometry(eager, positions, base, base_position)
+    owned = next((position for position in positions
+                  if isinstance(eager[position], torch.Tensor)
+                  and not _eager_view(eager, position)
+                  and _lies_as(values[position], base)), None)
+    if owned is None:
+        return root, base, None, geometry
+    arguments[owned] = final.get(root, root)
+    return root, base, owned, _eager_geometry(eager, positions, base, owned)
 
 
 def _reinterpreted(decomposed: torch.fx.GraphModule, node: torch.fx.Node,

@@ -105,6 +105,21 @@ def write_targets(gm: torch.fx.GraphModule):
                     node.kwargs.get(argument.name)
 
 
+def written_placeholders(gm: torch.fx.GraphModule) -> set:
+    """Positions of the placeholders whose memory an in-place op writes (through any view of
+    it); every placeholder where a write's target is unknown."""
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    storages = set()
+    for target in write_targets(gm):
+        storage = storage_of(target.meta.get("val")) \
+            if isinstance(target, torch.fx.Node) else None
+        if storage is None:
+            return set(range(len(placeholders)))
+        storages.add(storage)
+    return {position for position, node in enumerate(placeholders)
+            if storage_of(node.meta.get("val")) in storages}
+
+
 def reads_written_memory_partly(gm: torch.fx.GraphModule) -> bool:
     """Whether an in-place op reads, through another argument, memory it writes laid out
     otherwise (`y += y.t()`): eager's kernels refuse a partial overlap ("some elements of the

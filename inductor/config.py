@@ -118,6 +118,13 @@ class Config:
     at about eager's speed. False: glibc's libmvec, 2-4x faster on kernels made of these ops,
     results an ulp apart from eager's on a quarter to a half of the values."""
 
+    eager_layout_run: bool = True
+    """CPU graphs: run the torch-level graph once by eager's kernels at compile time (written
+    inputs copied, random state restored; `inductor/eager_run.py`) and give outputs, the bases
+    their views view and input version counters exactly eager's layouts and counts. False:
+    torch's fake tensors predict them, which for a few dozen ops (`batch_norm` of a transposed
+    input, `floor_divide` by a 0-d tensor) lay results out otherwise than eager's kernels."""
+
     triton_products: bool = True
     """Compute bf16 and fp16 matrix products whose result rows are not 16-byte aligned on
     GPUs (GPT-2's and BERT's logits) with one Triton kernel writing the contiguous result,

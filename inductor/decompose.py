@@ -34,7 +34,8 @@ from inductor import batch_norm, moments, vml
 from inductor.aliasing import (OutputAlias, SharedInputWrites, UnsupportedGraph, memory_root,
                                observable_outputs, write_targets,
                                reads_written_memory_partly, writes_into_overlapping_memory,
-                               writes_into_shared_inputs)
+                               writes_into_shared_inputs, written_placeholders)
+from inductor.eager_run import eager_run, replayable
 from inductor.view_rewrites import rewrite_views
 
 aten = torch.ops.aten
@@ -431,6 +432,11 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
         raise UnsupportedGraph(_READS_A_NUMBER)
     constants, lifted = lift_constants(decomposed)
     eager_outputs, steps = _run_on_fakes(stateless, example_inputs)
+    if eager_outputs is not None and replayable(gm):    # eager's kernels' own layouts
+        real = eager_run(stateless, example_inputs,
+                         {position - len(constants) for position in written_placeholders(lifted)})
+        if real is not None:
+            eager_outputs, _, steps = real
     aliases, strides, hidden = observable_outputs(lifted, eager_outputs)
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes

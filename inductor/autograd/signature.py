@@ -31,6 +31,7 @@ from inductor.autograd.functional import (fake_mode, functionalization, has_data
                                           has_metadata_mutation,
                                           mutations_hidden_from_autograd, to_functional)
 from inductor.autograd.version_messages import node_name
+from inductor.eager_run import eager_run, replayable
 
 
 class UnsupportedGraph(Exception):
@@ -306,7 +307,9 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
             for index, (argument, info) in enumerate(zip(arguments, input_infos))
             if info.mutates_data]
     # after the functional run, whose refusals (`UnsupportedGraph`) come first
-    eager_flat, eager_inputs = _eager_layouts(gm, inputs, autocast, grad_enabled)
+    eager_flat, eager_inputs = _eager_layouts(
+        gm, inputs, autocast, grad_enabled,
+        {index for index, info in enumerate(input_infos) if info.mutates_data})
     with mode, functionalization():
         outputs = _classify_outputs(flat, arguments, eager_flat, eager_inputs, function_outputs)
     return GraphSignature(tuple(input_infos), tuple(outputs), tuple(function_outputs), spec)
@@ -357,9 +360,11 @@ def _input_info(value: Any, argument: Any, start: int, node_before: Any) -> Inpu
 
 
 def _eager_layouts(gm: torch.fx.GraphModule, inputs: Sequence[Any], autocast: Callable,
-                   grad_enabled: bool) -> tuple[list, list]:
-    """(the graph's flat outputs, its inputs) from a run on plain fake copies of `inputs`, as
-    eager lays them out: the layouts of outputs, hidden bases and views are read from them.
+                   grad_enabled: bool, written: set) -> tuple[list, list]:
+    """(the graph's flat outputs, its inputs) from a run by eager's kernels on CPU
+    (`inductor/eager_run.py`; `written`: the positions of inputs the graph writes) or else on
+    plain fake copies of `inputs`, as eager lays them out: the layouts of outputs, hidden bases
+    and views are read from them.
     A functional wrapper's layout is that of its current value, not eager's: a write
     replaces a tensor's value by a fresh one (offset 0), which some functional ops lay out
     anew (`masked_fill_`, `index_add_`, `scatter_`, `zero_` on torch 2.11: dense strides),
@@ -369,9 +374,18 @@ def _eager_layouts(gm: torch.fx.GraphModule, inputs: Sequence[Any], autocast: Ca
     `t1 = x.T + y @ x.T; t1.zero_()` came back with strides (2, 1), eager's (1, 2)). Nothing
     requires grad in this run (eager would refuse writes into leaves the other run clones).
     It runs after the functional run, which passed: an error here is an internal one."""
+    def run(*values):
+        with torch.set_grad_enabled(grad_enabled), autocast():
+            return gm(*values)
+
+    detached = [value.detach() if isinstance(value, torch.Tensor) else value
+                for value in inputs]
+    real = eager_run(run, detached, written) if replayable(gm) else None
+    if real is not None:
+        return real[0], real[1]
     mode = fake_mode()
-    fakes = [mode.from_tensor(value.detach()) if isinstance(value, torch.Tensor) else value
-             for value in inputs]
+    fakes = [mode.from_tensor(value) if isinstance(value, torch.Tensor) else value
+             for value in detached]
     with mode, torch.set_grad_enabled(grad_enabled), autocast():
         return pytree.tree_leaves(gm(*fakes)), fakes
 

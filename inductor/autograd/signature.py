@@ -4,9 +4,11 @@ Input: a torch-level FX graph and its example inputs. Output: a `GraphSignature`
 every input, whether the graph mutates it, and for every output, whether it is a fresh tensor
 or an alias of an input or of another output (and how to rebuild that alias from its base).
 
-It is found by running the graph on fake tensors, so nothing is computed and no random number
-is drawn: once functionalized with autograd on (mutations, aliasing, autograd state), once as
-is (eager's layouts of outputs and views: a functional wrapper's is its current value's). Tensors that the graph module holds (`get_attr` nodes, and the
+It is found by running the graph twice: once functionalized with autograd on, on fake tensors,
+so nothing is computed and no random number is drawn (mutations, aliasing, autograd state);
+once as is (eager's layouts of outputs and views: a functional wrapper's is its current
+value's), by eager's kernels on CPU (`inductor/eager_run.py`: invisible, written inputs
+copied) and on fake tensors elsewhere. Tensors that the graph module holds (`get_attr` nodes, and the
 parameters and buffers of modules called by `call_module` nodes, as `torch.fx.symbolic_trace`
 leaves them) are first lifted to trailing inputs, so that their gradients are computed and their
 updates recorded like those of any other input.

@@ -2,11 +2,11 @@
 
     python -m tests.fuzz.graphs --count 500 --seed 0 --cpu-backend cpp --jobs 2 --minimize
 
-Checks seeds S .. S+N-1 (`--seed S --count 1` reproduces one), prints a summary per failure
-signature, with `--minimize` writes one minimized repro script per signature (into
-`--repro-dir`), and exits non-zero when any graph failed. `--resume` skips the seeds `--log`
-already holds for this backend and device and counts their logged results in the summary
-(a stopped campaign goes on where it stopped).
+Checks seeds S .. S+N-1 (`--seed S --count 1` reproduces one; `--seeds 17,40` those), prints
+a summary per failure signature, with `--minimize` writes one minimized repro script per
+signature (into `--repro-dir`), and exits non-zero when any graph failed. `--resume` skips
+the seeds `--log` already holds for this backend and device and counts their logged results
+in the summary (a stopped campaign goes on where it stopped).
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ def parse(argv) -> argparse.Namespace:
                                      description="random FX graphs: inductor vs eager")
     parser.add_argument("--count", type=int, default=100, help="graphs to check")
     parser.add_argument("--seed", type=int, default=0, help="first seed")
+    parser.add_argument("--seeds", default="", help="comma-separated seeds (instead of "
+                        "--seed/--count)")
     parser.add_argument("--cpu-backend", choices=("cpp", "triton"), default="cpp",
                         help="code generator for CPU tensors (triton: Triton's interpreter)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -47,9 +49,11 @@ def main(argv=None) -> int:
     options = parse(argv)
     warnings.simplefilter("ignore")  # eager's own warnings while minimizing
     cache_dir = options.cache_dir or default_cache_dir()
+    seeds = [int(seed) for seed in options.seeds.split(",")] if options.seeds else \
+        range(options.seed, options.seed + options.count)
     label = f"{options.device}, {options.cpu_backend if options.device == 'cpu' else 'triton'}" \
-        f", seeds {options.seed}..{options.seed + options.count - 1}"
-    seeds = range(options.seed, options.seed + options.count)
+        + (f", seeds {options.seeds}" if options.seeds else
+           f", seeds {options.seed}..{options.seed + options.count - 1}")
     logged = _logged(options.log, options.cpu_backend, options.device) if options.resume \
         else {}
     campaign, failing = run_campaign([seed for seed in seeds if seed not in logged],

@@ -44,8 +44,9 @@ def replayable(gm: torch.fx.GraphModule) -> bool:
     for node in gm.graph.nodes:
         device = node.kwargs.get("device") if node.op in ("call_function", "call_method") \
             else None
-        if device is not None and torch.device(device).type != "cpu":
+        if isinstance(device, (str, int, torch.device)) and torch.device(device).type != "cpu":
             return False        # a tensor made on an accelerator: its random state too
+        # (a device read from a tensor, `device=x.device`, is a node: an input's, the CPU)
         if node.op == "call_function":
             target = node.target
             if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):

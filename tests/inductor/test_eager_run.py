@@ -178,3 +178,19 @@ def test_config_off_keeps_the_meta_layouts():
     assert compiled(*_batch_norm_inputs())[0].stride() == (1, 2)   # the meta kernel's
     assert gm(*_batch_norm_inputs())[0].stride() == (8, 1)
 
+
+
+def test_devices_read_from_tensors_and_literal_accelerators():
+    """`device=x.device` is a node in a traced graph (tests/triton's scatter test met it);
+    a tensor made on an accelerator by name keeps the fake run (its random state)."""
+    def from_tensor(x):
+        return torch.zeros(x.shape, device=x.device).t() + x.t()
+
+    def on_cuda(x):
+        return torch.rand(3, device="cuda").sum() + x
+    assert replayable(torch.fx.symbolic_trace(from_tensor))
+    assert not replayable(torch.fx.symbolic_trace(on_cuda))
+    gm, compiled = _compiled(from_tensor, [torch.ones(2, 3)])
+    want, got = gm(torch.ones(2, 3)), compiled(torch.ones(2, 3))
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got, want)

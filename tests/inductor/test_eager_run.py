@@ -186,10 +186,12 @@ def test_devices_read_from_tensors_and_literal_accelerators():
     def from_tensor(x):
         return torch.zeros(x.shape, device=x.device).t() + x.t()
 
-    def on_cuda(x):
-        return torch.rand(3, device="cuda").sum() + x
+    graph = torch.fx.Graph()        # torch.rand(3, device="cuda") + x, not traced (no GPU)
+    x = graph.placeholder("x")
+    noise = graph.call_function(torch.rand, (3,), {"device": "cuda"})
+    graph.output(graph.call_function(torch.add, (noise, x)))
     assert replayable(torch.fx.symbolic_trace(from_tensor))
-    assert not replayable(torch.fx.symbolic_trace(on_cuda))
+    assert not replayable(torch.fx.GraphModule(torch.nn.Module(), graph))
     gm, compiled = _compiled(from_tensor, [torch.ones(2, 3)])
     want, got = gm(torch.ones(2, 3)), compiled(torch.ones(2, 3))
     assert got.stride() == want.stride()

@@ -129,14 +129,17 @@ def _check_call(compiled, program: Program, seed: int, call: int, name: str) -> 
 
 
 def _share_memory(inputs) -> bool:
-    """Whether two tensor inputs share memory. A graph writing into one of them is run as is
-    (eager's kernels), and eager's multithreaded kernels then race: BatchNorm's running mean
-    and variance as overlapping views of one tensor are written by the threads of one loop
-    over the channels, and eager differs from itself from run to run (graph seed 14039 on a
-    16-thread host). Such calls compare one-threaded runs, where eager is deterministic."""
-    storages = [value.untyped_storage().data_ptr() for value in inputs
-                if isinstance(value, torch.Tensor) and value.numel()]
-    return len(storages) != len(set(storages))
+    """Whether two tensor inputs share memory, or one input's elements do (an expanded
+    input). A graph writing into such memory is run as is (eager's kernels), and eager's
+    multithreaded kernels then race: BatchNorm's running mean and variance as overlapping
+    views of one tensor are written by the threads of one loop over the channels, and eager
+    differs from itself from run to run (graph seed 14039 on a 16-thread host; 4743, a running
+    variance `r.expand(5)`: 3 distinct results in 30 eager runs on 2 threads). Such calls
+    compare one-threaded runs, where eager is deterministic."""
+    tensors = [value for value in inputs if isinstance(value, torch.Tensor) and value.numel()]
+    storages = [value.untyped_storage().data_ptr() for value in tensors]
+    return len(storages) != len(set(storages)) or any(
+        torch._debug_has_internal_overlap(value) != 0 for value in tensors)
 
 
 @contextlib.contextmanager

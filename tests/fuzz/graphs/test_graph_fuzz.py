@@ -252,6 +252,7 @@ def test_calls_with_inputs_sharing_memory_compare_one_threaded_runs():
     base = torch.zeros(11)
     assert _share_memory([torch.ones(4, 6), base[1:7], base[3:9]])
     assert not _share_memory([torch.ones(4, 6), base[1:7], torch.zeros(6), 3])
+    assert _share_memory([torch.ones(4, 6), torch.zeros(1).expand(5)])   # seed 4743
     threads = torch.get_num_threads()
     with _one_thread_if(True):
         assert torch.get_num_threads() == 1

@@ -196,3 +196,21 @@ def test_devices_read_from_tensors_and_literal_accelerators():
     want, got = gm(torch.ones(2, 3)), compiled(torch.ones(2, 3))
     assert got.stride() == want.stride()
     torch.testing.assert_close(got, want)
+
+
+def test_the_run_stands_in_for_a_failing_fake_run(monkeypatch):
+    """Graph seeds 13054, 14815, 14929 on torch 2.11: its fake `split` of a size-0 dimension
+    raises, and without the fake run's outputs `a5.repeat([3, 3])` came back as a view of the
+    decomposition's hidden (3, 3, 1, 8) buffer, where eager's is no view. The eager-kernel run
+    gives the layouts all the same (the fake run made to fail here, on any torch)."""
+    from inductor import decompose
+    monkeypatch.setattr(decompose, "_run_on_fakes", lambda function, inputs: (None, {}))
+
+    def f(a3, a5):
+        first = a3.split(1, 1)[0]
+        return a5.repeat([3, 3]), first
+    inputs = [torch.ones(6, 0), torch.arange(8.0)]
+    gm, compiled = _compiled(f, inputs)
+    for want, got in zip(gm(*inputs), compiled(*inputs)):
+        assert _geometry(got) == _geometry(want)
+        torch.testing.assert_close(got, want)

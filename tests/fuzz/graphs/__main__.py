@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     seeds = [int(seed) for seed in options.seeds.split(",")] if options.seeds else \
         range(options.seed, options.seed + options.count)
     label = f"{options.device}, {options.cpu_backend if options.device == 'cpu' else 'triton'}" \
-        + (f", seeds {options.seeds}" if options.seeds else
+        + (f", {len(seeds)} listed seeds ({min(seeds)}..{max(seeds)})" if options.seeds else
            f", seeds {options.seed}..{options.seed + options.count - 1}")
     logged = _logged(options.log, options.cpu_backend, options.device) if options.resume \
         else {}

@@ -12,7 +12,7 @@ Names are loaded on first use, so `python -m dynamo nop-rewrite` never imports t
 import importlib
 
 from dynamo import logs as _logs
-from dynamo.settings import config
+from dynamo.settings import config as config  # re-exported: `dynamo.config` is public API
 
 _PUBLIC = {
     "jit": "dynamo.api",

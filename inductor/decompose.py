@@ -31,7 +31,7 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException,
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from inductor import batch_norm, moments, vml
-from inductor.aliasing import (OutputAlias, SharedInputWrites, UnsupportedGraph, memory_root,
+from inductor.aliasing import (SharedInputWrites, UnsupportedGraph, memory_root,
                                observable_outputs, write_targets,
                                reads_written_memory_partly, writes_into_overlapping_memory,
                                writes_into_shared_inputs, written_placeholders)

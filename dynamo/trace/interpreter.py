@@ -314,7 +314,7 @@ class Tracer:
         """A generator's next value (None when it returns)."""
         if self.returned is not None:
             return None
-        value = self.run()
+        self.run()
         if self.yielded is not None:
             return self.yielded
         return None

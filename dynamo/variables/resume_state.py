@@ -19,7 +19,6 @@ from dynamo.variables.base import Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import TupleVariable
 from dynamo.variables.lazy import LazyVariable
-from guards import IdentityGuard
 from guards.sources import AttrSource, ItemSource, Source
 
 HELPERS = {_frame_state.enter: "enter", _frame_state.leave: "leave"} \

@@ -30,8 +30,9 @@ from inductor.autograd.decompositions import decomposition_table
 from inductor.autograd.functional import data_dependent_errors
 from inductor.autograd.global_state import GlobalState
 from inductor.autograd.joint import trace_inference, trace_joint
+from inductor.autograd.nodes import DoubleBackwardError
 from inductor.autograd.partition import PartitionPolicy, partition, policy
-from inductor.autograd.runtime import (DoubleBackwardError, InferenceVariant, TrainingVariant,
+from inductor.autograd.runtime import (InferenceVariant, TrainingVariant,
                                        compile_graph, function_output_strides,
                                        output_strides)
 from inductor.autograd.signature import (SharedInputWrites, UnsupportedGraph, analyze,

@@ -25,9 +25,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 from inductor.autograd.boxed import StridedGraphRunner
-from inductor.autograd.nodes import (Backward, CompiledNodes, DoubleBackwardError,
-                                     bump_versions, output_bumps, run_without_autocast,
-                                     unviewed, version_of)
+from inductor.autograd.nodes import (Backward, CompiledNodes, bump_versions, output_bumps,
+                                     run_without_autocast, unviewed, version_of)
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.partition.absent import without_tangents
 from inductor.autograd.signature import (GraphSignature, OutputInfo, OutputKind, TensorMeta,

@@ -8,7 +8,7 @@ reduction's kernel.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 import sympy
 import torch

@@ -27,7 +27,7 @@ def lanes_for(extent: int) -> int:
 
 def identity(reduction_type: str, dtype: torch.dtype) -> str:
     """The neutral element of a reduction, as C++."""
-    c_type = storage_type(dtype)
+    storage_type(dtype)  # refuses a dtype C++ cannot hold, before any reduction type
     if reduction_type in ("sum",) + WELFORD:
         return literal(0, dtype)
     if reduction_type == "prod":
@@ -126,8 +126,8 @@ class Accumulator:
         if self.blocked and self.lanes and block_number:
             name, lanes = self.name, self.lanes
             return [f"if (({block_number}) % {FLUSH_BLOCKS} == {FLUSH_BLOCKS - 1}) {{",
-                    f"  float flushed = 0;",
-                    f"  #pragma omp simd reduction(+:flushed)",
+                    "  float flushed = 0;",
+                    "  #pragma omp simd reduction(+:flushed)",
                     f"  for (int lane = 0; lane < {lanes}; ++lane) flushed += {name}_lanes[lane];",
                     f"  {name} += flushed;",
                     f"  for (int lane = 0; lane < {lanes}; ++lane) {name}_lanes[lane] = 0;",

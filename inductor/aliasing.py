@@ -260,7 +260,8 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
                 decomposed, final, root, eager, positions, values, arguments, geometry)
             replaced = replaced or base_position is not None
         if geometry is None and eager is not None and len(positions) == 1 and \
-                not twice.intersection(positions):
+                not twice.intersection(positions) and \
+                not _detached_over(eager[positions[0]], values[positions[0]], base):
             continue    # a lone view eager lays out otherwise: computed alone, eager's strides
         # Without eager's outputs (no fake run: a data-dependent `index_put_` of a bool mask)
         # a lone view is rebuilt on the decomposed layout, which its strides are then anyway:
@@ -290,6 +291,24 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
         output_node.args = (arguments + hidden,)
         decomposed.recompile()
     return aliases, strides, len(hidden)
+
+
+def _detached_over(eager, value, base) -> bool:
+    """Whether eager's output is a detached alias (no view) of an intermediate that `value`
+    views in ours, addressing it as ours does: `(x * 2)[1:].detach()` shares the product's
+    whole memory at offset 3 in eager (P37), where computed alone it would own 9 elements at 0.
+    It is then rebuilt over the intermediate (a hidden base) and detached."""
+    return (isinstance(eager, torch.Tensor) and eager._base is None
+            and isinstance(value, torch.Tensor) and eager.dtype == base.dtype
+            and eager.untyped_storage().nbytes() == base.untyped_storage().nbytes()
+            and eager.storage_offset() == value.storage_offset()
+            and _same_strides(eager, value))
+
+
+def _same_strides(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal shapes and equal strides on every dimension longer than one."""
+    return tuple(a.shape) == tuple(b.shape) and all(
+        size <= 1 or x == y for size, x, y in zip(a.shape, a.stride(), b.stride()))
 
 
 def _classify(arguments: list, values: list, placeholders: list):

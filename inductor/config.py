@@ -97,7 +97,7 @@ class Config:
     group) channels-last, cuDNN getting NHWC activations and the weights as they are. Off:
     on the H100 (2026-11-23, ResNet-50 bf16 at batch 16) it cuts device time from 1.48 to
     1.02 ms, but the call is host-bound and its wall time did not move (3.84 vs 3.88 ms in
-    alternating rounds; MobileNetV3 2.78 vs 3.00 ms). `benchmarks/triton/diag_kernels.py`
+    alternating rounds; MobileNetV3 2.78 vs 3.00 ms). `benchmarks/experiments/diag_kernels.py`
     measures both."""
 
     convolutions_without_library: bool = True

@@ -65,7 +65,7 @@ def pointwise_configs(spec, exhaustive: bool, interpret: bool) -> list:
     if interpret:
         return [{"XBLOCK": min(limit, INTERPRETER_BLOCK)}]
     # 16 elements per thread first: on an H100 they beat 8 by 3-5% on broadcast and
-    # transcendental streaming kernels (benchmarks/triton/diag_streaming.py), and tie on x*2+1.
+    # transcendental streaming kernels (benchmarks/experiments/diag_streaming.py), and tie on x*2+1.
     shapes = [(1024, 16), (2048, 16), (1024, 8)]
     if exhaustive:
         shapes += [(512, 8), (4096, 16), (2048, 8), (256, 8), (128, 4)]

@@ -83,7 +83,7 @@ class Lines:
 # the autotuner tries for it is then cut to a divisor of the extent (`LaunchSpec.even`). A
 # runtime mask that is always true still costs: the split sum over the first dim of a
 # 16384 x 4096 bfloat16 tensor moved 0.83 of an H100's copy bandwidth with its row mask and
-# 0.93 without (`benchmarks/triton/diag_streaming.py --cases sum_generated`).
+# 0.93 without (`benchmarks/experiments/diag_streaming.py --cases sum_generated`).
 EVEN_EXTENT = 1024
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -18,7 +18,7 @@ Two views, for `dynamo.jit(model)` and `torch.compile(model)` (default modes):
   calls per model call and self CPU microseconds per model call, ours and theirs side by side.
 
 A diagnostic, not a benchmark:
-    python -m benchmarks.triton.diag_host --models gpt2-base,bert-base [--trials 15]
+    python -m benchmarks.experiments.diag_host --models gpt2-base,bert-base [--trials 15]
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ For each model (bf16 inference, batch 16, the zoo's workloads), through `dynamo.
 
 If `enqueue_ms` is close to `wall_ms` and well above `replay_ms`, the host side is the limit.
 
-    python -m benchmarks.triton.diag_overhead [--models bert-base,resnet50] [--profile]
+    python -m benchmarks.experiments.diag_overhead [--models bert-base,resnet50] [--profile]
 """
 from __future__ import annotations
 

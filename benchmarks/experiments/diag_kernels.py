@@ -3,9 +3,9 @@ torch.profiler's CUDA view of 10 calls, the top kernels by total device time, fo
 (`dynamo.jit`, default mode) and with `--torch-compile` for torch.compile too.
 
 A diagnostic (which kernels a model's device time goes to), not a benchmark:
-    python -m benchmarks.triton.diag_kernels --models resnet50 [--torch-compile]
-    python -m benchmarks.triton.diag_kernels --models resnet50 --layouts
-    python -m benchmarks.triton.diag_kernels --models resnet50 --training
+    python -m benchmarks.experiments.diag_kernels --models resnet50 [--torch-compile]
+    python -m benchmarks.experiments.diag_kernels --models resnet50 --layouts
+    python -m benchmarks.experiments.diag_kernels --models resnet50 --training
 
 `--training`: one training iteration as the zoo times it without the optimizer (forward and
 loss under bf16 autocast with float32 parameters, then backward; gradients cleared).
@@ -103,7 +103,7 @@ def layout_ab(name: str, rounds: int = 10) -> dict:
     import statistics
 
     import dynamo
-    from benchmarks.triton.diag_overhead import recording_backend, timed_calls
+    from benchmarks.experiments.diag_overhead import recording_backend, timed_calls
     from inductor.config import config
 
     workload = build_workload(name, "cuda", torch.bfloat16, batch=16)

@@ -11,7 +11,7 @@ then torch.profiler's CPU view per op (self CPU microseconds per iteration), our
 torch.compile's, and eager's against ours.
 
 A diagnostic, not a benchmark (the zoo's training rows are the benchmark):
-    python -m benchmarks.triton.diag_train_host --models resnet50 [--trials 10]
+    python -m benchmarks.experiments.diag_train_host --models resnet50 [--trials 10]
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ import time
 
 import torch
 
-from benchmarks.triton.diag_host import op_profile, print_profiles, synchronize
-from benchmarks.triton.diag_kernels import training_iteration
+from benchmarks.experiments.diag_host import op_profile, print_profiles, synchronize
+from benchmarks.experiments.diag_kernels import training_iteration
 from benchmarks.zoo.catalog import build_workload
 
 

@@ -3,7 +3,7 @@
 Triton variants of the generated kernels, each timed alone, in GB/s of the bytes it must move.
 
 A diagnostic for the Triton code generator's choices, not a benchmark of framejit:
-    python -m benchmarks.triton.diag_streaming [--cases gelu,sum_first,sum_onepass,softmax]
+    python -m benchmarks.experiments.diag_streaming [--cases gelu,sum_first,sum_onepass,softmax]
     (also sum_parts, sum_generated, sum_wide, sum_pdl, pdl_chain, pdl_library)
 """
 from __future__ import annotations

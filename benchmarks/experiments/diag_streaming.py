@@ -710,15 +710,19 @@ def pdl_library_cases(copy: float) -> None:
               flush=True)
 
 
+def copy_bandwidth() -> float:
+    """GB/s of a device-to-device copy of 256 Mi bf16 elements (read once, written once)."""
+    source = torch.randn(256 * 1024 * 1024, device="cuda", dtype=torch.bfloat16)
+    target = torch.empty_like(source)
+    return 2 * source.numel() * 2 / do_bench(lambda: target.copy_(source), rep=200) / 1e6
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", default="gelu,sum_first,softmax")
     options = parser.parse_args(argv)
-    source = torch.randn(256 * 1024 * 1024, device="cuda", dtype=torch.bfloat16)
-    target = torch.empty_like(source)
-    copy = 2 * source.numel() * 2 / do_bench(lambda: target.copy_(source), rep=200) / 1e6
+    copy = copy_bandwidth()
     print(f"copy {copy:.0f} GB/s", flush=True)
-    del source, target
     cases = {"gelu": gelu_cases, "sum_first": sum_cases, "sum_onepass": sum_onepass_cases,
              "sum_parts": sum_parts_cases, "sum_generated": sum_generated_cases,
              "sum_wide": sum_wide_cases, "sum_pdl": sum_pdl_cases, "pdl_chain": pdl_chain_cases,
@@ -727,6 +731,7 @@ def main(argv=None) -> None:
         if name not in cases:
             parser.error(f"unknown case {name!r}; known: {', '.join(cases)}")
         cases[name](copy)
+
 
 if __name__ == "__main__":
     main()

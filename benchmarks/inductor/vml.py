@@ -10,7 +10,6 @@ Run: `PYTHONPATH=. python -m benchmarks.inductor.vml`.
 from __future__ import annotations
 
 import argparse
-import os
 
 from benchmarks.inductor.timing import fresh_caches, interleaved, load_average
 

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import torch
@@ -13,6 +12,7 @@ import torch
 import dynamo
 import guards.native
 import inductor.runtime.native
+from benchmarks.timing import median_seconds
 
 
 def build(name: str):
@@ -31,12 +31,7 @@ def build(name: str):
 
 
 def median_ms(fn, iterations: int) -> float:
-    times = []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return median_seconds(fn, iterations) * 1e3
 
 
 def main() -> None:

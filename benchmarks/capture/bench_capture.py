@@ -24,21 +24,19 @@ import platform
 import statistics
 import sys
 import textwrap
-import time
 import timeit
 from typing import Callable
 
 import torch
 
 from benchmarks.capture.models import MODELS
+from benchmarks.timing import timed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _seconds(function: Callable) -> float:
-    started = time.perf_counter()
-    function()
-    return time.perf_counter() - started
+    return timed(function)[1]
 
 
 def _counting_torch_backend(counts: dict):

@@ -260,7 +260,7 @@ def main() -> None:
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     from benchmarks.inductor.host_overhead import _commit
-    from benchmarks.inductor.timing import load_average
+    from benchmarks.timing import load_average
     rows = []
     for name in options.workloads.split(","):
         row = measure(name, options.trials, not options.no_torch)

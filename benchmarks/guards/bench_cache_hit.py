@@ -17,19 +17,19 @@ does). Run: `PYTHONPATH=. python benchmarks/guards/bench_cache_hit.py [--number 
 from __future__ import annotations
 
 import argparse
-import timeit
 import warnings
 
 import torch
 
 import dynamo
+from benchmarks.timing import best_per_call_us
 
 REPEATS = 7
 
 
 def per_call_us(function, number: int) -> float:
     """Best-of-REPEATS microseconds per call of `function()`."""
-    return min(timeit.repeat(function, number=number, repeat=REPEATS)) / number * 1e6
+    return best_per_call_us(function, number, REPEATS)
 
 
 def tensor_case(count: int):

@@ -20,18 +20,18 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import timeit
 
 import torch
 
 import guards
+from benchmarks.timing import best_per_call_us
 
 REPEATS = 7
 
 
 def per_call_us(function, number: int) -> float:
     """Best-of-REPEATS microseconds per call of `function()`."""
-    return min(timeit.repeat(function, number=number, repeat=REPEATS)) / number * 1e6
+    return best_per_call_us(function, number, REPEATS)
 
 
 def tensor_function(count: int):

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import argparse
 import threading
-import time
 from typing import Callable
 
+from benchmarks.timing import best_seconds as best_of_calls
 from dynamo import _C, hook
 from dynamo.rewrite import nop_rewrite
 
@@ -65,13 +65,7 @@ def best_seconds(run: Callable[[], None], callback=None, depth: int = 0) -> floa
     def deep():
         nested(depth, run)
     wrapped = deep if callback is None else _C.ScopedCall(deep, callback)
-    wrapped()  # warm-up: specialisation, cache entries
-    times = []
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        wrapped()
-        times.append(time.perf_counter() - started)
-    return min(times)
+    return best_of_calls(wrapped, REPEATS)  # after a warm-up: specialisation, cache entries
 
 
 DEPTHS = range(12)

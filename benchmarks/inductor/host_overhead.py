@@ -57,7 +57,7 @@ def shortened(value, sequence: int):
 
 def measure(model_name: str, sequence: int, dtype_name: str, threads: int) -> dict:
     """One (model, sequence) in this process: compile, check, time; returns a JSON row."""
-    from benchmarks.inductor.timing import fresh_caches, interleaved, load_average
+    from benchmarks.timing import fresh_caches, interleaved, load_average
     fresh_caches()
     import torch
     import dynamo
@@ -113,7 +113,7 @@ def cpu_per_call(variants: dict, trials: int) -> dict:
     so it holds up better than wall time on a shared machine (memory and cache contention
     from neighbours still show)."""
     import statistics
-    from benchmarks.inductor.timing import calls_per_trial
+    from benchmarks.timing import calls_per_trial
     counts = {name: calls_per_trial(function) for name, function in variants.items()}
     samples: dict = {name: [] for name in variants}
     names = list(variants)

@@ -99,7 +99,7 @@ def torch_compile_kernels(model, inputs: dict, calls: int) -> tuple:
 
 def main() -> None:
     from benchmarks.inductor.models import build
-    from benchmarks.inductor.timing import fresh_caches, load_average
+    from benchmarks.timing import fresh_caches, load_average
     parser = argparse.ArgumentParser()
     parser.add_argument("model")
     parser.add_argument("--batch", type=int, default=8)

@@ -21,7 +21,7 @@ import platform
 import sys
 import time
 
-from benchmarks.inductor.timing import fresh_caches, interleaved, load_average, timed
+from benchmarks.timing import fresh_caches, interleaved, load_average, timed
 
 CACHE_ROOT = fresh_caches()
 

@@ -72,12 +72,12 @@ def _first_tensor(value):
 
 def measure(name: str, batch: int, trials: int) -> dict:
     """Run in a fresh process: compile both ways, check, time interleaved."""
-    from benchmarks.inductor.timing import fresh_caches
+    from benchmarks.timing import fresh_caches
     fresh_caches()
     import torch
 
     import inductor
-    from benchmarks.inductor.timing import interleaved, load_average, timed
+    from benchmarks.timing import interleaved, load_average, timed
 
     model, inputs = build(name, batch)
     model.eval()

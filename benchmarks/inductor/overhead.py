@@ -11,17 +11,16 @@ Run: `PYTHONPATH=. python -m benchmarks.inductor.overhead`.
 """
 from __future__ import annotations
 
-import timeit
-
 import torch
 import torch.fx
 
 import inductor
+from benchmarks.timing import best_per_call_us
 
 
 def per_call_us(function, number: int = 20000) -> float:
     """Best of 7 repeats, in microseconds per call."""
-    return min(timeit.repeat(function, number=number, repeat=7)) / number * 1e6
+    return best_per_call_us(function, number, repeat=7)
 
 
 def add_one(x):

@@ -18,10 +18,10 @@ import ctypes
 import os
 import subprocess
 import tempfile
-import time
 
 import torch
 
+from benchmarks.timing import best_seconds
 from inductor.runtime.build import has_vector_math
 
 SOURCE = r"""
@@ -180,13 +180,8 @@ def build(width: int) -> ctypes.CDLL:
 
 
 def best_ms(function, repeats: int = 30) -> float:
-    function()
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - started)
-    return best * 1e3
+    """The shortest of `repeats` calls after a warm-up, in milliseconds."""
+    return best_seconds(function, repeats) * 1e3
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.inductor.timing import fresh_caches, interleaved, load_average
+from benchmarks.timing import fresh_caches, interleaved, load_average
 
 CACHE_ROOT = fresh_caches()
 

@@ -1,9 +1,14 @@
-"""Timing for the inductor benchmarks: interleaved trials, medians, cold compile times.
+"""Timing for every micro-benchmark here: interleaved trials, best and median of repeats,
+cold compile times.
 
-Input: named callables. Output: per name the median seconds per call over interleaved
-trials (each trial runs every variant once, in rotating order, so load changes on a shared
-machine hit all variants alike), and the spread (interquartile range / median) as a noise
-figure.
+Input: callables. Output: seconds (or microseconds) per call. `interleaved` gives per name the
+median seconds per call over interleaved trials (each trial runs every variant once, in
+rotating order, so load changes on a shared machine hit all variants alike), and the spread
+(interquartile range / median) as a noise figure; `best_per_call_us` (best of `timeit`
+repeats), `best_seconds` and `median_seconds` (single calls) serve the micro-benchmarks of the
+hook, guards, capture and inductor. The zoo (`benchmarks/zoo/measure.py`) keeps its own
+interleaved trials with device synchronization and memory, and the GPU kernel benchmarks time
+with CUDA events (`benchmarks/triton/streaming.time_rotating`).
 
 torch.compile's cold compile time is measured with a fresh `TORCHINDUCTOR_CACHE_DIR` and its
 FX graph cache off; ours with a fresh `JIT_CACHE_DIR`. Set both before importing torch: run
@@ -15,6 +20,7 @@ import os
 import statistics
 import tempfile
 import time
+import timeit
 from typing import Callable
 
 
@@ -89,3 +95,29 @@ def load_average() -> str:
         return f"{os.getloadavg()[0]:.2f}"
     except OSError:
         return "n/a"
+
+
+def best_per_call_us(function: Callable, number: int, repeat: int = 7) -> float:
+    """Best of `repeat` `timeit` repeats of `number` calls, in microseconds per call."""
+    return min(timeit.repeat(function, number=number, repeat=repeat)) / number * 1e6
+
+
+def best_seconds(function: Callable, repeats: int) -> float:
+    """The shortest of `repeats` single calls, in seconds, after one warm-up call."""
+    function()
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def median_seconds(function: Callable, iterations: int) -> float:
+    """The median of `iterations` single calls, in seconds (no warm-up)."""
+    times = []
+    for _ in range(iterations):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)

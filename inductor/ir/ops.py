@@ -5,7 +5,8 @@ Input: calls such as `ops.load("buf0", index)` or `ops.add(a, b)` made by a loop
 operation count, a printed expression, or C++/Triton source. The same body is run once per
 purpose, under a different handler each time.
 
-`OPERATIONS` is the vocabulary every handler understands; lowerings use nothing else.
+`OPERATIONS` is the vocabulary every handler understands; lowerings use nothing else. Its
+pointwise part derives from the table of primitives (`ir/primitives.py`).
 Operand values of arithmetic ops share one dtype (the lowering inserts `to_dtype` first);
 comparisons and `isnan`-like tests return bool.
 """
@@ -14,27 +15,16 @@ from __future__ import annotations
 import contextlib
 from typing import Callable
 
+from inductor.ir import primitives
+
 # Functions eager's CPU kernels compute for float32 and float64 through MKL's vector math
 # library (`at::vml`, measured bit for bit): `vml_<name>` computes `<name>` with VML's bits on
 # the C++ backend (see `inductor/vml.py`), and as `<name>` elsewhere.
 VML_FUNCTIONS = ("exp", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "asin", "acos",
                  "atan", "erf", "erfc")
-UNARY = (
-    "neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
-    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
-    "atanh", "erf", "erfc", "erfinv", "sigmoid", "reciprocal", "floor", "ceil", "trunc",
-    "round", "sign", "signbit", "isnan", "isinf", "isfinite", "logical_not", "bitwise_not",
-    "lgamma", "square",
-) + tuple("vml_" + name for name in VML_FUNCTIONS)
-BINARY = (
-    "add", "sub", "mul", "truediv", "floordiv", "truncdiv", "remainder", "fmod", "pow",
-    "atan2", "maximum", "minimum", "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "left_shift", "right_shift", "copysign", "hypot", "nextafter",
-)
-# fma(a, b, c) = a * b + c rounded once: eager's CPU and CUDA kernels compute add/sub with
-# alpha, addcmul and lerp this way, and matching them bit for bit needs the same rounding.
-TERNARY = ("fma",)
+UNARY = primitives.names(1) + tuple("vml_" + name for name in VML_FUNCTIONS)
+BINARY = primitives.names(2)
+TERNARY = primitives.names(3)
 SPECIAL = ("load", "constant", "index_expr", "to_dtype", "bitcast", "where", "masked",
            "indirect_indexing", "random")
 OPERATIONS = UNARY + BINARY + TERNARY + SPECIAL

@@ -12,6 +12,7 @@ import torch
 from inductor.config import config
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import ops
+from inductor.ir.primitives import FLOAT, PRIMITIVES
 from inductor.lower.elementwise import (broadcast_shapes, cast, constant_box, is_scalar,
                                         is_tensor, make_pointwise, opmath_dtype,
                                         result_type, value_loader)
@@ -36,9 +37,10 @@ def _unary_float(name: str):
     return lower
 
 
-for _name in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
-              "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
-              "atanh", "erf", "erfc", "sigmoid", "reciprocal", "lgamma"):
+# The float functions of one operand (`ir/primitives.py`), each lowered from its aten op
+FLOAT_UNARY = tuple(row.name for row in PRIMITIVES
+                    if row.arity == 1 and row.dtypes == FLOAT and row.lowered)
+for _name in FLOAT_UNARY:
     register_lowering(getattr(aten, _name))(_unary_float(_name))
 
 

@@ -20,25 +20,27 @@ import types
 import numpy
 import torch
 
-UNARY = {
-    "expm1": torch.expm1, "log1p": torch.log1p, "log10": torch.log10, "tan": torch.tan,
-    "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh,
-    "cosh": torch.cosh, "tanh": torch.tanh, "asinh": torch.asinh, "acosh": torch.acosh,
-    "atanh": torch.atanh, "erf": torch.erf, "erfc": torch.erfc, "erfinv": torch.erfinv,
-    "lgamma": torch.lgamma, "sin": torch.sin, "cos": torch.cos, "trunc": torch.trunc,
-    "rsqrt": torch.rsqrt, "nearbyint": torch.round, "exp": torch.exp, "log": torch.log,
-    "sqrt": torch.sqrt,
+from inductor.ir.primitives import PRIMITIVES
+
+# Each `libdevice.<f>` a primitive's Triton spelling names (`ir/primitives.py`) computes the
+# primitive's torch reference; and the functions that generated code calls otherwise: the
+# prelude (`codegen/triton/prelude.py`: erf's float64 path, fmod, copysign, nearbyint) and the
+# handler's own methods (fmod, pow of floats). exp, log and sqrt: no generated code calls them
+# through libdevice today (kept as they were).
+CALLED_OTHERWISE = {
+    1: {"erf": torch.erf, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt},
+    2: {"fmod": torch.fmod, "pow": torch.pow},
+    3: {},
 }
-BINARY = {
-    "fmod": torch.fmod, "pow": torch.pow, "atan2": torch.atan2, "hypot": torch.hypot,
-    "copysign": torch.copysign, "nextafter": torch.nextafter,
-}
-# Nearly one rounding (the interpreter's own fma is NumPy's `a * b + c`, two roundings): for
-# float32 the product is exact in float64 and only the sum rounds twice, which rarely ends one
-# ulp away from a true fused multiply-add; float64 operands round twice.
-TERNARY = {
-    "fma": lambda a, b, c: (a.double() * b.double() + c.double()).to(a.dtype),
-}
+
+
+def _libdevice_table(arity: int) -> dict:
+    table = {row.triton[len("libdevice."):]: row.reference for row in PRIMITIVES
+             if row.arity == arity and row.triton and row.triton.startswith("libdevice.")}
+    return {**table, **CALLED_OTHERWISE[arity]}
+
+
+UNARY, BINARY, TERNARY = (_libdevice_table(arity) for arity in (1, 2, 3))
 
 
 class InterpreterChanged(RuntimeError):

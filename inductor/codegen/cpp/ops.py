@@ -16,17 +16,12 @@ from inductor.codegen.cpp.expressions import (compute_dtype, index_text, literal
                                               storage_type)
 from inductor.codegen.cpp.lines import INDEX_ERROR_FLAG
 from inductor.ir.ops import OpsHandler
+from inductor.ir.primitives import BY_NAME, PRIMITIVES
 from inductor.ir.symbols import signed_symbol
 from inductor.runtime.build import vml_library
 
-FLOAT_FUNCTIONS = {
-    "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2",
-    "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos", "tan": "tan",
-    "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
-    "tanh": "tanh", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "erf": "erf",
-    "erfc": "erfc", "lgamma": "lgamma", "floor": "__builtin_floor", "ceil": "__builtin_ceil",
-    "trunc": "__builtin_trunc", "round": "__builtin_nearbyint", "sqrt": "__builtin_sqrt",
-}
+# libm's functions by primitive (`<name>f` for float32), from the table of primitives
+FLOAT_FUNCTIONS = {row.name: row.cpp for row in PRIMITIVES if row.cpp and row.arity == 1}
 SMALL_INTEGERS = (torch.int8, torch.uint8, torch.int16)
 COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -325,7 +320,9 @@ class CppOpsHandler(OpsHandler):
             value = args[0]
             text, dtype = unary(value)
             return self.emit(self._narrow(text, dtype), dtype)
-        raise NotImplementedError(f"C++ code generation has no operation {name!r}")
+        missing = BY_NAME[name].cpp_missing if name in BY_NAME else ""
+        raise NotImplementedError(f"C++ code generation has no operation {name!r}"
+                                  + (f": {missing}" if missing else ""))
 
 
 def _suffix(value) -> str:

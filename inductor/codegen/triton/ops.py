@@ -20,17 +20,15 @@ import torch
 from inductor.codegen.bounds import is_empty
 from inductor.codegen.triton.expressions import compute_dtype, literal, triton_type
 from inductor.ir.ops import OpsHandler
+from inductor.ir.primitives import BY_NAME, PRIMITIVES
 from inductor.ir.symbols import signed_symbol
 
 ERROR_ZERO_DIVISION = 1
 ERROR_INDEX = 2
 
-LIBDEVICE_UNARY = (
-    "expm1", "log1p", "log10", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
-    "acosh", "atanh", "erf", "erfc", "erfinv", "lgamma", "sin", "cos", "trunc", "rsqrt",
-)
-TL_UNARY = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2",
-            "floor": "tl.floor", "ceil": "tl.ceil"}
+# The library function (`tl.*`, `libdevice.*` or a prelude helper) of each primitive that
+# has one, from the table of primitives
+FUNCTIONS = {row.name: row.triton for row in PRIMITIVES if row.triton}
 COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 SMALL_INTEGERS = (torch.int8, torch.uint8, torch.int16)
 BITS = {torch.int8: 8, torch.uint8: 8, torch.int16: 16, torch.int32: 32, torch.int64: 64,
@@ -303,25 +301,6 @@ class TritonOpsHandler(OpsHandler):
     def fmin(self, a, b):
         return self.emit(f"jit_fmin({self.tensor(a)}, {self.tensor(b)})", a.dtype)
 
-    def _libdevice(self, name: str, *values):
-        arguments = ", ".join(self.tensor(value) for value in values)
-        return self.emit(f"libdevice.{name}({arguments})", values[0].dtype)
-
-    def atan2(self, a, b):
-        return self._libdevice("atan2", a, b)
-
-    def fma(self, a, b, c):
-        return self._libdevice("fma", a, b, c)
-
-    def hypot(self, a, b):
-        return self._libdevice("hypot", a, b)
-
-    def copysign(self, a, b):
-        return self._libdevice("copysign", a, b)
-
-    def nextafter(self, a, b):
-        return self._libdevice("nextafter", a, b)
-
     def _truth(self, value) -> str:
         return self.tensor(value) if value.dtype == torch.bool else f"({self.tensor(value)} != 0)"
 
@@ -359,20 +338,15 @@ class TritonOpsHandler(OpsHandler):
             first, second = args
             left = self.tensor(first) if first.bare and second.bare else first.name
             return self.emit(f"{left} {COMPARISONS[name]} {second.name}", torch.bool)
+        if name in FUNCTIONS and len(args) == BY_NAME[name].arity:
+            arguments = ", ".join(self.tensor(value) for value in args)
+            return self.emit(f"{FUNCTIONS[name]}({arguments})", args[0].dtype)
         if len(args) == 1:
             return self._unary(name, args[0])
         raise NotImplementedError(f"Triton code generation has no operation {name!r}")
 
     def _unary(self, name: str, value):
-        text = self.tensor(value)
-        dtype = value.dtype
-        if name in TL_UNARY:
-            return self.emit(f"{TL_UNARY[name]}({text})", dtype)
-        if name == "erf":
-            return self.emit(f"jit_erf({text})", dtype)
-        if name in LIBDEVICE_UNARY:
-            return self.emit(f"libdevice.{name}({text})", dtype)
-        special = _special_unary(name, text, dtype)
+        special = _special_unary(name, self.tensor(value), value.dtype)
         if special is None:
             raise NotImplementedError(f"Triton code generation has no operation {name!r}")
         result, result_dtype = special
@@ -384,7 +358,8 @@ def _one(dtype: torch.dtype) -> str:
 
 
 def _special_unary(name: str, text: str, dtype: torch.dtype):
-    """(Triton text, result dtype) of the unary operations without a library function."""
+    """(Triton text, result dtype) of the unary operations without a library function
+    (`FUNCTIONS`)."""
     integer = "tl.int64" if dtype == torch.float64 else "tl.int32"
     table = {
         "neg": (f"-{text}", dtype),
@@ -393,7 +368,6 @@ def _special_unary(name: str, text: str, dtype: torch.dtype):
                  dtype),
         "reciprocal": (f"jit_div({_one(dtype)}, {text})", dtype),
         "sigmoid": (f"jit_div({_one(dtype)}, 1.0 + tl.exp(-{text}))", dtype),
-        "round": (f"libdevice.nearbyint({text})", dtype),
         "sign": (f"({text} > 0).to({triton_type(dtype)}) - ({text} < 0).to("
                  f"{triton_type(dtype)})", dtype),
         "signbit": (f"{text}.to({integer}, bitcast=True) < 0", torch.bool),

@@ -3,7 +3,6 @@ soundness against an independent oracle, stability, and failure reasons naming t
 import dataclasses
 import math
 
-import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 

@@ -218,7 +218,7 @@ def test_view_kind():
 
 
 def test_raw_callable_calls_the_same_kernel():
-    x, y = torch.randn(3, 4), torch.randn(4, 2)
+    x = torch.randn(3, 4)
     assert raw_callable(aten.mm.default) is torch.mm
     assert raw_callable(aten.addmm.default, {"beta": 0.5}) is torch.addmm
     assert raw_callable(aten.addmm.default, {"out": None}) is not torch.addmm

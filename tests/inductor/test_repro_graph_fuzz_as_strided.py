@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import inductor
-from tests.inductor.conftest import check_same, compile_function
+from tests.inductor.conftest import check_same
 
 
 @pytest.fixture(params=["cpp", "triton"])

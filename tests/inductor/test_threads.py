@@ -24,7 +24,6 @@ import pytest
 import torch
 
 import inductor
-from inductor.runtime import build
 
 THREADS = 4
 SHAPES = [(3, 5), (4, 7), (2, 9), (6, 3), (5, 5), (1, 8)]

@@ -3,7 +3,6 @@
 to lowering (`'SymInt' object has no attribute 'device'`). Such a graph runs as is, as an
 inference graph with symbolic inputs does: a counted fallback, gradients as eager's."""
 import pytest
-import torch
 
 import inductor
 

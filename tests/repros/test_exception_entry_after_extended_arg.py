@@ -56,11 +56,11 @@ def looping_then_raising_in_try(a):
     try:
         t = a.mean(-2)
         for _ in range(a.shape[0]):
-            u = (torch.add(t @ a.T, a.amax(1), alpha=0.5) * a.select(1, -2))
+            _u = (torch.add(t @ a.T, a.amax(1), alpha=0.5) * a.select(1, -2))
             t = t * 0.5
             k = 0
             while a.abs().sum() > 1 and k < 3:
-                d = dict(w=a.matmul(t.matmul(a.T)), h=t.sin())
+                _d = dict(w=a.matmul(t.matmul(a.T)), h=t.sin())
                 a = a * 0.5
                 k += 1
         raise ZeroDivisionError("no key")

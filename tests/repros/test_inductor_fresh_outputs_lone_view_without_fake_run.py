@@ -7,7 +7,6 @@ out. Backends: eager (the graph itself), inductor C++ and Triton (interpreted on
 """
 import operator
 
-import pytest
 import torch
 
 import inductor

@@ -6,7 +6,6 @@ buffer instead of `t1`, and a write through a view of `t1` recorded its history 
 buffer (`t1.grad_fn` AsStridedBackward0 where eager's is CopySlices). Backends: `eager`
 (control), inductor with the C++ and the Triton (interpreted on the CPU) code generators.
 """
-import pytest
 import torch
 
 import dynamo

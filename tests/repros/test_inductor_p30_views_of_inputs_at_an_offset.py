@@ -106,7 +106,7 @@ with torch.no_grad():   # small integers: the sums are exact
 def _seed_11550(x, y, lst):
     t1 = _LIN(x)
     l1 = [(y - float(t1.sum())) for q1 in lst]    # a graph break
-    t3 = y[..., 3]
+    _t3 = y[..., 3]
     y[y > 0] = 0.75
     return {"r0": l1, "r1": y, "r2": t1}
 

@@ -5,7 +5,6 @@
 inplace" (a view made inside a custom Function may not be written). Backends: `eager`
 (control), inductor with the C++ and the Triton (interpreted on the CPU) code generators.
 """
-import pytest
 import torch
 
 import dynamo

@@ -46,7 +46,7 @@ def test_exit_raising_while_an_exception_leaves(backend):
 def test_exit_swallowing_with_a_break_inside_it(backend):
     def f(w):
         with Swallowing():
-            y = w + 1
+            _y = w + 1
             raise ValueError("swallowed")
         return w * 3
     check(f, torch.ones(3), graphs=None, breaks=None, backend=backend)

@@ -63,7 +63,7 @@ def through_module(x):
 
 
 def raise_after_break(x):
-    y = x + 1
+    _y = x + 1
     print("break")
     raise ValueError("after the break")
 
@@ -86,7 +86,7 @@ class CodedError(Exception):
 
 
 def raise_user_exception(x):
-    y = x + 1
+    _y = x + 1
     raise CodedError("bad", 3)
 
 
@@ -124,7 +124,7 @@ def asks_for_its_caller(x):
 
 
 def continuation_asks_for_its_caller(x):
-    y = x.sin()
+    _y = x.sin()
     print("break")
     return sys._getframe(1).f_code.co_name, sys._getframe().f_back is sys._getframe(1)
 

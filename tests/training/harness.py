@@ -15,7 +15,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 import dynamo
-from inductor.autograd import CompiledTraining, aot_eager, compile_training, run_graph
+from inductor.autograd import CompiledTraining, compile_training, run_graph
 from inductor.autograd.runtime import TrainingVariant
 
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}

@@ -10,7 +10,6 @@ add in another order than ATen's kernels; BatchNorm over (N, C) inputs sums in f
 sums, one per thread; channels-last convolutions run oneDNN on NHWC layouts. Those cases are
 strict xfails below, so that each turns into a failure the day it becomes exact.
 """
-import copy
 
 import pytest
 import torch

@@ -5,7 +5,6 @@ CPU."""
 import pytest
 import torch
 
-import inductor
 from inductor.runtime.cudagraphs import CudaGraphRunner, _dense, mutated_positions
 from tests.triton.conftest import compile_function
 

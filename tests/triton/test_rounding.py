@@ -7,7 +7,6 @@ import math
 import pytest
 import torch
 
-import inductor
 from tests.triton.conftest import DEVICES, compile_function, kernel_source
 
 

@@ -174,7 +174,7 @@ def raise_statement(gen, scope, kinds=None):
     info = gen.exception_info.get(kind)
     message = lit(repr(gen.choice(["bad value", "too large", "stop", "no key"])))
     if info is not None and info.code:
-        return simple(f"raise {{0}}({{1}}, {{2}})", name(kind), message,
+        return simple("raise {0}({1}, {2})", name(kind), message,
                       gen.expr(scope, int_slot(-9, 9), 1)), kind
     if gen.chance(0.3):
         detail = gen.expr(scope, gen.choice([FLOAT, int_slot(-99, 99)]), 1)

@@ -254,8 +254,8 @@ def generate(seed: int, device: str = "cpu", max_stmts: Optional[int] = None) ->
         attempts = 0
         while len(generator.program.stmts) < generator.max_stmts and attempts < 200:
             attempts += 1
-            family, weight = generator.weighted({name: weight for name, (weight, _) in
-                                                 families.items()}), None
+            family = generator.weighted({name: weight for name, (weight, _) in
+                                         families.items()})
             candidate = families[family][1](generator)
             if candidate is None:
                 continue

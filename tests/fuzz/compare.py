@@ -107,13 +107,7 @@ class Comparer:
                 return Mismatch("result", where, f"{actual!r} != eager {expected!r}")
             return None
         if isinstance(expected, (list, tuple)):
-            if len(expected) != len(actual):
-                return Mismatch("result", where, f"length {len(actual)}, eager {len(expected)}")
-            for index, (a, b) in enumerate(zip(expected, actual)):
-                found = self.same(a, b, f"{where}[{index}]")
-                if found:
-                    return found
-            return None
+            return self._sequence(expected, actual, where)
         if isinstance(expected, dict):
             return self._dict(expected, actual, where)
         if isinstance(expected, (set, frozenset)):
@@ -132,6 +126,16 @@ class Comparer:
             return self._dict(_state(expected), _state(actual), where + ".__dict__")
         if expected != actual:
             return Mismatch("result", where, f"{short(actual)} != eager {short(expected)}")
+        return None
+
+    def _sequence(self, expected, actual, where: str) -> Optional[Mismatch]:
+        """A list or tuple: the same length, then item by item (the first mismatch)."""
+        if len(expected) != len(actual):
+            return Mismatch("result", where, f"length {len(actual)}, eager {len(expected)}")
+        for index, (a, b) in enumerate(zip(expected, actual)):
+            found = self.same(a, b, f"{where}[{index}]")
+            if found:
+                return found
         return None
 
     def _dict(self, expected: dict, actual: dict, where: str) -> Optional[Mismatch]:

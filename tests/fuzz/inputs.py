@@ -212,28 +212,34 @@ def _vary(gen, state: CallState, params: list, aliasable: list, setup: list) -> 
         state.notes.append(f"len({key})={state.lengths[key]}")
 
 
+def _tensor_text(gen, state: CallState, counter, slot: TensorT, param: str) -> str:
+    """The source of one tensor argument of the call: `_t(seed, sizes...)` in the call's
+    dtype, layout and tagging; each tensor takes the next seed from `counter`."""
+    sizes = list(slots.concrete(slot.shape, state.n))
+    seed = state.seed + next(counter)
+    extra = "" if state.dtype == "float32" else ", dtype=torch.float64"
+    if state.grad and param in gen.grad_params:
+        extra += ", grad=True"
+    suffix = ""
+    if state.layout == "offset" and sizes:
+        sizes[0] += 1
+        suffix = "[1:]"
+    elif state.layout == "strided" and len(sizes) == 2 and param in gen.strided:
+        sizes.reverse()
+        suffix = ".T"
+    shape = ", ".join(map(str, sizes))
+    text = f"_t({seed}{', ' if shape else ''}{shape}{extra}){suffix}"
+    if state.tagged and param in gen.tagged:
+        text = f"_tag({text}, {1 + seed % 3})"
+    return text
+
+
 def _render_call(gen, params: list, state: CallState, setup: list) -> CallSpec:
     counter = iter(range(1000))
     bindings = []
 
     def tensor(slot: TensorT, param: str) -> str:
-        sizes = list(slots.concrete(slot.shape, state.n))
-        seed = state.seed + next(counter)
-        extra = "" if state.dtype == "float32" else ", dtype=torch.float64"
-        if state.grad and param in gen.grad_params:
-            extra += ", grad=True"
-        suffix = ""
-        if state.layout == "offset" and sizes:
-            sizes[0] += 1
-            suffix = "[1:]"
-        elif state.layout == "strided" and len(sizes) == 2 and param in gen.strided:
-            sizes.reverse()
-            suffix = ".T"
-        shape = ", ".join(map(str, sizes))
-        text = f"_t({seed}{', ' if shape else ''}{shape}{extra}){suffix}"
-        if state.tagged and param in gen.tagged:
-            text = f"_tag({text}, {1 + seed % 3})"
-        return text
+        return _tensor_text(gen, state, counter, slot, param)
 
     def value(var: Var) -> str:
         slot = var.slot

@@ -77,6 +77,18 @@ def view(g):
                      "chunk", "split", "unbind", "diagonal", "flatten", "unflatten",
                      "movedim", "view_flat", "mT", "unfold", "expand_as"])
     dim = g.rng.randrange(rank) if rank else 0
+    if kind in _RESHAPING:
+        return _reshaping_view(g, x, out, kind, shape, dim)
+    return _slicing_view(g, x, out, kind, shape, dim)
+
+
+_RESHAPING = ("view", "reshape", "view_flat", "permute", "transpose", "t", "mT", "expand",
+              "expand_as", "getitem", "select", "unsqueeze", "squeeze", "as_strided")
+
+
+def _reshaping_view(g, x: str, out: str, kind: str, shape: tuple, dim: int):
+    """A `view` candidate of a kind in `_RESHAPING`, or None."""
+    rank = len(shape)
     if kind in ("view", "reshape"):
         return f"{out} = {x}.{kind}({fmt(reshaped(g, shape))})", [out]
     if kind == "view_flat":
@@ -110,6 +122,12 @@ def view(g):
         return f"{out} = {x}.squeeze({text})", [out]
     if kind == "as_strided":
         return _as_strided(g, x, out)
+    return None
+
+
+def _slicing_view(g, x: str, out: str, kind: str, shape: tuple, dim: int):
+    """A `view` candidate of any other kind (narrowing, splitting, diagonals, ...), or None."""
+    rank = len(shape)
     if kind == "narrow" and rank:
         start = g.rng.randrange(shape[dim] + 1)
         length = g.rng.randrange(shape[dim] - start + 1)
@@ -263,6 +281,13 @@ def inplace(g):
         mask = g.operand(lambda t: t.dtype == torch.bool and tuple(t.shape) == shape, None) \
             or f"({target} > 0)"
         return f"setitem({target}, {mask}, {fmt(g.scalar(g.tensor(target).dtype))})", []
+    return _indexed_inplace(g, kind, target, shape, prefix, defines)
+
+
+def _indexed_inplace(g, kind: str, target: str, shape: tuple, prefix: str, defines: list):
+    """An `inplace` candidate writing at indices (index_put_, index_fill_, index_add_,
+    the scatters), or None."""
+    rank = len(shape)
     if rank == 0 or shape[0] == 0:
         return None
     dim = g.rng.randrange(rank)
@@ -351,13 +376,7 @@ def indexing(g):
         indices = index_input(g, shape[dim], (g.choice([0, 1, 2, 4, 6]),))
         return f"{out} = torch.index_select({x}, {dim}, {indices})", [out]
     if kind in ("gather", "take_along_dim"):
-        index_shape = tuple(g.rng.randint(1, extent) if extent else 0 for extent in shape)
-        if kind == "take_along_dim":
-            index_shape = shape[:dim] + (g.rng.randint(1, 4),) + shape[dim + 1:]
-        indices = index_input(g, shape[dim], index_shape)
-        call = "torch.gather" if kind == "gather" else "torch.take_along_dim"
-        return f"{out} = {call}({x}, {indices}, {dim})" if kind != "gather" else \
-            f"{out} = torch.gather({x}, {dim}, {indices})", [out]
+        return _gather(g, x, out, kind, shape, dim)
     if kind == "getitem":
         indices = index_input(g, shape[0], g.shape(g.choice([1, 1, 2])), negative=g.chance(0.3))
         return f"{out} = {x}[{indices}]", [out]
@@ -381,15 +400,7 @@ def indexing(g):
         indices = index_input(g, 5, g.shape(g.choice([1, 2])))
         return f"{out} = F.one_hot({indices}, 5)", [out]
     if kind in ("scatter", "scatter_add", "scatter_reduce"):
-        index_shape = tuple(g.rng.randint(1, extent) if extent else 0 for extent in shape)
-        indices = index_input(g, shape[dim], index_shape,
-                              unique_dim=dim if kind == "scatter" else None)
-        source = g.new_input(index_shape, _dtype_text(g, x))
-        if kind == "scatter_reduce":
-            reduce = g.choice(["sum", "prod", "amax", "amin", "mean"])
-            return f"{out} = {x}.scatter_reduce({dim}, {indices}, {source}, '{reduce}', " \
-                f"include_self={fmt(g.chance(0.5))})", [out]
-        return f"{out} = torch.{kind}({x}, {dim}, {indices}, {source})", [out]
+        return _scatter(g, x, out, kind, shape, dim)
     if kind == "index_put":
         accumulate = g.chance(0.5)
         count = g.choice([1, 2, 4]) if accumulate else \
@@ -405,6 +416,30 @@ def indexing(g):
         return f"{out} = {x}.index_add({dim}, {indices}, {source}, alpha=2)", [out]
     return None
 
+
+
+def _gather(g, x: str, out: str, kind: str, shape: tuple, dim: int):
+    """An `indexing` candidate of kind gather or take_along_dim."""
+    index_shape = tuple(g.rng.randint(1, extent) if extent else 0 for extent in shape)
+    if kind == "take_along_dim":
+        index_shape = shape[:dim] + (g.rng.randint(1, 4),) + shape[dim + 1:]
+    indices = index_input(g, shape[dim], index_shape)
+    call = "torch.gather" if kind == "gather" else "torch.take_along_dim"
+    return f"{out} = {call}({x}, {indices}, {dim})" if kind != "gather" else \
+        f"{out} = torch.gather({x}, {dim}, {indices})", [out]
+
+
+def _scatter(g, x: str, out: str, kind: str, shape: tuple, dim: int):
+    """An `indexing` candidate of kind scatter, scatter_add or scatter_reduce."""
+    index_shape = tuple(g.rng.randint(1, extent) if extent else 0 for extent in shape)
+    indices = index_input(g, shape[dim], index_shape,
+                          unique_dim=dim if kind == "scatter" else None)
+    source = g.new_input(index_shape, _dtype_text(g, x))
+    if kind == "scatter_reduce":
+        reduce = g.choice(["sum", "prod", "amax", "amin", "mean"])
+        return f"{out} = {x}.scatter_reduce({dim}, {indices}, {source}, '{reduce}', " \
+            f"include_self={fmt(g.chance(0.5))})", [out]
+    return f"{out} = torch.{kind}({x}, {dim}, {indices}, {source})", [out]
 
 def constant(g):
     out = g.fresh()

@@ -40,7 +40,7 @@ import collections
 import enum
 import functools
 import types
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -88,17 +88,9 @@ def guards_for(value: Any, source: Source, trusted: bool = False) -> list[Guard]
         return [TypeGuard(source, kind)]  # its items are read through its own methods
     if isinstance(value, (list, tuple)):
         return [TypeGuard(source, kind), LengthGuard(source, len(value))]
-    if isinstance(value, _MAPPING_TYPES):
-        keys = tuple(value.keys() if kind is types.MappingProxyType else dict.keys(value))
-        if not all(literal(key) is not None for key in keys):
-            raise UnguardableValue(f"{source.name()}: a dict with keys other than numbers, "
-                                   "strings and None")
-        return [TypeGuard(source, kind), DictKeysGuard(source, keys)]
-    if kind in (set, frozenset):
-        if not all(is_constant(item) for item in value):
-            raise UnguardableValue(f"{source.name()}: cannot guard a {kind.__name__} of values "
-                                   "that are not constants")
-        return [TypeGuard(source, kind), DictKeysGuard(source, tuple(value))]
+    keyed = _keyed_guards(value, source, kind)
+    if keyed is not None:
+        return keyed
     if kind in (range, slice):
         return [TypeGuard(source, kind)] + [_part(value, source, part)
                                             for part in ("start", "stop", "step")]
@@ -116,6 +108,23 @@ def guards_for(value: Any, source: Source, trusted: bool = False) -> list[Guard]
         return [TypeGuard(source, kind), LengthGuard(AttrSource(source, "args"), len(value.args)),
                 DictKeysGuard(AttrSource(source, "keywords"), tuple(value.keywords))]
     return [TypeGuard(source, kind)]
+
+
+def _keyed_guards(value: Any, source: Source, kind: type) -> Optional[list[Guard]]:
+    """The guards for a mapping (its type and keys) or a set (its type and items); None for
+    any other value."""
+    if isinstance(value, _MAPPING_TYPES):
+        keys = tuple(value.keys() if kind is types.MappingProxyType else dict.keys(value))
+        if not all(literal(key) is not None for key in keys):
+            raise UnguardableValue(f"{source.name()}: a dict with keys other than numbers, "
+                                   "strings and None")
+        return [TypeGuard(source, kind), DictKeysGuard(source, keys)]
+    if kind in (set, frozenset):
+        if not all(is_constant(item) for item in value):
+            raise UnguardableValue(f"{source.name()}: cannot guard a {kind.__name__} of values "
+                                   "that are not constants")
+        return [TypeGuard(source, kind), DictKeysGuard(source, tuple(value))]
+    return None
 
 
 _ITEM_METHODS = ("__getitem__", "__iter__", "keys", "__len__")

@@ -158,11 +158,17 @@ def _decode(code: CodeType) -> DecodedCode:
         by_origin[origin] = index
     for label in pending:
         label_index[label] = len(instructions)
+    _link(instructions, jumps, label_index)
+    return DecodedCode(code, instructions, body, by_origin)
+
+
+def _link(instructions: list, jumps: list, label_index: dict) -> None:
+    """Resolves each jump's label to its target index and each instruction inside a `try` to
+    its exception handler, in place."""
     for index, link in jumps:
         instruction = instructions[index]
         if isinstance(link, Label):
             instructions[index] = dataclasses.replace(instruction, target=label_index[link])
         else:
             handler = Handler(label_index[link.target], link.stack_depth, link.push_lasti)
-            instructions[index] = dataclasses.replace(instructions[index], handler=handler)
-    return DecodedCode(code, instructions, body, by_origin)
+            instructions[index] = dataclasses.replace(instruction, handler=handler)

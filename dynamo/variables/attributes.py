@@ -101,20 +101,8 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
             raise python_error(AttributeError, f"'{cls.__name__}' object has no attribute "
                                f"'{name}'")
     if attribute is not MISSING and is_data_descriptor(attribute):
-        if isinstance(attribute, property):
-            guard_class_attribute(tx, cls, name, attribute)
-            return bind_class_attribute(tx, attribute, owner, cls, name)
-        if name == "__dict__" and attributes is not None:
-            if real is MISSING:
-                from dynamo.variables.containers import DictVariable
-                return DictVariable(attributes)  # a new object's attributes, as a dict
-            if attributes.contents or attributes.deleted:
-                raise Unsupported(UNSUPPORTED_OBJECT, "reading __dict__ after changing "
-                                  f"attributes of {owner.describe()}")
-        if real is not MISSING:
-            return _read_descriptor(tx, owner, cls, name, real, source)  # slots, C getsets
-        raise Unsupported(UNSUPPORTED_OBJECT, f"descriptor attribute {name!r} of "
-                          f"{owner.describe()}")
+        return _through_data_descriptor(tx, owner, cls, name, attribute, attributes, real,
+                                        source)
     if attributes is not None and name in attributes.contents:
         return attributes.contents[name]
     deleted = attributes is not None and name in attributes.deleted
@@ -135,6 +123,27 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
         return tx.wrap(hook, None).call(tx, [owner, ConstantVariable(name)], {})
     from dynamo.variables.exceptions import python_error
     raise python_error(AttributeError, f"'{cls.__name__}' object has no attribute '{name}'")
+
+
+def _through_data_descriptor(tx, owner: Variable, cls: type, name: str, attribute: Any,
+                             attributes: Optional[Box], real: Any,
+                             source: Optional[Source]) -> Variable:
+    """`owner.name` where the class holds a data descriptor for `name` (a property, a slot,
+    `__dict__`, a C getset): it wins over the instance's attributes."""
+    if isinstance(attribute, property):
+        guard_class_attribute(tx, cls, name, attribute)
+        return bind_class_attribute(tx, attribute, owner, cls, name)
+    if name == "__dict__" and attributes is not None:
+        if real is MISSING:
+            from dynamo.variables.containers import DictVariable
+            return DictVariable(attributes)  # a new object's attributes, as a dict
+        if attributes.contents or attributes.deleted:
+            raise Unsupported(UNSUPPORTED_OBJECT, "reading __dict__ after changing "
+                              f"attributes of {owner.describe()}")
+    if real is not MISSING:
+        return _read_descriptor(tx, owner, cls, name, real, source)  # slots, C getsets
+    raise Unsupported(UNSUPPORTED_OBJECT, f"descriptor attribute {name!r} of "
+                      f"{owner.describe()}")
 
 
 _HEAPTYPE = 1 << 9

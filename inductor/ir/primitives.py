@@ -49,6 +49,10 @@ def fused_multiply_add(a, b, c):
     return (a.double() * b.double() + c.double()).to(a.dtype)
 
 
+def _floordiv(a, b):
+    return torch.div(a, b, rounding_mode="floor")
+
+
 def _truncdiv(a, b):
     return torch.div(a, b, rounding_mode="trunc")
 
@@ -96,7 +100,7 @@ PRIMITIVES = (
     _row("square", _U, SAME),
     _row("add", _B, SAME), _row("sub", _B, SAME), _row("mul", _B, SAME),
     _row("truediv", _B, FLOAT, reference=torch.div),
-    _row("floordiv", _B, SAME, reference=torch.floor_divide),
+    _row("floordiv", _B, SAME, reference=_floordiv),
     _row("truncdiv", _B, SAME, reference=_truncdiv),
     _row("remainder", _B, SAME), _row("fmod", _B, SAME), _row("pow", _B, SAME),
     _row("atan2", _B, FLOAT, None, "libdevice.atan2"),

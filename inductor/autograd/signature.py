@@ -392,17 +392,23 @@ def _eager_layouts(gm: torch.fx.GraphModule, inputs: Sequence[Any], autocast: Ca
         return pytree.tree_leaves(gm(*fakes)), fakes
 
 
-def _classify_outputs(flat: list, arguments: list, eager_flat: list, eager_inputs: list,
-                      function_outputs: list) -> list[OutputInfo]:
-    """Sort each output into a kind (see `OutputKind`), appending fresh outputs and then hidden
-    bases to `function_outputs`. Kinds are read from `flat` (the functional run), layouts from
-    `eager_flat` and `eager_inputs` (`_eager_layouts`)."""
+def _check_same_outputs(flat: list, eager_flat: list) -> None:
+    """Refuses a graph whose outputs differ in number, tensor-ness or shape between the
+    functional run and the run without functionalization."""
     if len(eager_flat) != len(flat) or any(
             isinstance(value, torch.Tensor) != isinstance(eager, torch.Tensor)
             or isinstance(value, torch.Tensor) and value.shape != eager.shape
             for value, eager in zip(flat, eager_flat)):
         raise UnsupportedGraph("the graph's outputs on fake tensors differ with and without "
                                "functionalization")
+
+
+def _classify_outputs(flat: list, arguments: list, eager_flat: list, eager_inputs: list,
+                      function_outputs: list) -> list[OutputInfo]:
+    """Sort each output into a kind (see `OutputKind`), appending fresh outputs and then hidden
+    bases to `function_outputs`. Kinds are read from `flat` (the functional run), layouts from
+    `eager_flat` and `eager_inputs` (`_eager_layouts`)."""
+    _check_same_outputs(flat, eager_flat)
     input_storages = {}
     for index, argument in enumerate(arguments):
         if isinstance(argument, torch.Tensor):

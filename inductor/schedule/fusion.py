@@ -147,16 +147,10 @@ class FusedGroup:
         else:
             return None
         placements = {**self.placements, **replaced, node: placement}
-        outer, inner = [], []
-        for member_placement in placements.values():
-            if member_placement.outer:
-                outer = refine(outer, member_placement.outer) if outer \
-                    else member_placement.outer
-            if member_placement.inner:
-                inner = refine(inner, member_placement.inner) if inner \
-                    else member_placement.inner
-            if outer is None or inner is None:
-                return None
+        dims = _common_dims(placements)
+        if dims is None:
+            return None
+        outer, inner = dims
         return placements, outer, inner, (numel, rnumel)
 
     def _add(self, node, placements, outer, inner, shape=None) -> None:
@@ -243,6 +237,22 @@ class FusedGroup:
     def __repr__(self) -> str:
         members = ", ".join(f"{node.name}:{self.kind_of(node)}" for node in self.nodes)
         return f"FusedGroup([{members}], outer={self.outer_dims}, inner={self.inner_dims})"
+
+
+def _common_dims(placements: dict) -> Optional[tuple[list[int], list[int]]]:
+    """The (outer, inner) kernel dims refining every placement's own dims; None when two
+    placements' dims do not refine into one another."""
+    outer, inner = [], []
+    for member_placement in placements.values():
+        if member_placement.outer:
+            outer = refine(outer, member_placement.outer) if outer \
+                else member_placement.outer
+        if member_placement.inner:
+            inner = refine(inner, member_placement.inner) if inner \
+                else member_placement.inner
+        if outer is None or inner is None:
+            return None
+    return outer, inner
 
 
 def _split(node: SchedulerNode, numel: int, rnumel: int) -> Optional[Placement]:

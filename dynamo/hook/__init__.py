@@ -65,27 +65,6 @@ def get_callback() -> Optional[Callable]:
     return _C.get_callback()
 
 
-class CallbackScope:
-    """Context manager: run a block with `callback` installed on this thread, then restore.
-
-    Reentrant and nestable: each `__enter__` remembers the callback it replaced.
-    """
-
-    __slots__ = ("callback", "_saved")
-
-    def __init__(self, callback: Optional[Callable]):
-        self.callback = callback
-        self._saved: list = []
-
-    def __enter__(self):
-        self._saved.append(_C.set_callback(self.callback))
-        return self
-
-    def __exit__(self, *exc_info):
-        _C.set_callback(self._saved.pop())
-        return False
-
-
 def entries(code: CodeType) -> list:
     """The live list of `(check, replacement_code)` entries of `code`, most recent hit first."""
     _touch(code)

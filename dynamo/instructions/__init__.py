@@ -79,9 +79,6 @@ class DecodedCode:
     body: Bytecode  # the decoded `bytecode` form; treat as read-only
     by_origin: dict[int, int]  # body index -> instruction index (for real instructions)
 
-    def listing(self) -> str:
-        return "\n".join(map(str, self.instructions))
-
 
 _cache: "weakref.WeakKeyDictionary[CodeType, DecodedCode]" = weakref.WeakKeyDictionary()
 

@@ -24,7 +24,6 @@ import itertools
 import keyword
 import linecache
 import re
-import types
 from typing import Any, Optional
 
 from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
@@ -206,7 +205,3 @@ def _identifier(text: str) -> str:
     if name[0].isdigit() or keyword.iskeyword(name):
         name = "_" + name
     return name
-
-
-def is_function(value) -> bool:
-    return isinstance(value, types.FunctionType)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 
 import operator
-from typing import Any
 
 from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import NotConstant, Variable
@@ -392,7 +391,3 @@ def slice_of(start: Variable, stop: Variable, step: Variable) -> Variable:
     if all(part.is_constant() for part in parts):
         return ConstantVariable(slice(*(part.as_constant() for part in parts)))
     return SliceVariable(parts)
-
-
-def constant_or_unknown(value: Any):
-    return value

@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 from typing import Any, Optional
 
-from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
 from dynamo.trace.side_effects import Box
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
@@ -87,13 +87,6 @@ def key_variable(key: Any) -> Variable:
     if isinstance(key, ObjectKey):
         return key.variable
     return ConstantVariable(key)
-
-
-def _constant_args(args, what: str) -> list:
-    try:
-        return [arg.as_constant() for arg in args]
-    except NotConstant:
-        raise Unsupported(UNSUPPORTED_CALL, f"{what} with non-constant arguments") from None
 
 
 @variable

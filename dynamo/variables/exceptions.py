@@ -14,9 +14,6 @@ from dynamo.trace.side_effects import Box
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
 
-_SPECIAL_ATTRIBUTES = ("args", "__cause__", "__context__", "__suppress_context__",
-                       "__traceback__", "__notes__")
-
 
 @variable
 class ExceptionVariable(Variable):
@@ -133,7 +130,3 @@ def python_error(cls: type, *message: str) -> RaisedInTrace:
 
 def is_exception_class(value: Any) -> bool:
     return isinstance(value, type) and issubclass(value, BaseException)
-
-
-def special_attribute(name: str) -> bool:
-    return name in _SPECIAL_ATTRIBUTES

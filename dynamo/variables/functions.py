@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from dynamo.breaks import DISABLED, UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.trace.side_effects import Box
-from dynamo.variables.base import NotConstant, Variable, variable
+from dynamo.variables.base import Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import DictVariable, TupleVariable
 from guards.sources import AttrSource, ClosureCellSource, ConstantSource, ItemSource, Source
@@ -333,11 +333,3 @@ class PartialVariable(Variable):
         if name == "keywords":
             return DictVariable.new(self.keywords)
         raise Unsupported(UNSUPPORTED_OBJECT, f"attribute {name!r} of a partial")
-
-
-def constant_arguments(args, kwargs) -> Optional[tuple[list, dict]]:
-    try:
-        return ([arg.as_constant() for arg in args],
-                {key: value.as_constant() for key, value in kwargs.items()})
-    except NotConstant:
-        return None

@@ -8,7 +8,6 @@ Attribute reads and writes follow Python's protocol (`dynamo.variables.attribute
 from __future__ import annotations
 
 import functools
-import inspect
 import types
 from typing import Any, Optional
 
@@ -242,10 +241,3 @@ def globals_box(tx, f_globals: dict, globals_source: Optional[Source]) -> Box:
         source = globals_source or ConstantSource("G", f_globals)
         box = tx.side_effects.track(Box("globals", {}, source=source, real=f_globals))
     return box
-
-
-def signature_of(function) -> Optional[inspect.Signature]:
-    try:
-        return inspect.signature(function)
-    except (TypeError, ValueError):
-        return None

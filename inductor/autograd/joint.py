@@ -51,11 +51,6 @@ class JointGraph:
     # every output where the trace did not say
     output_groups: tuple = ()
 
-    @property
-    def gradient_count(self) -> int:
-        """How many gradient outputs follow the function outputs."""
-        return sum(position is not None for position in self.grad_of_input)
-
 
 def _function_outputs(signature: GraphSignature, arguments: list, result: Any) -> list:
     """Pick the function outputs out of the arguments (mutated) and the graph's result."""

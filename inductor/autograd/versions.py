@@ -57,11 +57,6 @@ class Watch:
     # whatever the caller did to the tensor since
     named_by_saver: bool = False
 
-    @property
-    def stale_in_graph(self) -> bool:
-        """The graph itself changed the tensor after eager saved it."""
-        return self.end_version != self.saved_version
-
 
 @dataclasses.dataclass(frozen=True)
 class VersionPlan:
@@ -77,12 +72,6 @@ class VersionPlan:
     def watched_inputs(self) -> frozenset:
         """Inputs eager saves (or saves a view of) for the backward."""
         return frozenset(watch.root[1] for watch in self.watches if watch.root[0] == INPUT)
-
-    @property
-    def stale_inputs(self) -> frozenset:
-        """Inputs the graph writes after eager saved them (a backward reaching them raises)."""
-        return frozenset(watch.root[1] for watch in self.watches
-                         if watch.root[0] == INPUT and watch.stale_in_graph)
 
     @property
     def watched_outputs(self) -> frozenset:

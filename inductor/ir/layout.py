@@ -24,23 +24,6 @@ def contiguous_strides(size: Sequence) -> list:
     return list(reversed(strides))
 
 
-def strides_in_order(size: Sequence, order: Sequence[int]) -> list:
-    """Dense strides where `order` lists dimensions from innermost to outermost."""
-    strides = [sympy.Integer(0)] * len(size)
-    running = sympy.Integer(1)
-    for dim in order:
-        strides[dim] = running
-        running = running * to_expr(size[dim])
-    return strides
-
-
-def stride_order(stride: Sequence, size: Sequence) -> list[int]:
-    """Dimensions from innermost (smallest stride) to outermost; size-1 dimensions last, and
-    ties keep the later dimension inside, as in a row-major tensor."""
-    return sorted(range(len(size)),
-                  key=lambda dim: (to_expr(size[dim]) == 1, int(stride[dim]), -dim))
-
-
 class Layout:
     """Device, dtype, size, stride and storage offset of a buffer."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping
 
 import sympy
 
@@ -248,9 +248,3 @@ def linear_coefficient(expr: Expr, symbol: sympy.Symbol):
     if coefficient.has(symbol) or not coefficient.free_symbols.isdisjoint({symbol}):
         return None
     return coefficient
-
-
-def free_loop_symbols(expr: Expr, prefixes: Sequence[str] = ("i", "r")) -> set:
-    """The loop variables (by prefix) an expression depends on."""
-    return {symbol for symbol in to_expr(expr).free_symbols
-            if symbol.name.rstrip("0123456789") in prefixes}

@@ -32,8 +32,3 @@ def lowering_for(target) -> Optional[Callable]:
     if function is None and isinstance(target, torch._ops.OpOverload):
         function = _lowerings.get(target.overloadpacket)
     return function
-
-
-def lowered_ops() -> list:
-    """Every registered target (for the op sweep and the docs)."""
-    return list(_lowerings)

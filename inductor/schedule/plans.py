@@ -80,9 +80,6 @@ class KernelPlan:
                        zip(self.inner_vars(), self.inner_sizes)})
         return ranges
 
-    def has_reduction(self) -> bool:
-        return any(stage.kind == "reduction" for stage in self.stages)
-
     def describe(self) -> str:
         """The plan as text: loops, then each stage with its members."""
         loops = ", ".join(f"{symbol} < {size}" for symbol, size in

@@ -40,11 +40,6 @@ class FlowNetwork:
         self._heads.append(tail)
         self._residual.append(0)
 
-    @property
-    def edge_count(self) -> int:
-        """Number of edges added."""
-        return len(self._heads) // 2
-
     def _levels(self, source: int, sink: int) -> list[int] | None:
         level = [-1] * len(self._keys)
         level[source] = 0

@@ -35,10 +35,6 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in HALF_TYPES else dtype
 
 
-def compute_type(dtype: torch.dtype) -> str:
-    return storage_type(compute_dtype(dtype))
-
-
 def index_text(expr) -> str:
     """An index expression as C++ (int64_t arithmetic)."""
     expr = sympy.sympify(expr)

@@ -34,20 +34,20 @@ def _primitives(arity: int, rules: tuple, left_out: dict) -> dict:
             if row.arity == arity and row.dtypes in rules and row.name not in left_out}
 
 
-# The primitives each sweep leaves out, and why. "Not swept before the table" marks the
-# drift the table found between the product's primitives and this sweep's lists: adding one
-# needs a run of tests/triton/test_op_sweep.py on CUDA too.
+# The primitives each sweep leaves out, and why (the drift the table found between the
+# product's primitives and this sweep's lists: the 15 integer cases it found are swept now).
 NOT_LOWERED = {"erfinv": "no ATen op lowers to it", "fma": "no ATen op of its own: add and "
                "sub with alpha, addcmul and lerp lower to it (swept as composites below)"}
-FLOAT_LEFT_OUT = {**NOT_LOWERED, "lgamma": "not swept before the table",
-                  "nextafter": "not swept before the table"}
+FLOAT_LEFT_OUT = {
+    **NOT_LOWERED,
+    "lgamma": "not swept before the table; C++ passes on CPU, libdevice's on CUDA unmeasured",
+    "nextafter": "wrong for bfloat16 and float16: lowered in float32 and rounded (inf for the "
+                 "step above 65504), where eager steps in the half type; open",
+}
 INTEGER_LEFT_OUT = {
     **NOT_LOWERED, "pow": "eager raises for the negative integer exponents the operands hold",
     "atan2": "a float function", "copysign": "a float function", "hypot": "a float function",
     "nextafter": "a float function",
-    **{name: "not swept before the table" for name in (
-        "floor", "ceil", "trunc", "round", "signbit", "isnan", "isinf", "isfinite", "fmax",
-        "fmin", "ne", "le", "gt", "logical_or", "logical_xor")},
 }
 # The composites each sweep adds to the primitives: ops that lower to several primitives
 FLOAT_UNARY_COMPOSITES = {
@@ -141,6 +141,8 @@ def run_batch(ops: dict, inputs: tuple, dtype) -> list[str]:
         return tuple(ops[name](*arguments) for name in names)
     graph = _trace_batch(ops, names, len(inputs))
     compiled = inductor.compile_fx(graph, list(inputs))
+    # a graph that runs through eager kernels (a build error) would compare eager with itself
+    assert compiled.report.reason is None, compiled.report.reason
     actual = compiled(*inputs)
     expected = batch(*inputs)
     atol, rtol = TOLERANCE.get(dtype, (0, 0))

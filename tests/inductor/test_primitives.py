@@ -8,6 +8,7 @@ import re
 
 import pytest
 import torch
+import torch.fx
 
 import inductor
 from inductor.codegen.cpp import ops as cpp_ops
@@ -135,3 +136,23 @@ def test_erfinv_is_missing_from_cpp_for_a_reason():
     row = BY_NAME["erfinv"]
     assert row.cpp is None and row.cpp_missing and not row.lowered
     assert row.triton == "libdevice.erfinv"
+
+
+@pytest.mark.parametrize("backend", ["cpp", "triton"])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.uint8, torch.bool], ids=str)
+def test_isinf_of_integers_compiles(backend, dtype):
+    """C++ printed `jit_abs(x) == jit_inf(x)` for any dtype: no integer overload, a build
+    error, and the graph ran through eager kernels (found by sweeping the primitives the
+    integer sweep left out)."""
+    saved = inductor.config.cpu_backend
+    inductor.config.cpu_backend = backend
+    try:
+        x = torch.tensor([0, 1, 7, 100]).to(dtype)
+        graph = torch.fx.symbolic_trace(lambda x: torch.isinf(x) | torch.isnan(x))
+        compiled = inductor.compile_fx(graph, [x])
+        assert compiled.report.reason is None and compiled.report.kernel_count == 1
+        result = compiled(x)
+        result = result[0] if isinstance(result, (tuple, list)) else result
+        assert torch.equal(result, torch.isinf(x) | torch.isnan(x))
+    finally:
+        inductor.config.cpu_backend = saved

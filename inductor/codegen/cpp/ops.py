@@ -346,7 +346,9 @@ UNARY_TEXT = {
     "sign": lambda v: (f"jit_sign({v.name})", v.dtype),
     "signbit": lambda v: (f"jit_signbit({v.name})", torch.bool),
     "isnan": lambda v: (f"{v.name} != {v.name}", torch.bool),
-    "isinf": lambda v: (f"jit_abs({v.name}) == jit_inf({v.name})", torch.bool),
+    # integers and bool are never infinite (jit_inf has no integer overload: a build error)
+    "isinf": lambda v: (f"jit_abs({v.name}) == jit_inf({v.name})" if v.dtype.is_floating_point
+                        else f"{v.name} != {v.name}", torch.bool),
     "isfinite": lambda v: (f"__builtin_isfinite({v.name})", torch.bool),
     "logical_not": lambda v: (f"!{v.name}", torch.bool),
     "bitwise_not": lambda v: (f"~{v.name}", v.dtype),

@@ -41,8 +41,8 @@ NOT_LOWERED = {"erfinv": "no ATen op lowers to it", "fma": "no ATen op of its ow
 FLOAT_LEFT_OUT = {
     **NOT_LOWERED,
     "lgamma": "not swept before the table; C++ passes on CPU, libdevice's on CUDA unmeasured",
-    "nextafter": "wrong for bfloat16 and float16: lowered in float32 and rounded (inf for the "
-                 "step above 65504), where eager steps in the half type; open",
+    "nextafter": "wrong for bfloat16 and float16: stepped in float32 and rounded back, so the "
+                 "value stays (float16 nextafter(1, 2) gave 1, eager 1.0009765625); open",
 }
 INTEGER_LEFT_OUT = {
     **NOT_LOWERED, "pow": "eager raises for the negative integer exponents the operands hold",

@@ -3,16 +3,16 @@
 Input: sympy index expressions over kernel loop variables, torch dtypes, Python constants.
 Output: C++ text. Indices are `int64_t` throughout (tensors past 2**31 elements index
 correctly); `FloorDiv` and `ModularIndexing` print as `/` and `%`, valid because their
-operands are non-negative by construction.
+operands are non-negative by construction (`codegen/index_printer.py`, shared with Triton).
 """
 from __future__ import annotations
 
 import math
 
-import sympy
 import torch
 
-from inductor.ir.symbols import FloorDiv, ModularIndexing
+from inductor.codegen import index_printer
+from inductor.codegen.index_printer import compute_dtype  # noqa: F401 (cpp/ops.py's)
 
 C_TYPES = {
     torch.float32: "float", torch.float64: "double", torch.bfloat16: "uint16_t",
@@ -20,7 +20,6 @@ C_TYPES = {
     torch.int16: "int16_t", torch.int32: "int32_t", torch.int64: "int64_t",
     torch.bool: "bool",
 }
-HALF_TYPES = (torch.float16, torch.bfloat16)
 
 
 def storage_type(dtype: torch.dtype) -> str:
@@ -30,52 +29,9 @@ def storage_type(dtype: torch.dtype) -> str:
     return C_TYPES[dtype]
 
 
-def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype values of `dtype` are held in while computing (half types as float)."""
-    return torch.float32 if dtype in HALF_TYPES else dtype
-
-
 def index_text(expr) -> str:
     """An index expression as C++ (int64_t arithmetic)."""
-    expr = sympy.sympify(expr)
-    if expr.is_Integer:
-        return str(int(expr))
-    if isinstance(expr, sympy.Symbol):
-        return expr.name
-    if isinstance(expr, FloorDiv):
-        return f"({index_text(expr.args[0])} / {index_text(expr.args[1])})"
-    if isinstance(expr, ModularIndexing):
-        base, divisor, modulus = expr.args
-        inner = index_text(base) if divisor == 1 else \
-            f"({index_text(base)} / {index_text(divisor)})"
-        return f"({inner} % {index_text(modulus)})"
-    if isinstance(expr, sympy.Add):
-        return _sum_text(expr)
-    if isinstance(expr, sympy.Mul):
-        coefficient, rest = expr.as_coeff_Mul()
-        factors = [index_text(factor) for factor in sympy.Mul.make_args(rest)]
-        if coefficient == -1:
-            return f"(-{'*'.join(factors)})"
-        if coefficient != 1:
-            factors.insert(0, str(int(coefficient)))
-        return "*".join(factors)
-    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
-        return "*".join([index_text(expr.base)] * int(expr.exp))
-    raise NotImplementedError(f"cannot print index {expr}")
-
-
-def _sum_text(expr: sympy.Add) -> str:
-    terms = sorted(expr.args, key=lambda term: (term.is_Integer, sympy.default_sort_key(term)))
-    text = ""
-    for term in terms:
-        coefficient, _rest = term.as_coeff_Mul()
-        if text and coefficient < 0:
-            text += f" - {index_text(-term)}"
-        elif text:
-            text += f" + {index_text(term)}"
-        else:
-            text = index_text(term)
-    return f"({text})"
+    return index_printer.index_text(expr, "/")
 
 
 def literal(value, dtype: torch.dtype) -> str:

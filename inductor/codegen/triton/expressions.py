@@ -3,16 +3,16 @@
 Input: sympy index expressions over kernel loop variables, torch dtypes, Python constants.
 Output: Triton source text. `FloorDiv` and `ModularIndexing` print as `//` and `%` (Triton's
 integer division truncates like C, which is the same on the non-negative values they take
-in unmasked lanes).
+in unmasked lanes; `codegen/index_printer.py`, shared with C++).
 """
 from __future__ import annotations
 
 import math
 
-import sympy
 import torch
 
-from inductor.ir.symbols import FloorDiv, ModularIndexing
+from inductor.codegen import index_printer
+from inductor.codegen.index_printer import compute_dtype
 
 TRITON_TYPES = {
     torch.float32: "tl.float32", torch.float64: "tl.float64", torch.bfloat16: "tl.bfloat16",
@@ -20,7 +20,6 @@ TRITON_TYPES = {
     torch.int16: "tl.int16", torch.int32: "tl.int32", torch.int64: "tl.int64",
     torch.bool: "tl.int1",
 }
-HALF_TYPES = (torch.float16, torch.bfloat16)
 
 
 def triton_type(dtype: torch.dtype) -> str:
@@ -30,52 +29,9 @@ def triton_type(dtype: torch.dtype) -> str:
     return TRITON_TYPES[dtype]
 
 
-def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype values of `dtype` are held in while computing (half types as float32)."""
-    return torch.float32 if dtype in HALF_TYPES else dtype
-
-
 def index_text(expr) -> str:
     """An index expression as Triton source."""
-    expr = sympy.sympify(expr)
-    if expr.is_Integer:
-        return str(int(expr))
-    if isinstance(expr, sympy.Symbol):
-        return expr.name
-    if isinstance(expr, FloorDiv):
-        return f"({index_text(expr.args[0])} // {index_text(expr.args[1])})"
-    if isinstance(expr, ModularIndexing):
-        base, divisor, modulus = expr.args
-        inner = index_text(base) if divisor == 1 else \
-            f"({index_text(base)} // {index_text(divisor)})"
-        return f"({inner} % {index_text(modulus)})"
-    if isinstance(expr, sympy.Add):
-        return _sum_text(expr)
-    if isinstance(expr, sympy.Mul):
-        coefficient, rest = expr.as_coeff_Mul()
-        factors = [index_text(factor) for factor in sympy.Mul.make_args(rest)]
-        if coefficient == -1:
-            return f"(-{'*'.join(factors)})"
-        if coefficient != 1:
-            factors.insert(0, str(int(coefficient)))
-        return "*".join(factors)
-    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
-        return "*".join([index_text(expr.base)] * int(expr.exp))
-    raise NotImplementedError(f"cannot print index {expr}")
-
-
-def _sum_text(expr: sympy.Add) -> str:
-    terms = sorted(expr.args, key=lambda term: (term.is_Integer, sympy.default_sort_key(term)))
-    text = ""
-    for term in terms:
-        coefficient, _rest = term.as_coeff_Mul()
-        if text and coefficient < 0:
-            text += f" - {index_text(-term)}"
-        elif text:
-            text += f" + {index_text(term)}"
-        else:
-            text = index_text(term)
-    return f"({text})"
+    return index_printer.index_text(expr, "//")
 
 
 def python_literal(value, dtype: torch.dtype) -> str:

@@ -1,0 +1,64 @@
+"""Index expressions and compute dtypes, shared by the C++ and Triton expression printers.
+
+Input: sympy index expressions over kernel loop variables; torch dtypes. Output: C-like
+source text, identical in both languages but for the integer division operator (`/` in C++,
+`//` in Triton; both truncate, the same on the non-negative values `FloorDiv` and
+`ModularIndexing` take); the dtype values are held in while computing.
+"""
+from __future__ import annotations
+
+import sympy
+import torch
+
+from inductor.ir.symbols import FloorDiv, ModularIndexing
+
+HALF_TYPES = (torch.float16, torch.bfloat16)
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype values of `dtype` are held in while computing (half types as float32)."""
+    return torch.float32 if dtype in HALF_TYPES else dtype
+
+
+def index_text(expr, division: str) -> str:
+    """An index expression as source text, `division` spelling integer division."""
+    expr = sympy.sympify(expr)
+    if expr.is_Integer:
+        return str(int(expr))
+    if isinstance(expr, sympy.Symbol):
+        return expr.name
+    if isinstance(expr, FloorDiv):
+        return f"({index_text(expr.args[0], division)} {division} " \
+               f"{index_text(expr.args[1], division)})"
+    if isinstance(expr, ModularIndexing):
+        base, divisor, modulus = expr.args
+        inner = index_text(base, division) if divisor == 1 else \
+            f"({index_text(base, division)} {division} {index_text(divisor, division)})"
+        return f"({inner} % {index_text(modulus, division)})"
+    if isinstance(expr, sympy.Add):
+        return _sum_text(expr, division)
+    if isinstance(expr, sympy.Mul):
+        coefficient, rest = expr.as_coeff_Mul()
+        factors = [index_text(factor, division) for factor in sympy.Mul.make_args(rest)]
+        if coefficient == -1:
+            return f"(-{'*'.join(factors)})"
+        if coefficient != 1:
+            factors.insert(0, str(int(coefficient)))
+        return "*".join(factors)
+    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
+        return "*".join([index_text(expr.base, division)] * int(expr.exp))
+    raise NotImplementedError(f"cannot print index {expr}")
+
+
+def _sum_text(expr: sympy.Add, division: str) -> str:
+    terms = sorted(expr.args, key=lambda term: (term.is_Integer, sympy.default_sort_key(term)))
+    text = ""
+    for term in terms:
+        coefficient, _rest = term.as_coeff_Mul()
+        if text and coefficient < 0:
+            text += f" - {index_text(-term, division)}"
+        elif text:
+            text += f" + {index_text(term, division)}"
+        else:
+            text = index_text(term, division)
+    return f"({text})"

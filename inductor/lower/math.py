@@ -161,8 +161,19 @@ def _float_binary(name: str):
     return lower
 
 
-for _name in ("copysign", "hypot", "atan2", "nextafter"):
+for _name in ("copysign", "hypot", "atan2"):
     register_lowering(getattr(aten, _name))(_float_binary(_name))
+
+
+@register_lowering(aten.nextafter)
+def nextafter(a, b):
+    """The next value after `a` toward `b` in the result's own dtype. float16 and bfloat16
+    compute in float32, whose next value is not theirs (float16 `nextafter(1, 2)` is
+    1.0009765625 in eager, 1 rounded back from float32), so those run through eager's kernel."""
+    if _float_type(a, b) in (torch.float16, torch.bfloat16):
+        raise NotImplementedError("nextafter of float16/bfloat16 steps by that type's spacing: "
+                                  "runs through the eager kernel")
+    return _float_binary("nextafter")(a, b)
 
 
 def _comparison(name: str):

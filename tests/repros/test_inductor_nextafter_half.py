@@ -26,9 +26,10 @@ def test_nextafter_steps_in_the_result_dtype(code_generator, dtype):
     torch.testing.assert_close(actual_tripled, tripled, rtol=0, atol=0, equal_nan=True)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="open: Triton kernels (CPU interpreter) flush bfloat16 "
-                   "subnormals to zero on load or store (`x * 1` of 9.18e-41 gives 0; eager "
-                   "keeps it); C++ keeps them")
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="open: Triton's CPU interpreter converts bfloat16 to "
+                   "float32 flushing subnormals (a bare kernel's `tl.load(x).to(tl.float32)` of "
+                   "9.18e-41 gives 0; a bf16 copy keeps it), so `x * 1` gives 0 where eager "
+                   "keeps it; C++ keeps them; on GPUs not measured")
 def test_bfloat16_subnormals_survive_triton(monkeypatch):
     import inductor
     monkeypatch.setenv("TRITON_INTERPRET", "1")

@@ -15,8 +15,8 @@ import torch
 from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
-from guards import ModuleTrainingGuard, ObjectSnapshot, ObjectSnapshotGuard
-from guards.sources import AttrSource, BufferSource, ParamSource, SubmoduleSource
+from guards import ConstantGuard, ModuleTrainingGuard, ObjectSnapshot, ObjectSnapshotGuard
+from guards.sources import AttrSource, BufferSource, CallSource, ParamSource, SubmoduleSource
 
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
                torch.nn.ParameterList, torch.nn.ParameterDict)
@@ -94,6 +94,9 @@ class ModuleVariable(Variable):
     def call(self, tx, args, kwargs) -> Variable:
         module = self.value
         _check_no_global_hooks()
+        # ... and none registered later: the check asks again (a global forward hook added
+        # after the compile was ignored, the call's result not the hook's)
+        tx.guards.add(ConstantGuard(CallSource(global_module_hooks_registered), False))
         hooks = ObjectSnapshot.of_module_hooks(module)
         if hooks.entries and any(getattr(module, entry, None) for entry in _hook_names()):
             raise Unsupported(UNSUPPORTED_CALL, f"calling {self.describe()}, which has hooks")
@@ -230,11 +233,17 @@ def _hook_names():
             "_state_dict_hooks", "_forward_hooks_with_kwargs")
 
 
-def _check_no_global_hooks() -> None:
+def global_module_hooks_registered() -> bool:
+    """Whether any global nn.Module hook (`register_module_forward_hook` and its kin) is
+    registered: a traced module call runs none, so a trace is made and reused only while
+    there are none."""
     registry = torch.nn.modules.module
-    for name in _GLOBAL_HOOKS:
-        if getattr(registry, name, None):
-            raise Unsupported(UNSUPPORTED_CALL, "global nn.Module hooks are registered")
+    return any(getattr(registry, name, None) for name in _GLOBAL_HOOKS)
+
+
+def _check_no_global_hooks() -> None:
+    if global_module_hooks_registered():
+        raise Unsupported(UNSUPPORTED_CALL, "global nn.Module hooks are registered")
 
 
 @variable

@@ -29,6 +29,7 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException, FakeTensor,
                                            FakeTensorMode)
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.nn.utils.stateless import _reparametrize_module
 
 from inductor import batch_norm, moments, vml
 from inductor.aliasing import (SharedInputWrites, UnsupportedGraph, memory_root,
@@ -36,6 +37,7 @@ from inductor.aliasing import (SharedInputWrites, UnsupportedGraph, memory_root,
                                reads_written_memory_partly, writes_into_overlapping_memory,
                                writes_into_shared_inputs, written_placeholders)
 from inductor.eager_run import eager_run, replayable
+from inductor.graph_calls import hookless
 from inductor.view_rewrites import rewrite_views
 
 aten = torch.ops.aten
@@ -524,9 +526,10 @@ def _module_state(gm: torch.fx.GraphModule):
     count, end = len(lifted_attributes), len(lifted_attributes) + len(names)
 
     def stateless(*values):     # (get_attr tensors, held tensors, inputs)
-        return torch.func.functional_call(lifted, dict(zip(names, values[count:end])),
-                                          values[:count] + values[end:], strict=False,
-                                          tie_weights=False)
+        # `functional_call` without calling the module (its hooks: `inductor/graph_calls.py`)
+        with _reparametrize_module(lifted, dict(zip(names, values[count:end])),
+                                   tie_weights=False, strict=False):
+            return lifted.forward(*(values[:count] + values[end:]))
 
     return list(lifted_attributes) + tensors, stateless
 
@@ -609,7 +612,7 @@ def _flattened(gm):
     spec_box = [None]
 
     def flat_function(*inputs):
-        result = gm(*inputs)
+        result = hookless(gm)(*inputs)
         leaves, spec_box[0] = pytree.tree_flatten(result)
         return leaves
 

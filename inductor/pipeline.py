@@ -24,6 +24,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from inductor.config import config
+from inductor.graph_calls import hookless
 from inductor.decompose import (GRAD_MODE_CALLS, AtenGraph, SharedInputWrites, UnsupportedGraph,
                                 trace_aten)
 from inductor.runtime import fallbacks
@@ -488,7 +489,7 @@ def _fallback_runner(gm: torch.fx.GraphModule, output_strides, report: GraphRepo
     strides = list(output_strides or [])
 
     def run(*inputs):
-        results = list(gm(*inputs))
+        results = list(hookless(gm)(*inputs))
         for position, stride in enumerate(strides):
             value = results[position] if position < len(results) else None
             if isinstance(value, torch.Tensor) and stride is not None \

@@ -33,6 +33,7 @@ from inductor.autograd.functional import (fake_mode, from_functional, functional
                                           to_functional)
 from inductor.autograd.signature import GraphSignature
 from inductor.autograd.versions import SavedTensorLog, VersionPlan
+from inductor.graph_calls import hookless
 
 
 @dataclasses.dataclass
@@ -202,7 +203,7 @@ def _inference_function(gm: torch.fx.GraphModule, signature: GraphSignature,
         with functionalization():
             arguments = [to_functional(primal) for primal in primals]
             with torch.no_grad(), state.autocast_context():
-                result = gm(*arguments)
+                result = hookless(gm)(*arguments)
             outputs = _function_outputs(signature, arguments, result)
             return [from_functional(output) for output in outputs]
     return forward

@@ -27,6 +27,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 import torch.fx
+from torch.nn.utils.stateless import _reparametrize_module
 from torch.utils import _pytree as pytree
 
 from inductor.autograd.functional import (fake_mode, functionalization, has_data_mutation,
@@ -34,6 +35,7 @@ from inductor.autograd.functional import (fake_mode, functionalization, has_data
                                           mutations_hidden_from_autograd, to_functional)
 from inductor.autograd.version_messages import node_name
 from inductor.eager_run import eager_run, replayable
+from inductor.graph_calls import hookless
 
 
 class UnsupportedGraph(Exception):
@@ -200,8 +202,9 @@ class ModuleCall:
     def __call__(self, *arguments, **keywords):
         count = len(self.names)
         state = dict(zip(self.names, arguments[:count]))
-        return torch.func.functional_call(_twin(self.module), state,
-                                          tuple(arguments[count:]), keywords)
+        twin = _twin(self.module)   # swapped in, called by `forward` (no module hooks)
+        with _reparametrize_module(twin, state, tie_weights=False, strict=False):
+            return twin.forward(*arguments[count:], **keywords)
 
 
 def _twin(module: torch.nn.Module) -> torch.nn.Module:
@@ -297,7 +300,7 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
         nodes = [argument.grad_fn if isinstance(argument, torch.Tensor) else None
                  for argument in arguments]
         with torch.set_grad_enabled(grad_enabled), autocast():
-            result = gm(*arguments)
+            result = hookless(gm)(*arguments)
         flat, spec = pytree.tree_flatten(result)
         input_infos = [_input_info(value, argument, start, node) for value, argument, start,
                        node in zip(inputs, arguments, starts, nodes)]
@@ -378,7 +381,7 @@ def _eager_layouts(gm: torch.fx.GraphModule, inputs: Sequence[Any], autocast: Ca
     It runs after the functional run, which passed: an error here is an internal one."""
     def run(*values):
         with torch.set_grad_enabled(grad_enabled), autocast():
-            return gm(*values)
+            return hookless(gm)(*values)
 
     detached = [value.detach() if isinstance(value, torch.Tensor) else value
                 for value in inputs]
@@ -389,7 +392,7 @@ def _eager_layouts(gm: torch.fx.GraphModule, inputs: Sequence[Any], autocast: Ca
     fakes = [mode.from_tensor(value) if isinstance(value, torch.Tensor) else value
              for value in detached]
     with mode, torch.set_grad_enabled(grad_enabled), autocast():
-        return pytree.tree_leaves(gm(*fakes)), fakes
+        return pytree.tree_leaves(hookless(gm)(*fakes)), fakes
 
 
 def _check_same_outputs(flat: list, eager_flat: list) -> None:

@@ -13,8 +13,10 @@ are guarded by nothing. `wrap_computed(tx, value)` is for values computed at tra
 from __future__ import annotations
 
 import collections
+import contextlib
 import enum
 import functools
+import threading
 import types
 from typing import Any, Optional
 
@@ -179,7 +181,29 @@ def _box_source(value: Any, source: Optional[Source]) -> Source:
         ConstantSource(f"{type(value).__name__}_object", value)
 
 
+_WRAPPING = threading.local()   # ids of the containers being wrapped, per thread
+
+
+@contextlib.contextmanager
+def _entered(value):
+    """Refuse a container met again while its own items are wrapped (`lst.append(lst)`):
+    wrapping it recursed without end (an internal RecursionError, the frame run eagerly)."""
+    active = _WRAPPING.__dict__.setdefault("ids", set())
+    if id(value) in active:
+        raise Unsupported(UNSUPPORTED_OBJECT, f"a {type(value).__name__} that contains itself")
+    active.add(id(value))
+    try:
+        yield
+    finally:
+        active.discard(id(value))
+
+
 def _wrap_sequence(tx, value, source: Optional[Source]) -> Variable:
+    with _entered(value):
+        return _wrap_sequence_items(tx, value, source)
+
+
+def _wrap_sequence_items(tx, value, source: Optional[Source]) -> Variable:
     kind = type(value)
     is_list = isinstance(value, list)
     if is_list:
@@ -199,6 +223,11 @@ def _wrap_sequence(tx, value, source: Optional[Source]) -> Variable:
 
 
 def _wrap_mapping(tx, value: dict, source: Optional[Source]) -> Variable:
+    with _entered(value):
+        return _wrap_mapping_items(tx, value, source)
+
+
+def _wrap_mapping_items(tx, value: dict, source: Optional[Source]) -> Variable:
     box = tx.side_effects.box_for(value)
     kind = type(value)
     factory = None

@@ -49,10 +49,11 @@ def replayable(gm: torch.fx.GraphModule) -> bool:
         # (a device read from a tensor, `device=x.device`, is a node: an input's, the CPU)
         if node.op == "call_function":
             target = node.target
-            if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-                if target._schema.name.split("::")[0] not in ("aten", "prims") \
-                        if isinstance(target, torch._ops.OpOverload) else \
-                        target._qualified_op_name.split("::")[0] not in ("aten", "prims"):
+            if isinstance(target, torch._ops.OpOverload):
+                if target.namespace not in ("aten", "prims"):
+                    return False
+            elif isinstance(target, torch._ops.OpOverloadPacket):
+                if target._qualified_op_name.split("::")[0] not in ("aten", "prims"):
                     return False
             elif isinstance(target, torch._ops.HigherOrderOperator):
                 return False

@@ -377,7 +377,8 @@ _as_is: "weakref.WeakKeyDictionary[CodeType, CodeType]" = weakref.WeakKeyDiction
 
 def as_is(code: CodeType) -> CodeType:
     """`code` itself, with the all-positional signature a replacement has (cached)."""
-    from dynamo.rewrite import assemble, decode as decode_body
+    from dynamo.instructions.decoding import decode_bytecode as decode_body
+    from dynamo.rewrite import assemble
     cached = _as_is.get(code)
     if cached is None:
         # the same instructions: the original's stack size holds (and `bytecode` cannot

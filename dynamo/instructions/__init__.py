@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
-from dynamo.rewrite import decode as decode_bytecode
+from dynamo.instructions.decoding import decode_bytecode
 
 PY312 = sys.version_info >= (3, 12)
 

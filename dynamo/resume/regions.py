@@ -37,7 +37,7 @@ from dynamo.instructions import DecodedCode, decode
 from dynamo.resume import emit
 from dynamo.resume.analysis import Layout
 from dynamo.rewrite import GENERATED_STACK, stack_size
-from dynamo.rewrite import decode as decode_body
+from dynamo.instructions.decoding import decode_bytecode as decode_body
 from dynamo.rewrite.replacement import prologue_of
 
 RETURN_TAG = 0

@@ -37,7 +37,7 @@ from dynamo.resume.analysis import Edge, Stop
 from dynamo.resume.regions import (RETURN_TAG, STACK, STATE, Placeholder, closure_names, entry_position,
                                    patch_constants, region_info, slots_of, state_names, tag_of)
 from dynamo.rewrite import assemble
-from dynamo.rewrite import decode as decode_body
+from dynamo.instructions.decoding import decode_bytecode as decode_body
 from dynamo.rewrite.replacement import prologue_of
 
 PY312 = emit.PY311 is False

@@ -15,7 +15,8 @@ from typing import Callable
 
 from bytecode import Bytecode, CellVar, FreeVar, Instr
 
-from dynamo.rewrite import PROLOGUE, assemble, decode
+from dynamo.instructions.decoding import decode_bytecode as decode
+from dynamo.rewrite import PROLOGUE, assemble
 
 PY311 = sys.version_info[:2] == (3, 11)
 

@@ -9,7 +9,8 @@ import types
 
 import torch
 
-from dynamo.rewrite import _varint, decode
+from dynamo.instructions.decoding import _varint
+from dynamo.instructions.decoding import decode_bytecode as decode
 from tests.capture.differential import check
 
 

@@ -67,7 +67,8 @@ def test_stack_sizes_agree_with_cpython():
     import textwrap
     import types
 
-    from dynamo.rewrite import decode, stack_size
+    from dynamo.instructions.decoding import decode_bytecode as decode
+    from dynamo.rewrite import stack_size
 
     def nested(code):
         yield code

@@ -1,9 +1,10 @@
-"""Triton spellings of index expressions, dtypes and literals.
+"""Triton spellings of index expressions, dtypes and literals (`codegen/expressions.py`
+prints them).
 
 Input: sympy index expressions over kernel loop variables, torch dtypes, Python constants.
 Output: Triton source text. `FloorDiv` and `ModularIndexing` print as `//` and `%` (Triton's
 integer division truncates like C, which is the same on the non-negative values they take
-in unmasked lanes; `codegen/index_printer.py`, shared with C++).
+in unmasked lanes; `codegen/expressions.py`, shared with C++).
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import math
 
 import torch
 
-from inductor.codegen import index_printer
-from inductor.codegen.index_printer import compute_dtype
+from inductor.codegen import expressions as shared
+from inductor.codegen.expressions import compute_dtype
 
 TRITON_TYPES = {
     torch.float32: "tl.float32", torch.float64: "tl.float64", torch.bfloat16: "tl.bfloat16",
@@ -31,22 +32,12 @@ def triton_type(dtype: torch.dtype) -> str:
 
 def index_text(expr) -> str:
     """An index expression as Triton source."""
-    return index_printer.index_text(expr, "//")
+    return shared.index_text(expr, "//")
 
 
 def python_literal(value, dtype: torch.dtype) -> str:
     """`value` as a Python literal (float, int or bool) of the compute type of `dtype`."""
-    dtype = compute_dtype(dtype)
-    if dtype == torch.bool:
-        return "True" if value else "False"
-    if dtype.is_floating_point:
-        value = float(value)
-        if math.isnan(value):
-            return 'float("nan")'
-        if math.isinf(value):
-            return f'float("{"-" if value < 0 else ""}inf")'
-        return repr(value)
-    return str(_wrapped(int(value), dtype))
+    return shared.literal_text(value, dtype, SPELLING)
 
 
 def _wrapped(value: int, dtype: torch.dtype) -> int:
@@ -54,6 +45,11 @@ def _wrapped(value: int, dtype: torch.dtype) -> int:
     information = torch.iinfo(dtype)
     span = information.max - information.min + 1
     return (value - information.min) % span + information.min
+
+
+SPELLING = shared.LiteralSpelling(
+    true="True", false="False", nan='float("nan")', infinity='float("{sign}inf")',
+    float_suffix={}, integer=lambda value, dtype: str(_wrapped(value, dtype)))
 
 
 def literal(value, dtype: torch.dtype) -> tuple[str, bool]:

@@ -1,11 +1,19 @@
-"""Index expressions and compute dtypes, shared by the C++ and Triton expression printers.
+"""The expression printer shared by the C++ and Triton code generators: index expressions,
+constants and compute dtypes.
 
-Input: sympy index expressions over kernel loop variables; torch dtypes. Output: C-like
-source text, identical in both languages but for the integer division operator (`/` in C++,
-`//` in Triton; both truncate, the same on the non-negative values `FloorDiv` and
-`ModularIndexing` take); the dtype values are held in while computing.
+Input: sympy index expressions over kernel loop variables; Python constants; torch dtypes.
+Output: C-like source text. Index expressions are identical in both languages but for the
+integer division operator (`/` in C++, `//` in Triton; both truncate, the same on the
+non-negative values `FloorDiv` and `ModularIndexing` take); constants differ in the words a
+language has for true, false, NaN, infinity and integers of a width (`LiteralSpelling`,
+given by `codegen/cpp/expressions.py` and `codegen/triton/expressions.py`); the compute dtype
+is the one values of a dtype are held in while computing.
 """
 from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
 
 import sympy
 import torch
@@ -18,6 +26,36 @@ HALF_TYPES = (torch.float16, torch.bfloat16)
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype values of `dtype` are held in while computing (half types as float32)."""
     return torch.float32 if dtype in HALF_TYPES else dtype
+
+
+@dataclasses.dataclass(frozen=True)
+class LiteralSpelling:
+    """How a language writes constants: `true`/`false`, `nan` and `infinity` (format strings
+    of `{suffix}`, the float type's literal suffix, and for infinity `{sign}`), the suffix of
+    each float compute dtype, and `integer(value, dtype)`."""
+
+    true: str
+    false: str
+    nan: str
+    infinity: str
+    float_suffix: dict
+    integer: Callable[[int, torch.dtype], str]
+
+
+def literal_text(value, dtype: torch.dtype, spelling: LiteralSpelling) -> str:
+    """`value` as a constant of `dtype`'s compute type, in `spelling`'s language."""
+    dtype = compute_dtype(dtype)
+    if dtype == torch.bool:
+        return spelling.true if value else spelling.false
+    if not dtype.is_floating_point:
+        return spelling.integer(int(value), dtype)
+    value = float(value)
+    suffix = spelling.float_suffix.get(dtype, "")
+    if math.isnan(value):
+        return spelling.nan.format(suffix=suffix)
+    if math.isinf(value):
+        return spelling.infinity.format(sign="-" if value < 0 else "", suffix=suffix)
+    return repr(value) + suffix     # a finite float's repr always has a "." or an exponent
 
 
 def index_text(expr, division: str) -> str:

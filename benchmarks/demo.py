@@ -5,29 +5,27 @@
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 
 import dynamo
 import guards.native
 import inductor.runtime.native
-from benchmarks.timing import median_seconds
+from benchmarks.timing import median_seconds, timed
+from benchmarks.zoo import catalog
+
+# The demo's models in the zoo's catalog: torchvision's resnet18, and a small BertModel
+# (hidden 256, 4 layers, 128 tokens: the training benchmark's CPU config).
+_ENTRIES = {"resnet18": ("resnet18", {}), "bert": ("training/bert-small", {"size": 128})}
 
 
 def build(name: str):
-    if name == "resnet18":
-        import torchvision
-        model = torchvision.models.resnet18(weights=None).eval()
-        return model, (torch.randn(1, 3, 224, 224),), {}
-    if name == "bert":
-        from transformers import BertConfig, BertModel
-        config = BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                            intermediate_size=1024)
-        model = BertModel(config).eval()
-        ids = torch.randint(0, config.vocab_size, (1, 128))
-        return model, (), {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    raise SystemExit(f"unknown model {name!r}")
+    """(model in eval mode, args, kwargs), batch 1, random weights."""
+    if name not in _ENTRIES:
+        raise SystemExit(f"unknown model {name!r}")
+    entry, options = _ENTRIES[name]
+    workload = catalog.build_workload(entry, batch=1, **options)
+    return workload.model, workload.args, workload.kwargs
 
 
 def median_ms(fn, iterations: int) -> float:
@@ -40,19 +38,16 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--backend", default="inductor")
     args = parser.parse_args()
-    started = time.perf_counter()
-    guards.native.load()              # both cached on disk after the first run on a machine
-    inductor.runtime.native.empty_strided()
+    # both cached on disk after the first run on a machine
+    _, seconds = timed(lambda: (guards.native.load(), inductor.runtime.native.empty_strided()))
     print(f"framejit's native libraries (built once per torch version, then loaded): "
-          f"{time.perf_counter() - started:.1f} s")
+          f"{seconds:.1f} s")
     torch.manual_seed(0)
     model, positional, keywords = build(args.model)
     jitted = dynamo.jit(model, backend=args.backend)
     with torch.no_grad():
-        start = time.perf_counter()
-        expected = model(*positional, **keywords)
-        got = jitted(*positional, **keywords)
-        first_call = time.perf_counter() - start
+        (expected, got), first_call = timed(lambda: (model(*positional, **keywords),
+                                                     jitted(*positional, **keywords)))
         eager = median_ms(lambda: model(*positional, **keywords), args.iterations)
         compiled = median_ms(lambda: jitted(*positional, **keywords), args.iterations)
     same = all(torch.allclose(a, b, rtol=1e-3, atol=1e-3) for a, b in

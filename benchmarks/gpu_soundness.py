@@ -52,45 +52,13 @@ TIMEOUT = {"bounds": 420, "default": 300, "sanitizer": 560}
 
 # -- one job (child process) -------------------------------------------------------------------
 def build(name: str, training: bool, batch: int = BATCH):
-    """The workload of `name`: a zoo entry, or one of this script's two variants."""
-    import torch
-    import transformers
-
-    from benchmarks.zoo import catalog, text
-    if name in catalog.names():
-        return catalog.build_workload(name, "cpu", None, batch, training)
-    torch.manual_seed(catalog.SEED)
-    size = text.SMALL
-    if name == "deberta-v2-model":
-        config = transformers.DebertaV2Config(
-            vocab_size=size["vocab"], hidden_size=size["hidden"],
-            num_hidden_layers=size["layers"], num_attention_heads=size["heads"],
-            intermediate_size=size["ffn"], max_position_embeddings=514,
-            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        ids = torch.randint(3, size["vocab"], (batch, text.SEQUENCE))
-        workload = catalog.Workload(transformers.DebertaV2Model(config), (),
-                                    {"input_ids": ids, "attention_mask": torch.ones_like(ids)},
-                                    lambda output, targets: output.last_hidden_state.float()
-                                    .square().mean())
-    elif name == "mistral-cache":
-        config = transformers.MistralConfig(
-            vocab_size=size["vocab"], hidden_size=size["hidden"], intermediate_size=size["ffn"],
-            num_hidden_layers=size["layers"], num_attention_heads=size["heads"],
-            num_key_value_heads=size["heads"] // 2, max_position_embeddings=512,
-            attention_dropout=0.0, sliding_window=4096)
-        ids = torch.randint(3, size["vocab"], (batch, text.SEQUENCE))
-        kwargs = {"input_ids": ids} if not training else {"input_ids": ids, "labels": ids}
-        workload = catalog.Workload(transformers.MistralForCausalLM(config), (), kwargs,
-                                    lambda output, targets: output.loss if training
-                                    else output.logits.float().mean())
-    else:
+    """The workload of `name`: a zoo entry, or one of this script's two variants (the
+    catalog's `soundness/` entries, `benchmarks/zoo/variants.py`)."""
+    from benchmarks.zoo import catalog
+    entry = name if name in catalog.names() else f"soundness/{name}"
+    if entry not in catalog.names(None):
         raise KeyError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
-    if training:
-        workload.model.train()
-        catalog.disable_randomness(workload.model)
-    else:
-        workload.model.eval()
-    return workload
+    return catalog.build_workload(entry, "cpu", None, batch, training)
 
 
 def run_child(job: dict) -> dict:

@@ -24,15 +24,22 @@ import platform
 import statistics
 import sys
 import textwrap
-import timeit
 from typing import Callable
 
 import torch
 
-from benchmarks.capture.models import MODELS
-from benchmarks.timing import timed
+from benchmarks.timing import median_per_call_us, median_seconds, timed
+from benchmarks.zoo import catalog
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The eleven models: the catalog's `tiny/` entries (benchmarks/zoo/variants.py).
+MODELS = tuple(name.split("/", 1)[1] for name in catalog.names("tiny"))
+
+
+def build(name: str):
+    """(model in eval mode, call(target) running `target` on the model's inputs)."""
+    workload = catalog.build_workload(f"tiny/{name}")
+    return workload.model, lambda target: target(*workload.args, **workload.kwargs)
 
 
 def _seconds(function: Callable) -> float:
@@ -51,9 +58,8 @@ def _counting_torch_backend(counts: dict):
 def capture_times(name: str, trials: int) -> dict:
     """Cold-start capture seconds of ours and torch.compile's (medians over `trials`)."""
     import dynamo
-    model, inputs = MODELS[name]()
-    call = lambda target: target(**inputs)  # noqa: E731
-    eager = statistics.median(_seconds(lambda: call(model)) for _ in range(3))
+    model, call = build(name)
+    eager = median_seconds(lambda: call(model), 3)
     ours, trace, torch_times = [], [], []
     counts = {}
     for _ in range(trials):
@@ -89,18 +95,14 @@ def cache_hit_costs(target_factory: Callable, repeats: int, number: int) -> dict
             call(target)
     result = {}
     for label, target in (("eager", model), ("ours", jitted), ("torch", compiled)):
-        runs = timeit.repeat(lambda: call(target), number=number, repeat=repeats)
-        result[f"{label}_us"] = statistics.median(runs) / number * 1e6
+        result[f"{label}_us"] = median_per_call_us(lambda: call(target), number, repeats)
     result["ours_overhead_us"] = result["ours_us"] - result["eager_us"]
     result["torch_overhead_us"] = result["torch_us"] - result["eager_us"]
     return result
 
 
 def _model_target(name: str):
-    def factory():
-        model, inputs = MODELS[name]()
-        return model, lambda target: target(**inputs)
-    return factory
+    return lambda: build(name)
 
 
 def _add_one_target():

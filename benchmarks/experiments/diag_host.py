@@ -41,7 +41,9 @@ def synchronize() -> None:
 
 
 def enqueue_us(variants: dict, trials: int, calls: int = 5) -> dict:
-    """{name: median host microseconds per call}, each call started on an idle GPU."""
+    """{name: median host microseconds per call}, each call started on an idle GPU: the
+    device is synchronized before every call but outside its timed span, which
+    benchmarks/timing.py's loops (synchronized around the whole batch) do not do."""
     samples: dict = {name: [] for name in variants}
     names = list(variants)
     for trial in range(trials):

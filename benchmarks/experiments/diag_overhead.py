@@ -30,6 +30,7 @@ import time
 
 import torch
 
+from benchmarks.timing import seconds_per_call
 from benchmarks.zoo.catalog import build_workload
 
 MODELS = ("resnet50", "mobilenet_v3_large", "vit_b_16", "bert-base", "gpt2-base", "t5-small")
@@ -57,7 +58,8 @@ def recording_backend(graphs: list):
 
 def timed_calls(call, count: int = 30) -> tuple[list, list]:
     """(wall seconds, host enqueue seconds) of `count` calls of `call`, each started on an
-    idle GPU and synchronized after."""
+    idle GPU and synchronized after: two timestamps per call (enqueued, then done), which
+    benchmarks/timing.py's loops (one span per batch) cannot take."""
     walls, enqueues = [], []
     for _ in range(count):
         torch.cuda.synchronize()
@@ -113,11 +115,8 @@ def measure(name: str, profile: bool, with_torch_compile: bool = False) -> dict:
             walls, enqueues = timed_calls(lambda: theirs(*args, **kwargs))
             row["torch_compile_wall_ms"] = _median_ms(walls)
             row["torch_compile_enqueue_ms"] = _median_ms(enqueues)
-        started = time.perf_counter()
-        for _ in range(30):
-            model(*args, **kwargs)
-        torch.cuda.synchronize()
-        row["eager_ms"] = round((time.perf_counter() - started) / 30 * 1e3, 3)
+        seconds = seconds_per_call(lambda: model(*args, **kwargs), 30, torch.cuda.synchronize)
+        row["eager_ms"] = round(seconds * 1e3, 3)
     return row
 
 

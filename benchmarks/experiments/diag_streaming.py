@@ -15,6 +15,8 @@ import triton
 import triton.language as tl
 from triton.testing import do_bench
 
+from benchmarks.timing import cuda_event_seconds
+
 ELEMENTS = 64 * 1024 * 1024
 
 
@@ -327,7 +329,6 @@ def sum_onepass_cases(copy: float) -> None:
     """Two kernels (the generated shape) over splits and block shapes, and one kernel with a
     last-program combine, timed back to back over three rotated inputs (no L2 reuse), as
     `streaming.py` times the product."""
-    from benchmarks.triton.streaming import time_rotating
     inputs, out, nbytes = _rotated_sum_inputs()
     rows, columns = inputs[0].shape
     shapes = [(split, xblock, rblock, warps) for split in (4, 6, 8, 9, 12, 16)
@@ -355,7 +356,7 @@ def sum_onepass_cases(copy: float) -> None:
             ways.append(("batched one-pass ", one))
         for label, launch in ways:
             try:
-                milliseconds = time_rotating(launch, [(0,), (1,), (2,)]) * 1e3
+                milliseconds = cuda_event_seconds(launch, [(0,), (1,), (2,)]) * 1e3
                 launch(0)
                 torch.testing.assert_close(out.float(), inputs[0].float().sum(0), rtol=2e-2,
                                            atol=1e-1)
@@ -372,7 +373,6 @@ def sum_wide_cases(copy: float) -> None:
     """Two kernels whose partial programs read wide column tiles (up to whole rows, contiguous
     memory) over many row chunks; the combine loops over the partials. Batched as
     `sum_onepass`."""
-    from benchmarks.triton.streaming import time_rotating
     inputs, out, nbytes = _rotated_sum_inputs()
     rows, columns = inputs[0].shape
     shapes = [(split, 4096, rblock, warps) for split in (132, 264, 528)
@@ -396,7 +396,7 @@ def sum_wide_cases(copy: float) -> None:
             sum_combine_looped[(columns // 128,)](partial, out, COLUMNS=columns, SPLIT=split,
                                                   SBLOCK=16, XBLOCK=128, num_warps=4)
         try:
-            milliseconds = time_rotating(two, [(0,), (1,), (2,)]) * 1e3
+            milliseconds = cuda_event_seconds(two, [(0,), (1,), (2,)]) * 1e3
             two(0)
             torch.testing.assert_close(out.float(), inputs[0].float().sum(0), rtol=2e-2,
                                        atol=1e-1)
@@ -422,7 +422,6 @@ def sum_parts_cases(copy: float) -> None:
     """Where the first-dimension sum's time goes: the partial kernel alone, the combine alone,
     both, next to a whole-row sum of the same input (`x.sum(1)`'s reads) and a copy of the same
     bytes. Batched as `sum_onepass`; every line reports GB/s of the sum's bytes."""
-    from benchmarks.triton.streaming import time_rotating
     inputs, out, nbytes = _rotated_sum_inputs()
     rows, columns = inputs[0].shape
     row_out = torch.empty(rows, device="cuda", dtype=torch.bfloat16)
@@ -437,7 +436,8 @@ def sum_parts_cases(copy: float) -> None:
         rows_sum[(rows,)](inputs[call % 3], row_out, COLUMNS=columns, RBLOCK=2048, num_warps=8)
 
     for label, launch in (("copy of the same bytes", copy_half), ("rows sum (x.sum(1))", row_sum)):
-        report("sum_parts", label, nbytes, time_rotating(launch, [(0,), (1,), (2,)]) * 1e3, copy)
+        milliseconds = cuda_event_seconds(launch, [(0,), (1,), (2,)]) * 1e3
+        report("sum_parts", label, nbytes, milliseconds, copy)
     for split, xblock, rblock, warps in ((8, 64, 64, 8), (16, 64, 32, 4), (64, 64, 32, 4),
                                          (128, 64, 16, 4), (32, 128, 32, 8), (256, 64, 16, 4),
                                          (264, 4096, 4, 16)):
@@ -460,7 +460,7 @@ def sum_parts_cases(copy: float) -> None:
         shape = f"split={split} X={xblock} R={rblock} w={warps}"
         for label, launch in (("partial", first), ("combine", second), ("both", both)):
             report("sum_parts", f"{label} {shape}", nbytes,
-                   time_rotating(launch, [(0,), (1,), (2,)]) * 1e3, copy)
+                   cuda_event_seconds(launch, [(0,), (1,), (2,)]) * 1e3, copy)
         both(0)
         torch.testing.assert_close(out.float(), inputs[0].float().sum(0), rtol=2e-2, atol=1e-1)
 
@@ -502,7 +502,6 @@ def _generated_sum_module(variant: str, text_edits: dict, transform=None):
 def sum_generated_cases(copy: float) -> None:
     """The generated first-dimension sum's own kernels, launched directly (no wrapper), partial
     and combine alone and together, then with one thing changed at a time."""
-    from benchmarks.triton.streaming import time_rotating
     inputs, out, nbytes = _rotated_sum_inputs()
     columns = inputs[0].shape[1]
     # Edits of the printed text, tried one at a time (at f55e3ee the row mask had been the
@@ -533,7 +532,7 @@ def sum_generated_cases(copy: float) -> None:
             shape = f"{name}: split={spec.split} X={xblock} R={rblock} w={warps} combine X={combine_x}"
             for label, launch in (("partial", first), ("both", both)):
                 report("sum_gen", f"{label} {shape}", nbytes,
-                       time_rotating(launch, [(0,), (1,), (2,)]) * 1e3, copy)
+                       cuda_event_seconds(launch, [(0,), (1,), (2,)]) * 1e3, copy)
             both(0)
             torch.testing.assert_close(out.float(), inputs[0].float().sum(0), rtol=2e-2,
                                        atol=1e-1)
@@ -555,7 +554,6 @@ def sum_pdl_cases(copy: float) -> None:
     """The generated first-dimension sum (split=8 X=64 R=64 w=8, combine X=64) with
     programmatic dependent launch: the combine alone launched early (it waits for the partial
     kernel), or both kernels (each call's partial also overlaps the previous call's combine)."""
-    from benchmarks.triton.streaming import time_rotating
     inputs, out, nbytes = _rotated_sum_inputs()
     columns = inputs[0].shape[1]
     for name, kernels, pdl in (("as generated", (), (False, False)),
@@ -576,7 +574,7 @@ def sum_pdl_cases(copy: float) -> None:
                 inputs[call % 3], out, workspace, XBLOCK=64,
                 SBLOCK=triton.next_power_of_2(spec.split), num_warps=4, launch_pdl=pdl[1])
         try:
-            milliseconds = time_rotating(both, [(0,), (1,), (2,)]) * 1e3
+            milliseconds = cuda_event_seconds(both, [(0,), (1,), (2,)]) * 1e3
             both(0)
             torch.cuda.synchronize()
             torch.testing.assert_close(out.float(), inputs[0].float().sum(0), rtol=2e-2,
@@ -612,18 +610,10 @@ def _recorded(launch):
 
 
 def _replay_microseconds(graph, kernels: int, replays: int) -> float:
-    """Median over 7 batches of `replays` replays of `graph`: microseconds per kernel, where
-    one replay runs `kernels` kernels (or kernel pairs)."""
-    times = []
-    for _ in range(7):
-        begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-        begin.record()
-        for _ in range(replays):
-            graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(begin.elapsed_time(end) / replays / kernels * 1e3)
-    return sorted(times)[len(times) // 2]
+    """Median over 7 batches of `replays` replays of `graph` (after one warm-up replay), by
+    CUDA events: microseconds per kernel, where one replay runs `kernels` kernels (or kernel
+    pairs)."""
+    return cuda_event_seconds(graph.replay, [()], repeats=replays, trials=7) / kernels * 1e6
 
 
 def pdl_chain_cases(copy: float) -> None:

@@ -28,7 +28,9 @@ from benchmarks.zoo.catalog import build_workload
 
 
 def phases(model, workload) -> dict:
-    """(forward us, backward us, wall us) of one iteration, started on an idle GPU."""
+    """(forward us, backward us, wall us) of one iteration, started on an idle GPU (phases of
+    one call: timestamps of its own, which benchmarks/timing.py's whole-call loops cannot
+    take)."""
     synchronize()
     started = time.perf_counter()
     with torch.autocast("cuda", dtype=torch.bfloat16):

@@ -57,7 +57,7 @@ def shortened(value, sequence: int):
 
 def measure(model_name: str, sequence: int, dtype_name: str, threads: int) -> dict:
     """One (model, sequence) in this process: compile, check, time; returns a JSON row."""
-    from benchmarks.timing import fresh_caches, interleaved, load_average
+    from benchmarks.timing import fresh_caches, interleaved, load_average, timed
     fresh_caches()
     import torch
     import dynamo
@@ -84,9 +84,7 @@ def measure(model_name: str, sequence: int, dtype_name: str, threads: int) -> di
         return compiled
     with torch.no_grad():
         jitted = dynamo.jit(workload.model, backend=backend)
-        started = time.perf_counter()
-        ours = jitted(*args, **kwargs)
-        compile_seconds = time.perf_counter() - started
+        ours, compile_seconds = timed(lambda: jitted(*args, **kwargs))
         expected = workload.model(*args, **kwargs)
         close = _outputs_close(expected, ours, dtype)
         variants = {"eager": lambda: workload.model(*args, **kwargs),
@@ -113,17 +111,9 @@ def cpu_per_call(variants: dict, trials: int) -> dict:
     so it holds up better than wall time on a shared machine (memory and cache contention
     from neighbours still show)."""
     import statistics
-    from benchmarks.timing import calls_per_trial
+    from benchmarks.timing import calls_per_trial, interleaved_samples
     counts = {name: calls_per_trial(function) for name, function in variants.items()}
-    samples: dict = {name: [] for name in variants}
-    names = list(variants)
-    for trial in range(trials):
-        for name in names[trial % len(names):] + names[:trial % len(names)]:
-            function, count = variants[name], counts[name]
-            started = time.process_time()
-            for _ in range(count):
-                function()
-            samples[name].append((time.process_time() - started) / count)
+    samples = interleaved_samples(variants, trials, counts, clock=time.process_time)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 

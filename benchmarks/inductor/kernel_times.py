@@ -1,10 +1,10 @@
 """Time per generated kernel of one model (diagnostic benchmark).
 
-Input: a model name of `benchmarks.inductor.models` and a batch size. Output: a table of
-framejit's generated C++ kernels, slowest first (milliseconds per model call, calls per model
-call, the kernel plan's description), and the same for torch.compile's generated kernels
-(through its kernel profiling records), so one region can be compared between the two
-compilers. `--show N` prints the C++ of the N slowest framejit kernels.
+Input: a model name of `benchmarks.inductor.models` (built by the zoo's catalog) and a batch
+size. Output: a table of framejit's generated C++ kernels, slowest first (milliseconds per
+model call, calls per model call, the kernel plan's description), and the same for
+torch.compile's generated kernels (through its kernel profiling records), so one region can be
+compared between the two compilers. `--show N` prints the C++ of the N slowest framejit kernels.
 
 framejit is compiled with one kernel per segment (each kernel its own entry point), and
 every entry point is timed around its call; the sum over kernels is the time of our code
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import time
+
+from benchmarks.timing import seconds_per_call, timed
 
 
 def _one_kernel_per_segment(source_module):
@@ -44,6 +46,9 @@ def _timed_entries(wrapper_module, records: dict):
             records.setdefault(key, {"describe": step.describe(), "seconds": 0.0,
                                      "calls": 0, "body": segment.body})
 
+            # Timestamps inside the compiled wrapper, around each kernel entry point: a
+            # measurement from inside the graph, which benchmarks/timing.py's loops (around
+            # whole calls) cannot take.
             def run(*pointers, entry=entry, key=key):
                 started = time.perf_counter()
                 status = entry(*pointers)
@@ -56,8 +61,9 @@ def _timed_entries(wrapper_module, records: dict):
     wrapper_module.generate = generate
 
 
-def framejit_kernels(model, inputs: dict, calls: int) -> tuple:
-    """(per-kernel records, milliseconds per model call) for framejit's C++ kernels."""
+def framejit_kernels(model, inputs: tuple, calls: int) -> tuple:
+    """(per-kernel records, milliseconds per model call) for framejit's C++ kernels;
+    `inputs` = (args, kwargs)."""
     import torch
 
     import inductor
@@ -68,29 +74,29 @@ def framejit_kernels(model, inputs: dict, calls: int) -> tuple:
     _timed_entries(wrapper, records)
     compiled = torch.compile(model, backend=inductor.compile_fx)
     for _ in range(3):
-        compiled(**inputs)
+        compiled(*inputs[0], **inputs[1])
     for record in records.values():
         record["seconds"], record["calls"] = 0.0, 0
-    started = time.perf_counter()
-    for _ in range(calls):
-        compiled(**inputs)
-    total = (time.perf_counter() - started) / calls * 1e3
+    total = seconds_per_call(lambda: compiled(*inputs[0], **inputs[1]), calls) * 1e3
     return records, total
 
 
-def torch_compile_kernels(model, inputs: dict, calls: int) -> tuple:
+def torch_compile_kernels(model, inputs: tuple, calls: int) -> tuple:
     """({kernel name: (milliseconds per call, calls per call)}, ms per call) for torch.compile."""
     import torch
     import torch._inductor.config as torch_inductor_config
     torch_inductor_config.cpp.enable_kernel_profile = True
     compiled = torch.compile(model)
     for _ in range(3):
-        compiled(**inputs)
-    started = time.perf_counter()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
-        for _ in range(calls):
-            compiled(**inputs)
-    total = (time.perf_counter() - started) / calls * 1e3
+        compiled(*inputs[0], **inputs[1])
+
+    def profiled_calls():
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+            for _ in range(calls):
+                compiled(*inputs[0], **inputs[1])
+        return profile
+    profile, seconds = timed(profiled_calls)
+    total = seconds / calls * 1e3
     rows = {}
     for event in profile.key_averages():
         rows[event.key] = (event.self_cpu_time_total / 1e3 / calls, event.count / calls)
@@ -110,7 +116,7 @@ def main() -> None:
     arguments = parser.parse_args()
     fresh_caches()
     import torch
-    model, inputs = build(arguments.model, arguments.batch)
+    model, *inputs = build(arguments.model, arguments.batch)   # inputs: [args, kwargs]
     model.eval()
     with torch.no_grad():
         records, total = framejit_kernels(model, inputs, arguments.calls)

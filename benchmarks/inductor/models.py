@@ -6,7 +6,8 @@ compilers, compile seconds) and JSON lines under `benchmarks/inductor/results/`.
 
 Each (model, batch) runs in its own process with empty compiler caches. Both compilers see
 the same FX graphs: ours runs as `torch.compile(model, backend=inductor.compile_fx)`.
-Models are built from configs with random weights, in eval mode, under `torch.no_grad()`.
+Models are built from configs with random weights by the zoo's catalog (`build`), in eval
+mode, under `torch.no_grad()`.
 
 Run: `PYTHONPATH=. python -m benchmarks.inductor.models [--batch 1 8] [--models resnet18 ...]`.
 """
@@ -22,38 +23,16 @@ import time
 
 TORCHVISION = ["resnet18", "mobilenet_v3_large", "vit_b_16", "convnext_tiny", "swin_t"]
 TRANSFORMERS = ["bert", "gpt2", "t5", "llama", "distilbert", "vit"]
-SEQUENCE = 128
 
 
 def build(name: str, batch: int):
-    """(model, keyword inputs) with random weights."""
-    import torch
-    torch.manual_seed(0)
-    import torchvision
-    if name in TORCHVISION or hasattr(torchvision.models, name):   # densenet121, ...
-        model = getattr(torchvision.models, name)()
-        return model, {"x": torch.randn(batch, 3, 224, 224)}
-    import transformers
-    tokens = torch.randint(0, 1000, (batch, SEQUENCE))
-    if name == "bert":
-        return transformers.BertModel(transformers.BertConfig()), {"input_ids": tokens}
-    if name == "gpt2":
-        return transformers.GPT2LMHeadModel(transformers.GPT2Config()), {"input_ids": tokens}
-    if name == "t5":
-        model = transformers.T5Model(transformers.T5Config())
-        return model, {"input_ids": tokens, "decoder_input_ids": tokens[:, :SEQUENCE // 2]}
-    if name == "llama":
-        config = transformers.LlamaConfig(hidden_size=512, intermediate_size=1376,
-                                          num_hidden_layers=4, num_attention_heads=8,
-                                          num_key_value_heads=8, vocab_size=32000)
-        return transformers.LlamaForCausalLM(config), {"input_ids": tokens}
-    if name == "distilbert":
-        return transformers.DistilBertModel(transformers.DistilBertConfig()), \
-            {"input_ids": tokens}
-    if name == "vit":
-        return transformers.ViTModel(transformers.ViTConfig()), \
-            {"pixel_values": torch.randn(batch, 3, 224, 224)}
-    raise ValueError(f"unknown model {name}")
+    """(model, args, kwargs) with random weights, from the zoo's catalog: the torchvision
+    models are the zoo's own entries, the transformers ones its `default/` entries
+    (transformers' default-size configs, `benchmarks/zoo/variants.py`)."""
+    from benchmarks.zoo import catalog
+    entry = f"default/{name}" if name in TRANSFORMERS else name
+    workload = catalog.build_workload(entry, batch=batch)
+    return workload.model, workload.args, workload.kwargs
 
 
 def _first_tensor(value):
@@ -79,19 +58,20 @@ def measure(name: str, batch: int, trials: int) -> dict:
     import inductor
     from benchmarks.timing import interleaved, load_average, timed
 
-    model, inputs = build(name, batch)
+    model, args, kwargs = build(name, batch)
     model.eval()
     with torch.no_grad():
         theirs = torch.compile(model, dynamic=False)
         ours = torch.compile(model, backend=inductor.compile_fx, dynamic=False)
-        expected = _first_tensor(model(**inputs))
-        _, their_compile = timed(lambda: theirs(**inputs))
-        result, our_compile = timed(lambda: ours(**inputs))
+        expected = _first_tensor(model(*args, **kwargs))
+        _, their_compile = timed(lambda: theirs(*args, **kwargs))
+        result, our_compile = timed(lambda: ours(*args, **kwargs))
         error = (_first_tensor(result) - expected).abs().max().item()
         scale = expected.abs().max().item() or 1.0
-        times = interleaved({"eager": lambda: model(**inputs),
-                             "torch.compile": lambda: theirs(**inputs),
-                             "framejit": lambda: ours(**inputs)}, trials=trials, warmup=2)
+        times = interleaved({"eager": lambda: model(*args, **kwargs),
+                             "torch.compile": lambda: theirs(*args, **kwargs),
+                             "framejit": lambda: ours(*args, **kwargs)},
+                            trials=trials, warmup=2)
     return {"model": name, "batch": batch, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "eager_ms": times["eager"][0] * 1e3,
             "torch_compile_ms": times["torch.compile"][0] * 1e3,

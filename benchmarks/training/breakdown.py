@@ -30,7 +30,9 @@ from benchmarks.training.run import Trainer, build
 
 
 def split_times(trainers: list, trials: int) -> dict:
-    """compiler -> (forward+loss, backward, optimizer) medians in seconds."""
+    """compiler -> (forward+loss, backward, optimizer) medians in seconds. Three timestamps
+    inside one step split it into phases, which benchmarks/timing.py's loops (around whole
+    calls) cannot; the trials interleave the compilers as timing.interleaved does."""
     samples = {trainer.compiler: ([], [], []) for trainer in trainers}
     for _ in range(trials):
         for trainer in trainers:
@@ -70,6 +72,8 @@ class GraphTimers:
                 namespace[name] = self._timed((index, name), namespace[name])
 
     def _timed(self, key, function):
+        """`function` with its time added to `key`: a timestamp pair inside the compiled
+        wrapper, around one call of a kernel or library function (not a timing loop)."""
         seconds = self.seconds
 
         def timed(*args, **kwargs):

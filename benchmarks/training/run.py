@@ -30,13 +30,13 @@ import datetime
 import json
 import platform
 import statistics
-import time
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 
+from benchmarks.timing import seconds_per_call, timed
 from benchmarks.training.memory import peak_bytes
+from benchmarks.zoo import catalog
 
 CPU_MODELS = ["resnet18", "mobilenet_v3_large", "bert", "gpt2"]
 GPU_MODELS = ["resnet50", "mobilenet_v3_large", "bert", "gpt2"]
@@ -44,38 +44,26 @@ COMPILERS = ["eager", "framejit-aot", "framejit", "ours-on-torch-capture", "torc
              "torch.compile"]
 
 
-def build(name: str, device: str, batch: int | None = None, size: int | None = None):
-    """(model, args, kwargs, loss(output, args, kwargs)) with random weights, no downloads.
-    `size`: image side, or sequence length for text models."""
-    import torchvision
-    import transformers as hf
-    small = device == "cpu"
-    if name in ("resnet18", "resnet50", "mobilenet_v3_large"):
-        model = getattr(torchvision.models, name)(num_classes=100)
-        batch, size = batch or (4 if small else 64), size or (128 if small else 224)
-        images = torch.randn(batch, 3, size, size)
-        labels = torch.randint(0, 100, (batch,))
-        return model, (images,), {}, lambda out, a, k: F.cross_entropy(out, labels.to(out.device))
-    batch, length = batch or (4 if small else 16), size or (128 if small else 512)
-    if name == "bert":
-        config = (hf.BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                                intermediate_size=1024) if small else hf.BertConfig())
-        model = hf.BertModel(config)
-        ids = torch.randint(0, config.vocab_size, (batch, length))
-        kwargs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-        return model, (), kwargs, lambda out, a, k: out.last_hidden_state.float().pow(2).mean()
-    if name == "gpt2":
-        config = (hf.GPT2Config(n_layer=4, n_head=4, n_embd=256, vocab_size=8192,
-                                n_positions=length) if small else hf.GPT2Config())
-        model = hf.GPT2LMHeadModel(config)
-        ids = torch.randint(0, config.vocab_size, (batch, length))
+VISION = ("resnet18", "resnet50", "mobilenet_v3_large")
 
-        def loss(out, args, kwargs):
-            logits = out.logits[:, :-1].float()
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                   kwargs["input_ids"][:, 1:].reshape(-1))
-        return model, (), {"input_ids": ids}, loss
-    raise SystemExit(f"unknown model {name!r}")
+
+def build(name: str, device: str, batch: int | None = None, size: int | None = None):
+    """(model, args, kwargs, loss(output, args, kwargs)) with random weights, no downloads: the
+    zoo catalog's `training/` entries (`benchmarks/zoo/variants.py`), small configs on the CPU.
+    `size`: image side, or sequence length for text models."""
+    small = device == "cpu"
+    if name in VISION:
+        entry = f"training/{name}"
+        batch, size = batch or (4 if small else 64), size or (128 if small else 224)
+    elif name in ("bert", "gpt2"):
+        entry = f"training/{name}-small" if small else f"training/{name}"
+        batch, size = batch or (4 if small else 16), size or (128 if small else 512)
+    else:
+        raise SystemExit(f"unknown model {name!r}")
+    workload = catalog.build_workload(entry, batch=batch, size=size)
+    targets = catalog.cast_tensors(workload.targets, device, None)
+    return (workload.model, workload.args, workload.kwargs,
+            lambda output, args, kwargs: workload.loss(output, targets))
 
 
 def compile_with(compiler: str, model: torch.nn.Module) -> Callable | None:
@@ -130,12 +118,9 @@ class Trainer:
         return loss.detach()
 
     def timed_step(self) -> float:
+        """Seconds of one step (the gradients are cleared before, outside the timed span)."""
         self.optimizer.zero_grad(set_to_none=True)
-        synchronize(self.device)
-        start = time.perf_counter()
-        self.step()
-        synchronize(self.device)
-        return time.perf_counter() - start
+        return seconds_per_call(self.step, 1, lambda: synchronize(self.device))
 
 
 def synchronize(device: str) -> None:
@@ -154,14 +139,12 @@ def bench_model(name: str, compilers: list[str], options) -> list[dict]:
             rows.append({"model": name, "compiler": compiler, "status": "unavailable"})
             continue
         torch.manual_seed(1)
-        start = time.perf_counter()
         try:
-            first_loss = trainer.step().float().item()
+            first_loss, cold = timed(lambda: trainer.step().float().item())
         except Exception as error:  # reported in the table, the run goes on
             rows.append({"model": name, "compiler": compiler, "status": "error",
                          "error": f"{type(error).__name__}: {str(error)[:300]}"})
             continue
-        cold = time.perf_counter() - start
         trainer.optimizer.zero_grad(set_to_none=True)
         trainer.step()                   # warm-up (lazily compiled backward, allocator)
         trainer.optimizer.zero_grad(set_to_none=True)

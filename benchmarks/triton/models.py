@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 import traceback
 
 import torch
 
-from benchmarks.triton.streaming import time_rotating
+from benchmarks.timing import cuda_event_seconds, timed
 from benchmarks.zoo.catalog import build_workload
 
 MODELS = ("resnet50", "mobilenet_v3_large", "vit_b_16", "bert-base", "gpt2-base", "t5-small")
@@ -62,28 +61,24 @@ def check(name: str, with_torch_compile: bool) -> dict:
     row = {"model": name}
     with torch.no_grad():
         expected = model(*args, **kwargs)
-        row["eager_ms"] = time_rotating(lambda: model(*args, **kwargs), [()]) * 1e3
+        row["eager_ms"] = cuda_event_seconds(lambda: model(*args, **kwargs), [()]) * 1e3
         for mode in (None, "reduce-overhead"):
             torch._dynamo.reset()
             backend.reports.clear()
             compiled = torch.compile(model, backend=backend(mode), dynamic=False)
-            started = time.perf_counter()
-            actual = run(compiled)()
-            torch.cuda.synchronize()
+            actual, seconds = timed(run(compiled), torch.cuda.synchronize)
             key = mode or "default"
-            row[f"{key}_compile_s"] = round(time.perf_counter() - started, 1)
+            row[f"{key}_compile_s"] = round(seconds, 1)
             row[f"{key}_error"] = relative_error(actual, expected)
-            row[f"{key}_ms"] = time_rotating(run(compiled), [()]) * 1e3
+            row[f"{key}_ms"] = cuda_event_seconds(run(compiled), [()]) * 1e3
             row[f"{key}_graphs"] = len(backend.reports)
             row[f"{key}_summary"] = "; ".join(report.summary() for report in backend.reports)
         if with_torch_compile:
             torch._dynamo.reset()
             theirs = torch.compile(model, mode="reduce-overhead", dynamic=False)
-            started = time.perf_counter()
-            run(theirs)()
-            torch.cuda.synchronize()
-            row["torch_compile_compile_s"] = round(time.perf_counter() - started, 1)
-            row["torch_compile_ms"] = time_rotating(run(theirs), [()]) * 1e3
+            row["torch_compile_compile_s"] = round(
+                timed(run(theirs), torch.cuda.synchronize)[1], 1)
+            row["torch_compile_ms"] = cuda_event_seconds(run(theirs), [()]) * 1e3
     return row
 
 

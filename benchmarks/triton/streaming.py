@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+
+from benchmarks.timing import cuda_event_seconds, seconds_per_call, timed
 
 CASES = {}
 
@@ -93,39 +93,23 @@ for _row in (1024, 4096, 32768):
     CASES[f"layernorm{_row}"] = _layer_norm(_row)
 
 
-def time_rotating(function, input_sets, repeats: int = 20, trials: int = 7) -> float:
-    """Median seconds per call over `trials` batches, each batch `repeats` calls rotating
-    through `input_sets`."""
-    for inputs in input_sets:
-        function(*inputs)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(trials):
-        start.record()
-        for call in range(repeats):
-            function(*input_sets[call % len(input_sets)])
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / 1000 / repeats)
-    return statistics.median(samples)
-
-
 def copy_bandwidth() -> float:
     x = torch.empty(256 * 2 ** 20, device="cuda", dtype=torch.float16).normal_()
     outs = [torch.empty_like(x) for _ in range(2)]
-    seconds = time_rotating(lambda out: out.copy_(x), [(out,) for out in outs])
+    seconds = cuda_event_seconds(lambda out: out.copy_(x), [(out,) for out in outs])
     return 2 * _bytes(x) / seconds / 1e9
 
 
 def compile_ours(function, inputs, mode):
     import inductor
     graph = torch.fx.symbolic_trace(function)
-    started = time.perf_counter()
-    compiled = inductor.compile_fx(graph, list(inputs), mode=mode)
-    compiled(*inputs)
-    torch.cuda.synchronize()
-    return compiled, time.perf_counter() - started, compiled.report
+
+    def compile_and_call():
+        compiled = inductor.compile_fx(graph, list(inputs), mode=mode)
+        compiled(*inputs)
+        return compiled
+    compiled, seconds = timed(compile_and_call, torch.cuda.synchronize)
+    return compiled, seconds, compiled.report
 
 
 def choices(compiled) -> str:
@@ -166,21 +150,14 @@ def launch_overhead(calls: int = 2000) -> dict:
     for name, variant in variants.items():
         for _ in range(20):
             variant(x)
-        torch.cuda.synchronize()
-        started = time.perf_counter()
-        for _ in range(calls):
-            variant(x)
-        torch.cuda.synchronize()
-        result[name] = (time.perf_counter() - started) / calls * 1e6
+        result[name] = seconds_per_call(lambda: variant(x), calls,
+                                        torch.cuda.synchronize) * 1e6
     return result
 
 
 def compile_torch(function, inputs):
     compiled = torch.compile(function, dynamic=False)
-    started = time.perf_counter()
-    compiled(*inputs)
-    torch.cuda.synchronize()
-    return compiled, time.perf_counter() - started
+    return compiled, timed(lambda: compiled(*inputs), torch.cuda.synchronize)[1]
 
 
 def run_case(name, elements, mode, with_torch_compile, reference):
@@ -192,11 +169,11 @@ def run_case(name, elements, mode, with_torch_compile, reference):
     row = {"case": name, "elements": elements, "bytes": moved, "mode": mode or "default",
            "copy_gbps": reference, "kernels": report.kernel_count,
            "ours_compile_s": round(our_compile, 2)}
-    row["eager_ms"] = time_rotating(function, input_sets) * 1e3
-    row["ours_ms"] = time_rotating(ours, input_sets) * 1e3
+    row["eager_ms"] = cuda_event_seconds(function, input_sets) * 1e3
+    row["ours_ms"] = cuda_event_seconds(ours, input_sets) * 1e3
     if with_torch_compile:
         theirs, their_compile = compile_torch(function, inputs)
-        row["torch_compile_ms"] = time_rotating(theirs, input_sets) * 1e3
+        row["torch_compile_ms"] = cuda_event_seconds(theirs, input_sets) * 1e3
         row["torch_compile_compile_s"] = round(their_compile, 2)
     for key in ("eager", "ours", "torch_compile"):
         if f"{key}_ms" in row:

@@ -113,6 +113,12 @@ def main(argv: list[str]) -> int:
             print(f"{name:22} {entry.family:13} {entry.description}")
         for name in catalog.SUITES:
             print(f"suite {name}: {len(catalog.suite(name))} (model, mode) pairs")
+        others = [name for name in catalog.names(None) if name not in catalog.names()]
+        print(f"\nstage benchmarks' entries (in no suite; benchmarks/zoo/variants.py): "
+              f"{len(others)}")
+        for name in others:
+            entry = catalog.spec(name)
+            print(f"{name:30} {entry.family:13} {entry.description}")
         return 0
     if options.command == "report":
         from benchmarks.zoo import report

@@ -3,7 +3,10 @@
 Input: a model name, a device, a dtype, a batch size and whether to train. Output: a
 `Workload`: the model (random weights, seeded, no downloads) on that device and dtype, example
 inputs as args/kwargs, and `loss(output, targets)` for a training step. Entries live in
-`vision` (torchvision) and `text` (transformers); they register themselves here.
+`vision` (torchvision) and `text` (transformers); they register themselves here. This is the
+one model catalog of `benchmarks/`: the stage benchmarks' own configs (`variants`: capture's
+tiny models, inductor's default-size ones, training's, the soundness script's) are entries
+too, named `group/model` and kept out of the zoo's suites.
 """
 from __future__ import annotations
 
@@ -39,33 +42,36 @@ class Workload:
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
-    """A zoo entry: `build(batch, training)` returns a CPU float32 `Workload`."""
+    """A catalog entry: `build(batch, training, **options)` returns a CPU float32 `Workload`.
+    `group` "zoo" entries make the suites; the others serve one stage benchmark each."""
 
     name: str
     family: str  # "torchvision" or "transformers"
-    build: Callable[[int, bool], Workload]
+    build: Callable[..., Workload]
     description: str = ""
+    group: str = "zoo"
 
 
 _registry: dict[str, ModelSpec] = {}
 
 
-def register(name: str, family: str, description: str = ""):
-    """Decorator: register `build(batch, training) -> Workload` under `name`."""
+def register(name: str, family: str, description: str = "", group: str = "zoo"):
+    """Decorator: register `build(batch, training, **options) -> Workload` under `name`."""
     def decorate(build):
-        _registry[name] = ModelSpec(name, family, build, description)
+        _registry[name] = ModelSpec(name, family, build, description, group)
         return build
     return decorate
 
 
 def _load_entries() -> None:
-    from benchmarks.zoo import vision, text  # noqa: F401  (entries register on import)
+    from benchmarks.zoo import vision, text, variants  # noqa: F401  (entries register on import)
 
 
-def names() -> list[str]:
-    """Every registered model name, torchvision first, in registration order."""
+def names(group: Optional[str] = "zoo") -> list[str]:
+    """The registered model names of `group` (every group: None), torchvision first, in
+    registration order."""
     _load_entries()
-    return list(_registry)
+    return [name for name, entry in _registry.items() if group in (None, entry.group)]
 
 
 def spec(name: str) -> ModelSpec:
@@ -77,11 +83,12 @@ def spec(name: str) -> ModelSpec:
 
 
 def build_workload(name: str, device: str = "cpu", dtype: Optional[torch.dtype] = None,
-                   batch: int = 1, training: bool = False) -> Workload:
+                   batch: int = 1, training: bool = False, **options) -> Workload:
     """Build `name` with seeded random weights, in train (dropout off) or eval mode, on
-    `device`, with floating parameters and inputs cast to `dtype` when given."""
+    `device`, with floating parameters and inputs cast to `dtype` when given. `options` go to
+    the entry's builder (the `training/` entries take `size`: image side or tokens)."""
     torch.manual_seed(SEED)
-    workload = spec(name).build(batch, training)
+    workload = spec(name).build(batch, training, **options)
     model = workload.model
     if training:
         model.train()

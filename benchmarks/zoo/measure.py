@@ -3,10 +3,11 @@
 Input: zero-argument step callables (one eager, one compiled) and a device. Output: seconds
 per iteration (medians of interleaved trials) and peak bytes of one step.
 
-Timing: the steps alternate within every trial, in ABBA order (eager first on even trials,
-compiled first on odd ones), so that drift of a shared machine hits both alike; each trial
-times `repeat` back-to-back iterations, CUDA synchronised at both ends. The speedup is the
-median over trials of the ratio within a trial (`paired_speedup`).
+Timing (the loops are `benchmarks/timing.py`'s): the steps alternate within every trial, in
+ABBA order (eager first on even trials, compiled first on odd ones), so that drift of a shared
+machine hits both alike; each trial times `repeat` back-to-back iterations, CUDA synchronised at
+both ends. The speedup is the median over trials of the ratio within a trial
+(`paired_speedup`).
 
 Peak memory of one step, by device:
 - CUDA: `torch.cuda.max_memory_allocated()` after `reset_peak_memory_stats()`, minus the bytes
@@ -23,10 +24,11 @@ from __future__ import annotations
 
 import ctypes
 import statistics
-import time
 from typing import Callable, Optional
 
 import torch
+
+from benchmarks import timing
 
 Step = Callable[[], object]
 _MMAP_THRESHOLD_OPTION = -3  # glibc's M_MMAP_THRESHOLD
@@ -41,12 +43,7 @@ def synchronize(device: str) -> None:
 
 def time_steps(step: Step, repeat: int, device: str) -> float:
     """Seconds per iteration over `repeat` back-to-back calls of `step`."""
-    synchronize(device)
-    started = time.perf_counter()
-    for _ in range(repeat):
-        step()
-    synchronize(device)
-    return (time.perf_counter() - started) / repeat
+    return timing.seconds_per_call(step, repeat, lambda: synchronize(device))
 
 
 def calibrate_repeat(step: Step, device: str, target_seconds: float, limit: int = 100) -> int:
@@ -61,14 +58,9 @@ def interleaved(eager: Step, compiled: Optional[Step], trials: int, repeat: int,
                 device: str) -> dict:
     """Median and all per-iteration times of `eager` and `compiled` over interleaved trials
     (`compiled=None` times eager alone)."""
-    times: dict[str, list[float]] = {"eager": [], "compiled": []}
-    for trial in range(trials):
-        order = [("eager", eager), ("compiled", compiled)]
-        if trial % 2:
-            order.reverse()
-        for name, step in order:
-            if step is not None:
-                times[name].append(time_steps(step, repeat, device))
+    steps = {"eager": eager, "compiled": compiled} if compiled is not None else {"eager": eager}
+    times = timing.interleaved_samples(steps, trials, dict.fromkeys(steps, repeat),
+                                       lambda: synchronize(device))
     return {name: {"median": statistics.median(values), "all": values}
             for name, values in times.items() if values}
 

@@ -28,6 +28,7 @@ from typing import Optional
 
 import torch
 
+from benchmarks import timing
 from benchmarks.zoo import accuracy, catalog, compilers, machine, measure
 
 MARKER = "ZOO-ROW "
@@ -150,11 +151,8 @@ def _measure(run: _Run) -> None:
     eager_result = run.forward(workload.model, workload)
     row["step"] = "compile"
     compiled = compilers.compile_model(job.compiler, workload.model, job.compile_mode)
-    measure.synchronize(job.device)
-    started = time.perf_counter()
-    result = run.forward(compiled.function, workload)
-    measure.synchronize(job.device)
-    first_call = time.perf_counter() - started
+    result, first_call = timing.timed(lambda: run.forward(compiled.function, workload),
+                                      lambda: measure.synchronize(job.device))
     row["compile_seconds"] = None if job.compiler == "eager" else round(first_call, 3)
     row["first_call_seconds"] = round(first_call, 4)
     first_stats = compiled.stats()

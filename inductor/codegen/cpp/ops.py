@@ -3,7 +3,9 @@
 Input: `ops.*` calls made by loop bodies (through `inner_fn`), inside a scope the kernel
 printer opens. Output: lines `const float tmp3 = expf(tmp2);` appended to that scope, with
 common subexpressions shared. Values carry their compute dtype: float16 and bfloat16 are
-loaded as float and rounded only where the graph casts to them or stores them.
+loaded as float and rounded only where the graph casts to them or stores them. Operators
+and library calls of the table of primitives print through `codegen/handler.py`; this module
+holds C++'s own cases (integer and float paths, masks, conversions, eager's rounding).
 """
 from __future__ import annotations
 
@@ -15,36 +17,42 @@ from inductor.codegen.bounds import cpp_index, is_empty
 from inductor.codegen.cpp.expressions import (compute_dtype, index_text, literal,
                                               storage_type)
 from inductor.codegen.cpp.lines import INDEX_ERROR_FLAG
-from inductor.ir.ops import OpsHandler
-from inductor.ir.primitives import BY_NAME, PRIMITIVES
+from inductor.codegen.handler import KernelOpsHandler, Value
+from inductor.ir.primitives import BOOL, BY_NAME, PRIMITIVES
 from inductor.ir.symbols import signed_symbol
 from inductor.runtime.build import vml_library
 
-# libm's functions by primitive (`<name>f` for float32), from the table of primitives
-FLOAT_FUNCTIONS = {row.name: row.cpp for row in PRIMITIVES if row.cpp and row.arity == 1}
 SMALL_INTEGERS = (torch.int8, torch.uint8, torch.int16)
-COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
-class CppValue:
+class CppValue(Value):
     """A named C++ value and its compute dtype."""
 
-    __slots__ = ("name", "dtype")
-
-    def __init__(self, name: str, dtype: torch.dtype):
-        self.name = name
-        self.dtype = dtype
-
-    def __str__(self) -> str:
-        return self.name
+    __slots__ = ()
 
 
-def _function(name: str, dtype: torch.dtype) -> str:
-    base = FLOAT_FUNCTIONS[name]
-    return base + "f" if dtype == torch.float32 else base
+def cpp_function(function: str, dtype: torch.dtype) -> str:
+    """The C++ function of a table spelling for operands of `dtype`: libm's and the
+    builtins' float32 variants end in `f`; the prelude's `jit_*` overloads take every type."""
+    if dtype == torch.float32 and not function.startswith("jit_"):
+        return function + "f"
+    return function
 
 
-class CppOpsHandler(OpsHandler):
+def math_declarations() -> str:
+    """The prelude's declarations of the libm functions the table's C++ spellings call
+    (`JIT_MATH_*` of prelude.h: float and double, `simd` where libmvec's vector variants
+    may be used)."""
+    words = []
+    for row in PRIMITIVES:
+        if row.cpp and not row.cpp.startswith(("jit_", "__builtin_")):
+            kind = "" if row.cpp_vector else "SCALAR_"
+            arity = {1: "UNARY", 2: "BINARY"}[row.arity]
+            words.append(f"JIT_MATH_{kind}{arity}({row.cpp})")
+    return "\n".join(" ".join(words[start:start + 4]) for start in range(0, len(words), 4))
+
+
+class CppOpsHandler(KernelOpsHandler):
     """Emits C++ for one scope of a kernel.
 
     `pointer(name)` gives the C++ pointer variable of a buffer, `dtype_of(name)` its element
@@ -54,10 +62,13 @@ class CppOpsHandler(OpsHandler):
     `check_bounds` (bounds mode), checks each index, reporting `site` (the kernel's name).
     """
 
+    language, column, conjunction, value_type = "C++", "cpp", "&&", CppValue
+
     def __init__(self, lines: list, dtype_of: Callable, forwarded: Callable,
                  index_hook: Callable, prefix: str = "tmp", pointer: Callable = str,
                  reciprocals: Optional[dict] = None, extents: Optional[dict] = None,
                  site: str = "", check_bounds: bool = False):
+        super().__init__(prefix)
         self.lines = lines
         self.extents = extents
         self.checked = extents if check_bounds else None
@@ -67,23 +78,10 @@ class CppOpsHandler(OpsHandler):
         self.dtype_of = dtype_of
         self.forwarded = forwarded
         self.index_hook = index_hook
-        self.prefix = prefix
-        self.cse: dict = {}
-        self.count = 0
-        self.predicate: Optional[str] = None
-        self.indirect_count = 0
 
     # -- emission --------------------------------------------------------------------------
-    def emit(self, text: str, dtype: torch.dtype) -> CppValue:
-        key = (text, dtype)
-        if key in self.cse:
-            return self.cse[key]
-        name = f"{self.prefix}{self.count}"
-        self.count += 1
+    def declare(self, name: str, text: str, dtype: torch.dtype) -> None:
         self.lines.append(f"const {storage_type(dtype)} {name} = {text};")
-        value = CppValue(name, dtype)
-        self.cse[key] = value
-        return value
 
     def _narrow(self, text: str, dtype: torch.dtype) -> str:
         if dtype in SMALL_INTEGERS or dtype == torch.bool:
@@ -139,13 +137,7 @@ class CppOpsHandler(OpsHandler):
         return symbol
 
     def masked(self, mask, body, other):
-        saved = self.predicate
-        self.predicate = mask.name if saved is None else \
-            self.emit(f"{saved} && {mask.name}", torch.bool).name
-        saved_cse = dict(self.cse)
-        result = body()
-        self.cse = saved_cse
-        self.predicate = saved
+        result = self.under_mask(mask.name, body)
         other_text = literal(other, result.dtype) if not isinstance(other, CppValue) \
             else other.name
         return self.emit(f"{mask.name} ? {result.name} : {other_text}", result.dtype)
@@ -192,19 +184,24 @@ class CppOpsHandler(OpsHandler):
     def where(self, condition, a, b):
         return self.emit(f"{condition.name} ? {a.name} : {b.name}", a.dtype)
 
-    # -- arithmetic ------------------------------------------------------------------------
-    def _binary(self, operator: str, a, b):
-        return self.emit(self._narrow(f"{a.name} {operator} {b.name}", a.dtype), a.dtype)
+    # -- the table's operators and calls ---------------------------------------------------
+    def infix(self, row, a, b):
+        text = f"{a.name} {row.operator} {b.name}"
+        if row.dtypes == BOOL:      # comparisons
+            return self.emit(text, torch.bool)
+        return self.emit(self._narrow(text, a.dtype), a.dtype)
 
-    def add(self, a, b):
-        return self._binary("+", a, b)
+    def call(self, row, function, values):
+        text = f"{cpp_function(function, values[0].dtype)}" \
+               f"({', '.join(value.name for value in values)})"
+        dtype = row.result_dtype(values[0].dtype)
+        if row.arity == 1 and function.startswith("jit_"):
+            # the prelude's overloads of one operand (`jit_sign`, `jit_signbit`) narrow as
+            # the one-operand operators do (redundant, and kept: the kernels' text is as it was)
+            text = self._narrow(text, dtype)
+        return self.emit(text, dtype)
 
-    def sub(self, a, b):
-        return self._binary("-", a, b)
-
-    def mul(self, a, b):
-        return self._binary("*", a, b)
-
+    # -- arithmetic of C++'s own -----------------------------------------------------------
     def truediv(self, a, b):
         reciprocal = self.reciprocals.get(b.name)
         if reciprocal is not None and a.dtype == b.dtype:
@@ -254,30 +251,6 @@ class CppOpsHandler(OpsHandler):
             return self.emit(f"{a.name} && {b.name}", a.dtype)
         return self.emit(f"jit_min({a.name}, {b.name})", a.dtype)
 
-    def fma(self, a, b, c):
-        """One rounding, as eager's kernels (a vfmadd under -march=native)."""
-        return self.emit(f"__builtin_fma{_suffix(a)}({a.name}, {b.name}, {c.name})", a.dtype)
-
-    def fmax(self, a, b):
-        return self.emit(f"__builtin_fmax{_suffix(a)}({a.name}, {b.name})", a.dtype)
-
-    def fmin(self, a, b):
-        return self.emit(f"__builtin_fmin{_suffix(a)}({a.name}, {b.name})", a.dtype)
-
-    def atan2(self, a, b):
-        return self.emit(f"{'atan2f' if a.dtype == torch.float32 else 'atan2'}({a.name}, "
-                         f"{b.name})", a.dtype)
-
-    def hypot(self, a, b):
-        return self.emit(f"{'hypotf' if a.dtype == torch.float32 else 'hypot'}({a.name}, "
-                         f"{b.name})", a.dtype)
-
-    def copysign(self, a, b):
-        return self.emit(f"jit_copysign({a.name}, {b.name})", a.dtype)
-
-    def nextafter(self, a, b):
-        return self.emit(f"nextafter{_suffix(a)}({a.name}, {b.name})", a.dtype)
-
     def logical_and(self, a, b):
         return self.emit(f"{a.name} && {b.name}", torch.bool)
 
@@ -287,42 +260,21 @@ class CppOpsHandler(OpsHandler):
     def logical_xor(self, a, b):
         return self.emit(f"{a.name} != {b.name}", torch.bool)
 
-    def bitwise_and(self, a, b):
-        return self._binary("&", a, b)
-
-    def bitwise_or(self, a, b):
-        return self._binary("|", a, b)
-
-    def bitwise_xor(self, a, b):
-        return self._binary("^", a, b)
-
-    def left_shift(self, a, b):
-        return self.emit(f"jit_shift_left({a.name}, {b.name})", a.dtype)
-
-    def right_shift(self, a, b):
-        return self.emit(f"jit_shift_right({a.name}, {b.name})", a.dtype)
-
-    def default(self, name, *args, **kwargs):
-        if name in COMPARISONS and len(args) == 2:
-            return self.emit(f"{args[0].name} {COMPARISONS[name]} {args[1].name}", torch.bool)
-        if name.startswith("vml_") and len(args) == 1:
+    def special(self, name, values):
+        if len(values) != 1:
+            return None
+        value = values[0]
+        if name.startswith("vml_"):
             # eager's MKL VML function (prelude.h, `JIT_VML_UNARY`); libm/libmvec's where
             # torch has no VML (aarch64, builds without MKL): eager's own code there
-            value = args[0]
             function = f"jit_{name}{_suffix(value)}" if vml_library() is not None else \
-                _function(name[len("vml_"):], value.dtype)
+                cpp_function(BY_NAME[name[len("vml_"):]].cpp, value.dtype)
             return self.emit(f"{function}({value.name})", value.dtype)
-        if name in FLOAT_FUNCTIONS and len(args) == 1:
-            value = args[0]
-            return self.emit(f"{_function(name, value.dtype)}({value.name})", value.dtype)
         unary = UNARY_TEXT.get(name)
-        if unary is not None and len(args) == 1:
-            value = args[0]
-            text, dtype = unary(value)
-            return self.emit(self._narrow(text, dtype), dtype)
-        missing = BY_NAME[name].cpp_missing if name in BY_NAME else ""
-        raise NotImplementedError(f"C++ code generation has no operation {name!r}"
-                                  + (f": {missing}" if missing else ""))
+        if unary is None:
+            return None
+        text, dtype = unary(value)
+        return self.emit(self._narrow(text, dtype), dtype)
 
 
 def _suffix(value) -> str:
@@ -343,8 +295,6 @@ UNARY_TEXT = {
     "sigmoid": lambda v: (f"{_float_one(v)} / ({_float_one(v)} + "
                           f"{'expf' if v.dtype == torch.float32 else 'exp'}(-{v.name}))",
                           v.dtype),
-    "sign": lambda v: (f"jit_sign({v.name})", v.dtype),
-    "signbit": lambda v: (f"jit_signbit({v.name})", torch.bool),
     "isnan": lambda v: (f"{v.name} != {v.name}", torch.bool),
     # integers and bool are never infinite (jit_inf has no integer overload: a build error)
     "isinf": lambda v: (f"jit_abs({v.name}) == jit_inf({v.name})" if v.dtype.is_floating_point

@@ -15,20 +15,16 @@
 #endif
 #define JIT_MATH_UNARY(name) JIT_SIMD float name##f(float) noexcept; JIT_SIMD double name(double) noexcept;
 #define JIT_MATH_BINARY(name) JIT_SIMD float name##f(float, float) noexcept; JIT_SIMD double name(double, double) noexcept;
+#define JIT_MATH_SCALAR_UNARY(name) float name##f(float) noexcept; double name(double) noexcept;
+#define JIT_MATH_SCALAR_BINARY(name) float name##f(float, float) noexcept; double name(double, double) noexcept;
 extern "C" {
-JIT_MATH_UNARY(exp) JIT_MATH_UNARY(exp2) JIT_MATH_UNARY(expm1) JIT_MATH_UNARY(log)
-JIT_MATH_UNARY(log2) JIT_MATH_UNARY(log10) JIT_MATH_UNARY(log1p) JIT_MATH_UNARY(sin)
-JIT_MATH_UNARY(cos) JIT_MATH_UNARY(tan) JIT_MATH_UNARY(asin) JIT_MATH_UNARY(acos)
-JIT_MATH_UNARY(atan) JIT_MATH_UNARY(sinh) JIT_MATH_UNARY(cosh) JIT_MATH_UNARY(tanh)
-JIT_MATH_UNARY(asinh) JIT_MATH_UNARY(acosh) JIT_MATH_UNARY(atanh) JIT_MATH_UNARY(erf)
-JIT_MATH_UNARY(erfc)
-JIT_MATH_BINARY(pow) JIT_MATH_BINARY(hypot)
-// atan2 is glibc's scalar one, as eager's loop over strided elements and its tails: libmvec's
-// vector atan2f gave pi/4 less an ulp for some x = y > 0 by position (graph fuzzer seed 11238)
-float atan2f(float, float) noexcept; double atan2(double, double) noexcept;
-float lgammaf(float) noexcept; double lgamma(double) noexcept;
-float fmodf(float, float) noexcept; double fmod(double, double) noexcept;
-float nextafterf(float, float) noexcept; double nextafter(double, double) noexcept;
+// The libm functions of the table of primitives (inductor/ir/primitives.py: the `cpp`
+// spellings, scalar where `cpp_vector` is False), put here by codegen/cpp/source.py:
+// JIT_MATH_DECLARATIONS
+// The libm functions of helpers outside the table: the float path of `ops.pow` (integers
+// take jit_ipow), and fmod under jit_fmod, jit_floordiv_float and jit_remainder_float.
+JIT_MATH_BINARY(pow)
+JIT_MATH_SCALAR_BINARY(fmod)
 }
 
 // MKL VML: eager's CPU kernels compute exp, log, cos, ... of float32 and float64 with VML

@@ -17,6 +17,7 @@ import torch
 
 from inductor.codegen.cpp.expressions import storage_type
 from inductor.codegen.cpp.kernel import CppKernel
+from inductor.codegen.cpp.ops import math_declarations
 from inductor.codegen.cpp.scatter import CppScatterKernel
 from inductor.codegen.bounds import CPP_HELPER, buffer_extents
 from inductor.codegen.devices import check_kernel_arguments
@@ -34,10 +35,14 @@ VML_BIND = "jit_vml_bind"
 
 @functools.lru_cache(maxsize=1)
 def prelude() -> str:
-    """The text pasted at the top of every source."""
+    """The text pasted at the top of every source: prelude.h, with the declarations of the
+    libm functions the table of primitives spells (`cpp/ops.py`'s `math_declarations`)."""
     path = os.path.join(os.path.dirname(__file__), "prelude.h")
     with open(path) as handle:
-        return handle.read()
+        text = handle.read()
+    marker = "// JIT_MATH_DECLARATIONS\n"
+    assert marker in text, "prelude.h lost the place of the table's libm declarations"
+    return text.replace(marker, math_declarations() + "\n")
 
 
 @dataclasses.dataclass

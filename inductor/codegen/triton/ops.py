@@ -9,7 +9,8 @@ The scope (a `TritonKernel`) provides `add_line`, `pointer`, `dtype_of`, `forwar
 `index_text`, `mask_for` (the lane mask an index needs: None where its axes divide evenly
 into blocks), `axes_of` (the axes an index spans), `masks` (the masks of some axes),
 `lane_mask` (every lane of the scope) and `check` (report a run-time error code for the lanes
-of a condition).
+of a condition). Operators and library calls of the table of primitives print through
+`codegen/handler.py`; this module holds Triton's own cases.
 """
 from __future__ import annotations
 
@@ -19,61 +20,39 @@ import torch
 
 from inductor.codegen.bounds import is_empty
 from inductor.codegen.triton.expressions import compute_dtype, literal, triton_type
-from inductor.ir.ops import OpsHandler
-from inductor.ir.primitives import BY_NAME, PRIMITIVES
+from inductor.codegen.handler import KernelOpsHandler, Value
+from inductor.ir.primitives import BY_NAME
 from inductor.ir.symbols import signed_symbol
 
 ERROR_ZERO_DIVISION = 1
 ERROR_INDEX = 2
-
-# The library function (`tl.*`, `libdevice.*` or a prelude helper) of each primitive that
-# has one, from the table of primitives
-FUNCTIONS = {row.name: row.triton for row in PRIMITIVES if row.triton}
-COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 SMALL_INTEGERS = (torch.int8, torch.uint8, torch.int16)
 BITS = {torch.int8: 8, torch.uint8: 8, torch.int16: 16, torch.int32: 32, torch.int64: 64,
         torch.bool: 1}
 
 
-class TritonValue:
-    """A Triton expression (a temporary's name, or an inline constant) and its dtype."""
+class TritonValue(Value):
+    """A Triton expression (a temporary's name, or an inline constant: `bare`, a Python
+    literal, not a tensor until wrapped) and its dtype."""
 
-    __slots__ = ("name", "dtype", "bare")
-
-    def __init__(self, name: str, dtype: torch.dtype, bare: bool = False):
-        self.name = name
-        self.dtype = dtype
-        self.bare = bare        # a Python literal: not a tensor until wrapped
-
-    def __str__(self) -> str:
-        return self.name
+    __slots__ = ()
 
 
-class TritonOpsHandler(OpsHandler):
+class TritonOpsHandler(KernelOpsHandler):
     """Emits Triton for one scope of a kernel (see the module docstring)."""
 
+    language, column, conjunction, value_type = "Triton", "triton", "&", TritonValue
+
     def __init__(self, scope, prefix: str = "tmp"):
+        super().__init__(prefix)
         self.scope = scope
-        self.prefix = prefix
-        self.cse: dict = {}
-        self.count = 0
-        self.predicate: Optional[str] = None
-        self.indirect_count = 0
         self.rounded: dict = {}   # name of a value rounded to a half type -> (dtype, source)
         self.zero_filled: dict = {}   # name of a masked load's value -> its mask (lanes 0)
 
     # -- emission --------------------------------------------------------------------------
-    def emit(self, text: str, dtype: torch.dtype) -> TritonValue:
-        key = (text, dtype)
-        if key in self.cse:
-            return self.cse[key]
-        name = f"{self.prefix}{self.count}"
-        self.count += 1
+    def declare(self, name: str, text: str, dtype: torch.dtype) -> None:
         self.scope.add_line(f"{name} = {text}")
         self.scope.define(name, text)
-        value = TritonValue(name, dtype)
-        self.cse[key] = value
-        return value
 
     def tensor(self, value: TritonValue) -> str:
         """`value` as text that is a Triton tensor (bare literals wrapped in `tl.full`)."""
@@ -165,14 +144,8 @@ class TritonOpsHandler(OpsHandler):
         return signed_symbol(name)
 
     def masked(self, mask, body, other):
-        saved = self.predicate
         mask_name = self.tensor(mask)
-        self.predicate = mask_name if saved is None else \
-            self.emit(f"{saved} & {mask_name}", torch.bool).name
-        saved_cse = dict(self.cse)
-        result = body()
-        self.cse = saved_cse
-        self.predicate = saved
+        result = self.under_mask(mask_name, body)
         if isinstance(other, TritonValue):
             other_text = other.name
         else:
@@ -222,22 +195,23 @@ class TritonOpsHandler(OpsHandler):
         helper = "jit_rand" if distribution == "rand" else "jit_randn"
         return self.emit(f"{helper}({self.tensor(seed)}, {self.tensor(offset)})", torch.float32)
 
-    # -- arithmetic ------------------------------------------------------------------------
-    def _binary(self, operator: str, a, b):
-        if a.bare and b.bare:
-            return self.emit(f"{self.tensor(a)} {operator} {b.name}", a.dtype)
-        return self.emit(f"{a.name} {operator} {b.name}", a.dtype)
+    # -- the table's operators and calls ---------------------------------------------------
+    def infix(self, row, a, b):
+        return self._binary(row.operator, a, b, row.result_dtype(a.dtype))
 
+    def _binary(self, operator: str, a, b, dtype: Optional[torch.dtype] = None):
+        left = self.tensor(a) if a.bare and b.bare else a.name
+        return self.emit(f"{left} {operator} {b.name}", dtype or a.dtype)
+
+    def call(self, row, function, values):
+        arguments = ", ".join(self.tensor(value) for value in values)
+        return self.emit(f"{function}({arguments})", row.result_dtype(values[0].dtype))
+
+    # -- arithmetic of Triton's own --------------------------------------------------------
     def add(self, a, b):
         if a.dtype == torch.bool:   # an int1 sum wraps on GPUs: True + True was False
             return self._binary("|", a, b)
-        return self._binary("+", a, b)
-
-    def sub(self, a, b):
-        return self._binary("-", a, b)
-
-    def mul(self, a, b):
-        return self._binary("*", a, b)
+        return self.infix(BY_NAME["add"], a, b)
 
     def truediv(self, a, b):
         reciprocal = getattr(self.scope, "reciprocals", {}).get(b.name)
@@ -295,12 +269,6 @@ class TritonOpsHandler(OpsHandler):
             return self.emit(f"jit_minimum({self.tensor(a)}, {self.tensor(b)})", a.dtype)
         return self.emit(f"tl.minimum({self.tensor(a)}, {self.tensor(b)})", a.dtype)
 
-    def fmax(self, a, b):
-        return self.emit(f"jit_fmax({self.tensor(a)}, {self.tensor(b)})", a.dtype)
-
-    def fmin(self, a, b):
-        return self.emit(f"jit_fmin({self.tensor(a)}, {self.tensor(b)})", a.dtype)
-
     def _truth(self, value) -> str:
         return self.tensor(value) if value.dtype == torch.bool else f"({self.tensor(value)} != 0)"
 
@@ -314,16 +282,10 @@ class TritonOpsHandler(OpsHandler):
         # `!=` of truth values: the interpreter has no `^` of a bool block and a bool scalar
         return self.emit(f"{self._truth(a)} != {self._truth(b)}", torch.bool)
 
-    def bitwise_and(self, a, b):
-        return self._binary("&", a, b)
-
-    def bitwise_or(self, a, b):
-        return self._binary("|", a, b)
-
     def bitwise_xor(self, a, b):
         if a.dtype == torch.bool:
             return self.logical_xor(a, b)
-        return self._binary("^", a, b)
+        return self.infix(BY_NAME["bitwise_xor"], a, b)
 
     def left_shift(self, a, b):
         return self.emit(f"jit_shift_left({self.tensor(a)}, {self.tensor(b)}, {BITS[a.dtype]})",
@@ -333,24 +295,11 @@ class TritonOpsHandler(OpsHandler):
         return self.emit(f"jit_shift_right({self.tensor(a)}, {self.tensor(b)}, "
                          f"{BITS[a.dtype]})", a.dtype)
 
-    def default(self, name, *args, **kwargs):
-        if name in COMPARISONS and len(args) == 2:
-            first, second = args
-            left = self.tensor(first) if first.bare and second.bare else first.name
-            return self.emit(f"{left} {COMPARISONS[name]} {second.name}", torch.bool)
-        if name in FUNCTIONS and len(args) == BY_NAME[name].arity:
-            arguments = ", ".join(self.tensor(value) for value in args)
-            return self.emit(f"{FUNCTIONS[name]}({arguments})", args[0].dtype)
-        if len(args) == 1:
-            return self._unary(name, args[0])
-        raise NotImplementedError(f"Triton code generation has no operation {name!r}")
-
-    def _unary(self, name: str, value):
-        special = _special_unary(name, self.tensor(value), value.dtype)
-        if special is None:
-            raise NotImplementedError(f"Triton code generation has no operation {name!r}")
-        result, result_dtype = special
-        return self.emit(result, result_dtype)
+    def special(self, name, values):
+        if len(values) != 1:
+            return None
+        special = _special_unary(name, self.tensor(values[0]), values[0].dtype)
+        return None if special is None else self.emit(*special)
 
 
 def _one(dtype: torch.dtype) -> str:
@@ -358,12 +307,11 @@ def _one(dtype: torch.dtype) -> str:
 
 
 def _special_unary(name: str, text: str, dtype: torch.dtype):
-    """(Triton text, result dtype) of the unary operations without a library function
-    (`FUNCTIONS`)."""
+    """(Triton text, result dtype) of the one-operand primitives without a library function
+    in the table, or None."""
     integer = "tl.int64" if dtype == torch.float64 else "tl.int32"
     table = {
         "neg": (f"-{text}", dtype),
-        "abs": (f"tl.abs({text})", dtype),
         "sqrt": (f"tl.sqrt_rn({text})" if dtype == torch.float32 else f"tl.sqrt({text})",
                  dtype),
         "reciprocal": (f"jit_div({_one(dtype)}, {text})", dtype),

@@ -36,16 +36,21 @@ def _primitives(arity: int, rules: tuple, left_out: dict) -> dict:
 
 # The primitives each sweep leaves out, and why (the drift the table found between the
 # product's primitives and this sweep's lists: the 15 integer cases it found are swept now).
-NOT_LOWERED = {"erfinv": "no ATen op lowers to it", "fma": "no ATen op of its own: add and "
-               "sub with alpha, addcmul and lerp lower to it (swept as composites below)"}
+NOT_LOWERED = {**{row.name: "no ATen op lowers to it" for row in PRIMITIVES if not row.lowered},
+               "fma": "no ATen op of its own: add and sub with alpha, addcmul and lerp lower "
+                      "to it (swept as composites below)"}
 FLOAT_LEFT_OUT = {
     **NOT_LOWERED,
     "lgamma": "not swept before the table; C++ passes on CPU, libdevice's on CUDA unmeasured",
 }
 INTEGER_LEFT_OUT = {
     **NOT_LOWERED, "pow": "eager raises for the negative integer exponents the operands hold",
-    "atan2": "a float function", "copysign": "a float function", "hypot": "a float function",
-    "nextafter": "a float function",
+    # measured (torch 2.14, both code generators): the float32 result of integer operands is
+    # an ulp from eager's at some values (int64: -2.3281646 where eager gives -2.3281643),
+    # which this sweep's exact integer comparison counts; the float sweep's tolerance allows it
+    "atan2": "an ulp from eager's float32 result for integer operands, compared exactly here",
+    "hypot": "eager has no integer kernel ('hypot_cpu' not implemented for 'Long')",
+    "nextafter": "eager has no integer kernel ('nextafter_cpu' not implemented for 'Long')",
 }
 # The composites each sweep adds to the primitives: ops that lower to several primitives
 FLOAT_UNARY_COMPOSITES = {

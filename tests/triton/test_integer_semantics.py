@@ -14,15 +14,13 @@ import torch
 
 import inductor
 from inductor.codegen.triton.prelude import PRELUDE
+from inductor.ir.primitives import BY_NAME
 from tests.triton.conftest import DEVICES
 
-DIVISIONS = {
-    "floordiv": lambda a, b: torch.div(a, b, rounding_mode="floor"),
-    "truncdiv": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
-    "remainder": torch.remainder, "fmod": torch.fmod,
-}
 HELPERS = {"floordiv": "jit_floordiv_int", "truncdiv": "jit_truncdiv_int",
            "remainder": "jit_remainder_int", "fmod": "jit_fmod_int"}
+# the divisions' torch references, from the table of primitives
+DIVISIONS = {name: BY_NAME[name].reference for name in HELPERS}
 INTEGERS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
 
 

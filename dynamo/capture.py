@@ -31,7 +31,7 @@ from dynamo.rewrite.rebuild import replay, replay_calls, write_frame_cells
 from dynamo.rewrite.replacement import glue_call, replacement_calling
 from dynamo.trace.graph import GraphBuilder
 from dynamo.trace.interpreter import NestedStopReached, TraceState, Tracer
-from dynamo.trace.side_effects import SideEffects
+from dynamo.variables.side_effects import SideEffects
 from dynamo.variables.base import NULL
 from dynamo.variables.functions import CellVariable
 from dynamo.variables.lazy import LazyVariable
@@ -94,7 +94,7 @@ def _reader(tracer: Tracer, value, source):
 
 def _region_state(code, value, source):
     """`__state` realises as the special variable the region prologue's `enter` unpacks."""
-    from dynamo.variables.resume_state import region_state
+    from dynamo.resume.state import region_state
     return lambda: region_state(code, value, source)
 
 

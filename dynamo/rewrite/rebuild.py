@@ -12,7 +12,7 @@ from collections import OrderedDict, defaultdict
 import torch
 
 from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
-from dynamo.trace.side_effects import Box
+from dynamo.variables.side_effects import Box
 from dynamo.variables.base import NotConstant
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable,

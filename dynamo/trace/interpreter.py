@@ -21,7 +21,7 @@ from dynamo.breaks import (INLINE_DEPTH, UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJEC
 from dynamo.instructions import DecodedCode, Instruction, decode
 from dynamo.trace.graph import GraphBuilder
 from dynamo.trace.handlers.exceptions import unwind
-from dynamo.trace.side_effects import SideEffects
+from dynamo.variables.side_effects import SideEffects
 from dynamo.variables.base import NULL, NotConstant, Variable
 from dynamo.variables.lazy import LazyVariable, realize
 from dynamo.variables.exceptions import RaisedInTrace
@@ -241,7 +241,7 @@ class Tracer:
         return iterate_all(self, value)
 
     def real_value(self, value: Variable) -> Any:
-        from dynamo.trace.operators import _UNKNOWN
+        from dynamo.variables.operators import _UNKNOWN
         return getattr(value, "value", _UNKNOWN) if getattr(value, "is_real", False) \
             else _UNKNOWN
 
@@ -293,7 +293,7 @@ class Tracer:
         child.constructs, self._pending_construct = self._pending_construct, None
         if code.co_flags & _GENERATOR_FLAGS:
             from dynamo.variables.iterators import GeneratorVariable
-            from dynamo.trace.side_effects import Box
+            from dynamo.variables.side_effects import Box
             if code.co_flags & _ASYNC_FLAGS:
                 raise self.unsupported(UNSUPPORTED_BYTECODE, "a coroutine or async generator")
             child.is_generator = True

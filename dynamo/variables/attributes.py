@@ -18,7 +18,7 @@ import types
 from typing import Any, Optional
 
 from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
-from dynamo.trace.side_effects import Box
+from dynamo.variables.side_effects import Box
 from dynamo.variables.base import Variable
 from dynamo.variables.constant import ConstantVariable
 from guards.sources import AttrSource, ConstantSource, ObjectSource, Source

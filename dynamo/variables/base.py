@@ -3,7 +3,7 @@
 Input: values flowing through a traced frame. Output: the operations the interpreter asks of
 them (attribute reads, calls, iteration, truth), each answered with another `Variable` or by
 raising `Unsupported`. Variables are immutable; the state of mutable containers and objects
-lives in the side-effect tracker (`dynamo.trace.side_effects`) under the variable's `box`.
+lives in the side-effect tracker (`dynamo.variables.side_effects`) under the variable's `box`.
 
 Every variable may carry the `Source` it was read from (how to fetch it from the frame again);
 variables created during the trace have none.

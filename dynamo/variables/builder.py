@@ -24,7 +24,7 @@ import torch
 
 from dynamo import _C
 from dynamo.breaks import DISABLED, UNSUPPORTED_OBJECT, Unsupported
-from dynamo.trace.side_effects import Box
+from dynamo.variables.side_effects import Box
 from dynamo.variables.base import Variable, variable
 from dynamo.variables.attributes import class_lookup
 from dynamo.variables.builtin_methods import SlotFunctionVariable, is_method_descriptor
@@ -34,8 +34,8 @@ from dynamo.variables.containers import DictVariable, ListVariable, TupleVariabl
 from dynamo.variables.functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
 from dynamo.variables.modules import ModuleVariable, PythonModuleVariable
 from dynamo.variables.objects import ClassVariable, UserObjectVariable
-from dynamo.resume.nested import resume_calls
-from dynamo.variables import resume_state
+from dynamo.variables import registry
+from dynamo.variables.contexts import RestoreGradMode, exit_nothing, wrap_exit
 from dynamo.variables.torch_calls import TorchFunctionVariable, is_torch_function
 from dynamo.variables import guarding
 from guards import AliasGuard, IdentityGuard, UnguardableValue
@@ -314,12 +314,11 @@ def _part(source: Optional[Source], name: str) -> Optional[Source]:
 
 def _wrap_framejit_value(tx, value: Any, source: Optional[Source]) -> Optional[Variable]:
     """framejit's own objects a rewritten frame holds (resume helpers, jit wrappers)."""
-    if type(value) is types.BuiltinFunctionType and value in resume_state.HELPERS:
-        return resume_state.FrameStateHelper(resume_state.HELPERS[value])
-    if value is resume_calls:
-        return resume_state.ResumeCallsVariable()
-    if isinstance(value, resume_state.RestoreGradMode) or value is resume_state.exit_nothing:
-        return resume_state.wrap_exit(tx, value, source)
+    special = registry.own_value(value)
+    if special is not None:
+        return special
+    if isinstance(value, RestoreGradMode) or value is exit_nothing:
+        return wrap_exit(tx, value, source)
     if isinstance(value, _C.ScopedCall):
         if value.callback is None:
             if source is not None:

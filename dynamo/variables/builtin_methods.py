@@ -81,7 +81,7 @@ def _object_method(tx, owner: Variable, name: str, args: list, kwargs: dict) -> 
     if name in ("__init__", "__init_subclass__") and not args and not kwargs:
         return NONE
     if name in ("__eq__", "__ne__") and len(args) == 1:
-        from dynamo.trace.operators import identity
+        from dynamo.variables.operators import identity
         same = identity(tx, owner, args[0])
         if name == "__eq__":
             return ConstantVariable(True if same else NotImplemented)
@@ -149,8 +149,8 @@ class GetterVariable(Variable):
     keywords: tuple = ()
 
     def call(self, tx, args, kwargs) -> Variable:
-        from dynamo.trace import operators
-        from dynamo.trace.handlers.loads import tx_getattr
+        from dynamo.variables import operators
+        from dynamo.variables.objects import tx_getattr
         from dynamo.variables.containers import TupleVariable
         target = args[0]
         if self.kind == "method":

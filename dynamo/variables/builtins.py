@@ -183,7 +183,7 @@ def _type(tx, *args):
 
 @rule(getattr)
 def _getattr(tx, value, name, default=None):
-    from dynamo.trace.handlers.loads import tx_getattr
+    from dynamo.variables.objects import tx_getattr
     attribute = tx.constant(name, "getattr's name")
     if default is None or value.has_attribute(tx, attribute):
         return tx_getattr(tx, value, attribute)
@@ -222,7 +222,7 @@ def _callable(tx, value):
 @rule(id)
 def _id(tx, value):
     real = tx.real_value(value)
-    from dynamo.trace.operators import _UNKNOWN
+    from dynamo.variables.operators import _UNKNOWN
     if real is _UNKNOWN:
         raise Unsupported(UNSUPPORTED_CALL, f"id() of {value.describe()}")
     from dynamo.variables.guarding import identity_used
@@ -235,7 +235,7 @@ def _id(tx, value):
 
 def _extreme(symbol: str):
     def choose(tx, *args, key=None, default=_MISSING):
-        from dynamo.trace.operators import compare
+        from dynamo.variables.operators import compare
         if not args:
             return NotImplemented
         from dynamo.variables.iterators import iterate_lazily
@@ -326,7 +326,7 @@ def _sorted(tx, iterable, *, key=None, reverse=None):
 
 @rule(sum)
 def _sum(tx, iterable, start=None):
-    from dynamo.trace.operators import binary
+    from dynamo.variables.operators import binary
     from dynamo.variables.iterators import iterate_lazily
     total = start if start is not None else ConstantVariable(0)
     for item in iterate_lazily(tx, iterable):
@@ -443,7 +443,7 @@ def _operator_rule(function):
     def apply(tx, *args, **kwargs):
         if kwargs or not any(isinstance(arg, TensorVariable) for arg in args):
             return NotImplemented
-        from dynamo.trace import operators
+        from dynamo.variables import operators
         return operators.apply(tx, function, *args)
     return apply
 

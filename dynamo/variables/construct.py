@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 
 from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
-from dynamo.trace.side_effects import Box
+from dynamo.variables.side_effects import Box
 from dynamo.variables.base import NotConstant, Variable
 from dynamo.variables.containers import DictVariable, ListVariable, TupleVariable
 from dynamo.variables.exceptions import ExceptionVariable, is_exception_class

@@ -45,7 +45,7 @@ def call_container_method(tx, owner: Variable, name: str, args: list, kwargs: di
 
 
 def _index_of(tx, items, value: Variable) -> int:
-    from dynamo.trace.operators import compare
+    from dynamo.variables.operators import compare
     for index, item in enumerate(items):
         if compare(tx, "==", item, value).truth(tx):
             return index
@@ -53,7 +53,7 @@ def _index_of(tx, items, value: Variable) -> int:
 
 
 def _sequence_query(tx, items, name: str, args: list) -> Variable:
-    from dynamo.trace.operators import compare
+    from dynamo.variables.operators import compare
     if name == "index":
         return ConstantVariable(_index_of(tx, items, args[0]))
     if name == "count":
@@ -194,7 +194,7 @@ def _set_method(tx, owner: SetVariable, name: str, args: list) -> Variable:
 def _protocol_method(tx, owner: Variable, name: str, args: list, kwargs: dict):
     """Dunder methods of the builtin containers, as `super().__setitem__(...)` or
     `dict.__init__(self, ...)` call them."""
-    from dynamo.trace import operators
+    from dynamo.variables import operators
     from dynamo.variables.builtins import length
     from dynamo.variables.iterators import SequenceIterator
     if not isinstance(owner, (ListVariable, DictVariable, SetVariable, TupleVariable)):

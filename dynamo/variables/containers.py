@@ -13,7 +13,7 @@ import collections
 from typing import Any, Optional
 
 from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
-from dynamo.trace.side_effects import Box
+from dynamo.variables.side_effects import Box
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
 

@@ -4,6 +4,9 @@ Grad-mode and autocast changes are recorded as graph nodes (so the compiled grap
 modes at the same points) and applied for real while tracing (so fake tensors propagate
 `requires_grad` and dtypes as eager would). The tracer undoes them if tracing stops early.
 User context managers have their `__enter__`/`__exit__` inlined.
+
+A `with` block that a graph break cuts in two keeps real exit callables on the rewritten
+frame's stack (`ContextExit.real_exit`): `RestoreGradMode` and `exit_nothing` below.
 """
 from __future__ import annotations
 
@@ -15,6 +18,30 @@ import torch
 from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import Variable, variable
 from dynamo.variables.constant import ConstantVariable
+from guards import ConstantGuard, IdentityGuard, TypeGuard
+from guards.sources import AttrSource, Source
+
+
+class RestoreGradMode:
+    """The `__exit__` of a grad-mode block resumed after a graph break: puts back the mode
+    from before the block (the glue re-enters the block with the mode it had at the break)."""
+
+    __slots__ = ("previous",)
+
+    def __init__(self, previous: bool):
+        self.previous = previous
+
+    def __call__(self, *exc_info) -> bool:
+        torch._C._set_grad_enabled(self.previous)
+        return False
+
+    def __repr__(self) -> str:
+        return f"RestoreGradMode({self.previous})"
+
+
+def exit_nothing(*exc_info) -> bool:
+    """The `__exit__` of a block that restores nothing (`nullcontext`)."""
+    return False
 
 
 @variable
@@ -85,7 +112,6 @@ class NullContext(Variable):
         return contextlib.nullcontext
 
     def enter(self, tx) -> tuple[Variable, Variable]:
-        from dynamo.resume.contexts import exit_nothing
         return ContextExit(lambda: None, real_exit=(exit_nothing,)), \
             self.entered or ConstantVariable(None)
 
@@ -129,9 +155,23 @@ class ContextExit(Variable):
 
 def grad_mode_exit(tx, previous: bool) -> ContextExit:
     """The exit of a grad-mode block: records the mode change back to `previous`."""
-    from dynamo.resume.contexts import RestoreGradMode
     return ContextExit(lambda: _set_grad(tx, previous), real_exit=(RestoreGradMode, previous))
 
+
+
+def wrap_exit(tx, value, source: Optional[Source]) -> Variable:
+    """The exit of a `with` block cut by a graph break (`RestoreGradMode`, `exit_nothing`),
+    on a region's stack."""
+    if isinstance(value, RestoreGradMode):
+        if source is not None:
+            tx.guards.add(TypeGuard(source, RestoreGradMode))
+            tx.guards.add(ConstantGuard(AttrSource(source, "previous"), value.previous))
+        return grad_mode_exit(tx, value.previous)
+    if value is not exit_nothing:
+        raise Unsupported(UNSUPPORTED_CALL, "an unknown builtin function on a `with` block")
+    if source is not None:
+        tx.guards.add(IdentityGuard(source, value))
+    return ContextExit(lambda: None, real_exit=(exit_nothing,))
 
 @variable
 class DecoratedVariable(Variable):

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import torch
 
 from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
-from dynamo.trace.side_effects import Box
+from dynamo.variables.side_effects import Box
 from dynamo.variables.base import Variable
 
 COPY_FUNCTIONS = (copy.copy, copy.deepcopy)

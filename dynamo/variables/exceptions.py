@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dynamo.trace.side_effects import Box
+from dynamo.variables.side_effects import Box
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
 

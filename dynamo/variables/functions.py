@@ -12,7 +12,8 @@ import types
 from typing import Any, Optional
 
 from dynamo.breaks import DISABLED, UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
-from dynamo.trace.side_effects import Box
+from dynamo.variables import registry
+from dynamo.variables.side_effects import Box
 from dynamo.variables.base import Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import DictVariable, TupleVariable
@@ -108,18 +109,13 @@ def inline_function(tx, code: types.CodeType, f_globals: dict, globals_source,
     function object, when there is one, and `direct`, the call is what the caller's CALL
     instruction calls (`Tracer.call_directly`): a graph break can then resume inside it)."""
     from dynamo import skips
-    if skips.is_own(code) and not _is_region(code):  # framejit never traces itself
+    if skips.is_own(code) and not registry.traceable_own_code(code):  # never itself
         raise Unsupported(UNSUPPORTED_CALL, f"{name}, a function of framejit itself")
     bound = bind_arguments(code, name, list(args), dict(kwargs), tuple(defaults),
                            dict(kwdefaults))
     cells = dict(zip(code.co_freevars, closure))
     return tx.inline(code, f_globals, bound, cells, globals_source, function=function,
                      direct=direct)
-
-
-def _is_region(code: types.CodeType) -> bool:
-    from dynamo.resume.regions import region_info
-    return region_info(code) is not None
 
 
 def globals_source_for(tx, f_globals: dict) -> Optional[Source]:

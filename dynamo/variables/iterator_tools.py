@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Optional
 
-from dynamo.trace.side_effects import Box
+from dynamo.variables.side_effects import Box
 from dynamo.variables.base import Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import TupleVariable
@@ -25,7 +25,7 @@ class CountIterator(IteratorVariable):
     step: Variable = None
 
     def next_item(self, tx) -> Optional[Variable]:
-        from dynamo.trace.operators import binary
+        from dynamo.variables.operators import binary
         current = self.box.contents
         self.box.contents = binary(tx, "+", current, self.step)
         return current
@@ -170,7 +170,7 @@ def _pairwise(tx, iterable):
 
 
 def _accumulate(tx, iterable, function=None, *, initial=None):
-    from dynamo.trace.operators import binary
+    from dynamo.variables.operators import binary
     items = tx.iterate(iterable)
     if initial is not None and not (initial.is_constant() and initial.as_constant() is None):
         items = [initial, *items]
@@ -194,7 +194,7 @@ def _zip_longest(tx, *iterables, fillvalue=None):
 
 
 def _groupby(tx, iterable, key=None):
-    from dynamo.trace.operators import compare
+    from dynamo.variables.operators import compare
     items = tx.iterate(iterable)
     groups: list = []
     for item in items:

@@ -10,7 +10,7 @@ import itertools
 from typing import Optional
 
 from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
-from dynamo.trace.side_effects import Box
+from dynamo.variables.side_effects import Box
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,

@@ -12,15 +12,16 @@ import types
 from typing import Any, Optional
 
 from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
-from dynamo.trace.side_effects import Box
+from dynamo.variables.side_effects import Box
 from dynamo.variables.attributes import (MISSING, bind_class_attribute, class_attribute_source,
                                          class_lookup, generic_getattr, generic_hasattr,
                                          preexisting_box, python_override)
 from dynamo.variables.base import NULL, NotConstant, Variable, variable
-from guards.sources import AttrSource, Source
+from guards.sources import AttrSource, Source, TypeSource
 
 __all__ = ["UserObjectVariable", "NewObjectVariable", "ClassVariable", "SuperVariable",
-           "class_lookup", "instance_getattr", "lookup_dunder", "load_method", "globals_box"]
+           "class_lookup", "instance_getattr", "lookup_dunder", "load_method", "tx_getattr",
+           "globals_box"]
 
 
 @variable
@@ -229,8 +230,15 @@ def lookup_dunder(tx, value: Variable, name: str) -> Optional[Variable]:
 
 def load_method(tx, owner: Variable, name: str) -> tuple[Variable, Variable]:
     """LOAD_ATTR with the method bit: (NULL, bound attribute) — calls work the same."""
-    from dynamo.trace.handlers.loads import tx_getattr
     return NULL, tx_getattr(tx, owner, name)
+
+
+def tx_getattr(tx, owner: Variable, name: str) -> Variable:
+    """`owner.name`; `__class__` is answered from the type for every kind of value."""
+    if name == "__class__":
+        return ClassVariable(owner.python_type(),
+                             source=None if owner.source is None else TypeSource(owner.source))
+    return owner.getattr(tx, name)
 
 
 def globals_box(tx, f_globals: dict, globals_source: Optional[Source]) -> Box:

@@ -74,7 +74,7 @@ def real_value_of(tx, value: Variable) -> Any:
 
 
 def _unknown():
-    from dynamo.trace.operators import _UNKNOWN
+    from dynamo.variables.operators import _UNKNOWN
     return _UNKNOWN
 
 

@@ -113,7 +113,7 @@ def CALL_INTRINSIC_1(tx, instruction):
     if name == "INTRINSIC_LIST_TO_TUPLE":
         tx.push(TupleVariable(tuple(value.items)))
     elif name == "INTRINSIC_UNARY_POSITIVE":
-        from dynamo.trace import operators
+        from dynamo.variables import operators
         tx.push(operators.unary(tx, "+", value))
     elif name == "INTRINSIC_STOPITERATION_ERROR":  # a generator's exception on its way out
         from dynamo.variables.exceptions import ExceptionVariable

@@ -13,7 +13,7 @@ def JUMP(tx, instruction):
 
 
 def _is_none(tx, value) -> bool:
-    from dynamo.trace import operators
+    from dynamo.variables import operators
     return operators.identity(tx, value, ConstantVariable(None))
 
 
@@ -140,7 +140,7 @@ def MATCH_CLASS(tx, instruction):
     """`case Class(p0, p1, name=p2)`: a tuple of the matched attributes, or None."""
     from dynamo.variables.builtins import _isinstance
     from dynamo.variables.containers import TupleVariable
-    from dynamo.trace.handlers.loads import tx_getattr
+    from dynamo.variables.objects import tx_getattr
     names = tx.constant(tx.pop(), "class pattern keywords")
     cls_variable = tx.pop()
     subject = tx.pop()

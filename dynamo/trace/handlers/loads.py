@@ -8,6 +8,7 @@ from dynamo.trace.handlers import handler
 from dynamo.variables.base import NULL
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.lazy import check_bound, is_unbound
+from dynamo.variables.objects import tx_getattr
 
 
 def _name(arg) -> str:
@@ -127,16 +128,6 @@ def LOAD_ATTR(tx, instruction):
         tx.push(self_value)
     else:
         tx.push(tx_getattr(tx, owner, name))
-
-
-def tx_getattr(tx, owner, name: str):
-    """`owner.name`; `__class__` is answered from the type for every kind of value."""
-    if name == "__class__":
-        from dynamo.variables.objects import ClassVariable
-        from guards.sources import TypeSource
-        return ClassVariable(owner.python_type(),
-                             source=None if owner.source is None else TypeSource(owner.source))
-    return owner.getattr(tx, name)
 
 
 @handler(since=(3, 12))

@@ -1,7 +1,7 @@
 """Handlers of operators, comparisons and subscripts."""
 from __future__ import annotations
 
-from dynamo.trace import operators
+from dynamo.variables import operators
 from dynamo.trace.handlers import handler
 from dynamo.variables.constant import ConstantVariable
 

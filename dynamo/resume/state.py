@@ -1,7 +1,9 @@
-"""The state a region of a frame with graph breaks starts from and hands back, as variables.
+"""Stage "resume", tracing side: the state a region starts from and hands back, as variables.
 
 Input: a region's `__state` argument (stack items, locals) and the calls of its prologue
 (`dynamo._frame_state.enter`) and exits (`leave`). Output: the tracer's locals and stack.
+At import it registers those helpers and `resume_calls` with `dynamo.variables.registry`, so
+the builder wraps them without importing this stage, and lets inlining trace regions.
 
 Locals and stack items are `LazyVariable`s, like the arguments of an ordinary frame: a value
 the region only moves installs no guard and is handed back through its source; reading a
@@ -10,36 +12,22 @@ local guards that it is bound (`check_bound`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any
 
 from dynamo import _frame_state
-from dynamo.resume.contexts import RestoreGradMode, exit_nothing
 from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
+from dynamo.resume.nested import resume_calls
+from dynamo.resume.regions import region_info, state_names
+from dynamo.variables import registry
 from dynamo.variables.base import Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import TupleVariable
+from dynamo.variables.functions import UserFunctionVariable, globals_source_for, inline_function
 from dynamo.variables.lazy import LazyVariable
-from guards.sources import AttrSource, ItemSource, Source
+from guards.sources import ItemSource, Source
 
 HELPERS = {_frame_state.enter: "enter", _frame_state.leave: "leave"} \
     if _frame_state.SUPPORTED else {}
-EXITS = (RestoreGradMode, type(exit_nothing))
-
-
-def wrap_exit(tx, value, source: Optional[Source]) -> Variable:
-    """The exit of a `with` block cut by a graph break, on a region's stack."""
-    from dynamo.variables.contexts import ContextExit, grad_mode_exit
-    from guards import ConstantGuard, IdentityGuard, TypeGuard
-    if isinstance(value, RestoreGradMode):
-        if source is not None:
-            tx.guards.add(TypeGuard(source, RestoreGradMode))
-            tx.guards.add(ConstantGuard(AttrSource(source, "previous"), value.previous))
-        return grad_mode_exit(tx, value.previous)
-    if value is not exit_nothing:
-        raise Unsupported(UNSUPPORTED_CALL, "an unknown builtin function on a `with` block")
-    if source is not None:
-        tx.guards.add(IdentityGuard(source, value))
-    return ContextExit(lambda: None, real_exit=(exit_nothing,))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -73,7 +61,6 @@ class RegionStateVariable(Variable):
 
 def region_state(code, state: Any, source: Source) -> RegionStateVariable:
     """The variable for a region frame's real `__state` argument."""
-    from dynamo.resume.regions import region_info, state_names
     raw = region_info(code).raw_items
     stack_items, values = state
     stack = tuple(
@@ -109,7 +96,6 @@ class FrameStateHelper(Variable):
 def _enter(tx, state: Variable) -> Variable:
     if not isinstance(state, RegionStateVariable):
         raise Unsupported(UNSUPPORTED_CALL, "a region state that is not the region's argument")
-    from dynamo.resume.regions import state_names
     for name, value in zip(state_names(tx.code), state.values):
         tx.locals[name] = value
     tx.unbound_marker = _frame_state.UNBOUND
@@ -123,13 +109,9 @@ class ResumeCallsVariable(Variable):
     compiled frame become one graph."""
 
     def rebuild(self, plan) -> str:
-        from dynamo.resume.nested import resume_calls
         return plan.bind(resume_calls, "resume_calls")
 
     def call(self, tx, args, kwargs) -> Variable:
-        from dynamo.resume.regions import state_names
-        from dynamo.variables.functions import (UserFunctionVariable, globals_source_for,
-                                                inline_function)
         inner, stack, codes = args[0], args[1], tx.constant(args[2], "region codes")
         if not isinstance(inner, RawValueVariable) or not isinstance(stack, RawValueVariable):
             raise Unsupported(UNSUPPORTED_CALL, "a nested resume outside its region")
@@ -179,7 +161,12 @@ class _Rest(Source):
 
 
 def _leave(tx, stack: Variable, tag: Variable) -> Variable:
-    from dynamo.resume.regions import state_names
     values = [tx.locals[name] if name in tx.locals else ConstantVariable(_frame_state.UNBOUND)
               for name in state_names(tx.code)]
     return TupleVariable((tag, stack, TupleVariable(tuple(values))))
+
+
+for _helper, _name in HELPERS.items():
+    registry.register_value(_helper, lambda name=_name: FrameStateHelper(name))
+registry.register_value(resume_calls, ResumeCallsVariable)
+registry.register_traceable_code(lambda code: region_info(code) is not None)

@@ -37,6 +37,8 @@ _RENAMED = {
     "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
     "LOAD_FAST_CHECK": "LOAD_FAST", "LOAD_METHOD": "LOAD_ATTR",
 }
+# opcode names `decode` gives that the running Python's `dis.opmap` may lack (3.11 has no JUMP)
+NORMALISED_NAMES = frozenset(_RENAMED.values())
 _DROPPED = frozenset({"PRECALL", "CACHE", "EXTENDED_ARG", "KW_NAMES"})
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dynamo.breaks import UNSUPPORTED_OBJECT
-from dynamo.trace.handlers import handler
+from dynamo.trace.handlers.registry import handler
 from dynamo.variables.base import NULL
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import DictVariable, TupleVariable

@@ -8,7 +8,7 @@ frame turns an uncaught exception into a reason to run the frame eagerly, where 
 from __future__ import annotations
 
 from dynamo.breaks import RAISE, UNSUPPORTED_OBJECT, Unsupported
-from dynamo.trace.handlers import handler
+from dynamo.trace.handlers.registry import handler
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.exceptions import ExceptionVariable, RaisedInTrace, is_exception_class
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import builtins
 
 from dynamo.breaks import UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT
-from dynamo.trace.handlers import handler
+from dynamo.trace.handlers.registry import handler
 from dynamo.variables.base import NULL
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.lazy import check_bound, is_unbound

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dynamo.variables import operators
-from dynamo.trace.handlers import handler
+from dynamo.trace.handlers.registry import handler
 from dynamo.variables.constant import ConstantVariable
 
 

@@ -1,7 +1,7 @@
 """Handlers that only move values: the stack, the prologue, returns."""
 from __future__ import annotations
 
-from dynamo.trace.handlers import handler
+from dynamo.trace.handlers.registry import handler
 from dynamo.variables.base import NULL
 from dynamo.variables.constant import ConstantVariable
 

@@ -18,10 +18,10 @@ from typing import Callable
 from inductor.ir import primitives
 
 # Functions eager's CPU kernels compute for float32 and float64 through MKL's vector math
-# library (`at::vml`, measured bit for bit): `vml_<name>` computes `<name>` with VML's bits on
-# the C++ backend (see `inductor/vml.py`), and as `<name>` elsewhere.
-VML_FUNCTIONS = ("exp", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "asin", "acos",
-                 "atan", "erf", "erfc")
+# library (`at::vml`, measured bit for bit; the table's `vml` column): `vml_<name>` computes
+# `<name>` with VML's bits on the C++ backend (see `inductor/vml.py`), and as `<name>`
+# elsewhere.
+VML_FUNCTIONS = tuple(row.name for row in primitives.PRIMITIVES if row.vml)
 UNARY = primitives.names(1) + tuple("vml_" + name for name in VML_FUNCTIONS)
 BINARY = primitives.names(2)
 TERNARY = primitives.names(3)

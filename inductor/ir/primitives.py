@@ -14,9 +14,11 @@ Columns: `name` (the `ops.<name>` of loop bodies), `arity`, `dtypes` (the dtype 
 function a Triton kernel calls: `tl.*`, `libdevice.*` or a prelude helper `jit_*`), `reference`
 (the torch function eager computes), `cpp_missing` and `triton_missing` (why that code
 generator cannot compute it, where it cannot), `cpp_vector` (False where the C++ prelude
-declares the libm function without its libmvec vector variants) and `lowered` (False where no
-ATen op lowers to it). Where a row has no spelling for a code generator, that generator's
-handler has text of its own (integer and float paths, masks, rounding; `codegen/*/ops.py`).
+declares the libm function without its libmvec vector variants), `vml` (MKL VML's name of the
+function, `vms<vml>`/`vmd<vml>`, where eager's CPU kernels compute float32 and float64 through
+VML: `ops.vml_<name>`, `inductor/vml.py`) and `lowered` (False where no ATen op lowers to
+it). Where a row has no spelling for a code generator, that generator's handler has text of
+its own (integer and float paths, masks, rounding; `codegen/*/ops.py`).
 A module of data: it imports only torch, so every stage may read it (the runtime too).
 """
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Primitive:
     triton_missing: str = ""
     operator: Optional[str] = None
     cpp_vector: bool = True
+    vml: Optional[str] = None
     lowered: bool = True
 
     def result_dtype(self, dtype: torch.dtype) -> torch.dtype:
@@ -78,26 +81,29 @@ def _row(name, arity, dtypes, cpp=None, triton=None, reference=None, **extra) ->
 _U, _B = 1, 2
 PRIMITIVES = (
     _row("neg", _U, SAME), _row("abs", _U, SAME, None, "tl.abs"),
-    _row("exp", _U, FLOAT, "exp", "tl.exp"), _row("exp2", _U, FLOAT, "exp2", "tl.exp2"),
+    _row("exp", _U, FLOAT, "exp", "tl.exp", vml="Exp"),
+    _row("exp2", _U, FLOAT, "exp2", "tl.exp2"),
     _row("expm1", _U, FLOAT, "expm1", "libdevice.expm1"),
-    _row("log", _U, FLOAT, "log", "tl.log"), _row("log2", _U, FLOAT, "log2", "tl.log2"),
-    _row("log10", _U, FLOAT, "log10", "libdevice.log10"),
+    _row("log", _U, FLOAT, "log", "tl.log", vml="Ln"),
+    _row("log2", _U, FLOAT, "log2", "tl.log2", vml="Log2"),
+    _row("log10", _U, FLOAT, "log10", "libdevice.log10", vml="Log10"),
     _row("log1p", _U, FLOAT, "log1p", "libdevice.log1p"),
     _row("sqrt", _U, FLOAT, "__builtin_sqrt"),       # Triton: tl.sqrt_rn for float32
     _row("rsqrt", _U, FLOAT, None, "libdevice.rsqrt"),
-    _row("sin", _U, FLOAT, "sin", "libdevice.sin"), _row("cos", _U, FLOAT, "cos", "libdevice.cos"),
-    _row("tan", _U, FLOAT, "tan", "libdevice.tan"),
-    _row("asin", _U, FLOAT, "asin", "libdevice.asin"),
-    _row("acos", _U, FLOAT, "acos", "libdevice.acos"),
-    _row("atan", _U, FLOAT, "atan", "libdevice.atan"),
+    _row("sin", _U, FLOAT, "sin", "libdevice.sin", vml="Sin"),
+    _row("cos", _U, FLOAT, "cos", "libdevice.cos", vml="Cos"),
+    _row("tan", _U, FLOAT, "tan", "libdevice.tan", vml="Tan"),
+    _row("tanh", _U, FLOAT, "tanh", "libdevice.tanh", vml="Tanh"),
+    _row("asin", _U, FLOAT, "asin", "libdevice.asin", vml="Asin"),
+    _row("acos", _U, FLOAT, "acos", "libdevice.acos", vml="Acos"),
+    _row("atan", _U, FLOAT, "atan", "libdevice.atan", vml="Atan"),
     _row("sinh", _U, FLOAT, "sinh", "libdevice.sinh"),
     _row("cosh", _U, FLOAT, "cosh", "libdevice.cosh"),
-    _row("tanh", _U, FLOAT, "tanh", "libdevice.tanh"),
     _row("asinh", _U, FLOAT, "asinh", "libdevice.asinh"),
     _row("acosh", _U, FLOAT, "acosh", "libdevice.acosh"),
     _row("atanh", _U, FLOAT, "atanh", "libdevice.atanh"),
-    _row("erf", _U, FLOAT, "erf", "jit_erf"),   # libdevice's erff bits (triton/prelude.py)
-    _row("erfc", _U, FLOAT, "erfc", "libdevice.erfc"),
+    _row("erf", _U, FLOAT, "erf", "jit_erf", vml="Erf"),  # libdevice's erff bits (prelude.py)
+    _row("erfc", _U, FLOAT, "erfc", "libdevice.erfc", vml="Erfc"),
     _row("erfinv", _U, FLOAT, None, "libdevice.erfinv", lowered=False,
          cpp_missing="glibc has no erfinv; aten.erfinv has no lowering (an eager kernel runs "
                      "it), so no loop body asks for it"),

@@ -22,14 +22,14 @@ from inductor.codegen.cpp.scatter import CppScatterKernel
 from inductor.codegen.bounds import CPP_HELPER, buffer_extents
 from inductor.codegen.devices import check_kernel_arguments
 from inductor.config import config
+from inductor.ir.primitives import PRIMITIVES
 from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 
 ENTRY_POINT = "jit_entry"
 CPU = torch.device("cpu")
-# `ops.vml_<name>` -> the name of its MKL VML function (vms<Name>, vmd<Name>); prelude.h
-VML_NAMES = {"exp": "Exp", "log": "Ln", "log2": "Log2", "log10": "Log10", "sin": "Sin",
-             "cos": "Cos", "tan": "Tan", "tanh": "Tanh", "asin": "Asin", "acos": "Acos",
-             "atan": "Atan", "erf": "Erf", "erfc": "Erfc"}
+# `ops.vml_<name>` -> the name of its MKL VML function (vms<Name>, vmd<Name>; prelude.h), from
+# the table of primitives
+VML_NAMES = {row.name: row.vml for row in PRIMITIVES if row.vml}
 VML_BIND = "jit_vml_bind"
 
 

@@ -6,8 +6,9 @@ to DEBUG and attaches a stderr handler if it has none. `JIT_LOGS=all` enables ev
 from __future__ import annotations
 
 import logging
-import os
 import sys
+
+from guards import environment
 
 CHANNELS = {
     "bytecode": "original and rewritten disassembly of each compiled frame",
@@ -60,9 +61,9 @@ def disable(*channels: str) -> None:
         get(channel).setLevel(logging.WARNING)
 
 
-def enable_from_environment(environ=os.environ) -> None:
+def enable_from_environment(environ=None) -> None:
     """Apply `JIT_LOGS` (comma-separated channel names, or `all`)."""
-    value = environ.get("JIT_LOGS", "")
+    value = environment.read("JIT_LOGS", "str", "", environ)
     channels = [name.strip() for name in value.split(",") if name.strip()]
     unknown = [name for name in channels if name != "all" and name not in CHANNELS]
     if unknown:

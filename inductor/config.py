@@ -2,32 +2,29 @@
 
 Input: the process environment (`JIT_<FIELD>`, the prefix shared with `dynamo`). Output:
 `inductor.config`, a `Config` read by every stage at the moment it needs a value, so
-assignments take effect for the next compiled graph. `docs/inductor.md` lists every field.
+assignments take effect for the next compiled graph. Parsing and checking of values are
+`guards.environment`'s. `docs/inductor.md` lists every field.
 """
 from __future__ import annotations
 
 import dataclasses
-import os
-from typing import get_type_hints
 
-ENV_PREFIX = "JIT_"
-
-
-def _default_cache_dir() -> str:
-    return os.path.join(os.path.expanduser("~"), ".cache", "framejit")
+from guards.environment import Settings, default_cache_dir, setting
 
 
 @dataclasses.dataclass
-class Config:
+class Config(Settings):
     """Options of the code generator. Assign attributes to change them at run time."""
 
-    cache_dir: str = dataclasses.field(default_factory=_default_cache_dir)
+    OWNER = "inductor.config"
+
+    cache_dir: str = setting(factory=default_cache_dir, kind="path")
     """Where built kernels live, keyed by source, flags and compiler version (`JIT_CACHE_DIR`)."""
 
     fallback_only: bool = False
     """Run every ATen op through its eager kernel: no lowering, no code generation."""
 
-    cpu_backend: str = "cpp"
+    cpu_backend: str = setting("cpp", choices=("cpp", "triton"))
     """Code generator for CPU tensors: "cpp" (C++/OpenMP) or "triton" (Triton kernels run by
     Triton's interpreter, so every Triton path is testable without a GPU)."""
 
@@ -152,24 +149,6 @@ class Config:
     interpreter too), which on a GPU stops the kernel with a device-side assert. Slower
     kernels and separate cache entries; for finding out-of-bounds accesses, not for speed."""
 
-    def update(self, **changes) -> None:
-        """Set several options at once; unknown names raise `ValueError`."""
-        for name, value in changes.items():
-            if name not in _field_types():
-                raise ValueError(f"inductor.config has no option {name!r}; "
-                                 f"known options: {', '.join(sorted(_field_types()))}")
-            setattr(self, name, value)
-
-    def __setattr__(self, name: str, value) -> None:
-        types = _field_types()
-        if name not in types:
-            raise AttributeError(f"inductor.config has no option {name!r}")
-        object.__setattr__(self, name, _coerce(name, types[name], value))
-
-    def snapshot(self) -> dict:
-        """The current values, e.g. to restore them after a test."""
-        return dataclasses.asdict(self)
-
     def uses_triton(self, device) -> bool:
         """Whether graphs on `device` (a `torch.device`) get Triton kernels: CUDA always,
         CPU with `cpu_backend = "triton"`."""
@@ -181,39 +160,4 @@ class Config:
         return self.threads if self.threads > 0 else max(1, torch.get_num_threads())
 
 
-def _field_types() -> dict[str, type]:
-    return dict(get_type_hints(Config))
-
-
-def _coerce(name: str, kind: type, value):
-    if kind is bool:
-        if isinstance(value, str):
-            lowered = value.strip().lower()
-            if lowered in ("1", "true", "yes", "on"):
-                return True
-            if lowered in ("0", "false", "no", "off", ""):
-                return False
-            raise ValueError(f"{ENV_PREFIX}{name.upper()}: expected a boolean, got {value!r}")
-        return bool(value)
-    if kind is int:
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"inductor.config.{name}: expected an integer, "
-                             f"got {value!r}") from None
-    if name == "cpu_backend" and value not in ("cpp", "triton"):
-        raise ValueError(f"inductor.config.cpu_backend: expected 'cpp' or 'triton', got {value!r}")
-    return kind(value)
-
-
-def from_environment(environ=os.environ) -> Config:
-    """A `Config` with defaults overridden by `JIT_<FIELD>` environment variables."""
-    config = Config()
-    for name in _field_types():
-        key = ENV_PREFIX + name.upper()
-        if key in environ:
-            setattr(config, name, environ[key])
-    return config
-
-
-config = from_environment()
+config = Config.from_environment()

@@ -1,15 +1,21 @@
-"""`python -m dynamo nop-rewrite (-m MODULE | SCRIPT.py) [ARGS...]`.
+"""`python -m dynamo nop-rewrite (-m MODULE | SCRIPT.py) [ARGS...]` and `python -m dynamo build`.
 
-Runs a module or script with every intercepted function frame (main thread) sent through
-decode -> insert NOPs -> assemble -> cache: a self-test that the hook and the assembler are
-transparent. The exit status is the program's.
+`nop-rewrite` runs a module or script with every intercepted function frame (main thread) sent
+through decode -> insert NOPs -> assemble -> cache: a self-test that the hook and the assembler
+are transparent. The exit status is the program's.
+
+`build` builds framejit's native helpers that need the installed torch (the guard matcher and
+inductor's allocation helpers; `guards/native/build.py`) now, two compiler processes at once,
+instead of at the first jitted call; it prints where each library lives (exit status 1 when
+one cannot be built, with the reason).
 """
 from __future__ import annotations
 
 import runpy
 import sys
 
-USAGE = "usage: python -m dynamo nop-rewrite (-m MODULE | SCRIPT.py) [ARGS...]"
+USAGE = ("usage: python -m dynamo nop-rewrite (-m MODULE | SCRIPT.py) [ARGS...]\n"
+         "       python -m dynamo build")
 
 
 def _run(target: list[str]) -> None:
@@ -34,7 +40,17 @@ def _run(target: list[str]) -> None:
         hook.set_callback(previous)
 
 
+def _build() -> None:
+    import guards.native  # noqa: F401  (each registers its helper)
+    import inductor.runtime.native  # noqa: F401
+    from guards.native import build
+
+    sys.exit(build.main())
+
+
 def main(argv: list[str]) -> None:
+    if argv == ["build"]:
+        _build()
     if len(argv) < 2 or argv[0] != "nop-rewrite":
         sys.exit(USAGE)
     _run(argv[1:])

@@ -1,12 +1,12 @@
-"""`python -m guards.native`: build the native guard matcher now and print where it lives.
+"""`python -m guards.native`: build the native helpers registered without inductor (the guard
+matcher; `python -m dynamo build` builds inductor's too) and print where each lives.
 
-Input: nothing. Output: the path of the built library (exit status 1 when it cannot be built).
+Input: nothing. Output: one line per helper, its library's path or why it was not built;
+exit status 1 when one was not built.
 """
 import sys
 
-from guards import native
+import guards.native  # noqa: F401  (registers the guard matcher)
+from guards.native import build
 
-module = native.load()
-if module is None:
-    sys.exit(f"native guard checks unavailable: {native.unavailable_reason()}")
-print(module.__file__)
+sys.exit(build.main())

@@ -7,7 +7,8 @@ version, the flags and the host CPU's instruction-set flags; a hit skips the com
 libraries build in parallel (one compiler process per source, up to `compile_workers` at a
 time), are written under a temporary name and renamed into place, so concurrent processes
 never load a half-written file, and each is built by one process sharing the cache (a file lock
-per library; `runtime/locks.py`). Loading goes through ctypes: no Python-version-specific glue.
+per library: `FileLock` of `guards/native/build.py`, which builds framejit's native helpers).
+Loading goes through ctypes: no Python-version-specific glue.
 """
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ import tempfile
 import threading
 from typing import Optional, Sequence
 
+from guards.native.build import FileLock
 from inductor.config import config
-from inductor.runtime.locks import FileLock, write_atomically
+from inductor.runtime.locks import write_atomically
 
 log = logging.getLogger("framejit.inductor")
 
@@ -131,7 +133,7 @@ def library_path(key: str) -> str:
 
 def _start_build(source: str, path: str, flags: Optional[tuple] = None) -> tuple:
     """Start compiling `source` into a temporary folder next to `path`; `flags`: (compile
-    flags, link flags), by default those of kernels (`runtime/native.py` passes its own)."""
+    flags, link flags), by default those of kernels."""
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     work = tempfile.mkdtemp(prefix="build-", dir=directory)
@@ -163,8 +165,8 @@ def build(units: Sequence) -> list:
     count)), its entry points as ctypes functions, building what the cache lacks.
 
     Each missing library is built by one process: the builder holds `<key>.lock` next to it
-    (`locks.FileLock`); a library another process is building is waited for, after this
-    process's own builds, and built here only if that process failed."""
+    (`guards.native.build.FileLock`); a library another process is building is waited for,
+    after this process's own builds, and built here only if that process failed."""
     keys = [cache_key(unit.source) for unit in units]
     missing = {}
     for key, unit in zip(keys, units):

@@ -16,20 +16,20 @@ Output: the same results as one at a time. Three locks, each for a named piece o
   `triton.language` for the duration of a launch and keeps the program index in one global
   builder, so two threads launching at once ran with each other's index or with the language
   unpatched (`Did you forget to add @triton.jit ?`).
-- `file_lock(path)` (across processes sharing `JIT_CACHE_DIR`): an advisory `flock` on a lock
-  file, held while a library that must be built once is built. Files in the cache are written
-  under a temporary name and renamed into place (`os.replace`), so readers never see half a
-  file whether or not they took the lock.
+- across processes sharing `JIT_CACHE_DIR`: `FileLock(path)` (`guards/native/build.py`, the
+  one native-build mechanism, which inductor may import), an advisory `flock` on a lock file,
+  held while a library that must be built once is built. Files in the cache are written
+  under a temporary name and renamed into place (`os.replace`, `write_atomically` below), so
+  readers never see half a file whether or not they took the lock.
 """
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import os
 import tempfile
 import threading
-from typing import Callable, Iterator
+from typing import Callable
 
 compile_lock = threading.RLock()
 interpreter_lock = threading.RLock()
@@ -43,47 +43,6 @@ def serialized(function: Callable) -> Callable:
         with compile_lock:
             return function(*args, **kwargs)
     return run
-
-
-class FileLock:
-    """An exclusive advisory lock (`flock`) on the file `path`, created if missing. Works
-    between processes, and between threads too (each `acquire` opens its own descriptor)."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.descriptor = None
-
-    def acquire(self, blocking: bool = True) -> bool:
-        """Take the lock; non-blocking: False, without waiting, when someone else holds it."""
-        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        except BlockingIOError:
-            os.close(descriptor)
-            return False
-        except BaseException:
-            os.close(descriptor)
-            raise
-        self.descriptor = descriptor
-        return True
-
-    def release(self) -> None:
-        if self.descriptor is not None:
-            descriptor, self.descriptor = self.descriptor, None
-            fcntl.flock(descriptor, fcntl.LOCK_UN)
-            os.close(descriptor)
-
-
-@contextlib.contextmanager
-def file_lock(path: str) -> Iterator[None]:
-    """Hold `FileLock(path)` for the block (waiting for it first)."""
-    lock = FileLock(path)
-    lock.acquire()
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def write_atomically(path: str, data, mode: str = "w") -> None:

@@ -16,8 +16,9 @@ writes through views by their inverses:
   it and nothing writes into it afterwards.
   A write through `as_strided` becomes `as_strided_scatter` into the owner's value at eager's
   offset: rebased onto the owner where that value sits as eager's does (the owner not
-  written before, or contiguous from offset 0); elsewhere, and for reads of storage outside
-  a tensor the graph writes, the graph runs as is.
+  written before, or contiguous from offset 0); elsewhere, for writes into storage between
+  or around the owner's elements, and for reads of storage outside a tensor the graph
+  writes, the graph runs as is.
 - An `expand` that broadcasts nothing (same shape, new leading size-1 dims) is inverted by
   functionalization with arithmetic, `base + (new - base)`: NaN where `base` held inf,
   rounding, and an error for bools (class 25). It becomes the view it is: `alias`,
@@ -72,7 +73,11 @@ def rewrite_views(gm: torch.fx.GraphModule, rebuilt: frozenset = frozenset()) ->
                 roots[view], changed = roots[node], True
         elif node.target is aten.as_strided.default and node in through:
             root = roots[node.args[0]][0]
-            first = all(write > index for write in writes.get(root, []))
+            # Whether the owner is unwritten when the first write *through* this view lands
+            # (seed 33544: `v = a0.unfold(...)`, then `a0.scatter_add_(...)`, then
+            # `v.copy_(...)`: the view comes before the owner's first write, its write after).
+            through_at = _first_write_through(node, position)
+            first = all(write >= through_at for write in writes.get(root, []))
             changed = _write_through_as_strided(node, root, current, first) or changed
         elif node.target is aten.as_strided.default and not _read(node, returned) and \
                 _unread_as_strided(node, roots[node.args[0]][0]):
@@ -101,6 +106,33 @@ def _write_positions(gm: torch.fx.GraphModule) -> dict:
                     and isinstance(value, torch.fx.Node):
                 writes.setdefault(memory_root(value)[0], []).append(index)
     return writes
+
+
+def _first_write_through(node: torch.fx.Node, position: dict) -> int:
+    """The position of the first node writing into `node`'s memory through `node` or a view
+    of it (the position of `node` where nothing does)."""
+    first = None
+    for user in node.users:
+        source, writes = aliased_argument(user)
+        if source is node:
+            at = position[user] if writes else _first_write_through(user, position)
+            if writes or at != position[user]:
+                first = at if first is None else min(first, at)
+        elif _writes_argument(user, node):
+            first = position[user] if first is None else min(first, position[user])
+    return position[node] if first is None else first
+
+
+def _writes_argument(user: torch.fx.Node, node: torch.fx.Node) -> bool:
+    """Whether `user` writes into its argument `node` (a mutable schema's written argument)."""
+    schema = getattr(user.target, "_schema", None)
+    if user.op != "call_function" or schema is None or not schema.is_mutable:
+        return False
+    for place, argument in enumerate(schema.arguments):
+        value = user.args[place] if place < len(user.args) else user.kwargs.get(argument.name)
+        if value is node and argument.alias_info is not None and argument.alias_info.is_write:
+            return True
+    return False
 
 
 def _last_read(node: torch.fx.Node, position: dict, returned: set) -> int:
@@ -185,10 +217,15 @@ def _write_through_as_strided(node: torch.fx.Node, root: torch.fx.Node, current:
         raise UnsupportedGraph("the graph writes through `as_strided` (or `unfold`) into a "
                                "tensor written before and not contiguous from its storage's "
                                "start")
-    if node.args[0] is owner:
-        return False
     offset = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset")
     absolute = int(example.storage_offset()) if offset is None else int(offset)
+    if not _among_elements(node.args[1], node.args[2], absolute, owned):
+        # Graph fuzzer seed 32108: `as_strided(r[::3], [2], [2], 32).zero_()` writes storage
+        # between the input's elements; the owner's new value holds only its elements.
+        raise UnsupportedGraph("the graph writes through `as_strided` into storage outside "
+                               "the tensor's own elements")
+    if node.args[0] is owner:
+        return False
     node.args = (owner, list(node.args[1]), list(node.args[2]), absolute)
     node.kwargs = {}
     return True
@@ -305,6 +342,20 @@ def _logical_read(size: list, stride: list, offset: int, owned: torch.Tensor):
             not torch.equal(_positions(size, steps, start), logical.reshape(-1)):
         return None
     return steps, start
+
+
+def _among_elements(size, stride, offset: int, owned: torch.Tensor) -> bool:
+    """Whether every storage position `as_strided(size, stride, offset)` covers is one of
+    `owned`'s elements (an owner too large to enumerate counts only where dense)."""
+    size, stride = [int(extent) for extent in size], [int(step) for step in stride]
+    if _product(size) == 0 or _reads_within(size, stride, offset, owned):
+        return True
+    if _product(size) > _ENUMERATED or owned.numel() > _ENUMERATED or owned.numel() == 0:
+        return False
+    ordered = _positions(owned.shape, owned.stride(), owned.storage_offset()).sort().values
+    reads = _positions(size, stride, offset)
+    found = torch.searchsorted(ordered, reads).clamp(max=owned.numel() - 1)
+    return bool((ordered[found] == reads).all())
 
 
 def _positions(size, stride, offset: int) -> torch.Tensor:

@@ -128,7 +128,7 @@ class CompiledTraining:
                                      function_output_strides(signature))
             variant = TrainingVariant(signature, parts, compiled, self.compile_inner,
                                       joint.versions, joint.inputs_reached,
-                                      joint.output_groups)
+                                      joint.output_groups, joint.freeing_groups)
         else:
             traced = trace_inference(graph, signature, arguments, state, self.decompositions)
             variant = InferenceVariant(signature, compile_graph(

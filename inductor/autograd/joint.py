@@ -51,6 +51,8 @@ class JointGraph:
     # function output positions per autograd node of a call (`output_groups`); one group of
     # every output where the trace did not say
     output_groups: tuple = ()
+    # the groups whose traced eager history holds a node that saves tensors (`freeing_groups`)
+    freeing_groups: tuple = ()
 
 
 def _function_outputs(signature: GraphSignature, arguments: list, result: Any) -> list:
@@ -105,10 +107,12 @@ def _joint_function(gm: torch.fx.GraphModule, signature: GraphSignature, state: 
                                          in enumerate(signature.function_outputs)
                                          if info.differentiable])
             joint.inputs_reached = facts.inputs_reached(leaves, len(outputs))
+            boundary = {id(node) for node in log.start_nodes if node is not None}
             joint.output_groups = output_groups(
-                facts.reachable, {id(node) for node in log.start_nodes if node is not None},
-                joint.inputs_reached, [info.differentiable
-                                       for info in signature.function_outputs])
+                facts.reachable, boundary, joint.inputs_reached,
+                [info.differentiable for info in signature.function_outputs])
+            joint.freeing_groups = freeing_groups(joint.output_groups, facts.reachable,
+                                                  boundary)
             return ([from_functional(output) for output in outputs],
                     [from_functional(grad) for grad in grads if grad is not None])
     return joint
@@ -149,7 +153,7 @@ def trace_joint(gm: torch.fx.GraphModule, signature: GraphSignature, inputs: Seq
                       joint.versions, joint.inputs_reached,
                       tuple(position for position, info
                             in enumerate(signature.function_outputs) if info.differentiable),
-                      joint.output_groups)
+                      joint.output_groups, joint.freeing_groups)
 
 
 def output_groups(reachable: dict, boundary: set, reached: Sequence[frozenset],
@@ -195,6 +199,40 @@ def output_groups(reachable: dict, boundary: set, reached: Sequence[frozenset],
     rest = sorted(set(range(len(differentiable))) - set(traced))
     ordered[0] = sorted(ordered[0] + rest)
     return tuple(tuple(group) for group in ordered)
+
+
+def freeing_groups(groups: Sequence[tuple], reachable: dict, boundary: set) -> tuple:
+    """The groups of `groups` whose outputs' traced eager histories (`reachable`, as in
+    `output_groups`) hold a node that saves tensors: eager's backward through them frees
+    those, and a later backward reaching them raises "Trying to backward through the graph a
+    second time" even where the compiled backward keeps nothing (program fuzzer seed 52236:
+    `avg.mul_(0.9)` saves its wrapped-number factor; a second call's `avg[:2] = w` keeps the
+    first call's history as an edge)."""
+    return tuple(group for group in groups if any(
+        _holds_saved(node) for position in group
+        for key, node in reachable.get(position, {}).items()
+        if key not in boundary and not hasattr(node, "variable")))
+
+
+def _holds_saved(node: Any) -> bool:
+    """Whether an autograd node of the traced history saved a tensor (one a backward frees): a
+    generated node (`MulBackward0`) whose `_saved_*` for one of its `_raw_saved_*` is a tensor
+    (or a list of them), or raises as freed (the joint trace's own backward ran). Unlike `_saves` this never guesses yes: a node it cannot read
+    (`CopySlices`, a custom Function's) counts as holding none, so that a second backward
+    eager allows is never refused."""
+    kind = type(node)
+    if not re.search(r"Backward\d+$", kind.__name__):
+        return False
+    for name in dir(kind):
+        if name.startswith("_raw_saved_"):
+            try:
+                value = getattr(node, "_saved_" + name[len("_raw_saved_"):], None)
+            except RuntimeError:   # saved, and freed already by the trace's own backward
+                return True
+            if isinstance(value, torch.Tensor) or (isinstance(value, (list, tuple)) and any(
+                    isinstance(item, torch.Tensor) for item in value)):
+                return True
+    return False
 
 
 def _inference_function(gm: torch.fx.GraphModule, signature: GraphSignature,

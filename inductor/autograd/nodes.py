@@ -69,7 +69,7 @@ class _Group:
     ((index, eager saves it)) and outputs whose counters it compares."""
 
     __slots__ = ("positions", "tangents", "absent", "cut", "saved", "non_differentiable",
-                 "watched_inputs", "watched_outputs", "checks", "function")
+                 "watched_inputs", "watched_outputs", "checks", "function", "frees")
 
 
 class _Call:
@@ -85,7 +85,8 @@ class _Call:
 class CompiledNodes:
     """Runs a `TrainingVariant`'s forward and makes its autograd nodes (see module doc)."""
 
-    def __init__(self, variant, groups: Sequence[Sequence[int]]):
+    def __init__(self, variant, groups: Sequence[Sequence[int]],
+                 freeing: Sequence[Sequence[int]] = ()):
         partition, signature = variant.partition, variant.signature
         self.variant = variant
         self.count = partition.function_output_count
@@ -106,13 +107,17 @@ class CompiledNodes:
         self.fresh = [index is not None and index not in self.mutated
                       for index in partition.saved_reads]
         groups = [tuple(group) for group in groups] or [tuple(range(self.count))]
-        self.groups = [self._group(positions, signature.differentiable_inputs)
-                       for positions in groups]
+        freeing = {tuple(group) for group in freeing}
+        self.groups = [self._group(positions, signature.differentiable_inputs,
+                                   positions in freeing) for positions in groups]
 
-    def _group(self, positions: tuple, differentiable_inputs: Sequence[int]) -> _Group:
+    def _group(self, positions: tuple, differentiable_inputs: Sequence[int],
+               frees: bool = False) -> _Group:
         variant, count = self.variant, len(self.tangent_positions)
         group = _Group()
         group.positions = positions
+        # eager's history here frees saved tensors: with none kept, a token stands for them
+        group.frees = frees
         group.tangents = frozenset(index for index, position
                                    in enumerate(self.tangent_positions) if position in positions)
         group.absent = frozenset(range(count)) - group.tangents
@@ -218,7 +223,7 @@ def _make_function(nodes: CompiledNodes, group: _Group) -> type:
             ctx.versions = call.versions
             name_outputs(ctx, plan, positions)   # eager's node names, for later graphs' checks
             _save(ctx, [call.values[index] for index in saved], fresh, output_memory,
-                  call.outputs, saved)
+                  call.outputs, saved, group.frees)
             ctx.mark_non_differentiable(*[call.outputs[p] for p in group.non_differentiable])
             # Missing gradients come as None: autograd would otherwise allocate zeros for
             # every output, the non-differentiable ones (BatchNorm's updated statistics)
@@ -229,6 +234,10 @@ def _make_function(nodes: CompiledNodes, group: _Group) -> type:
         @staticmethod
         def backward(ctx, *grads):
             _refuse_double_backward()
+            if group.frees:
+                # freed by an earlier backward (unless retained): eager's error, as its
+                # nodes that save tensors raise it
+                ctx._raw_saved_tensors   # noqa: B018
             every = [None] * count
             for position, grad in zip(positions, grads):
                 every[position] = grad
@@ -299,7 +308,8 @@ def _backward_arguments(saved: Sequence[torch.Tensor], tangents: Sequence[Any],
 
 
 def _save(ctx: Any, values: list, fresh: Sequence[bool], output_memory: Sequence[tuple],
-          function_outputs: Sequence[torch.Tensor], indices: Sequence[int]) -> None:
+          function_outputs: Sequence[torch.Tensor], indices: Sequence[int],
+          frees: bool = False) -> None:
     """Save `values` (the saved values at positions `indices`) for the backward: views as
     non-views; the memory of inputs (`fresh`) and of function outputs (`output_memory`:
     (position among `values`, output position) where they may share it) through aliases
@@ -310,7 +320,9 @@ def _save(ctx: Any, values: list, fresh: Sequence[bool], output_memory: Sequence
     values the call reads (a write into an output saved for another one's gradient raised
     "modified by an inplace operation" where eager's backward ran, program fuzzer seed 310).
     `ctx.saved_outputs`: (saved position, output position, a weak reference to the output,
-    its version now) per output whose memory is saved."""
+    its version now) per output whose memory is saved. `frees`: eager's history saves
+    tensors; where nothing else is saved, an empty token is, so that autograd frees it
+    after a backward and a second one raises as eager's."""
     fresh = list(fresh)
     ctx.saved_outputs = []
     for index, position in output_memory:
@@ -319,8 +331,8 @@ def _save(ctx: Any, values: list, fresh: Sequence[bool], output_memory: Sequence
             fresh[index] = True
             ctx.saved_outputs.append((indices[index], position, weakref.ref(output),
                                       version_of(output)))
-    ctx.save_for_backward(*[value.data if flag else unviewed(value)
-                            for value, flag in zip(values, fresh)])
+    saved = [value.data if flag else unviewed(value) for value, flag in zip(values, fresh)]
+    ctx.save_for_backward(*(saved or ([torch.empty(0)] if frees else [])))
 
 
 def _check_saved_outputs(saved_outputs: Sequence[tuple], uses: frozenset) -> None:

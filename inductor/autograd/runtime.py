@@ -291,7 +291,8 @@ class TrainingVariant:
 
     def __init__(self, signature: GraphSignature, partition, compiled_forward: Callable,
                  compile_inner: Callable, versions: VersionPlan = VersionPlan(()),
-                 inputs_reached: Sequence = (), output_groups: Sequence = ()):
+                 inputs_reached: Sequence = (), output_groups: Sequence = (),
+                 freeing_groups: Sequence = ()):
         self.signature = signature
         self.versions = versions
         self.inputs_reached = tuple(inputs_reached)
@@ -305,7 +306,7 @@ class TrainingVariant:
         self.compile_inner = compile_inner
         self.epilogue = Epilogue(signature)
         self.differentiable = [output.differentiable for output in signature.function_outputs]
-        self.nodes = CompiledNodes(self, output_groups)
+        self.nodes = CompiledNodes(self, output_groups, freeing_groups)
 
     def __call__(self, arguments: list) -> Any:
         if torch.is_grad_enabled():

@@ -160,7 +160,10 @@ class TritonOpsHandler(KernelOpsHandler):
     def index_expr(self, expr, dtype):
         dtype = compute_dtype(dtype)
         text = self.scope.index_text(expr)
-        if not any(True for _ in getattr(expr, "free_symbols", ())):
+        # a constant, or an index the kernel's extents make one (a size-1 or size-0 loop's
+        # symbol printed as 0: `(0).to(...)` is no Triton tensor; graph fuzzer seed 5275)
+        if not any(True for _ in getattr(expr, "free_symbols", ())) or \
+                text.lstrip("-").isdigit():
             return TritonValue(f"tl.full([], {text}, {triton_type(dtype)})", dtype)
         return self.emit(f"({text}).to({triton_type(dtype)})", dtype)
 

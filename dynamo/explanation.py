@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from dynamo.backends import CountingBackend, lookup_backend
+from dynamo.api import jit, reset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +101,6 @@ def explain(fn_or_module: Callable, backend="eager", **jit_options) -> Callable:
     is compiled and reported. `backend` and the other options are those of `dynamo.jit`.
     """
     def run(*args, **kwargs) -> ExplainReport:
-        from dynamo.api import jit, reset
         reset()
         counting = CountingBackend(lookup_backend(backend))
         jitted = jit(fn_or_module, backend=counting, **jit_options)

@@ -22,6 +22,7 @@ import sys
 from typing import Optional
 
 from dynamo.instructions import DecodedCode, Instruction
+from dynamo.rewrite import arg_slot_count
 
 PY312 = sys.version_info >= (3, 12)
 Layout = tuple  # tuple[bool, ...]: True where the slot holds NULL
@@ -281,7 +282,6 @@ def maybe_bound(decoded: DecodedCode) -> dict[int, frozenset]:
     """The plain locals that may hold a value on arrival at each instruction (arguments, and
     names some path has stored to and not deleted or cleared since)."""
     code = decoded.code
-    from dynamo.rewrite import arg_slot_count
     found = {0: frozenset(code.co_varnames[:arg_slot_count(code)])}
     pending = [0]
     instructions = decoded.instructions

@@ -39,6 +39,7 @@ from dynamo.resume.analysis import Layout
 from dynamo.rewrite import GENERATED_STACK, stack_size
 from dynamo.instructions.decoding import decode_bytecode as decode_body
 from dynamo.rewrite.replacement import prologue_of
+from dynamo.rewrite import arg_slot_count
 
 RETURN_TAG = 0
 STATE = "__state"
@@ -222,7 +223,6 @@ def first_argument(base: CodeType):
     if base in _regions:
         name = base.co_varnames[0]
         return None if name == STATE else name
-    from dynamo.rewrite import arg_slot_count
     if arg_slot_count(base) == 0 or not base.co_varnames:
         return None
     name = base.co_varnames[0]
@@ -273,6 +273,7 @@ def _enter(layout: Layout, slots: Placeholder, lineno: int, nested: tuple,
             [Instr("DELETE_FAST", STATE, lineno=lineno)]
     # the stack below the call, then resume_calls(inner states, innermost stack, codes);
     # `__state` goes before the call, which a graph break may leave to run on its own
+    # here, not at the top: resume.nested imports this module (a cycle)
     from dynamo.resume.nested import resume_calls
     below = _items(layout[:-2])
     code += emit.push_layout(STATE, layout[:-2], lineno)

@@ -34,8 +34,9 @@ from dynamo import _frame_state
 from dynamo.instructions import decode
 from dynamo.resume import emit
 from dynamo.resume.analysis import Edge, Stop
-from dynamo.resume.regions import (RETURN_TAG, STACK, STATE, Placeholder, closure_names, entry_position,
-                                   patch_constants, region_info, slots_of, state_names, tag_of)
+from dynamo.resume.regions import (RETURN_TAG, STACK, STATE, Placeholder, closure_names,
+                                   entry_position, patch_constants, region_info, slot_index,
+                                   slots_of, state_names, tag_of)
 from dynamo.rewrite import assemble
 from dynamo.instructions.decoding import decode_bytecode as decode_body
 from dynamo.rewrite.replacement import prologue_of
@@ -93,7 +94,6 @@ def _line_of(decoded, index: int):
 
 
 def _cell_slots(code: CodeType, base: CodeType) -> tuple:
-    from dynamo.resume.regions import slot_index
     return tuple(slot_index(code, name) for name in closure_names(base))
 
 

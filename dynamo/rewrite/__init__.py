@@ -13,7 +13,9 @@ from types import CodeType
 
 from bytecode import Bytecode, CompilerFlags, Instr, Label, TryBegin, TryEnd
 
+from dynamo import _C, hook, logs, skips
 from dynamo.instructions.decoding import decode_bytecode
+from dynamo.settings import config
 
 _VARIADIC = CompilerFlags.VARARGS | CompilerFlags.VARKEYWORDS
 _STARTS_WITH_SENT = (CompilerFlags.GENERATOR | CompilerFlags.COROUTINE
@@ -77,8 +79,8 @@ def stack_size(body: Bytecode) -> int:
     sized below zero ("Failed to compute stacksize, got negative size": fuzzer P9).
     An instruction reached at two depths is sized for the deeper (as the `bytecode` package
     does; program fuzzer seed 61's generated code reached one label at depths 1 and 2, and
-    ran as eager does once sized for 2). Raises RuntimeError for code that pops an empty stack: generated code
-    that is wrong, never to be run."""
+    ran as eager does once sized for 2). Raises RuntimeError for code that pops an empty
+    stack: generated code that is wrong, never to be run."""
     items, handler_of = _with_handlers(body)
     where = {item: index for index, item in enumerate(items) if isinstance(item, Label)}
     # generators and coroutines start with one object on the stack (what `send` passes)
@@ -164,14 +166,10 @@ class NopRewriteDriver:
     its NOP copy inside a later `dynamo.jit` call, and never be captured."""
 
     def __init__(self, owner=None):
-        from dynamo import _C
         current, owner = _C.get_callback, weakref.ref(self if owner is None else owner)
         self._check = lambda frame_locals, frame_globals: current() is owner()
 
     def __call__(self, view):
-        from dynamo import hook, logs, skips
-        from dynamo.settings import config
-
         code = view.f_code
         hook.note_seen(code)
         if skips.is_own(code):

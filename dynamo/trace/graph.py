@@ -24,6 +24,11 @@ from dynamo.breaks import (DYNAMIC_SHAPE_OP, SCALAR_OUT, UNSUPPORTED_CALL, UNSUP
                            Unsupported)
 from dynamo.variables.base import Variable
 from guards.sources import Source
+from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.containers import ListVariable, TupleVariable
+from dynamo.variables.lowering import lower
+from dynamo.variables.opaque import OpaqueNodeVariable
+from dynamo.variables.tensor import TensorVariable
 
 # Calls whose result holds no tensor but which must stay in the graph for their effect.
 EFFECTFUL = {torch._C._set_grad_enabled, torch.autograd.grad_mode._enter_inference_mode,
@@ -46,7 +51,6 @@ class GraphBuilder:
     # -- inputs ----------------------------------------------------------------------------
     def add_input(self, value: torch.Tensor, source: Source) -> "Variable":
         """A placeholder for a real tensor of the frame (deduplicated by object)."""
-        from dynamo.variables.tensor import TensorVariable
 
         known = self._inputs_by_id.get(id(value))
         if known is not None:
@@ -114,9 +118,6 @@ class GraphBuilder:
         return result
 
     def _wrap(self, node: torch.fx.Node, fake: Any, target: Any) -> "Variable":
-        from dynamo.variables.constant import ConstantVariable
-        from dynamo.variables.containers import TupleVariable, ListVariable
-        from dynamo.variables.tensor import TensorVariable
 
         if isinstance(fake, torch.Tensor):
             return TensorVariable(node, fake)
@@ -133,7 +134,6 @@ class GraphBuilder:
                 return TupleVariable(tuple(items), type(fake))
             return ListVariable.new(items)
         if target in EFFECTFUL and fake is not None:
-            from dynamo.variables.opaque import OpaqueNodeVariable
             return OpaqueNodeVariable(node, fake)
         if not node.meta["mutates"] and target not in EFFECTFUL:
             self.graph.erase_node(node)
@@ -152,7 +152,6 @@ class GraphBuilder:
 
 def _argument_with_example(args: tuple, fake: torch.Tensor):
     """The tensor variable among `args` whose example is `fake`, if any."""
-    from dynamo.variables.tensor import TensorVariable
     for value in args:
         if isinstance(value, TensorVariable) and value.example is fake:
             return value
@@ -296,7 +295,6 @@ def _run(kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
 
 def _lower(value: Any) -> tuple[Any, Any]:
     """Variables -> (FX node arguments, fake example arguments)."""
-    from dynamo.variables.lowering import lower
     return lower(value)
 
 

@@ -27,6 +27,14 @@ from dynamo.variables.lazy import LazyVariable, realize
 from dynamo.variables.exceptions import RaisedInTrace
 from guards import GuardSet
 from guards.sources import Source
+from dynamo import skips
+from dynamo.trace.handlers import HANDLERS
+from dynamo.variables.builder import wrap, wrap_computed
+from dynamo.variables.builtins import truth
+from dynamo.variables.iterators import GeneratorVariable, iterate_all
+from dynamo.variables.objects import lookup_dunder
+from dynamo.variables.operators import _UNKNOWN
+from dynamo.variables.side_effects import Box
 
 
 @dataclasses.dataclass
@@ -129,8 +137,6 @@ class Tracer:
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> Variable:
         """Interpret until the frame returns; returns the returned variable."""
-        from dynamo.trace.handlers import HANDLERS
-
         instructions = self.decoded.instructions
         self.yielded = None
         while self.returned is None and self.yielded is None:
@@ -224,30 +230,24 @@ class Tracer:
     # -- helpers handlers share ------------------------------------------------------------
     def wrap(self, value: Any, source: Optional[Source]) -> Variable:
         """A variable for a real value read from the frame (installs the guards it needs)."""
-        from dynamo.variables.builder import wrap
         return wrap(self, value, source)
 
     def wrap_result(self, value: Any) -> Variable:
         """A variable for a value computed at trace time (no source, no guards)."""
-        from dynamo.variables.builder import wrap_computed
         return wrap_computed(self, value)
 
     def truth(self, value: Variable) -> bool:
-        from dynamo.variables.builtins import truth
         return truth(self, value)
 
     def iterate(self, value: Variable) -> list[Variable]:
-        from dynamo.variables.iterators import iterate_all
         return iterate_all(self, value)
 
     def real_value(self, value: Variable) -> Any:
-        from dynamo.variables.operators import _UNKNOWN
         return getattr(value, "value", _UNKNOWN) if getattr(value, "is_real", False) \
             else _UNKNOWN
 
     def lookup_dunder(self, value: Variable, name: str) -> Optional[Variable]:
         """`type(value).name` bound to `value`, when `value` is a user object defining it."""
-        from dynamo.variables.objects import lookup_dunder
         return lookup_dunder(self, value, name)
 
     def call(self, function: Variable, args: list[Variable],
@@ -292,8 +292,6 @@ class Tracer:
         child.direct = direct
         child.constructs, self._pending_construct = self._pending_construct, None
         if code.co_flags & _GENERATOR_FLAGS:
-            from dynamo.variables.iterators import GeneratorVariable
-            from dynamo.variables.side_effects import Box
             if code.co_flags & _ASYNC_FLAGS:
                 raise self.unsupported(UNSUPPORTED_BYTECODE, "a coroutine or async generator")
             child.is_generator = True
@@ -328,7 +326,6 @@ class Tracer:
 
     def globals_entry_source(self, name: str) -> Optional[Source]:
         """The source of global `name` of the code being traced."""
-        from dynamo import skips
         from guards.sources import DictItemSource, GlobalSource
         if self.f_globals is self.state.root_globals:
             return GlobalSource(name)

@@ -52,7 +52,9 @@ def bind_class_attribute(tx, attribute: Any, owner: Variable, cls: type,
                          name: str) -> Optional[Variable]:
     """A class attribute read through an instance (functions bind, properties run); None for
     a plain value."""
+    # here, not at the top: variables.functions imports this module (a cycle)
     from dynamo.variables.functions import BoundMethodVariable
+    # here, not at the top: variables.objects imports this module (a cycle)
     from dynamo.variables.objects import ClassVariable
     if isinstance(attribute, property):
         if attribute.fget is None:
@@ -68,9 +70,11 @@ def bind_class_attribute(tx, attribute: Any, owner: Variable, cls: type,
         return BoundMethodVariable(tx.wrap(attribute, None), owner)
     kind = type(attribute).__name__
     if kind in _BUILTIN_METHOD_KINDS:
+        # here, not at the top: variables.builtin_methods imports this module (a cycle)
         from dynamo.variables.builtin_methods import SlotFunctionVariable
         return BoundMethodVariable(SlotFunctionVariable(attribute), owner)
     if kind == "classmethod_descriptor":
+        # here, not at the top: variables.builtin_methods imports this module (a cycle)
         from dynamo.variables.builtin_methods import SlotFunctionVariable
         return BoundMethodVariable(SlotFunctionVariable(attribute), ClassVariable(cls))
     if hasattr(type(attribute), "__get__") and not isinstance(attribute, type):
@@ -97,6 +101,7 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
         if name in attributes.contents:
             return attributes.contents[name]
         if real is MISSING or name in attributes.deleted:
+            # here, not at the top: variables.exceptions imports this module (a cycle)
             from dynamo.variables.exceptions import python_error
             raise python_error(AttributeError, f"'{cls.__name__}' object has no attribute "
                                f"'{name}'")
@@ -121,6 +126,7 @@ def generic_getattr(tx, owner: Variable, cls: type, name: str, attributes: Optio
     hook = python_override(cls, "__getattr__")
     if hook is not None:
         return tx.wrap(hook, None).call(tx, [owner, ConstantVariable(name)], {})
+    # here, not at the top: variables.exceptions imports this module (a cycle)
     from dynamo.variables.exceptions import python_error
     raise python_error(AttributeError, f"'{cls.__name__}' object has no attribute '{name}'")
 
@@ -135,6 +141,7 @@ def _through_data_descriptor(tx, owner: Variable, cls: type, name: str, attribut
         return bind_class_attribute(tx, attribute, owner, cls, name)
     if name == "__dict__" and attributes is not None:
         if real is MISSING:
+            # here, not at the top: variables.containers imports this module (a cycle)
             from dynamo.variables.containers import DictVariable
             return DictVariable(attributes)  # a new object's attributes, as a dict
         if attributes.contents or attributes.deleted:
@@ -153,6 +160,7 @@ def class_attribute_source(cls: type, name: str) -> Optional[Source]:
     """The source of `cls.name` read without one for the class or the instance (a class
     default read through an object the trace made, `type(obj).name`): the class bound into
     the check, so the value read is guarded like any other; None for a library's class."""
+    # here, not at the top: variables.guarding imports this module (a cycle)
     from dynamo.variables.guarding import own_source
     root = own_source(cls)
     return None if root is None else AttrSource(root, name)
@@ -204,6 +212,7 @@ def _read_descriptor(tx, owner: Variable, cls: type, name: str, real: Any,
         if source is not None:
             from guards import HasAttrGuard
             tx.guards.add(HasAttrGuard(source, name, False))
+        # here, not at the top: variables.exceptions imports this module (a cycle)
         from dynamo.variables.exceptions import python_error
         raise python_error(AttributeError, f"'{cls.__name__}' object has no attribute "
                            f"'{name}'") from None
@@ -211,6 +220,7 @@ def _read_descriptor(tx, owner: Variable, cls: type, name: str, real: Any,
 
 
 def _through_getattribute(tx, hook, owner: Variable, cls: type, name: str) -> Variable:
+    # here, not at the top: variables.exceptions imports this module (a cycle)
     from dynamo.variables.exceptions import RaisedInTrace
     try:
         return tx.wrap(hook, None).call(tx, [owner, ConstantVariable(name)], {})
@@ -318,6 +328,7 @@ def preexisting_box(tx, real: Any, source: Optional[Source], facet: str = "") ->
 
 def store_attribute(tx, owner: Variable, name: str, value: Variable) -> None:
     """`owner.name = value`, through a Python `__setattr__` of the class when there is one."""
+    # here, not at the top: variables.modules imports this module (a cycle)
     from dynamo.variables.modules import ModuleVariable
     if not isinstance(owner, ModuleVariable):
         hook = python_override(_class_of(owner), "__setattr__")
@@ -329,6 +340,7 @@ def store_attribute(tx, owner: Variable, name: str, value: Variable) -> None:
 
 def raw_store_attribute(tx, owner: Variable, name: str, value: Variable) -> None:
     """`object.__setattr__(owner, name, value)`: descriptors, else the instance attributes."""
+    # here, not at the top: variables.modules imports this module (a cycle)
     from dynamo.variables.modules import ModuleVariable
     cls = _class_of(owner)
     attribute = class_lookup(cls, name)
@@ -391,6 +403,7 @@ def real_object(owner: Variable) -> Any:
 
 
 def _class_of(owner: Variable) -> type:
+    # here, not at the top: variables.objects imports this module (a cycle)
     from dynamo.variables.objects import ClassVariable
     if isinstance(owner, ClassVariable):
         return type(owner.value)

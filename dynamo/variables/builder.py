@@ -43,6 +43,11 @@ from guards import is_constant as guards_is_constant
 from guards.install import guards_for
 from guards.sources import (AttrSource, ConstantSource, DictItemSource, ItemSource, Source,
                             literal)
+from dynamo.variables.attributes import python_override
+from dynamo.variables.construct import _builtin_base
+from dynamo.variables.containers import SetVariable, constant_key
+from dynamo.variables.contexts import real_context
+from dynamo.variables.iterators import SequenceIterator
 
 _BUILTIN_MODULES = {"builtins", "math", "operator", "_operator", "functools", "_functools",
                     "itertools", "_warnings", "warnings"}
@@ -103,7 +108,6 @@ def _install(tx, value: Any, source: Optional[Source]) -> None:
 
 def _wrap_set(tx, value: set, source: Optional[Source]) -> Variable:
     """A set of constants: guarded on its type and items (in iteration order)."""
-    from dynamo.variables.containers import SetVariable
     box = tx.side_effects.box_for(value)
     if box is not None:
         _alias(tx, source, box.source)
@@ -162,8 +166,6 @@ def _version(example: torch.Tensor) -> int:
 def _modelled_subclass(kind: type, source: Optional[Source]) -> bool:
     """Python subclasses of dict, OrderedDict and list are modelled as containers, unless a
     guard would have to read items through a Python `__getitem__`/`__iter__`/`keys`."""
-    from dynamo.variables.attributes import python_override
-    from dynamo.variables.construct import _builtin_base
     if _builtin_base(kind) not in (dict, collections.OrderedDict, list) or kind.__flags__ & \
             _HEAPTYPE == 0:
         return False
@@ -256,7 +258,6 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
         _install(tx, value, source)
         guarding.note_object(tx, value, source)
         return ModuleVariable(value, source=source)
-    from dynamo.variables.contexts import real_context
     context = real_context(value)
     if context is not None:
         _install(tx, value, source)
@@ -382,10 +383,8 @@ def wrap_computed(tx, value: Any) -> Variable:
                                  for key, item in value.items()},
                                 python_class=kind)
     if kind in (set, frozenset):
-        from dynamo.variables.containers import SetVariable
         return SetVariable.new([wrap_computed(tx, item) for item in value])
     if hasattr(value, "__next__") and not isinstance(value, types.GeneratorType):
-        from dynamo.variables.iterators import SequenceIterator
         return SequenceIterator.over([wrap_computed(tx, item) for item in value])
     return wrap(tx, value, None)
 
@@ -396,7 +395,6 @@ def real_key(tx, key: Any) -> Any:
     key of a library's dict is found (`_VALIDATORS.get(types.UnionType)` returned None)."""
     if literal(key) is not None:
         return key
-    from dynamo.variables.containers import constant_key
     return constant_key(wrap(tx, key, None))
 
 
@@ -414,7 +412,6 @@ def new_dict_from(tx, value: Variable) -> DictVariable:
     user `MutableMapping` was iterated as if it held pairs)."""
     if isinstance(value, DictVariable):
         return DictVariable.new(value.items)
-    from dynamo.variables.containers import constant_key
     items = {}
     if _has_keys_method(value):
         for key in tx.iterate(value.call_method(tx, "keys", [], {})):

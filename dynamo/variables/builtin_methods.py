@@ -14,6 +14,12 @@ from typing import Any
 from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables import attributes, operators
+from dynamo.variables.construct import allocate
+from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
+                                         constant_key)
+from dynamo.variables.objects import tx_getattr
+from dynamo.variables.operators import identity
 
 _DESCRIPTOR_KINDS = ("method_descriptor", "wrapper_descriptor", "classmethod_descriptor")
 _IMMUTABLE = (str, bytes, int, float, complex, bool, tuple, frozenset, type(None))
@@ -56,10 +62,9 @@ class SlotFunctionVariable(Variable):
                 hasattr(owner, "set_args"):
             owner.set_args(tuple(rest))
             return NONE
-        from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable,
-                                                 TupleVariable)
         if isinstance(owner, (DictVariable, ListVariable, SetVariable, TupleVariable)) and \
                 issubclass(owner.python_type(), objclass):
+            # here, not at the top: a cycle (variables.container_methods -> variables.builder -> var
             from dynamo.variables.container_methods import call_container_method
             return call_container_method(tx, owner, name, rest, kwargs)
         if objclass in _IMMUTABLE:
@@ -68,7 +73,6 @@ class SlotFunctionVariable(Variable):
 
 
 def _object_method(tx, owner: Variable, name: str, args: list, kwargs: dict) -> Variable:
-    from dynamo.variables import attributes
     if name == "__setattr__" and len(args) == 2 and not kwargs:
         attribute = tx.constant(args[0], "the attribute name")
         attributes.raw_store_attribute(tx, owner, attribute, args[1])
@@ -81,7 +85,6 @@ def _object_method(tx, owner: Variable, name: str, args: list, kwargs: dict) -> 
     if name in ("__init__", "__init_subclass__") and not args and not kwargs:
         return NONE
     if name in ("__eq__", "__ne__") and len(args) == 1:
-        from dynamo.variables.operators import identity
         same = identity(tx, owner, args[0])
         if name == "__eq__":
             return ConstantVariable(True if same else NotImplemented)
@@ -93,8 +96,6 @@ def _class_method(tx, function: SlotFunctionVariable, owner: Variable, name: str
                   kwargs: dict) -> Variable:
     cls = tx.constant(owner, "the class of a class method")
     if name == "fromkeys" and issubclass(cls, dict) and not kwargs:
-        from dynamo.variables.construct import allocate
-        from dynamo.variables.containers import constant_key
         instance = allocate(tx, cls)
         value = args[1] if len(args) > 1 else NONE
         for key in tx.iterate(args[0]):
@@ -123,7 +124,6 @@ def _fold(tx, function: SlotFunctionVariable, args: list, kwargs: dict) -> Varia
 
 def tuple_new(tx, cls_variable: Variable, iterable: Variable = None) -> Variable:
     """`tuple.__new__(cls, iterable)` (namedtuple classes build their instances this way)."""
-    from dynamo.variables.containers import TupleVariable
     cls = tx.constant(cls_variable, "the class passed to tuple.__new__")
     items = tx.iterate(iterable) if iterable is not None else []
     return TupleVariable(tuple(items), cls)
@@ -132,7 +132,6 @@ def tuple_new(tx, cls_variable: Variable, iterable: Variable = None) -> Variable
 def object_new(tx, cls_variable: Variable, *args, **kwargs) -> Variable:
     """`object.__new__(cls)` (and `dict.__new__`, `list.__new__`): an instance whose
     `__init__` has not run."""
-    from dynamo.variables.construct import allocate
     return allocate(tx, tx.constant(cls_variable, "the class passed to __new__"))
 
 
@@ -149,9 +148,6 @@ class GetterVariable(Variable):
     keywords: tuple = ()
 
     def call(self, tx, args, kwargs) -> Variable:
-        from dynamo.variables import operators
-        from dynamo.variables.objects import tx_getattr
-        from dynamo.variables.containers import TupleVariable
         target = args[0]
         if self.kind == "method":
             method = tx_getattr(tx, target, self.keys[0])

@@ -17,6 +17,20 @@ from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
                                          constant_copy, is_subclass_instance, new_container)
 from dynamo.variables.tensor import TensorVariable
+from dynamo.breaks import SCALAR_OUT
+from dynamo.variables import operators
+from dynamo.variables.attributes import delete_attribute, store_attribute
+from dynamo.variables.builtin_methods import NEW_FUNCTIONS, getter_rule, object_new, tuple_new
+from dynamo.variables.construct import construct
+from dynamo.variables.containers import DictViewVariable
+from dynamo.variables.exceptions import ExceptionVariable, python_error
+from dynamo.variables.functions import PartialVariable
+from dynamo.variables.guarding import guard_identity, identity_used
+from dynamo.variables.iterator_tools import HANDLED, itertools_iterator
+from dynamo.variables.iterators import get_iterator, iterate_lazily, make_builtin_iterator
+from dynamo.variables.modules import ModuleSliceVariable, ModuleVariable
+from dynamo.variables.objects import ClassVariable, SuperVariable, tx_getattr, zero_argument_super
+from dynamo.variables.operators import _UNKNOWN, binary, compare
 
 # Builtins with no effects: folded when every argument is a constant.
 PURE = {abs, all, any, ascii, bin, bool, callable, chr, complex, divmod, float, format, hash,
@@ -66,7 +80,6 @@ class BuiltinVariable(Variable):
         if self.value is print:
             raise Unsupported(PRINT, "print()")
         if isinstance(self.value, type) and issubclass(self.value, BaseException):
-            from dynamo.variables.construct import construct
             return construct(tx, self.value, list(args), dict(kwargs))
         raise Unsupported(UNSUPPORTED_CALL, f"{self.describe()}() with "
                           + (", ".join(arg.describe() for arg in args) or "no arguments"))
@@ -84,7 +97,6 @@ def _fold(tx, function, args, kwargs):
     try:
         return tx.wrap_result(function(*values, **keywords))
     except (ArithmeticError, LookupError, TypeError, ValueError) as error:
-        from dynamo.variables.exceptions import python_error
         raise python_error(type(error), *map(str, error.args[:1])) from None
     except Exception as error:
         raise Unsupported(UNSUPPORTED_CALL, f"{getattr(function, '__name__', function)}() raised "
@@ -115,7 +127,6 @@ def length(tx, value: Variable, builtin: bool = False) -> int:
         if method is not None:
             return tx.constant(method.call(tx, [], {}), "__len__ result")
         return len(value.items)
-    from dynamo.variables.containers import DictViewVariable
     if isinstance(value, DictViewVariable):
         return len(value.owner.items)
     if isinstance(value, TensorVariable):
@@ -126,7 +137,6 @@ def length(tx, value: Variable, builtin: bool = False) -> int:
         return len(value.as_constant())
     except NotConstant:
         pass
-    from dynamo.variables.modules import ModuleSliceVariable, ModuleVariable
     if isinstance(value, ModuleVariable) and value.is_container():
         return value.length()
     if isinstance(value, ModuleSliceVariable):
@@ -176,14 +186,12 @@ def _type(tx, *args):
         raise Unsupported(UNSUPPORTED_CALL, "type() with three arguments (creating a class)")
     value = args[0]
     kind = value.python_type()
-    from dynamo.variables.objects import ClassVariable
     from guards.sources import TypeSource
     return ClassVariable(kind, source=None if value.source is None else TypeSource(value.source))
 
 
 @rule(getattr)
 def _getattr(tx, value, name, default=None):
-    from dynamo.variables.objects import tx_getattr
     attribute = tx.constant(name, "getattr's name")
     if default is None or value.has_attribute(tx, attribute):
         return tx_getattr(tx, value, attribute)
@@ -197,14 +205,12 @@ def _hasattr(tx, value, name):
 
 @rule(setattr)
 def _setattr(tx, value, name, new):
-    from dynamo.variables.attributes import store_attribute
     store_attribute(tx, value, tx.constant(name, "setattr's name"), new)
     return ConstantVariable(None)
 
 
 @rule(delattr)
 def _delattr(tx, value, name):
-    from dynamo.variables.attributes import delete_attribute
     delete_attribute(tx, value, tx.constant(name, "delattr's name"))
     return ConstantVariable(None)
 
@@ -222,23 +228,18 @@ def _callable(tx, value):
 @rule(id)
 def _id(tx, value):
     real = tx.real_value(value)
-    from dynamo.variables.operators import _UNKNOWN
     if real is _UNKNOWN:
         raise Unsupported(UNSUPPORTED_CALL, f"id() of {value.describe()}")
-    from dynamo.variables.guarding import identity_used
     identity_used(tx, value)
     if value.source is not None:  # the id folds: it is that very object on later calls too
-        from dynamo.variables.guarding import guard_identity
         guard_identity(tx, value)
     return ConstantVariable(id(real))
 
 
 def _extreme(symbol: str):
     def choose(tx, *args, key=None, default=_MISSING):
-        from dynamo.variables.operators import compare
         if not args:
             return NotImplemented
-        from dynamo.variables.iterators import iterate_lazily
         items = iterate_lazily(tx, args[0]) if len(args) == 1 else iter(args)
         best = best_key = None
         for item in items:  # pulled, keyed and compared one at a time, as eager does
@@ -248,7 +249,6 @@ def _extreme(symbol: str):
         if best is None:
             if default is not _MISSING:
                 return default
-            from dynamo.variables.exceptions import python_error
             raise python_error(ValueError, f"{'min' if symbol == '<' else 'max'}() arg is an "
                                "empty sequence")
         return best
@@ -279,6 +279,7 @@ for _class in (list, tuple, set, frozenset):
 
 @rule(dict)
 def _dict(tx, *args, **kwargs):
+    # here, not at the top: variables.builder imports this module (a cycle)
     from dynamo.variables.builder import new_dict_from
     result = new_dict_from(tx, args[0]) if args else DictVariable.new({})
     result = DictVariable.new(result.items)
@@ -288,7 +289,6 @@ def _dict(tx, *args, **kwargs):
 
 def _text_rule(converter):
     def text(tx, *args, **kwargs):
-        from dynamo.variables.exceptions import ExceptionVariable
         if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
             return args[0].text(tx, converter)
         return NotImplemented
@@ -326,8 +326,6 @@ def _sorted(tx, iterable, *, key=None, reverse=None):
 
 @rule(sum)
 def _sum(tx, iterable, start=None):
-    from dynamo.variables.operators import binary
-    from dynamo.variables.iterators import iterate_lazily
     total = start if start is not None else ConstantVariable(0)
     for item in iterate_lazily(tx, iterable):
         total = binary(tx, "+", total, item)
@@ -336,13 +334,11 @@ def _sum(tx, iterable, start=None):
 
 @rule(any)
 def _any(tx, iterable):  # stops at the first true item, pulling no further
-    from dynamo.variables.iterators import iterate_lazily
     return ConstantVariable(any(tx.truth(item) for item in iterate_lazily(tx, iterable)))
 
 
 @rule(all)
 def _all(tx, iterable):
-    from dynamo.variables.iterators import iterate_lazily
     return ConstantVariable(all(tx.truth(item) for item in iterate_lazily(tx, iterable)))
 
 
@@ -356,32 +352,27 @@ def _abs(tx, value):
 @rule(int, float)
 def _number(tx, *args):
     if args and isinstance(args[0], TensorVariable):
-        from dynamo.breaks import SCALAR_OUT
         raise Unsupported(SCALAR_OUT, "int()/float() of a tensor")
     return NotImplemented
 
 
 @rule(iter)
 def _iter(tx, value):
-    from dynamo.variables.iterators import get_iterator
     return get_iterator(tx, value)
 
 
 @rule(next)
 def _next(tx, iterator, *default):
-    from dynamo.variables.iterators import get_iterator
     item = get_iterator(tx, iterator).next_item(tx)
     if item is None:
         if default:
             return default[0]
-        from dynamo.variables.exceptions import python_error
         raise python_error(StopIteration)
     return item
 
 
 @rule(super)
 def _super(tx, *args):
-    from dynamo.variables.objects import SuperVariable, zero_argument_super
     if not args:
         return zero_argument_super(tx)
     return SuperVariable(args[0], args[1])
@@ -389,7 +380,6 @@ def _super(tx, *args):
 
 def _iterator_rule(function):
     def build(tx, *args, **kwargs):
-        from dynamo.variables.iterators import make_builtin_iterator
         return make_builtin_iterator(tx, function, list(args), kwargs)
     return build
 
@@ -400,20 +390,17 @@ for _function in (enumerate, zip, map, filter, reversed, __import__("itertools")
 
 def _itertools_rule(function):
     def build(tx, *args, **kwargs):
-        from dynamo.variables.iterator_tools import itertools_iterator
         return itertools_iterator(tx, function, list(args), kwargs)
     return build
 
 
 def _register_itertools() -> None:
-    from dynamo.variables.iterator_tools import HANDLED
     for function in HANDLED:
         BUILTIN_RULES[function] = _itertools_rule(function)
 
 
 @rule(__import__("functools").reduce)
 def _reduce(tx, function, iterable, *initial):
-    from dynamo.variables.iterators import iterate_lazily
     items = iterate_lazily(tx, iterable)
     total = initial[0] if initial else next(items, None)
     if total is None:
@@ -425,7 +412,6 @@ def _reduce(tx, function, iterable, *initial):
 
 @rule(__import__("functools").partial)
 def _partial(tx, function, *args, **kwargs):
-    from dynamo.variables.functions import PartialVariable
     return PartialVariable(function, tuple(args), dict(kwargs))
 
 
@@ -443,7 +429,6 @@ def _operator_rule(function):
     def apply(tx, *args, **kwargs):
         if kwargs or not any(isinstance(arg, TensorVariable) for arg in args):
             return NotImplemented
-        from dynamo.variables import operators
         return operators.apply(tx, function, *args)
     return apply
 
@@ -455,11 +440,9 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
 
 
 def _register_new_functions() -> None:
-    from dynamo.variables.builtin_methods import NEW_FUNCTIONS, object_new, tuple_new
     for function in NEW_FUNCTIONS:
         BUILTIN_RULES[function] = object_new
     BUILTIN_RULES[tuple.__new__] = tuple_new
-    from dynamo.variables.builtin_methods import getter_rule
     BUILTIN_RULES[operator.itemgetter] = getter_rule("item")
     BUILTIN_RULES[operator.attrgetter] = getter_rule("attribute")
     BUILTIN_RULES[operator.methodcaller] = getter_rule("method")

@@ -68,7 +68,9 @@ class ConstantVariable(Variable):
 def _argument(tx, value: Variable) -> Any:
     """A constant argument: constants, containers of constants, or an iterator over
     constants (consumed, as the real method would consume it)."""
+    # here, not at the top: variables.containers imports this module (a cycle)
     from dynamo.variables.containers import constant_copy
+    # here, not at the top: variables.iterators imports this module (a cycle)
     from dynamo.variables.iterators import IteratorVariable
     if isinstance(value, IteratorVariable):
         return [item.as_constant() for item in tx.iterate(value)]
@@ -92,6 +94,7 @@ class ConstantMethodVariable(Variable):
         try:
             result = getattr(self.owner.value, self.name)(*values, **keywords)
         except (ArithmeticError, LookupError, TypeError, ValueError) as error:
+            # here, not at the top: variables.exceptions imports this module (a cycle)
             from dynamo.variables.exceptions import python_error
             raise python_error(type(error), *map(str, error.args[:1])) from None
         return tx.wrap_result(result)

@@ -16,10 +16,14 @@ from dynamo.variables.base import NotConstant, Variable
 from dynamo.variables.containers import DictVariable, ListVariable, TupleVariable
 from dynamo.variables.exceptions import ExceptionVariable, is_exception_class
 from dynamo.variables.objects import NewObjectVariable, class_lookup
+from dynamo.variables.constant import is_constant_value
+from dynamo.variables.containers import constant_copy
+from dynamo.variables.contexts import context_for_class
+from dynamo.variables.functions import bind_arguments
+from dynamo.variables.modules import NewModuleVariable
 
 
 def construct(tx, cls: type, args: list, kwargs: dict) -> Variable:
-    from dynamo.variables.contexts import context_for_class
     context = context_for_class(tx, cls, args, kwargs)
     if context is not None:
         return context
@@ -76,7 +80,6 @@ def _stateless_module(tx, cls: type, args: list, kwargs: dict) -> Variable:
                           f"{error}") from None
     if next(module.parameters(), None) is not None or next(module.buffers(), None) is not None:
         raise Unsupported(UNSUPPORTED_CALL, refusal + " with parameters or buffers")
-    from dynamo.variables.modules import NewModuleVariable
     return NewModuleVariable(module, arguments=(constant_args, constant_kwargs))
 
 
@@ -136,7 +139,6 @@ def _exception(tx, cls: type, args: list, kwargs: dict) -> Variable:
 
 
 def _namedtuple(tx, cls, args, kwargs) -> Variable:
-    from dynamo.variables.functions import bind_arguments
     code = cls.__new__.__code__
     defaults = [tx.wrap_result(value) for value in (cls.__new__.__defaults__ or ())]
     bound = bind_arguments(code, cls.__name__, [None, *args], kwargs, tuple(defaults), {})
@@ -144,6 +146,7 @@ def _namedtuple(tx, cls, args, kwargs) -> Variable:
 
 
 def _mapping(tx, cls, args, kwargs) -> Variable:
+    # here, not at the top: variables.builder imports this module (a cycle)
     from dynamo.variables.builder import new_dict_from
     if cls is collections.defaultdict:
         factory = args[0] if args else None
@@ -163,13 +166,11 @@ def _fold(tx, cls, args, kwargs):
         import enum
         if not issubclass(cls, enum.Enum):
             return None
-    from dynamo.variables.containers import constant_copy
     try:
         values = [constant_copy(arg) for arg in args]
         keywords = {key: constant_copy(value) for key, value in kwargs.items()}
     except NotConstant:
         return None
-    from dynamo.variables.constant import is_constant_value
     try:
         result = cls(*values, **keywords)
     except Exception as error:

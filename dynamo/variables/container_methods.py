@@ -10,6 +10,12 @@ from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.exceptions import ExceptionVariable, RaisedInTrace, python_error
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
                                          constant_key, key_variable)
+from dynamo.variables import operators
+from dynamo.variables.builder import new_dict_from
+from dynamo.variables.builtins import length
+from dynamo.variables.containers import DictViewVariable
+from dynamo.variables.iterators import SequenceIterator
+from dynamo.variables.operators import compare
 
 NONE = ConstantVariable(None)
 
@@ -45,7 +51,6 @@ def call_container_method(tx, owner: Variable, name: str, args: list, kwargs: di
 
 
 def _index_of(tx, items, value: Variable) -> int:
-    from dynamo.variables.operators import compare
     for index, item in enumerate(items):
         if compare(tx, "==", item, value).truth(tx):
             return index
@@ -53,7 +58,6 @@ def _index_of(tx, items, value: Variable) -> int:
 
 
 def _sequence_query(tx, items, name: str, args: list) -> Variable:
-    from dynamo.variables.operators import compare
     if name == "index":
         return ConstantVariable(_index_of(tx, items, args[0]))
     if name == "count":
@@ -103,7 +107,6 @@ def _sort(items: list, kwargs: dict) -> None:
 
 
 def _dict_method(tx, owner: DictVariable, name: str, args: list, kwargs: dict) -> Variable:
-    from dynamo.variables.builder import new_dict_from
     items, box = owner.items, owner.box
     if name in ("get", "__getitem__"):
         key = constant_key(args[0])
@@ -115,7 +118,6 @@ def _dict_method(tx, owner: DictVariable, name: str, args: list, kwargs: dict) -
     if name == "__contains__":
         return ConstantVariable(constant_key(args[0]) in items)
     if name in ("keys", "values", "items") and not args and not kwargs:
-        from dynamo.variables.containers import DictViewVariable
         return DictViewVariable(owner, name)
     if name == "copy":
         return DictVariable.new(items, python_class=owner.python_class,
@@ -194,9 +196,6 @@ def _set_method(tx, owner: SetVariable, name: str, args: list) -> Variable:
 def _protocol_method(tx, owner: Variable, name: str, args: list, kwargs: dict):
     """Dunder methods of the builtin containers, as `super().__setitem__(...)` or
     `dict.__init__(self, ...)` call them."""
-    from dynamo.variables import operators
-    from dynamo.variables.builtins import length
-    from dynamo.variables.iterators import SequenceIterator
     if not isinstance(owner, (ListVariable, DictVariable, SetVariable, TupleVariable)):
         return None
     if name == "__len__":
@@ -221,7 +220,6 @@ def _protocol_method(tx, owner: Variable, name: str, args: list, kwargs: dict):
 
 def _initialise(tx, owner: Variable, args: list, kwargs: dict) -> Variable:
     """`dict.__init__(self, ...)`, `list.__init__(self, iterable)`: fills the new box."""
-    from dynamo.variables.builder import new_dict_from
     owner.box.touch()
     if isinstance(owner, DictVariable):
         if args:

@@ -16,6 +16,8 @@ from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.side_effects import Box
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.attributes import MISSING, generic_getattr, generic_hasattr, preexisting_box
+from dynamo.variables.guarding import mark_identity
 
 
 def constant_copy(value: Variable) -> Any:
@@ -61,7 +63,6 @@ def constant_key(key: Variable) -> Any:
     identity = _identity(key)
     if identity is None:
         raise Unsupported(UNSUPPORTED_OBJECT, f"{key.describe()} used as a dict key")
-    from dynamo.variables.guarding import mark_identity
     mark_identity(key)  # the key's identity decides lookups: it is guarded
     return ObjectKey(key, identity)
 
@@ -69,6 +70,7 @@ def constant_key(key: Variable) -> Any:
 def _identity(key: Variable) -> Optional[int]:
     """What identifies an identity-hashed object: the real object, a new object's box, a
     tensor's graph node."""
+    # here, not at the top: a cycle (variables.tensor -> variables.exceptions -> variables.container
     from dynamo.variables.tensor import TensorVariable
     if isinstance(key, TensorVariable):
         return id(key.node)
@@ -121,7 +123,6 @@ class TupleVariable(Variable):
         if name == "_fields" and fields:
             return ConstantVariable(fields)
         if self.python_class not in (tuple, torch_size()):
-            from dynamo.variables.attributes import MISSING, generic_getattr
             return generic_getattr(tx, self, self.python_class, name, None, MISSING)
         raise Unsupported(UNSUPPORTED_OBJECT, f"attribute {name!r} of a tuple")
 
@@ -254,7 +255,6 @@ def subclass_attribute_box(tx, value) -> Optional[Box]:
         return value.attributes
     if value.box.real is None or value.python_class in _BUILTIN_CLASSES:
         return None
-    from dynamo.variables.attributes import preexisting_box
     return preexisting_box(tx, value.box.real, value.box.source or value.source, "attributes")
 
 
@@ -267,19 +267,16 @@ def _pending_attributes(tx, value) -> Optional[Box]:
 def subclass_getattr(tx, value, name: str) -> Variable:
     """An attribute of a subclass instance: Python's protocol, builtin methods bound to the
     container's builtin behaviour."""
-    from dynamo.variables.attributes import generic_getattr
     return generic_getattr(tx, value, value.python_class, name, _pending_attributes(tx, value),
                            value.real_object(), value.source)
 
 
 def subclass_hasattr(tx, value, name: str) -> bool:
-    from dynamo.variables.attributes import generic_hasattr
     return generic_hasattr(value.python_class, name, _pending_attributes(tx, value),
                            value.real_object())
 
 
 def _missing():
-    from dynamo.variables.attributes import MISSING
     return MISSING
 
 
@@ -386,6 +383,7 @@ class BoundContainerMethod(Variable):
     name: str
 
     def call(self, tx, args, kwargs) -> Variable:
+        # here, not at the top: variables.container_methods imports this module (a cycle)
         from dynamo.variables.container_methods import call_container_method
         return call_container_method(tx, self.owner, self.name, list(args), dict(kwargs))
 

@@ -19,6 +19,10 @@ import torch
 from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
 from dynamo.variables.side_effects import Box
 from dynamo.variables.base import Variable
+from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
+                                         is_subclass_instance)
+from dynamo.variables.objects import NewObjectVariable, UserObjectVariable
+from dynamo.variables.tensor import TensorVariable
 
 COPY_FUNCTIONS = (copy.copy, copy.deepcopy)
 
@@ -32,10 +36,6 @@ def copy_call(tx, function, args: list, kwargs: dict) -> Optional[Variable]:
 
 
 def _copy(tx, value: Variable, deep: bool, memo: dict) -> Optional[Variable]:
-    from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable,
-                                             TupleVariable)
-    from dynamo.variables.objects import NewObjectVariable, UserObjectVariable
-    from dynamo.variables.tensor import TensorVariable
     if id(value) in memo:
         return memo[id(value)]
     if value.is_constant():
@@ -69,7 +69,6 @@ def _copy_tensor(tx, value) -> Variable:
 
 
 def _copy_container(tx, value, item, memo: dict) -> Optional[Variable]:
-    from dynamo.variables.containers import DictVariable, ListVariable, is_subclass_instance
     if is_subclass_instance(value):
         return None
     box = Box(value.box.kind, type(value.items)())
@@ -94,7 +93,6 @@ def _copy_container(tx, value, item, memo: dict) -> Optional[Variable]:
 
 def _copy_real(tx, value, deep: bool) -> Optional[Variable]:
     """A pre-existing object copied for real; guarded on its attributes staying the same."""
-    from dynamo.variables.objects import NewObjectVariable
     real = value.value
     if tx.side_effects.box_for(real) is not None or not _plain_state(real):
         return None

@@ -13,6 +13,8 @@ from typing import Any
 from dynamo.variables.side_effects import Box
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.attributes import MISSING, class_lookup, generic_getattr, python_override
+from dynamo.variables.containers import TupleVariable
 
 
 @variable
@@ -25,7 +27,6 @@ class ExceptionVariable(Variable):
 
     @staticmethod
     def new(cls: type, args: tuple) -> "ExceptionVariable":
-        from dynamo.variables.containers import TupleVariable
         contents = {"args": TupleVariable(tuple(args)), "__cause__": ConstantVariable(None),
                     "__context__": ConstantVariable(None),
                     "__suppress_context__": ConstantVariable(False),
@@ -51,7 +52,6 @@ class ExceptionVariable(Variable):
     def getattr(self, tx, name: str) -> Variable:
         if name in self.state.contents:
             return self.state.contents[name]
-        from dynamo.variables.attributes import generic_getattr
         return generic_getattr(tx, self, self.python_class, name, self.state)
 
     def has_attribute(self, tx, name: str) -> bool:
@@ -64,21 +64,18 @@ class ExceptionVariable(Variable):
         return self.state
 
     def real_object(self) -> Any:
-        from dynamo.variables.attributes import MISSING
         return MISSING
 
     def set_args(self, args: tuple) -> None:
-        from dynamo.variables.containers import TupleVariable
         self.state.contents["args"] = TupleVariable(tuple(args))
 
     def text(self, tx, converter) -> Variable:
         """`str(exception)` / `repr(exception)`, when the class keeps the builtin ones."""
-        from dynamo.variables.attributes import class_lookup
+        # here, not at the top: variables.construct imports this module (a cycle)
         from dynamo.variables.construct import _builtin_base
         base = _builtin_base(self.python_class)
         name = "__str__" if converter is str else "__repr__"
         if class_lookup(self.python_class, name) is not class_lookup(base, name):
-            from dynamo.variables.attributes import python_override
             function = python_override(self.python_class, name)
             if function is None:
                 raise NotConstant(f"{self.python_class.__name__}.{name}")

@@ -18,6 +18,8 @@ from dynamo.variables.base import Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import DictVariable, TupleVariable
 from guards.sources import AttrSource, ClosureCellSource, ConstantSource, ItemSource, Source
+from dynamo import skips
+from dynamo.variables.attributes import preexisting_box
 
 
 @variable
@@ -108,7 +110,6 @@ def inline_function(tx, code: types.CodeType, f_globals: dict, globals_source,
     """Trace a call of a Python function with the given pieces (`function`: the real
     function object, when there is one, and `direct`, the call is what the caller's CALL
     instruction calls (`Tracer.call_directly`): a graph break can then resume inside it)."""
-    from dynamo import skips
     if skips.is_own(code) and not registry.traceable_own_code(code):  # never itself
         raise Unsupported(UNSUPPORTED_CALL, f"{name}, a function of framejit itself")
     bound = bind_arguments(code, name, list(args), dict(kwargs), tuple(defaults),
@@ -140,6 +141,7 @@ class UserFunctionVariable(Variable):
         return f"function {self.value.__qualname__}"
 
     def call(self, tx, args, kwargs) -> Variable:
+        # here, not at the top: variables.special imports this module (a cycle)
         from dynamo.variables.special import special_function
         direct = tx.take_direct(self, self.value)
         special = special_function(tx, self.value, args, kwargs)
@@ -192,7 +194,6 @@ class UserFunctionVariable(Variable):
         return (box is not None and name in box.contents) or hasattr(self.value, name)
 
     def attribute_box(self, tx):
-        from dynamo.variables.attributes import preexisting_box
         return preexisting_box(tx, self.value, self.source)
 
     def real_object(self) -> Any:

@@ -30,6 +30,8 @@ import torch
 from guards import AliasGuard, ConstantGuard, ContainsGuard, is_constant
 from guards.sources import (AttrSource, CallSource, GlobalsSource, MethodCallSource,
                             ObjectSource, Source)
+from dynamo import skips
+from dynamo.variables.attributes import MISSING, class_lookup, is_data_descriptor
 
 _HEAPTYPE = 1 << 9
 
@@ -38,7 +40,6 @@ _HEAPTYPE = 1 << 9
 def is_trusted(value: Any) -> bool:
     """Whether `value` (a function, class or module) is defined by a library or by framejit,
     whose definitions are not changed while a program runs."""
-    from dynamo import skips
     if isinstance(value, types.FunctionType):
         code = value.__code__
         if skips.is_own(code) or skips.is_library_file(code.co_filename):
@@ -57,7 +58,6 @@ def _module_is_library(value: Any) -> bool:
     class or function made by `exec` in a namespace of its own) is the user's: trusting it
     left class attributes read without a source unguarded (fuzzer P11)."""
     import sys
-    from dynamo import skips
     module = sys.modules.get(getattr(value, "__module__", None) or "")
     return module is not None and skips.is_library_module(module)
 
@@ -85,8 +85,6 @@ def module_attribute_source(module: types.ModuleType, name: str,
     a user module; for a library module none (trusted), except for an attribute a descriptor
     of the module's class computes (`torch.backends.cudnn.enabled`, `mkldnn.enabled`): that
     is process state, which the check reads again."""
-    from dynamo import skips
-    from dynamo.variables.attributes import MISSING, class_lookup, is_data_descriptor
     if not skips.is_library_module(module):
         return None if source is None else AttrSource(source, name)
     descriptor = class_lookup(type(module), name)
@@ -135,7 +133,6 @@ def guard_call_result(tx, function: Any, arguments: tuple, result: Any,
 def guard_builtin_lookup(tx, name: str) -> None:
     """The code read builtin `name` because its module has no global of that name: guard that
     none has appeared since (a global `max` defined later shadows the builtin)."""
-    from dynamo import skips
     if skips.is_library_globals(tx.f_globals):
         return
     if tx.f_globals is tx.state.root_globals:

@@ -16,6 +16,7 @@ from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import TupleVariable
 from dynamo.variables.iterators import (ChainIterator, IteratorVariable, SequenceIterator,
                                         get_iterator)
+from dynamo.variables.operators import binary, compare
 
 
 @variable
@@ -25,7 +26,6 @@ class CountIterator(IteratorVariable):
     step: Variable = None
 
     def next_item(self, tx) -> Optional[Variable]:
-        from dynamo.variables.operators import binary
         current = self.box.contents
         self.box.contents = binary(tx, "+", current, self.step)
         return current
@@ -170,7 +170,6 @@ def _pairwise(tx, iterable):
 
 
 def _accumulate(tx, iterable, function=None, *, initial=None):
-    from dynamo.variables.operators import binary
     items = tx.iterate(iterable)
     if initial is not None and not (initial.is_constant() and initial.as_constant() is None):
         items = [initial, *items]
@@ -194,7 +193,6 @@ def _zip_longest(tx, *iterables, fillvalue=None):
 
 
 def _groupby(tx, iterable, key=None):
-    from dynamo.variables.operators import compare
     items = tx.iterate(iterable)
     groups: list = []
     for item in items:

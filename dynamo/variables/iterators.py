@@ -16,6 +16,8 @@ from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
                                          is_subclass_instance)
 from dynamo.variables.tensor import TensorVariable
+from dynamo.variables.exceptions import RaisedInTrace
+from dynamo.variables.functions import PartialVariable
 
 
 @variable
@@ -38,8 +40,8 @@ class IteratorVariable(Variable):
 
     def getattr(self, tx, name: str) -> Variable:
         if name == "__next__":
+            # here, not at the top: variables.builtins imports this module (a cycle)
             from dynamo.variables.builtins import BuiltinVariable
-            from dynamo.variables.functions import PartialVariable
             return PartialVariable(BuiltinVariable(next), (self,), {})
         raise Unsupported(UNSUPPORTED_OBJECT, f"iterator attribute {name!r}")
 
@@ -144,7 +146,6 @@ class SubscriptIterator(IteratorVariable):
     getitem: Variable = None
 
     def next_item(self, tx) -> Optional[Variable]:
-        from dynamo.variables.exceptions import RaisedInTrace
         index = self.box.contents
         if index is None:
             return None
@@ -171,7 +172,6 @@ class GeneratorVariable(IteratorVariable):
         tracer = self.box.contents
         if tracer is None:
             return None
-        from dynamo.variables.exceptions import RaisedInTrace
         try:
             value = tracer.resume()
         except RaisedInTrace:

@@ -9,14 +9,13 @@ from typing import Any
 
 from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import NotConstant, Variable
+from dynamo.variables.containers import DictVariable, ListVariable, SliceVariable, TupleVariable
+from dynamo.variables.opaque import OpaqueNodeVariable
+from dynamo.variables.tensor import TensorVariable
 
 
 def lower(value: Any) -> tuple[Any, Any]:
-    from dynamo.variables.containers import (DictVariable, ListVariable, SliceVariable,
-                                             TupleVariable)
-    from dynamo.variables.tensor import TensorVariable
 
-    from dynamo.variables.opaque import OpaqueNodeVariable
     if isinstance(value, TensorVariable):
         return value.node, value.example
     if isinstance(value, OpaqueNodeVariable):

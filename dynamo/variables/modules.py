@@ -17,6 +17,11 @@ from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from guards import ConstantGuard, ModuleTrainingGuard, ObjectSnapshot, ObjectSnapshotGuard
 from guards.sources import AttrSource, BufferSource, CallSource, ParamSource, SubmoduleSource
+from dynamo.variables.attributes import (class_lookup, generic_hasattr, guard_class_attribute,
+                                         guard_membership, preexisting_box)
+from dynamo.variables.guarding import module_attribute_source
+from dynamo.variables.objects import instance_getattr, lookup_dunder
+from dynamo.variables.exceptions import python_error
 
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
                torch.nn.ParameterList, torch.nn.ParameterDict)
@@ -55,7 +60,6 @@ class ModuleVariable(Variable):
             return self._member(tx, module._buffers[name], BufferSource, name)
         if name in registries.get("_modules", {}):
             return self._member(tx, module._modules[name], SubmoduleSource, name)
-        from dynamo.variables.objects import instance_getattr
         return instance_getattr(tx, self, module, name, self.source)
 
     def _member(self, tx, value, source_kind, name: str) -> Variable:
@@ -66,11 +70,9 @@ class ModuleVariable(Variable):
         box = tx.side_effects.box_for(self.value)
         if box is not None and name in box.contents:
             return True
-        from dynamo.variables.attributes import generic_hasattr
         return generic_hasattr(type(self.value), name, None, self.value, tx, self.source)
 
     def attribute_box(self, tx):
-        from dynamo.variables.attributes import preexisting_box
         return preexisting_box(tx, self.value, self.source)
 
     def real_object(self) -> Any:
@@ -112,7 +114,6 @@ class ModuleVariable(Variable):
         if not isinstance(function, types.FunctionType):
             raise Unsupported(UNSUPPORTED_CALL, f"{type(module).__name__}.forward is not a "
                               "Python function")
-        from dynamo.variables.attributes import guard_class_attribute, guard_membership
         guard_membership(tx, self.source, "forward", present=False)  # not patched on the module
         guard_class_attribute(tx, type(module), "forward", function)  # nor on its class
         tx.pass_direct(self, function)
@@ -129,7 +130,6 @@ class ModuleVariable(Variable):
             return [self.getattr(tx, name) for name in module._parameters]
         if isinstance(module, torch.nn.ParameterDict):
             return [ConstantVariable(name) for name in module._parameters]
-        from dynamo.variables.objects import lookup_dunder
         method = lookup_dunder(tx, self, "__iter__")
         if method is None:
             raise Unsupported(UNSUPPORTED_OBJECT, f"iterating over {self.describe()}")
@@ -156,13 +156,11 @@ class ModuleVariable(Variable):
         try:
             return self.getattr(tx, names[key])
         except IndexError:
-            from dynamo.variables.exceptions import python_error
             raise python_error(IndexError, f"index {key} is out of range") \
                 from None
 
     def is_container(self) -> bool:
         """A torch container whose indexing, length and iteration a subclass leaves as is."""
-        from dynamo.variables.attributes import class_lookup
         kind = type(self.value)
         base = next((container for container in _CONTAINERS if issubclass(kind, container)),
                     None)
@@ -216,7 +214,6 @@ class ModuleSliceVariable(Variable):
         try:
             return self.modules[key]
         except IndexError:
-            from dynamo.variables.exceptions import python_error
             raise python_error(IndexError, f"index {key} is out of range") from None
 
     def call(self, tx, args, kwargs) -> Variable:
@@ -268,7 +265,6 @@ class PythonModuleVariable(Variable):
         except AttributeError:
             raise Unsupported(UNSUPPORTED_OBJECT, f"module {self.value.__name__} has no "
                               f"attribute {name!r}") from None
-        from dynamo.variables.guarding import module_attribute_source
         return tx.wrap(value, module_attribute_source(self.value, name, self.source))
 
     def has_attribute(self, tx, name: str) -> bool:

@@ -18,6 +18,11 @@ from dynamo.variables.attributes import (MISSING, bind_class_attribute, class_at
                                          preexisting_box, python_override)
 from dynamo.variables.base import NULL, NotConstant, Variable, variable
 from guards.sources import AttrSource, Source, TypeSource
+from dynamo.variables.attributes import guard_class_attribute
+from dynamo.variables.containers import is_subclass_instance
+from dynamo.variables.exceptions import RaisedInTrace
+from dynamo.variables.functions import BoundMethodVariable
+from dynamo.variables.lazy import realize
 
 __all__ = ["UserObjectVariable", "NewObjectVariable", "ClassVariable", "SuperVariable",
            "class_lookup", "instance_getattr", "lookup_dunder", "load_method", "tx_getattr",
@@ -46,7 +51,6 @@ class UserObjectVariable(Variable):
                                                        "__getattribute__") is not None:
             # a Python __getattribute__ (transformers' configs map names): hasattr is
             # getattr catching AttributeError, traced, so its guards are the reads it makes
-            from dynamo.variables.exceptions import RaisedInTrace
             try:
                 self.getattr(tx, name)
             except RaisedInTrace as raised:
@@ -70,6 +74,7 @@ class UserObjectVariable(Variable):
         if isinstance(self.value, functools._lru_cache_wrapper):
             # its cache decides what a call does; only functions given a meaning of their
             # own (transformers' `warning_once`) are handled, the rest break the graph
+            # here, not at the top: a cycle (variables.special -> variables.copying -> variables.obj
             from dynamo.variables.special import special_function
             special = special_function(tx, self.value, args, kwargs)
             if special is not None:
@@ -152,7 +157,6 @@ class ClassVariable(Variable):
             raise Unsupported(UNSUPPORTED_OBJECT, f"class {self.value.__name__} has no "
                               f"attribute {name!r}")
         if isinstance(attribute, classmethod):
-            from dynamo.variables.functions import BoundMethodVariable
             return BoundMethodVariable(tx.wrap(attribute.__func__, None), self)
         if isinstance(attribute, staticmethod):
             return tx.wrap(attribute.__func__, None)
@@ -162,9 +166,11 @@ class ClassVariable(Variable):
         return hasattr(self.value, name)
 
     def call(self, tx, args, kwargs) -> Variable:
+        # here, not at the top: variables.builtins imports this module (a cycle)
         from dynamo.variables.builtins import BUILTIN_RULES, PURE, BuiltinVariable
         if self.value in BUILTIN_RULES or self.value in PURE:  # `type(obj)(...)` of a builtin
             return BuiltinVariable(self.value).call(tx, args, kwargs)
+        # here, not at the top: variables.construct imports this module (a cycle)
         from dynamo.variables.construct import construct
         tx.pass_direct(self, self.value)  # then to its `__init__` (construct.py)
         return construct(tx, self.value, args, kwargs)
@@ -186,7 +192,6 @@ class SuperVariable(Variable):
             if name in klass.__dict__:
                 attribute = klass.__dict__[name]
                 if isinstance(self.obj, ClassVariable) and isinstance(attribute, classmethod):
-                    from dynamo.variables.functions import BoundMethodVariable
                     return BoundMethodVariable(tx.wrap(attribute.__func__, None), self.obj)
                 bound = bind_class_attribute(tx, attribute, self.obj, obj_type, name)
                 return bound if bound is not None else \
@@ -202,7 +207,6 @@ def zero_argument_super(tx) -> SuperVariable:
     first = code.co_varnames[0]
     obj = tx.read_local(first)
     if obj is not None:
-        from dynamo.variables.lazy import realize
         obj = realize(tx, obj)
     if obj is None and first in tx.cells:
         obj = tx.cells[first].contents(tx)
@@ -214,7 +218,7 @@ def zero_argument_super(tx) -> SuperVariable:
 def lookup_dunder(tx, value: Variable, name: str) -> Optional[Variable]:
     """`type(value).name` bound to `value` when a Python class defines it: user objects,
     modules, and instances of user subclasses of dict, list and tuple."""
-    from dynamo.variables.containers import is_subclass_instance
+    # here, not at the top: variables.modules imports this module (a cycle)
     from dynamo.variables.modules import ModuleVariable
     if not isinstance(value, (UserObjectVariable, NewObjectVariable, ModuleVariable)) and \
             not is_subclass_instance(value):
@@ -222,8 +226,6 @@ def lookup_dunder(tx, value: Variable, name: str) -> Optional[Variable]:
     function = python_override(value.python_type(), name)
     if function is None:
         return None
-    from dynamo.variables.attributes import guard_class_attribute
-    from dynamo.variables.functions import BoundMethodVariable
     guard_class_attribute(tx, value.python_type(), name, function)
     return BoundMethodVariable(tx.wrap(function, None), value)
 

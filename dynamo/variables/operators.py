@@ -18,6 +18,8 @@ from dynamo.variables.containers import (DictVariable, DictViewVariable, ListVar
                                          SetVariable, SliceVariable,
                                          TupleVariable, constant_key, is_subclass_instance)
 from dynamo.variables.tensor import TensorVariable
+from dynamo.variables.guarding import identity_by_source, identity_used
+from dynamo.variables.modules import ModuleSliceVariable, ModuleVariable
 
 BINARY = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
@@ -131,7 +133,6 @@ def identity(tx, left: Variable, right: Variable) -> bool:
     """`left is right` at trace time."""
     if left is right:
         return True
-    from dynamo.variables.guarding import identity_used
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
         if not (isinstance(left, TensorVariable) and isinstance(right, TensorVariable)):
             return False
@@ -148,7 +149,6 @@ def identity(tx, left: Variable, right: Variable) -> bool:
     if _known_type(left) is not _known_type(right) and None not in (_known_type(left),
                                                                      _known_type(right)):
         return False  # objects of different types are never the same object
-    from dynamo.variables.guarding import identity_by_source
     same = identity_by_source(tx, left, right)  # tuples read from the frame: their objects
     if same is not None:
         return same
@@ -213,9 +213,9 @@ def subscript(tx, container: Variable, index: Variable, builtin: bool = False) -
     if isinstance(container, (ListVariable, TupleVariable)):
         return _sequence_item(container, index)
     if isinstance(container, DictVariable):
+        # here, not at the top: variables.container_methods imports this module (a cycle)
         from dynamo.variables.container_methods import call_container_method
         return call_container_method(tx, container, "__getitem__", [index], {})
-    from dynamo.variables.modules import ModuleSliceVariable, ModuleVariable
     if isinstance(container, ModuleVariable) and container.is_container():
         return container.item(tx, index)
     if isinstance(container, ModuleSliceVariable):

@@ -17,6 +17,9 @@ from dynamo.variables.base import NotConstant, Variable
 from dynamo.variables.constant import ConstantVariable
 from guards import ConstantGuard
 from guards.sources import AttrSource, ConstantSource
+from dynamo.variables.copying import COPY_FUNCTIONS, copy_call
+from dynamo.variables.functions import BoundMethodVariable
+from dynamo.variables.operators import _UNKNOWN
 
 _COMPILING = {"is_torchdynamo_compiling", "is_torchdynamo_exporting", "is_compiling",
               "is_dynamo_compiling"}
@@ -35,7 +38,6 @@ def special_function(tx, function: Any, args, kwargs) -> Optional[Variable]:
         return _logging_call(tx, function, name, args, kwargs)
     if function in _INSPECTIONS:
         return _inspection(tx, function, args, kwargs)
-    from dynamo.variables.copying import COPY_FUNCTIONS, copy_call
     if function in COPY_FUNCTIONS:
         return copy_call(tx, function, args, kwargs)
     return None
@@ -64,7 +66,6 @@ def _inspection(tx, function, args, kwargs) -> Optional[Variable]:
 def real_value_of(tx, value: Variable) -> Any:
     """The real Python object a variable stands for (functions, bound methods of real
     objects, classes, constants); raises NotConstant otherwise."""
-    from dynamo.variables.functions import BoundMethodVariable
     if isinstance(value, BoundMethodVariable):
         return types.MethodType(real_value_of(tx, value.function), real_value_of(tx, value.owner))
     real = tx.real_value(value)
@@ -74,7 +75,6 @@ def real_value_of(tx, value: Variable) -> Any:
 
 
 def _unknown():
-    from dynamo.variables.operators import _UNKNOWN
     return _UNKNOWN
 
 

@@ -18,6 +18,8 @@ import torch.fx
 from dynamo.breaks import SCALAR_OUT, TENSOR_BRANCH, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.exceptions import python_error
+from dynamo.variables.guarding import tensor_fact, tensor_instance_attribute, tensor_is_leaf
 
 # Attributes answered from the fake example (static shapes).
 _METADATA_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout",
@@ -60,7 +62,6 @@ class TensorVariable(Variable):
                 return size_variable(self.example.shape)
             return ConstantVariable(getattr(self.example, name))
         if name == "is_leaf":
-            from dynamo.variables.guarding import tensor_is_leaf
             return ConstantVariable(tensor_is_leaf(tx, self))
         if name in _TENSOR_ATTRIBUTES:
             return tx.graph.call("call_function", getattr, (self, name), {})
@@ -73,18 +74,15 @@ class TensorVariable(Variable):
     def _instance_attribute(self, tx, name: str) -> Variable:
         """A Python attribute set on an input tensor (`x.tag = 5`), read and guarded; absent,
         AttributeError as in eager code (caught by `getattr(x, name, default)`)."""
-        from dynamo.variables.guarding import tensor_instance_attribute
         present, value = tensor_instance_attribute(tx, self, name)
         if present:
             from guards.sources import AttrSource
             return tx.wrap(value, AttrSource(self.source, name))
-        from dynamo.variables.exceptions import python_error
         raise python_error(AttributeError, f"'Tensor' object has no attribute '{name}'")
 
     def has_attribute(self, tx, name: str) -> bool:
         if hasattr(torch.Tensor, name):
             return True
-        from dynamo.variables.guarding import tensor_instance_attribute
         return tensor_instance_attribute(tx, self, name)[0]
 
     def call_method(self, tx, name: str, args, kwargs) -> Variable:
@@ -143,9 +141,9 @@ class TensorMethodVariable(Variable):
 
 def call_tensor_method(tx, tensor: TensorVariable, name: str, args, kwargs) -> Variable:
     if name in _STORAGE_METHODS and not args and not kwargs:
-        from dynamo.variables.guarding import tensor_fact
         return ConstantVariable(tensor_fact(tx, tensor, name))
     if name in _METADATA_METHODS:
+        # here, not at the top: variables.lowering imports this module (a cycle)
         from dynamo.variables.lowering import lower
         values = lower(tuple(args))[1]
         keywords = lower(dict(kwargs))[1]

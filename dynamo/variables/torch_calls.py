@@ -26,6 +26,11 @@ from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.contexts import AutocastContext
 from dynamo.variables.tensor import TensorVariable
 from guards.sources import AttrSource
+from dynamo.variables.contexts import context_for_function
+from dynamo.variables.exceptions import python_error
+from dynamo.variables.functions import UserFunctionVariable
+from dynamo.variables.guarding import guard_call_result
+from dynamo.variables.lowering import lower
 
 
 def _compiling(*args, **kwargs) -> bool:
@@ -71,7 +76,6 @@ _EFFECTS = {torch.manual_seed, torch.seed, torch.set_default_dtype, torch.set_gr
 
 
 def _real_type_error(function, values, keywords):
-    from dynamo.variables.exceptions import python_error
     try:
         function(*values, **keywords)
     except TypeError as error:
@@ -112,19 +116,16 @@ class TorchFunctionVariable(Variable):
             return args[1]  # a type hint for TorchScript; eager returns the value itself
         folded = _FOLDED.get(function) if _hashable(function) else None
         if folded is not None:
-            from dynamo.variables.lowering import lower
             values, keywords = lower(tuple(args))[1], lower(dict(kwargs))[1]
             try:
                 result = folded(*values, **keywords)
             except TypeError:  # arguments torch refuses too: its own message, raised in the trace
                 result = _real_type_error(function, values, keywords)
             if function in _STATE_READERS and not keywords:
-                from dynamo.variables.guarding import guard_call_result
                 guard_call_result(tx, function, tuple(values), result)
             return ConstantVariable(result)
         if _hashable(function) and function in _EFFECTS:
             raise Unsupported(UNSUPPORTED_CALL, f"{self.describe()}() changes process state")
-        from dynamo.variables.contexts import context_for_function
         context = context_for_function(tx, function, args, kwargs)
         if context is not None:
             return context
@@ -133,7 +134,6 @@ class TorchFunctionVariable(Variable):
                 raise Unsupported(UNSUPPORTED_CALL, f"{function.__qualname__} called on an "
                                   "autocast object made outside the compiled region (a "
                                   "block cut by a graph break is left eagerly)")
-            from dynamo.variables.functions import UserFunctionVariable
             return UserFunctionVariable(function, source=self.source).call(tx, args, kwargs)
         if any(_holds_tensor(arg) for arg in [*args, *kwargs.values()]):
             return tx.graph.call("call_function", function, tuple(args), dict(kwargs))
@@ -190,7 +190,6 @@ def _fold_for_real(tx, function, args, kwargs, traced: ConstantVariable) -> Vari
     except NotConstant:
         return traced  # not repeatable from constants: it rests on its (guarded) arguments
     value = function(*arguments, **keywords)
-    from dynamo.variables.guarding import guard_call_result
     guard_call_result(tx, function, arguments, value, keywords)
     return ConstantVariable(value)
 

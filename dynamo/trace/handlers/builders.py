@@ -6,6 +6,10 @@ from dynamo.trace.handlers.registry import handler
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
                                          constant_key)
+from dynamo.variables import operators
+from dynamo.variables.builder import new_dict_from
+from dynamo.variables.builtins import format_value
+from dynamo.variables.exceptions import ExceptionVariable, python_error
 
 
 @handler()
@@ -81,7 +85,6 @@ def SET_UPDATE(tx, instruction):
 
 @handler()
 def DICT_UPDATE(tx, instruction):
-    from dynamo.variables.builder import new_dict_from
     other = new_dict_from(tx, tx.pop())
     target = tx.peek(instruction.arg)
     target.box.touch()
@@ -90,7 +93,6 @@ def DICT_UPDATE(tx, instruction):
 
 @handler()
 def DICT_MERGE(tx, instruction):
-    from dynamo.variables.builder import new_dict_from
     other = new_dict_from(tx, tx.pop())
     target = tx.peek(instruction.arg)
     duplicate = set(target.items) & set(other.items)
@@ -113,13 +115,10 @@ def CALL_INTRINSIC_1(tx, instruction):
     if name == "INTRINSIC_LIST_TO_TUPLE":
         tx.push(TupleVariable(tuple(value.items)))
     elif name == "INTRINSIC_UNARY_POSITIVE":
-        from dynamo.variables import operators
         tx.push(operators.unary(tx, "+", value))
     elif name == "INTRINSIC_STOPITERATION_ERROR":  # a generator's exception on its way out
-        from dynamo.variables.exceptions import ExceptionVariable
         if isinstance(value, ExceptionVariable) and issubclass(value.python_type(),
                                                                StopIteration):
-            from dynamo.variables.constant import ConstantVariable
             value = ExceptionVariable.new(RuntimeError, (ConstantVariable(
                 "generator raised StopIteration"),))
         tx.push(value)
@@ -131,7 +130,6 @@ def CALL_INTRINSIC_1(tx, instruction):
 def UNPACK_SEQUENCE(tx, instruction):
     items = tx.iterate(tx.pop())
     if len(items) != instruction.arg:
-        from dynamo.variables.exceptions import python_error
         if len(items) > instruction.arg:
             raise python_error(ValueError, f"too many values to unpack (expected "
                                f"{instruction.arg})")
@@ -146,7 +144,6 @@ def UNPACK_EX(tx, instruction):
     items = tx.iterate(tx.pop())
     before, after = instruction.arg & 0xFF, instruction.arg >> 8
     if len(items) < before + after:
-        from dynamo.variables.exceptions import python_error
         raise python_error(ValueError, f"not enough values to unpack (expected at least "
                            f"{before + after}, got {len(items)})")
     middle = ListVariable.new(items[before:len(items) - after])
@@ -163,7 +160,6 @@ def FORMAT_VALUE(tx, instruction):
     spec = tx.pop() if flags & 0x04 else ConstantVariable("")
     value = tx.pop()
     converter = {0: None, 1: str, 2: repr, 3: ascii}[flags & 0x03]
-    from dynamo.variables.builtins import format_value
     tx.push(format_value(tx, value, converter, tx.constant(spec, "a format spec")))
 
 

@@ -6,6 +6,8 @@ from dynamo.trace.handlers.registry import handler
 from dynamo.variables.base import NULL
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import DictVariable, TupleVariable
+from dynamo.variables.builder import new_dict_from
+from dynamo.variables.functions import NestedFunctionVariable
 
 
 @handler()
@@ -36,7 +38,6 @@ def CALL_FUNCTION_EX(tx, instruction):
     args = tx.iterate(args_value)
     kwargs = {}
     if kwargs_value is not None:
-        from dynamo.variables.builder import new_dict_from
         mapping = new_dict_from(tx, kwargs_value)
         kwargs = dict(mapping.items)
         if not all(isinstance(key, str) for key in kwargs):
@@ -46,7 +47,6 @@ def CALL_FUNCTION_EX(tx, instruction):
 
 @handler()
 def MAKE_FUNCTION(tx, instruction):
-    from dynamo.variables.functions import NestedFunctionVariable
     flags = instruction.arg
     code = tx.pop()
     closure = tx.pop() if flags & 0x08 else None

@@ -5,6 +5,12 @@ from dynamo.breaks import UNSUPPORTED_BYTECODE, UNSUPPORTED_OBJECT
 from dynamo.trace.handlers.registry import handler
 from dynamo.variables.base import NULL
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables import operators
+from dynamo.variables.builtins import _isinstance, length, python_type
+from dynamo.variables.containers import DictVariable, TupleVariable
+from dynamo.variables.contexts import enter_context
+from dynamo.variables.iterators import GeneratorVariable, IteratorVariable, get_iterator
+from dynamo.variables.objects import tx_getattr
 
 
 @handler()
@@ -13,7 +19,6 @@ def JUMP(tx, instruction):
 
 
 def _is_none(tx, value) -> bool:
-    from dynamo.variables import operators
     return operators.identity(tx, value, ConstantVariable(None))
 
 
@@ -59,7 +64,6 @@ def JUMP_IF_FALSE_OR_POP(tx, instruction):
 
 @handler()
 def GET_ITER(tx, instruction):
-    from dynamo.variables.iterators import get_iterator
     tx.push(get_iterator(tx, tx.pop()))
 
 
@@ -89,7 +93,6 @@ def END_FOR(tx, instruction):
 
 @handler()
 def BEFORE_WITH(tx, instruction):
-    from dynamo.variables.contexts import enter_context
     manager = tx.pop()
     exit_function, entered = enter_context(tx, manager)
     tx.push(exit_function)
@@ -98,13 +101,11 @@ def BEFORE_WITH(tx, instruction):
 
 @handler()
 def GET_LEN(tx, instruction):
-    from dynamo.variables.builtins import length
     tx.push(ConstantVariable(length(tx, tx.peek())))
 
 
 @handler()
 def MATCH_SEQUENCE(tx, instruction):
-    from dynamo.variables.builtins import python_type
     kind = python_type(tx, tx.peek())
     import collections.abc
     tx.push(ConstantVariable(issubclass(kind, collections.abc.Sequence) and
@@ -113,14 +114,12 @@ def MATCH_SEQUENCE(tx, instruction):
 
 @handler()
 def MATCH_MAPPING(tx, instruction):
-    from dynamo.variables.builtins import python_type
     import collections.abc
     tx.push(ConstantVariable(issubclass(python_type(tx, tx.peek()), collections.abc.Mapping)))
 
 
 @handler()
 def MATCH_KEYS(tx, instruction):
-    from dynamo.variables.containers import DictVariable, TupleVariable, constant_key
     keys = tx.constant(tx.peek(), "match keys")
     subject = tx.peek(2)
     if not isinstance(subject, DictVariable):
@@ -129,7 +128,6 @@ def MATCH_KEYS(tx, instruction):
         tx.push(TupleVariable(tuple(subject.items[key] for key in keys)))
     else:
         tx.push(ConstantVariable(None))
-    del constant_key
 
 
 _SELF_MATCHING = (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple)
@@ -138,9 +136,6 @@ _SELF_MATCHING = (bool, bytearray, bytes, dict, float, frozenset, int, list, set
 @handler()
 def MATCH_CLASS(tx, instruction):
     """`case Class(p0, p1, name=p2)`: a tuple of the matched attributes, or None."""
-    from dynamo.variables.builtins import _isinstance
-    from dynamo.variables.containers import TupleVariable
-    from dynamo.variables.objects import tx_getattr
     names = tx.constant(tx.pop(), "class pattern keywords")
     cls_variable = tx.pop()
     subject = tx.pop()
@@ -181,7 +176,6 @@ def YIELD_VALUE(tx, instruction):
 
 @handler()
 def GET_YIELD_FROM_ITER(tx, instruction):
-    from dynamo.variables.iterators import IteratorVariable, get_iterator
     if not isinstance(tx.peek(), IteratorVariable):
         tx.push(get_iterator(tx, tx.pop()))
 
@@ -189,7 +183,6 @@ def GET_YIELD_FROM_ITER(tx, instruction):
 @handler()
 def SEND(tx, instruction):
     """`yield from` / `await`: the receiver's next value, or its return value at the end."""
-    from dynamo.variables.iterators import GeneratorVariable
     sent = tx.peek()
     receiver = tx.peek(2)
     if not (sent.is_constant() and sent.as_constant() is None):

@@ -11,6 +11,7 @@ from dynamo.breaks import RAISE, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.trace.handlers.registry import handler
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.exceptions import ExceptionVariable, RaisedInTrace, is_exception_class
+from dynamo.variables.objects import ClassVariable
 
 
 def unwind(tx, raised: RaisedInTrace) -> None:
@@ -94,6 +95,5 @@ def CHECK_EXC_MATCH(tx, instruction):
 def WITH_EXCEPT_START(tx, instruction):
     exception = tx.peek()
     exit_function = tx.peek(4)
-    from dynamo.variables.objects import ClassVariable
     arguments = [ClassVariable(exception.python_type()), exception, ConstantVariable(None)]
     tx.push(tx.call(exit_function, arguments, {}))

@@ -9,6 +9,9 @@ from dynamo.variables.base import NULL
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.lazy import check_bound, is_unbound
 from dynamo.variables.objects import tx_getattr
+from dynamo.variables.attributes import delete_attribute, store_attribute
+from dynamo.variables.guarding import guard_builtin_lookup
+from dynamo.variables.objects import SuperVariable, globals_box, load_method
 
 
 def _name(arg) -> str:
@@ -72,7 +75,6 @@ def load_global(tx, name: str):
     builtins_dict = tx.f_globals.get("__builtins__", builtins)
     builtins_dict = getattr(builtins_dict, "__dict__", builtins_dict)
     if name in builtins_dict:
-        from dynamo.variables.guarding import guard_builtin_lookup
         guard_builtin_lookup(tx, name)  # no global of that name may appear later
         return tx.wrap(builtins_dict[name], None)
     raise tx.unsupported(UNSUPPORTED_OBJECT, f"name {name!r} is not defined (NameError)")
@@ -80,7 +82,6 @@ def load_global(tx, name: str):
 
 @handler()
 def STORE_GLOBAL(tx, instruction):
-    from dynamo.variables.objects import globals_box
     box = globals_box(tx, tx.f_globals, tx.globals_source)
     box.touch()
     box.contents[instruction.arg] = tx.pop()
@@ -122,7 +123,6 @@ def LOAD_ATTR(tx, instruction):
     owner = tx.pop()
     name = instruction.arg
     if instruction.method:
-        from dynamo.variables.objects import load_method
         method, self_value = load_method(tx, owner, name)
         tx.push(method)
         tx.push(self_value)
@@ -135,7 +135,6 @@ def LOAD_SUPER_ATTR(tx, instruction):
     self_value = tx.pop()
     class_value = tx.pop()
     super_function = tx.pop()
-    from dynamo.variables.objects import SuperVariable
     bound = SuperVariable(class_value, self_value)
     if instruction.method:
         tx.push(bound.getattr(tx, instruction.arg))
@@ -150,13 +149,11 @@ def LOAD_SUPER_ATTR(tx, instruction):
 def STORE_ATTR(tx, instruction):
     owner = tx.pop()
     value = tx.pop()
-    from dynamo.variables.attributes import store_attribute
     store_attribute(tx, owner, instruction.arg, value)
 
 
 @handler()
 def DELETE_ATTR(tx, instruction):
-    from dynamo.variables.attributes import delete_attribute
     delete_attribute(tx, tx.pop(), instruction.arg)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dynamo.trace.handlers.registry import handler
 from dynamo.variables.base import NULL
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.functions import CellVariable
 
 
 @handler()
@@ -23,7 +24,6 @@ def COPY_FREE_VARS(tx, instruction):
 
 @handler()
 def MAKE_CELL(tx, instruction):
-    from dynamo.variables.functions import CellVariable
     name = instruction.arg.name if hasattr(instruction.arg, "name") else instruction.arg
     if name not in tx.cells:
         tx.cells[name] = CellVariable.new(tx.take_local(name))

@@ -2,15 +2,26 @@
 
 Input: a `FrameView` handed over by the hook on a cache miss. Output: the hook's answer —
 `None` (run as is), `SKIP` (never intercept this code again) or a replacement code object that
-is also stored as a cache entry with its check.
+is also stored as a cache entry with its check; and a `CompileRecord` (read by `explain()`),
+built once from the values the stages return.
 
-Stages per frame: trace (decode happens inside) -> guards -> rebuild plan -> backend ->
-glue -> replacement -> install. The recompile policy lives here too: a limit of entries per
-code object, after which misses run eagerly with one warning naming the last reason.
+Stages per frame, each one function returning a value:
+
+    trace     dynamo/trace/capture.py   trace_frame(view, stops) -> Capture
+    stops     dynamo/resume/stops.py    StopPlanner: a graph break -> stops, trace again
+    glue plan dynamo/rewrite/frame.py   plan_glue(capture) -> PlannedGlue (graph outputs)
+    backend   dynamo/backends/          settings.backend(graph module, example inputs)
+    rewrite   dynamo/rewrite/frame.py   build_glue -> glue; replacement.py or resume/stops.py
+                                        -> the replacement code object
+    install   here                      guards.compile() + hook.add_entry
+
+The recompile policy lives here too: a limit of entries per code object, after which misses
+run eagerly with one warning naming the last reason.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -22,9 +33,15 @@ from typing import Any, Optional
 import torch
 
 from dynamo import _C, hook, logs, rewrite, skips
-from dynamo.breaks import GraphBreakError, Unsupported
+from dynamo.breaks import UNSUPPORTED_BYTECODE, GraphBreakError, Unsupported
 from dynamo.resume import regions
+from dynamo.resume.stops import StopPlanner, forget_stops, skeleton_replacement, stop_state
+from dynamo.rewrite.frame import PlannedGlue, as_is, build_glue, plan_glue
+from dynamo.rewrite.replacement import replacement_calling
 from dynamo.settings import config
+from dynamo.trace.capture import Capture, trace_frame
+from dynamo.resume.state import region_state
+from guards import GuardSet
 from guards.held import HeldObject
 from guards.kinds.base import RANK_TYPE, Guard
 from guards.sources import GlobalStateSource
@@ -36,7 +53,7 @@ _log_breaks = logs.get("graph_breaks")
 _log_guards = logs.get("guards")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class CompileRecord:
     """What compiling one frame produced (read by `explain()` and tests)."""
 
@@ -49,7 +66,7 @@ class CompileRecord:
     failure: Optional[Unsupported] = None  # why the frame runs eagerly
     seconds: dict = dataclasses.field(default_factory=dict)
     compiled: Any = None
-    breaks: list = dataclasses.field(default_factory=list)  # capture.BreakRecord, in order
+    breaks: list = dataclasses.field(default_factory=list)  # trace.capture.BreakRecord, in order
     runs_as_is: bool = False  # the entry runs the original code (failure or no tensor work)
     stops: list = dataclasses.field(default_factory=list)  # instructions that run eagerly
 
@@ -147,8 +164,7 @@ class FrameDriver:
         if full:
             _warn_limit(code, state, reason, limit)
             return None
-        from dynamo.capture import capture_frame
-        record = capture_frame(view, self, reason)
+        record = compile_frame(view, self, reason)
         self.records.append(record)
         if record.failure is not None:
             _eager_after_failure(code, record.failure)
@@ -173,6 +189,153 @@ def _entry_matching_now(view) -> Optional[CodeType]:
         if check is None or check(view.f_locals, view.f_globals):
             return replacement
     return None
+
+
+_MAX_ATTEMPTS = 8
+
+
+def compile_frame(view, driver: FrameDriver, reason: Optional[str]) -> CompileRecord:
+    """Trace -> glue plan -> backend -> rewrite -> install, for one frame.
+
+    A graph break makes stops and the frame is traced again up to the first one; a break
+    that cannot resume caches the original code under the trace's guards (the same guards
+    would fail the same way); a frame without tensor work gets no entry at all.
+    """
+    code = view.f_code
+    started = now()
+    planner = StopPlanner(code, driver.settings.fullgraph)
+    breaks: list = []
+    failure = None
+    for _ in range(_MAX_ATTEMPTS):
+        capture, glue, failure = _trace(view, driver, planner)
+        if glue is not None:
+            break
+        capture.release()
+        if failure is None:
+            continue  # a planned nested stop was replaced: trace again
+        met = planner.after_break(failure)
+        breaks.append(met)
+        if driver.settings.fullgraph:
+            raise GraphBreakError.from_failure(failure)
+        if not met.resumed:
+            replacement, check = _install(code, capture.guards, as_is(code))
+            return CompileRecord(code, None, capture.guards.describe(), replacement,
+                                 reason=reason, failure=failure, compiled=check,
+                                 breaks=breaks, runs_as_is=True)
+        _log_breaks.debug("graph break in %s at %s: %s %s: %s%s", code.co_qualname,
+                          failure.location, failure.kind.id, failure.kind.title,
+                          failure.detail, "".join(f"\n  called from {frame}"
+                                                  for frame in failure.user_frames[1:]))
+    else:
+        kind = failure.kind if failure is not None else UNSUPPORTED_BYTECODE
+        return CompileRecord(code, None, [], None, reason=reason, breaks=breaks,
+                             failure=Unsupported(kind, "too many graph breaks"))
+    seconds = {"trace": now() - started}
+    if capture.graph.op_count() == 0 and capture.stop is None:
+        capture.release()
+        if not _may_do_tensor_work(view):  # none to expect: the driver skips the code
+            return CompileRecord(code, None, [], None, reason=reason, seconds=seconds,
+                                 breaks=breaks)
+        replacement, check = _install(code, capture.guards, as_is(code))
+        return CompileRecord(code, None, capture.guards.describe(), replacement,
+                             reason=reason, seconds=seconds, compiled=check, breaks=breaks,
+                             runs_as_is=True)  # other values may take a path with tensor work
+    record = _compile_and_install(view, driver, capture, glue, planner, seconds, reason,
+                                  breaks)
+    capture.release()
+    log_capture(record)
+    return record
+
+
+def _trace(view, driver: FrameDriver, planner: StopPlanner
+           ) -> tuple[Capture, Optional[PlannedGlue], Optional[Unsupported]]:
+    """One trace and its glue's plan: (capture, glue, None) when it can be compiled, else
+    (capture, None, the graph break), or (capture, None, None) to trace again."""
+    capture = trace_frame(view, stop_at=planner.stop_at(),
+                          nested_stops=planner.nested_points(),
+                          guards=(JitScopeGuard(driver),),
+                          inline_depth=driver.option("inline_depth"),
+                          argument_factories=_region_arguments(view.f_code))
+    if capture.failure is not None:
+        return capture, None, capture.failure
+    settled = planner.settle(capture)
+    if settled.retrace:
+        return capture, None, None
+    failure = settled.failure
+    if failure is None:
+        result = None if capture.stop is None else \
+            functools.partial(stop_state, capture=capture, stop=planner.stop_of(capture.stop))
+        glue = plan_glue(capture, view.f_globals, result)
+        if glue.failure is None:
+            return capture, glue, None
+        failure = glue.failure
+    if failure.location is None:  # met settling the stop or planning the glue
+        failure.location = capture.location
+        failure.user_frames = [failure.location]
+    return capture, None, failure
+
+
+def _compile_and_install(view, driver: FrameDriver, capture: Capture, glue: PlannedGlue,
+                         planner: StopPlanner, seconds: dict, reason: Optional[str],
+                         breaks: list) -> CompileRecord:
+    """Backend -> glue -> replacement -> install; the record of a compiled frame."""
+    code, graph, plan = view.f_code, capture.graph, glue.plan
+    module = compiled = None
+    if graph.op_count() or plan.outputs:
+        module = graph.output(plan.outputs)
+        started = now()
+        compiled = driver.settings.backend(module, list(graph.example_inputs))
+        seconds["backend"] = now() - started
+        compiled = _C.ScopedCall(compiled, None)  # nothing inside a compiled graph is captured
+    function, text = build_glue(code, plan, compiled, graph.input_sources, glue.returned)
+    stops = planner.stops if capture.stop is not None else None
+    if stops is None:
+        replacement = replacement_calling(code, function, plan.parameters,
+                                          plan.cell_parameters)
+    else:
+        replacement = skeleton_replacement(code, function, plan, stops)
+    replacement, check = _install(code, capture.guards, replacement)
+    seconds["total"] = sum(seconds.values())
+    return CompileRecord(code, module, capture.guards.describe(), replacement,
+                         glue_source=text, reason=reason, seconds=seconds, compiled=check,
+                         breaks=breaks, stops=sorted(stops) if stops else [])
+
+
+def _install(code: CodeType, guards: GuardSet, replacement: CodeType) -> tuple:
+    """Cache `replacement` on `code` under the guards' check: (replacement, check). The
+    entry is dropped when the guard set is invalidated."""
+    check = guards.compile()
+    entry = hook.add_entry(code, check, replacement)
+    code_ref = weakref.ref(code)
+
+    def drop(_guard_set, entry=entry):
+        live = code_ref()
+        if live is not None:
+            hook.remove_entry(live, entry)
+    guards.on_invalidate(drop)
+    return replacement, check
+
+
+def _region_arguments(code: CodeType) -> Optional[dict]:
+    """A resumed region's `__state` realises as the special variable its prologue's `enter`
+    unpacks."""
+    if regions.region_info(code) is None:
+        return None
+    return {regions.STATE: lambda value, source: lambda: region_state(code, value, source)}
+
+
+def _may_do_tensor_work(view) -> bool:
+    """Whether a frame that did no tensor work this time may on other calls: a resumed
+    region, or a frame given tensors or modules."""
+    if regions.region_info(view.f_code) is not None:
+        return True
+    values = list(view.f_locals.values())
+    for value in list(values):
+        if isinstance(value, (list, tuple)):
+            values.extend(value[:16])
+        elif isinstance(value, dict):
+            values.extend(list(value.values())[:16])
+    return any(isinstance(value, (torch.Tensor, torch.nn.Module)) for value in values)
 
 
 class JitScopeGuard(Guard):
@@ -265,7 +428,6 @@ def reset_driver_state() -> None:
         drivers = list(_drivers)
     for driver in drivers:
         driver.forget()
-    from dynamo.capture import forget_stops
     forget_stops()
 
 

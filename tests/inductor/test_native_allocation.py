@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import inductor
+from guards.native import build
 from inductor.runtime import native
 
 
@@ -12,7 +13,7 @@ from inductor.runtime import native
 def allocate():
     function = native.empty_strided()
     assert type(function).__name__ == "builtin_function_or_method", \
-        f"the native helper did not build: {native._state.get('error')}"
+        f"the native helper did not build: {build.unavailable_reason(native.HELPER)}"
     return function
 
 

@@ -443,17 +443,7 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes
     if _mutates(lifted):
-        writer = _custom_writer(lifted)
-        if writer is not None:
-            raise UnsupportedGraph(f"the graph calls a custom operator that writes its "
-                                   f"arguments ({writer}): functionalization refuses it")
-        if writes_into_overlapping_memory(lifted):
-            raise UnsupportedGraph("the graph writes through a view whose elements overlap in "
-                                   "memory (an expanded tensor, overlapping unfold windows)")
-        if reads_written_memory_partly(lifted):
-            raise UnsupportedGraph("an in-place op reads memory it writes through a view laid "
-                                   "out otherwise (`y += y.t()`: eager refuses the partial "
-                                   "overlap or reads elements already written)")
+        _refuse_inexpressible_writes(lifted)
         if writes_into_shared_inputs(lifted, list(constants) + list(example_inputs)):
             raise SharedInputWrites("the graph writes into inputs that share memory with other "
                                     "inputs (views of one tensor passed separately)")
@@ -585,6 +575,74 @@ def _run_on_fakes(function, example_inputs) -> tuple:
         return None, {}
     finally:
         torch._C._set_grad_enabled(grad_before)
+
+
+def _refuse_inexpressible_writes(lifted: torch.fx.GraphModule) -> None:
+    """Raise `UnsupportedGraph` for writes the functional form cannot express (a custom
+    operator writing its arguments, writes through memory overlapping itself, an in-place op
+    reading memory it writes laid out otherwise): the graph then runs as is."""
+    writer = _custom_writer(lifted)
+    if writer is not None:
+        raise UnsupportedGraph(f"the graph calls a custom operator that writes its "
+                               f"arguments ({writer}): functionalization refuses it")
+    if writes_into_overlapping_memory(lifted):
+        raise UnsupportedGraph("the graph writes through a view whose elements overlap in "
+                               "memory (an expanded tensor, overlapping unfold windows)")
+    if reads_written_memory_partly(lifted):
+        raise UnsupportedGraph("an in-place op reads memory it writes through a view laid "
+                               "out otherwise (`y += y.t()`: eager refuses the partial "
+                               "overlap or reads elements already written)")
+
+
+_IN_PLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul,
+                       operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow,
+                       operator.iand, operator.ior, operator.ixor, operator.ilshift,
+                       operator.irshift, operator.imatmul}
+
+
+def _may_write(gm: torch.fx.GraphModule) -> bool:
+    """Whether a torch-level graph may write into a tensor: an in-place method or function
+    (`x.add_`, `torch.relu_`), an augmented assignment or `setitem`, an `out=` argument."""
+    for node in gm.graph.nodes:
+        if node.op not in ("call_method", "call_function"):
+            continue
+        name = node.target if isinstance(node.target, str) else \
+            getattr(node.target, "__name__", "")
+        if node.target in _IN_PLACE_OPERATORS or "out" in node.kwargs or \
+                (name.endswith("_") and not name.startswith("_")):
+            return True
+        schema = getattr(node.target, "_schema", None)
+        if schema is not None and schema.is_mutable:
+            return True
+    return False
+
+
+def refuse_inexpressible_writes(gm: torch.fx.GraphModule, example_inputs) -> None:
+    """`trace_aten`'s refusals of writes the functional form cannot express, for a graph
+    another path compiles: inductor.autograd's training compile functionalizes without
+    building the mutating ATen graph these checks read (program fuzzer P41: `w.t().sub_(w)`
+    in a graph with an input requiring grad did not raise eager's partial-overlap error).
+    Raises `UnsupportedGraph`; a graph that fails to trace here is left to its compile."""
+    if not _may_write(gm):
+        return
+    state, stateless = _module_state(gm)
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    flat_function, _ = _flattened(stateless)
+    grad_before = torch.is_grad_enabled()
+    try:
+        with fake_mode, _ZeroDimMaskAssignment():
+            fakes = [value.detach() if isinstance(value, torch.Tensor) else value
+                     for value in fake_inputs_for(state + list(example_inputs), fake_mode)]
+            torch._C._set_grad_enabled(False)
+            traced = make_fx(flat_function, decomposition_table=_table(),
+                             tracing_mode="real")(*fakes)
+    except Exception:   # noqa: BLE001 - the compile that follows reports its own errors
+        return
+    finally:
+        torch._C._set_grad_enabled(grad_before)
+    _, lifted = lift_constants(traced)
+    if _mutates(lifted):
+        _refuse_inexpressible_writes(lifted)
 
 
 def _mutates(gm: torch.fx.GraphModule) -> bool:

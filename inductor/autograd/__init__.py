@@ -37,7 +37,8 @@ from inductor.autograd.runtime import (InferenceVariant, TrainingVariant,
                                        output_strides)
 from inductor.autograd.signature import (SharedInputWrites, UnsupportedGraph, analyze,
                                          lift_attributes)
-from inductor.decompose import check_state_calls
+from inductor.aliasing import UnsupportedGraph as InexpressibleWrites
+from inductor.decompose import check_state_calls, refuse_inexpressible_writes
 from inductor.runtime.compiled_graph import StoragePattern
 
 __all__ = ["compile_training", "aot_eager", "run_graph", "CompiledTraining", "DoubleBackwardError",
@@ -97,7 +98,7 @@ class CompiledTraining:
             log.info("training compilation runs this graph eagerly for these inputs: %s",
                      reason)
             variant = EagerVariant(self.lifted.module)
-        except UnsupportedGraph as reason:
+        except (UnsupportedGraph, InexpressibleWrites) as reason:
             log.warning("training compilation runs this graph eagerly: %s", reason)
             variant = EagerVariant(self.lifted.module)
         except data_dependent_errors() as error:
@@ -112,6 +113,7 @@ class CompiledTraining:
     def _compile_variant(self, key: tuple, arguments: list) -> Callable:
         state, requires_grad = key[:2]
         graph = self.lifted.module
+        refuse_inexpressible_writes(graph, arguments)   # as the inference path does (P41)
         signature = analyze(graph, arguments, state.autocast_context, state.grad_enabled)
         if signature.mutated_inputs and not self.writes_inputs:
             self.writes_inputs = True

@@ -9,6 +9,7 @@ repros under `--repro-dir`; exit status 1 if any program failed.
         --log /work/scratch/fuzz/inductor.jsonl --resume      # chunked, resumable
     python -m tests.fuzz --show 17                            # print seed 17's program
     python -m tests.fuzz --seeds 17,40 --minimize --repro-dir /tmp/repros
+    python -m tests.fuzz --count 300 --backend inductor --dynamic true   # sizes change per call
 """
 from __future__ import annotations
 
@@ -52,6 +53,10 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--strict-frames", action="store_true",
                         help="compare tracebacks exactly, also for errors raised while a "
                         "compiled graph runs (a documented difference)")
+    parser.add_argument("--dynamic", default="off", choices=["off", "auto", "true", "false"],
+                        help="off: today's calls and jit's default; auto/true/false: every "
+                        "call changes the batch size (1, primes, up to 64) and the function is "
+                        "jitted with dynamic=None/True/False")
     parser.add_argument("--log", default="", help="append one JSON line per program here")
     parser.add_argument("--resume", action="store_true",
                         help="skip seeds the log already holds for the same options")
@@ -69,7 +74,7 @@ def options_from(args) -> Options:
     timeout = args.timeout or (60.0 if args.backend in ("eager", "torch.compile:eager")
                                else 300.0)
     return Options(args.backend, tuple(args.only), tuple(args.exclude), tuple(args.weight),
-                   timeout, not args.no_backward, args.jobs, args.strict_frames)
+                   timeout, not args.no_backward, args.jobs, args.strict_frames, args.dynamic)
 
 
 WARM_UP = PREAMBLE + """
@@ -90,7 +95,8 @@ def worker(options: Options) -> None:
     sys.stdout = open(os.devnull, "w")  # stray prints (finalizers) stay out of the protocol
     settings = options.settings()
     with contextlib.redirect_stdout(io.StringIO()):  # one-time builds outside the timeout
-        run_source(WARM_UP, options.backend, -1, 0, options.backward, options.strict_frames)
+        run_source(WARM_UP, options.backend, -1, 0, options.backward, options.strict_frames,
+                   options.dynamic)
     done = 0
     for line in sys.stdin:
         request = json.loads(line)
@@ -98,7 +104,7 @@ def worker(options: Options) -> None:
         source = request.get("source") or generate(seed, settings).source()
         with contextlib.redirect_stdout(io.StringIO()):
             outcome = run_source(source, options.backend, seed, options.timeout,
-                                 options.backward, options.strict_frames)
+                                 options.backward, options.strict_frames, options.dynamic)
         done += 1  # where in this process it ran: crashes may depend on earlier programs
         outcome.stats["process"] = [os.getpid(), done]
         protocol.write(json.dumps(outcome.to_json()) + "\n")
@@ -124,7 +130,8 @@ def main(argv=None) -> int:
         return 0
     seeds = [int(s) for s in args.seeds.split(",") if s] or \
         list(range(args.seed, args.seed + args.count))
-    summary = Summary(options.backend)
+    summary = Summary(options.backend if options.dynamic == "off"
+                      else f"{options.backend} --dynamic {options.dynamic}")
     if args.resume:
         done = read_log(args.log, options)
         for seed in seeds:
@@ -173,11 +180,13 @@ def minimize_all(summary: Summary, options: Options, args) -> None:
         print(f"\nminimizing seed {outcome.seed} ({kind}) ...", flush=True)
         program, last, trials = minimize_outcome(outcome, options, args.minimize_trials,
                                                  log=lambda text: None)
-        script = repro.render(program, options.backend, last)
+        script = repro.render(program, options.backend, last, dynamic=options.dynamic)
         print(f"{program.statement_count()} statements after {trials} trials:\n{script}")
         if args.repro_dir:
             os.makedirs(args.repro_dir, exist_ok=True)
-            path = os.path.join(args.repro_dir, f"{options.backend}-{kind}-{outcome.seed}.py")
+            mode = "" if options.dynamic == "off" else f"dynamic-{options.dynamic}-"
+            path = os.path.join(args.repro_dir,
+                                f"{options.backend}-{mode}{kind}-{outcome.seed}.py")
             with open(path, "w") as out:
                 out.write(script)
             print(f"written to {path}")

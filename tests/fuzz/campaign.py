@@ -39,9 +39,11 @@ class Options:
     backward: bool = True
     jobs: int = 1
     strict_frames: bool = False  # frames compared exactly, also for errors out of graphs
+    dynamic: str = "off"  # execution.DYNAMIC: "off" runs today's calls; the others sweep sizes
 
     def settings(self) -> grammar.Settings:
-        return grammar.Settings.from_options(self.only, self.exclude, self.weights)
+        return grammar.Settings.from_options(self.only, self.exclude, self.weights,
+                                             size_sweep=self.dynamic != "off")
 
     def worker_args(self) -> list:
         args = ["--backend", self.backend, "--timeout", str(self.timeout)]
@@ -50,7 +52,8 @@ class Options:
             for value in values:
                 args += [flag, value]
         return args + ([] if self.backward else ["--no-backward"]) + \
-            (["--strict-frames"] if self.strict_frames else [])
+            (["--strict-frames"] if self.strict_frames else []) + \
+            (["--dynamic", self.dynamic] if self.dynamic != "off" else [])
 
     def key(self) -> str:
         """Identifies runs whose seeds give the same programs and checks (for --resume)."""
@@ -59,6 +62,8 @@ class Options:
                "backward": self.backward}
         if self.strict_frames:
             key["strict_frames"] = True
+        if self.dynamic != "off":
+            key["dynamic"] = self.dynamic
         return json.dumps(key, sort_keys=True)
 
 
@@ -260,12 +265,20 @@ class Summary:
                      f"{sum(1 for s in stats if s.get('graph_frames'))}; stale views "
                      f"written in place (by design, P17): "
                      f"{sum(1 for s in stats if s.get('stale_view'))}")
+        calls, graphs = (sum(s.get(key, 0) for s in stats) for key in ("calls", "graphs"))
+        raised = sum(s.get("eager_raised", 0) for s in stats)
+        lines.append(f"  calls {calls}, eager raised in {raised}; graphs compiled {graphs} "
+                     f"({_per(graphs, total)} a program)")
         reasons = collections.Counter()
         for s in stats:
             reasons.update(s.get("fallback_reasons", {}))
         for reason, count in reasons.most_common(5):
             lines.append(f"    fallback x{count}: {reason}")
         return "\n".join(lines)
+
+
+def _per(count: int, total: int) -> str:
+    return f"{count / total:.1f}" if total else "-"
 
 
 def _rate(count: int, seconds: float) -> str:

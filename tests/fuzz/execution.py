@@ -17,6 +17,10 @@ line, or torch.compile's frames) keeps eager's type and message but reports the 
 function, not the inlined calls below it (docs/graph-breaks.md, "What differs from eager, by
 design"): there the jitted frames must be eager's outer frames down to the compiled function,
 lines equal but the compiled function's own. `strict_frames` compares every frame exactly.
+
+`dynamic` (`DYNAMIC`) is the `dynamic=` argument the jitted side gets: "off" passes none
+(today's default), "auto" `dynamic=None`, "true" `dynamic=True`, "false" `dynamic=False`; the
+modes other than "off" come with programs whose calls sweep the batch size (`inputs.py`).
 """
 from __future__ import annotations
 
@@ -52,6 +56,8 @@ def _product_dirs() -> tuple:
 NAMESPACE = "fuzzprog"
 GLUE_FILES = "<framejit glue"  # dynamo/rewrite/glue.py names its generated functions so
 HARNESS_NAMES = {"fn", "inputs", "CALLS", "_t"}
+DYNAMIC = {"off": {}, "auto": {"dynamic": None}, "true": {"dynamic": True},
+           "false": {"dynamic": False}}  # --dynamic -> the jit call's keyword arguments
 
 
 class Timeout(BaseException):
@@ -65,13 +71,14 @@ class Backend:
     name: str
     tolerance: compare.Tolerance
     compiler_dirs: tuple
+    dynamic: str = "off"
 
     def wrap(self, fn: Callable) -> Callable:
         if self.name.startswith("torch.compile"):
             inner = self.name.partition(":")[2] or "inductor"
-            return torch.compile(fn, backend=inner)
+            return torch.compile(fn, backend=inner, **DYNAMIC[self.dynamic])
         import dynamo
-        return dynamo.jit(fn, backend=self.name)
+        return dynamo.jit(fn, backend=self.name, **DYNAMIC[self.dynamic])
 
     def reset(self) -> None:
         if self.name.startswith("torch.compile"):
@@ -120,18 +127,20 @@ class Backend:
                 "fallbacks": sum(failures.values()), "fallback_reasons": failures}
 
 
-def backend(name: str) -> Backend:
+def backend(name: str, dynamic: str = "off") -> Backend:
+    if dynamic not in DYNAMIC:
+        raise ValueError(f"unknown dynamic mode {dynamic!r}; use one of {sorted(DYNAMIC)}")
     if name.startswith("torch.compile"):
         inner = name.partition(":")[2] or "inductor"
         dirs = tuple(os.path.join(os.path.dirname(torch.__file__), part) + os.sep
                      for part in ("_dynamo", "_inductor", "_functorch"))
-        return Backend(name, compare.TOLERANCES[inner], dirs)
+        return Backend(name, compare.TOLERANCES[inner], dirs, dynamic)
     import dynamo
     if name not in dynamo.list_backends():
         raise ValueError(f"unknown backend {name!r}; use one of {dynamo.list_backends()}, "
                          f"torch.compile or torch.compile:eager")
     return Backend(name, compare.TOLERANCES.get(name, compare.TOLERANCES["eager"]),
-                   _product_dirs())
+                   _product_dirs(), dynamic)
 
 
 @dataclasses.dataclass
@@ -194,10 +203,11 @@ def call(fn: Callable, args: tuple, filename: str,
 
 
 def run_source(source: str, backend_name: str, seed: int = 0, timeout: float = 120.0,
-               backward: bool = True, strict_frames: bool = False) -> Outcome:
+               backward: bool = True, strict_frames: bool = False,
+               dynamic: str = "off") -> Outcome:
     """Run and compare one program; never raises for anything the program or the compiler
     does."""
-    chosen = backend(backend_name)
+    chosen = backend(backend_name, dynamic)
     chosen.configure()
     chosen.reset()
     started = time.perf_counter()
@@ -227,6 +237,7 @@ def _run_calls(source, chosen, filename, outcome, backward, strict_frames) -> No
     eager, check, jit_space = spaces
     jitted = chosen.wrap(jit_space["fn"])
     outcome.stats["eager_raised"] = 0
+    outcome.stats["calls"] = eager["CALLS"]
     for index in range(eager["CALLS"]):
         try:
             arguments = [space["inputs"](index) for space in spaces]

@@ -80,6 +80,7 @@ class Settings:
     scale: dict = dataclasses.field(default_factory=dict)
     min_statements: int = 5
     max_statements: int = 25
+    size_sweep: bool = False  # calls change the batch size N every time, 1 and primes too
 
     def weight(self, rule: Rule) -> float:
         if rule.category not in self.enabled:

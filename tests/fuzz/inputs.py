@@ -3,8 +3,9 @@
 Stage: generation. Input: the generator (its random stream, classes, modules, knobs). Output:
 parameter variables for `fn`, the returned expression, and one `CallSpec` per call.
 
-Calls change, between one and the next: values (always), the batch size N (shapes), the float
-dtype (float32/float64), aliasing (one tensor, list or object passed for two parameters, or
+Calls change, between one and the next: values (always), the batch size N (shapes; with
+`Settings.size_sweep`, the `--dynamic` modes, N changes on most calls, over `SWEEP_SIZES`), the
+float dtype (float32/float64), aliasing (one tensor, list or object passed for two parameters, or
 twice inside a list or an object, then distinct), Python scalars (values, and int for float),
 requires_grad, list lengths, and the globals, class attributes, module-object attributes and
 module modes the program reads (the knobs registered by the constructs).
@@ -118,10 +119,12 @@ def make_result(gen, scope: Scope) -> Expr:
 # -- calls --------------------------------------------------------------------------------------
 def make_calls(gen, params: list) -> list:
     rng = gen.rng
-    count = rng.randint(3, 5)
+    sweep = gen.settings.size_sweep
+    count = rng.randint(5, 7) if sweep else rng.randint(3, 5)
     base_n = rng.randint(*slots.N_RANGE)
     aliasable = _alias_pairs(gen, params)
     base = CallState(base_n, "float32", 100, False, _lengths(gen, params), _scalars(gen, params))
+    sizes = size_sweep(rng, base_n, count) if sweep else None
     states = []
     for index in range(count):
         state = dataclasses.replace(base, seed=100 * (index + 1), notes=[],
@@ -131,10 +134,39 @@ def make_calls(gen, params: list) -> list:
             state.alias = rng.choice(aliasable)
             state.notes.append(f"{state.alias[0]} is {state.alias[1]}")
         if index > 0:
-            for _ in range(rng.choice([0, 1, 1, 2])):
+            for _ in range(rng.choice([0, 1]) if sweep else rng.choice([0, 1, 1, 2])):
                 _vary(gen, state, params, aliasable, setup)
+        if sweep and index > 0:
+            state.n = sizes[index]
+            state.notes = [note for note in state.notes if not note.startswith("N=")]
+            state.notes.insert(0, f"N={state.n}")
         states.append((state, setup))
     return [_render_call(gen, params, state, setup) for state, setup in states]
+
+
+# The batch sizes of a size sweep (`--dynamic`): 0/1-specialised 1, small sizes, primes (no
+# divisibility a guard could assume), powers of two, and a large one.
+SWEEP_SIZES = (1, 2, 3, 4, 5, 7, 8, 11, 13, 16, 17, 31, 64)
+SWEEP_PRIMES = (5, 7, 11, 13, 17, 31)
+
+
+def size_sweep(rng, first: int, count: int) -> list:
+    """`count` batch sizes for a program's calls: the generator's own N first (2-4, so the
+    first compile sees what the program was made for), then a new size on most calls, an
+    earlier one again on some (an unchanged shape must not recompile), and at least one
+    prime of 5 or more; 1 on about half of the sweeps."""
+    sizes = [first]
+    for _ in range(count - 1):
+        if len(sizes) > 1 and rng.random() < 0.2:
+            sizes.append(rng.choice(sizes))
+        else:
+            sizes.append(rng.choice([n for n in SWEEP_SIZES if n != sizes[-1]]))
+    if 1 not in sizes and rng.random() < 0.5:
+        sizes[rng.randrange(1, count)] = 1
+    if not any(n in SWEEP_PRIMES for n in sizes):
+        free = [index for index in range(1, count) if sizes[index] != 1]
+        sizes[rng.choice(free)] = rng.choice(SWEEP_PRIMES)
+    return sizes
 
 
 def _alias_pairs(gen, params: list) -> list:
@@ -280,4 +312,4 @@ def _render_call(gen, params: list, state: CallState, setup: list) -> CallSpec:
     return CallSpec(list(setup), bindings, args, ", ".join(state.notes))
 
 
-__all__ = ["make_params", "make_result", "make_calls", "lit", "Dim"]
+__all__ = ["make_params", "make_result", "make_calls", "size_sweep", "lit", "Dim"]

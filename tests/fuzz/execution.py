@@ -242,6 +242,10 @@ def _run_calls(source, chosen, filename, outcome, backward, strict_frames) -> No
         try:
             arguments = [space["inputs"](index) for space in spaces]
         except Exception as error:
+            if chosen.dynamic != "off" and index > 0:  # a class of the program cannot be
+                outcome.stats["sweep_stopped"] = index  # built at this size: calls end here
+                outcome.stats["calls"] = index
+                break
             outcome.status, outcome.detail = "invalid", f"inputs({index}) raised {error!r}"
             return
         first = call(eager["fn"], arguments[0], filename)

@@ -57,6 +57,11 @@ class Config(Settings):
     """mode="reduce-overhead": CUDA graphs recorded per compiled graph (one per input shape
     and static-input address set); further signatures run without CUDA graphs."""
 
+    size_variant_limit: int = 8
+    """Graphs with symbolic sizes: static variants compiled per graph, one per distinct set of
+    input sizes and strides (`inductor/size_variants.py`); calls with further sizes run the
+    graph as is (eager kernels, counted once as a fallback)."""
+
     cudagraph_copy_outputs: bool = True
     """mode="reduce-overhead": return copies of the recorded outputs (valid across calls);
     False returns the recorded buffers themselves, overwritten by the next replay."""

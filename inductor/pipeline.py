@@ -31,6 +31,7 @@ from inductor.runtime import fallbacks
 from inductor.runtime.compiled_graph import (CompiledGraph, GraphReport, Specialized,
                                              StoragePattern)
 from inductor.runtime.locks import serialized
+from inductor.size_variants import compile_per_size, concrete_inputs, has_symbolic_sizes
 
 log = logging.getLogger("framejit.inductor")
 output_code = logging.getLogger("framejit.output_code")
@@ -50,13 +51,20 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
 
     With grad mode on and an input (or a parameter of `gm`) requiring grad, delegates to
     `inductor.autograd.compile_training`; where that package is missing, runs `gm` as is so
-    results and gradients stay correct. Graphs that cannot be compiled (symbolic inputs,
-    unpaired autocast regions) also run as is; the reason is on the result's `report`.
+    results and gradients stay correct. Graphs that cannot be compiled (unpaired autocast
+    regions) also run as is; the reason is on the result's `report`. Graphs with symbolic
+    sizes (inference and training) get one static variant per input size
+    (`inductor/size_variants.py`).
     """
     if mode not in MODES:
         raise ValueError(f"inductor.compile_fx: unknown mode {mode!r}; expected one of "
                          f"{', '.join(repr(known) for known in MODES)}")
     started = time.perf_counter()
+    if has_symbolic_sizes(gm, example_inputs):
+        compiled = compile_per_size(gm, concrete_inputs(example_inputs),
+                                    functools.partial(compile_fx, mode=mode))
+        compiled.report.compile_seconds = time.perf_counter() - started
+        return compiled
     if _makes_tensors_requiring_grad(gm):
         return _as_is(gm, "the graph creates tensors that require grad (their autograd "
                       "history starts inside it)", started)

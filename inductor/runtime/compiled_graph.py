@@ -38,6 +38,9 @@ class GraphReport:
         convolutions on CPU whose activations outweigh their weights).
     input_pattern: for graphs that write into an input, how the compile-time inputs shared
         storages (calls that share them otherwise run another variant), else None.
+    size_reason: for a graph with symbolic sizes compiled per concrete size
+        (`inductor/size_variants.py`), why it was not compiled once for all sizes, else None.
+    size_variants: static variants compiled so far for such a graph (one per input size).
     """
 
     kernel_count: int = 0
@@ -48,6 +51,8 @@ class GraphReport:
     source: str = ""
     channels_last: bool = False
     input_pattern: Optional["StoragePattern"] = None
+    size_reason: Optional[str] = None
+    size_variants: int = 0
 
     def summary(self) -> str:
         """One line: kernels, library calls and fallbacks."""
@@ -60,6 +65,8 @@ class GraphReport:
                 f"{name} x{count}" for name, count in sorted(self.fallback_ops.items())))
         if self.channels_last:
             parts.append("channels-last activations")
+        if self.size_reason:
+            parts.append(f"{self.size_variants} size variant(s): {self.size_reason}")
         if self.reason:
             parts.append(f"ran as is: {self.reason}")
         return "; ".join(parts)

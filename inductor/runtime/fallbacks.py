@@ -18,9 +18,13 @@ log = logging.getLogger("framejit.inductor")
 
 KINDS = {
     "error": "a stage raised and `config.fallback_on_error` caught it: a compiler bug",
-    "unsupported": "a graph inductor does not compile by design (symbolic inputs, an "
+    "unsupported": "a graph inductor does not compile by design (more sizes of a symbolic "
+                   "graph than `config.size_variant_limit`, an "
                    "unpaired autocast region, writes into inputs sharing a storage, inputs "
                    "on several devices, a device without a code generator)",
+    "per_size": "a graph with symbolic sizes compiled as one static variant per distinct input "
+                "size (`inductor/size_variants.py`): generated code at static speed, but a "
+                "compile per new size instead of one for all sizes",
     "configured": "the configuration asks for eager kernels (`config.fallback_only`), or "
                   "Triton is missing",
 }

@@ -1,7 +1,8 @@
 """Peer finding I8 (PyTorch's test_dtype_sympy_expr): torch.compile with dynamic shapes hands
 `compile_fx` a training graph whose inputs include symbolic sizes; the training path sent them
-to lowering (`'SymInt' object has no attribute 'device'`). Such a graph runs as is, as an
-inference graph with symbolic inputs does: a counted fallback, gradients as eager's."""
+to lowering (`'SymInt' object has no attribute 'device'`). Such a graph gets one static
+training compile per input size (`inductor/size_variants.py`), as an inference graph with
+symbolic sizes does: a counted "per_size" fallback, gradients as eager's."""
 import pytest
 
 import inductor
@@ -12,7 +13,7 @@ def _trim(a):
 
 
 @pytest.mark.torch_compile
-@pytest.mark.expect_fallback("unsupported", reason="symbolic sizes run as is")
+@pytest.mark.expect_fallback("per_size", reason="symbolic sizes: a static variant per size")
 def test_training_graph_with_symbolic_sizes(monkeypatch):
     import torch._dynamo
     monkeypatch.setattr(torch._dynamo.config, "assume_static_by_default", False)

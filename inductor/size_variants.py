@@ -1,0 +1,204 @@
+"""Graphs with symbolic sizes: one static compile per concrete size, chosen per call.
+
+Input: a torch-level FX graph whose placeholders carry symbolic sizes (dynamo's
+`meta["example_value"]` or make_fx's `meta["val"]` fake tensors with `torch.SymInt` sizes or
+strides, or SymInt placeholders whose example input is a Python int, as torch.compile hands
+them), its example inputs, and the static compile (`pipeline.compile_fx`). Output:
+`SizeVariants`, a callable taking the graph's inputs.
+
+A compile for one set of sizes is only right for those sizes: before this module existed,
+`compile_fx` traced such a graph with the first call's sizes and returned that size's answer
+for every later size (a (9, 3) input summed as if it were (5, 3)). Each call's key is every
+tensor input's sizes and strides and every int input's value; a key seen before runs its
+compiled variant (one dict lookup), a new one compiles a static variant of the graph for it
+(the SymInt placeholders replaced by their values, the symbolic metas dropped) through the
+full pipeline, so the speed is the static compile's. At most `config.size_variant_limit`
+variants per graph; later new keys run the graph as is (eager kernels).
+
+Every variant compiled is counted (`fallbacks.record("per_size", ...)`) with the reason the
+graph was not compiled once for all sizes: code generation with sizes as kernel arguments is
+issue 23's open part (docs/inductor.md, "Symbolic sizes").
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable, Optional, Sequence
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+
+from inductor.config import config
+from inductor.graph_calls import hookless
+from inductor.runtime import fallbacks
+from inductor.runtime.compiled_graph import CompiledGraph, GraphReport
+
+log = logging.getLogger("framejit.inductor")
+
+_META_KEYS = ("example_value", "val")
+
+PER_SIZE_REASON = ("symbolic sizes: compiled as one static variant per distinct input size "
+                   "(kernels taking sizes as arguments are not generated yet)")
+
+
+def _is_symbolic(value) -> bool:
+    """Whether a recorded example value (or a structure of them) has a symbolic size."""
+    for leaf in pytree.tree_leaves(value):
+        if isinstance(leaf, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return True
+        if isinstance(leaf, torch.Tensor) and _tensor_is_symbolic(leaf):
+            return True
+    return False
+
+
+def _tensor_is_symbolic(tensor: torch.Tensor) -> bool:
+    numbers = list(tensor.shape)
+    if tensor.layout == torch.strided:
+        numbers += list(tensor.stride()) + [tensor.storage_offset()]
+    return any(isinstance(number, torch.SymInt) for number in numbers)
+
+
+def has_symbolic_sizes(gm: torch.fx.GraphModule, example_inputs: Sequence = ()) -> bool:
+    """Whether `gm` was captured with symbolic sizes: a node's recorded example value has a
+    SymInt (in its sizes, strides or offset, or as the value itself), or an example input
+    is one."""
+    if any(isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
+           for value in example_inputs):
+        return True
+    for node in gm.graph.nodes:
+        for key in _META_KEYS:
+            if key in node.meta and _is_symbolic(node.meta[key]):
+                return True
+    return False
+
+
+def size_key(inputs: Sequence) -> tuple:
+    """What selects a call's variant: sizes and strides of each tensor, other values as
+    they are (ints bound to SymInt placeholders)."""
+    return tuple((value.shape, value.stride()) if isinstance(value, torch.Tensor) else value
+                 for value in inputs)
+
+
+def specialize(gm: torch.fx.GraphModule, inputs: Sequence) -> tuple:
+    """(a static copy of `gm` for these inputs, the positions of the inputs it still takes).
+
+    Placeholders given a non-tensor (a SymInt placeholder's int) become that constant in
+    every use; recorded symbolic example values are dropped (the static pipeline records
+    its own)."""
+    graph = torch.fx.Graph()
+    environment: dict = {}
+    kept = []
+    placeholders = iter(range(len(inputs)))
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            position = next(placeholders)
+            value = inputs[position]
+            if not isinstance(value, torch.Tensor):
+                environment[node] = value.node.hint if isinstance(value, torch.SymInt) \
+                    else value
+                continue
+            kept.append(position)
+        copied = graph.node_copy(node, lambda argument: environment[argument])
+        for key in _META_KEYS:
+            if key in copied.meta and _is_symbolic(copied.meta[key]):
+                del copied.meta[key]
+        environment[node] = copied
+    return torch.fx.GraphModule(gm, graph), tuple(kept)
+
+
+class SizeVariants:
+    """Runs the static variant compiled for a call's sizes (see the module docstring).
+
+    `compile_static(gm, inputs)` compiles one static graph (the pipeline's `compile_fx`);
+    `report` is the shared `GraphReport`, whose `size_variants` counts the variants."""
+
+    def __init__(self, gm: torch.fx.GraphModule, compile_static: Callable,
+                 report: GraphReport, limit: int):
+        self.gm = gm
+        self.compile_static = compile_static
+        self.report = report
+        self.limit = limit
+        self.variants: dict = {}
+        self.lock = threading.Lock()
+        self.overflowed = False
+
+    def __call__(self, *inputs):
+        key = size_key(inputs)
+        variant = self.variants.get(key)
+        if variant is None:
+            variant = self._variant(key, inputs)
+        return variant(*inputs)
+
+    def _variant(self, key: tuple, inputs: Sequence) -> Callable:
+        with self.lock:
+            variant = self.variants.get(key)
+            if variant is not None:
+                return variant
+            if len(self.variants) >= self.limit:
+                return self._as_is()
+            static, kept = specialize(self.gm, inputs)
+            fallbacks.record("per_size", PER_SIZE_REASON)
+            log.info("compiling a static variant of a graph with symbolic sizes for %s", key)
+            compiled = self.compile_static(static, [inputs[position] for position in kept])
+            variant = _taking(compiled, kept, len(inputs))
+            self.variants[key] = variant
+            self.report.size_variants = len(self.variants)
+            report = getattr(compiled, "report", None)
+            if report is not None:
+                self.report.kernel_count = report.kernel_count
+                self.report.source = report.source
+            return variant
+
+    def _as_is(self) -> Callable:
+        if not self.overflowed:
+            self.overflowed = True
+            reason = (f"symbolic sizes: more than config.size_variant_limit="
+                      f"{self.limit} distinct input sizes; new sizes run as is")
+            log.warning("a graph with symbolic sizes met %s; new sizes run through eager "
+                        "kernels", reason)
+            fallbacks.record("unsupported", reason)
+        return hookless(self.gm)
+
+
+def _taking(compiled: CompiledGraph, kept: tuple, count: int) -> Callable:
+    """`compiled` called with the tensors among a call's inputs (ints are constants of it)."""
+    run = compiled.run if isinstance(compiled, CompiledGraph) else compiled
+    if len(kept) == count:
+        return run
+
+    def call(*inputs):
+        return run(*[inputs[position] for position in kept])
+    return call
+
+
+def concrete_inputs(example_inputs: Sequence) -> list:
+    """The example inputs with SymInts as their values and fake tensors of symbolic sizes as
+    real zero tensors of their sizes (the static compile of the first variant reads them)."""
+    concrete = []
+    for value in example_inputs:
+        if isinstance(value, torch.SymInt):
+            value = value.node.hint
+        elif isinstance(value, torch.Tensor) and _tensor_is_symbolic(value):
+            value = _zeros_like_hints(value)
+        concrete.append(value)
+    return concrete
+
+
+def _zeros_like_hints(fake: torch.Tensor) -> torch.Tensor:
+    def hint(number):
+        return number.node.hint if isinstance(number, torch.SymInt) else number
+    with torch.utils._python_dispatch._disable_current_modes():
+        return torch.empty_strided([hint(size) for size in fake.shape],
+                                   [hint(stride) for stride in fake.stride()],
+                                   dtype=fake.dtype, device=fake.device).zero_()
+
+
+def compile_per_size(gm: torch.fx.GraphModule, example_inputs: Sequence,
+                     compile_static: Callable, reason: Optional[str] = None) -> CompiledGraph:
+    """A `CompiledGraph` over `SizeVariants` of `gm`, the first variant compiled now (for
+    `example_inputs`) so that compile errors surface here."""
+    report = GraphReport(size_reason=reason or PER_SIZE_REASON)
+    variants = SizeVariants(gm, compile_static, report, config.size_variant_limit)
+    variants._variant(size_key(example_inputs), list(example_inputs))
+    return CompiledGraph(variants, report)

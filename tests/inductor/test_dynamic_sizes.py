@@ -1,0 +1,263 @@
+"""Graphs with symbolic sizes (issue 23) through `inductor.compile_fx`: one compile serves
+every size, each call's answer is eager's (values, dtypes, strides, written inputs).
+
+Graphs are made as the dynamic-shapes contract says dynamo hands them over: placeholders'
+`meta["example_value"]` fake tensors from one ShapeEnv, sizes read inside the graph as
+`size` nodes whose example values are SymInts. Also torch.compile's graphs (SymInt
+placeholders) and make_fx's symbolic graphs (`meta["val"]`). Today each distinct size gets a
+static variant (`inductor/size_variants.py`): counted as "per_size" fallbacks."""
+import copy
+import dataclasses
+
+import pytest
+import torch
+import torch.fx
+from torch._guards import GuardSource, Source
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv,
+                                                   StatelessSymbolicContext)
+
+import inductor
+from inductor.runtime import fallbacks
+
+PER_SIZE = pytest.mark.expect_fallback("per_size", reason="symbolic sizes: a static variant "
+                                       "per size until kernels take sizes as arguments")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Local(Source):
+    text: str
+
+    def name(self):
+        return self.text
+
+    def guard_source(self):
+        return GuardSource.LOCAL
+
+
+def symbolic_graph(function, inputs, dynamic):
+    """`function` traced by torch.fx, every node's `meta["example_value"]` filled from fakes
+    of `inputs` whose dims listed in `dynamic` (one list per input) are symbolic."""
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    fakes = [mode.from_tensor(value, source=_Local(f"L['arg{position}']"),
+                              symbolic_context=StatelessSymbolicContext(dynamic_sizes=[
+                                  DimDynamic.DYNAMIC if dim in dims else DimDynamic.STATIC
+                                  for dim in range(value.dim())]))
+             for position, (value, dims) in enumerate(zip(inputs, dynamic))]
+    gm = torch.fx.symbolic_trace(function)
+    values, fake_inputs = {}, iter(fakes)
+    with mode:
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                value = next(fake_inputs)
+            elif node.op == "get_attr":
+                value = mode.from_tensor(getattr(gm, node.target))
+            elif node.op == "call_function":
+                args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), values.get)
+                value = node.target(*args, **kwargs)
+            elif node.op == "call_method":
+                args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), values.get)
+                value = getattr(args[0], node.target)(*args[1:], **kwargs)
+            else:
+                continue
+            values[node] = value
+            node.meta["example_value"] = value
+    return gm
+
+
+def assert_same(actual, expected):
+    torch.testing.assert_close(actual, expected, equal_nan=True)
+    for got, wanted in zip(torch.utils._pytree.tree_leaves(actual),
+                           torch.utils._pytree.tree_leaves(expected)):
+        if isinstance(wanted, torch.Tensor):
+            assert got.dtype == wanted.dtype
+            assert got.shape == wanted.shape
+            if wanted.numel() > 1:
+                assert got.stride() == wanted.stride(), (got.stride(), wanted.stride())
+            assert got.requires_grad == wanted.requires_grad
+
+
+def check_sizes(function, make_inputs, dynamic, sizes=(2, 7, 97)):
+    """Compile `function` once (symbolic in `dynamic`, example inputs of the first size) and
+    compare it with eager for every size; returns the compiled graph."""
+    first = make_inputs(sizes[0])
+    compiled = inductor.compile_fx(symbolic_graph(function, first, dynamic),
+                                   copy.deepcopy(first))
+    for size in sizes:
+        inputs = make_inputs(size)
+        eager_inputs, compiled_inputs = copy.deepcopy(inputs), copy.deepcopy(inputs)
+        assert_same(compiled(*compiled_inputs), function(*eager_inputs))
+        torch.testing.assert_close(compiled_inputs, eager_inputs, equal_nan=True)
+    assert compiled.report.size_variants == len(set(sizes))
+    assert compiled.report.kernel_count >= 1
+    return compiled
+
+
+@PER_SIZE
+def test_a_later_size_gets_its_own_answer():
+    """Before issue 23's work, the graph was traced with the first call's sizes and a (9, 3)
+    input came back summed as a (5, 3) one (5 rows)."""
+    def function(x):
+        return (x * 2).sum(1) + x.size(0)
+    x = torch.randn(5, 3)
+    compiled = inductor.compile_fx(symbolic_graph(function, [x], [[0]]), [x])
+    y = torch.randn(9, 3)
+    assert_same(compiled(y), function(y))
+    assert_same(compiled(x), function(x))
+
+
+@PER_SIZE
+def test_pointwise_and_broadcast_many_sizes():
+    def function(x, y):
+        return torch.relu(x * 2 + y), (x - 1).to(torch.float64)
+    check_sizes(function, lambda n: [torch.randn(n, 5), torch.randn(5)], [[0], []],
+                sizes=(2, 3, 7, 16, 97, 1000))
+
+
+@PER_SIZE
+def test_reductions_rows_not_a_multiple_of_the_vector_width():
+    def function(x):
+        return x.sum(0), x.amax(1), x.mean(), (x * x).sum(-1, keepdim=True)
+    check_sizes(function, lambda n: [torch.randn(n, n + 3)], [[0, 1]], sizes=(2, 7, 97))
+
+
+@PER_SIZE
+def test_views_and_reshapes_with_computed_sizes():
+    def function(x):
+        batch, length = x.size(0), x.size(1)
+        halves = x.reshape(batch, length // 2, 2).sum(-1)
+        return halves.view(batch * (length // 2)), x.view(-1, 2).t() * 3
+    check_sizes(function, lambda n: [torch.randn(3, 2 * n)], [[1]], sizes=(2, 8, 50))
+
+
+@PER_SIZE
+def test_arange_of_a_size():
+    def function(x):
+        return torch.arange(x.size(0), dtype=x.dtype) * x[:, 0]
+    check_sizes(function, lambda n: [torch.randn(n, 4)], [[0]])
+
+
+@PER_SIZE
+def test_matmul_softmax_layer_norm():
+    weight = torch.randn(16, 16)
+
+    def function(x):
+        hidden = torch.softmax(x @ weight, dim=-1)
+        return torch.nn.functional.layer_norm(hidden, (16,))
+    check_sizes(function, lambda n: [torch.randn(n, 16)], [[0]], sizes=(2, 17, 100))
+
+
+@PER_SIZE
+def test_cat_and_indexing():
+    def function(x, index):
+        return torch.cat([x, x[1:] * 2], 0), x[index], x[:, 1]
+    check_sizes(function, lambda n: [torch.randn(n, 3), torch.tensor([0, n - 1, 1])],
+                [[0], []])
+
+
+@PER_SIZE
+def test_writes_into_inputs():
+    def function(x, y):
+        x.add_(y)
+        return x * 2
+    check_sizes(function, lambda n: [torch.randn(n, 4), torch.randn(n, 4)], [[0], [0]])
+
+
+@PER_SIZE
+def test_output_strides_follow_eager_for_every_size():
+    def function(x):
+        return x.t() * 2, x.permute(1, 0).contiguous()
+    check_sizes(function, lambda n: [torch.randn(n, 5)], [[0]], sizes=(2, 9))
+
+
+@PER_SIZE
+def test_other_strides_of_the_same_sizes_get_their_own_variant():
+    """The key is checked on every call: a transposed input of the same sizes does not run
+    the variant compiled for a contiguous one (whose kernels index with those strides)."""
+    def function(x):
+        return x + 1
+    x = torch.randn(4, 4)
+    compiled = inductor.compile_fx(symbolic_graph(function, [x], [[0, 1]]), [x])
+    transposed = torch.randn(4, 4).t()
+    assert_same(compiled(transposed), function(transposed))
+    assert compiled.report.size_variants == 2
+
+
+@PER_SIZE
+def test_one_compile_per_size_counted():
+    def function(x):
+        return x.cos()
+    before = fallbacks.fallbacks()
+    x = torch.randn(3)
+    compiled = inductor.compile_fx(symbolic_graph(function, [x], [[0]]), [x])
+    for size in (3, 5, 3, 5, 3):
+        y = torch.randn(size)
+        assert_same(compiled(y), function(y))
+    added = fallbacks.since(before)
+    assert sum(count for reason, count in added.items() if reason.startswith("per_size")) == 2
+    assert compiled.report.size_variants == 2
+    assert "2 size variant(s)" in compiled.report.summary()
+
+
+@pytest.mark.expect_fallback("per_size", "unsupported", reason="past the variant limit")
+def test_past_the_limit_sizes_run_as_is(monkeypatch):
+    monkeypatch.setattr(inductor.config, "size_variant_limit", 2)
+
+    def function(x):
+        return x.sin() * 2
+    x = torch.randn(2)
+    compiled = inductor.compile_fx(symbolic_graph(function, [x], [[0]]), [x])
+    before = fallbacks.fallbacks()
+    for size in (2, 3, 4, 5, 6):
+        y = torch.randn(size)
+        assert_same(compiled(y), function(y))
+    assert compiled.report.size_variants == 2
+    added = fallbacks.since(before)
+    assert [count for reason, count in added.items() if reason.startswith("unsupported")] == [1]
+
+
+@PER_SIZE
+def test_make_fx_symbolic_graph():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def function(x):
+        return torch.nn.functional.gelu(x).sum(0) / x.shape[0]
+    gm = make_fx(function, tracing_mode="symbolic")(torch.randn(5, 3))
+    compiled = inductor.compile_fx(gm, [torch.randn(5, 3)])
+    for size in (2, 5, 33):
+        y = torch.randn(size, 3)
+        assert_same(compiled(y), function(y))
+
+
+@PER_SIZE
+def test_training_graph_with_symbolic_sizes():
+    def function(x, w):
+        return (x @ w).tanh().sum(0)
+    w = torch.randn(4, 4, requires_grad=True)
+    x = torch.randn(3, 4, requires_grad=True)
+    compiled = inductor.compile_fx(symbolic_graph(function, [x, w], [[0], []]), [x, w])
+    for size in (3, 10):
+        x = torch.randn(size, 4, requires_grad=True)
+        eager_x, eager_w = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+        actual, expected = compiled(x, w), function(eager_x, eager_w)
+        assert_same(actual, expected)
+        actual.sum().backward()
+        expected.sum().backward()
+        torch.testing.assert_close(x.grad, eager_x.grad)
+        torch.testing.assert_close(w.grad, eager_w.grad)
+        w.grad = None
+
+
+@pytest.mark.torch_compile
+@PER_SIZE
+def test_torch_compile_graphs_with_symint_placeholders(monkeypatch):
+    import torch._dynamo
+    torch._dynamo.reset()
+
+    def function(x):
+        return torch.softmax(x.view(x.size(0), -1, 2), -1).sum(1) * x.size(1)
+    compiled = torch.compile(function, backend=inductor.compile_fx, dynamic=True)
+    for size in (4, 6, 20):
+        x = torch.randn(size, size * 2)
+        assert_same(compiled(x), function(x))
+    torch._dynamo.reset()

@@ -25,6 +25,8 @@ _PUBLIC = {
     "explain": "dynamo.explanation",
     "ExplainReport": "dynamo.explanation",
     "GraphBreakError": "dynamo.breaks",
+    "mark_dynamic": "dynamo.shapes",
+    "mark_static": "dynamo.shapes",
 }
 
 __all__ = sorted([*_PUBLIC, "config"])

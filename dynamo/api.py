@@ -46,10 +46,6 @@ def _validate(backend, mode, fullgraph, dynamic, options) -> JitSettings:
     unknown = sorted(name for name in options if name not in known)
     if unknown:
         raise ValueError(f"unknown options {unknown}; known options: {sorted(known)}")
-    if dynamic:
-        warnings.warn("dynamo.jit(dynamic=True): dynamic shapes are not supported yet; every "
-                      "size is specialised (a new size compiles a new entry, up to "
-                      "dynamo.config.recompile_limit)", UserWarning, stacklevel=3)
     name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
     return JitSettings(with_mode(backend, mode), name, mode, bool(fullgraph), dynamic, options)
 
@@ -72,8 +68,11 @@ def jit(fn_or_module=None, *, backend="inductor", mode=None, fullgraph=False, dy
     backend: a name from `dynamo.list_backends()` or a callable `backend(gm, example_inputs)`.
     mode: None/"default", "reduce-overhead" (CUDA graphs) or "max-autotune".
     fullgraph: raise `GraphBreakError` instead of splitting the program at a graph break.
-    dynamic: None, True or False; dynamic shapes are not supported yet: sizes are always
-        specialised (True warns once per jit call).
+    dynamic: None (default): sizes are specialised until a recompile sees a size change,
+        then the changed dimensions are traced symbolically; True: every dimension of every
+        input tensor is symbolic from the first compile; False: sizes are always specialised
+        (dimensions marked with `dynamo.mark_dynamic` excepted). Sizes 0 and 1 always
+        specialise. See docs/dynamic-shapes.md.
     options: overrides of `dynamo.config` fields for this function only.
     """
     settings = _validate(backend, mode, fullgraph, dynamic, options)

@@ -39,6 +39,7 @@ from dynamo.resume.stops import StopPlanner, forget_stops, skeleton_replacement,
 from dynamo.rewrite.frame import PlannedGlue, as_is, build_glue, plan_glue
 from dynamo.rewrite.replacement import replacement_calling
 from dynamo.settings import config
+from dynamo.shapes import STATIC, DimensionPolicy, SizeHistory, UnboundSymbol
 from dynamo.trace.capture import Capture, trace_frame
 from dynamo.resume.state import region_state
 from guards import GuardSet
@@ -79,6 +80,8 @@ class _CodeState:
         self.compiles = 0
         self.warned = False
         self.guard_sets: list = []
+        self.sizes = SizeHistory()  # automatic dynamic shapes (`dynamo.shapes.policy`)
+        self.static_sizes = False   # a symbolic trace could not be guarded: specialise
 
     def live_entries(self) -> int:
         """Entries of this wrapper still cached (an entry dies with the objects it
@@ -122,6 +125,13 @@ class FrameDriver:
         """Capture frames of `code` even if it lives in a library file."""
         self._allowed.add(code)
 
+    def dimension_policy(self, code: CodeType) -> DimensionPolicy:
+        """Which input dimensions a trace of `code` makes symbolic (`dynamo.shapes.policy`)."""
+        state = self._states.get(code)
+        if state is not None and state.static_sizes:
+            return STATIC
+        return DimensionPolicy(self.settings.dynamic, None if state is None else state.sizes)
+
     def option(self, name: str):
         """A `dynamo.config` value, overridden by this jit call's `options`."""
         return self.settings.options.get(name, getattr(config, name))
@@ -164,7 +174,13 @@ class FrameDriver:
         if full:
             _warn_limit(code, state, reason, limit)
             return None
-        record = compile_frame(view, self, reason)
+        try:
+            record = compile_frame(view, self, reason)
+        except UnboundSymbol as error:  # facts no guard here can read: specialise the code
+            _log_recompiles.debug("%s: traced again with static sizes (%s)",
+                                  code.co_qualname, error)
+            state.static_sizes = True
+            record = compile_frame(view, self, reason)
         self.records.append(record)
         if record.failure is not None:
             _eager_after_failure(code, record.failure)
@@ -255,7 +271,8 @@ def _trace(view, driver: FrameDriver, planner: StopPlanner
                           nested_stops=planner.nested_points(),
                           guards=(JitScopeGuard(driver),),
                           inline_depth=driver.option("inline_depth"),
-                          argument_factories=_region_arguments(view.f_code))
+                          argument_factories=_region_arguments(view.f_code),
+                          dimensions=driver.dimension_policy(view.f_code))
     if capture.failure is not None:
         return capture, None, capture.failure
     settled = planner.settle(capture)
@@ -288,6 +305,7 @@ def _compile_and_install(view, driver: FrameDriver, capture: Capture, glue: Plan
         seconds["backend"] = now() - started
         compiled = _C.ScopedCall(compiled, None)  # nothing inside a compiled graph is captured
     function, text = build_glue(code, plan, compiled, graph.input_sources, glue.returned)
+    capture.guards.extend(graph.shapes.guards())  # after the backend: it may learn facts too
     stops = planner.stops if capture.stop is not None else None
     if stops is None:
         replacement = replacement_calling(code, function, plan.parameters,

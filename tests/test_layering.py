@@ -62,6 +62,7 @@ DYNAMO_LAYERS = (  # top to bottom
     ("code assembly", {"dynamo.rewrite"}),
     ("tracing", {"dynamo.trace"}),
     ("values", {"dynamo.variables"}),
+    ("symbolic sizes", {"dynamo.shapes"}),
     ("shared vocabulary and policy",
      {"dynamo.breaks", "dynamo.skips", "dynamo.settings", "dynamo.logs", "dynamo.backends"}),
     ("mechanism", {"dynamo.hook", "dynamo.instructions"}),

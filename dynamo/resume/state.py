@@ -170,3 +170,4 @@ for _helper, _name in HELPERS.items():
     registry.register_value(_helper, lambda name=_name: FrameStateHelper(name))
 registry.register_value(resume_calls, ResumeCallsVariable)
 registry.register_traceable_code(lambda code: region_info(code) is not None)
+registry.register_frame_source(ResumedSource)

@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping, Optional
 import torch
 
 from dynamo.breaks import Unsupported
+from dynamo.shapes import STATIC, DimensionPolicy
 from dynamo.trace.graph import GraphBuilder
 from dynamo.trace.interpreter import NestedStopReached, TraceState, Tracer
 from dynamo.variables.side_effects import SideEffects
@@ -153,16 +154,17 @@ class Capture:
 
 def trace_frame(view, *, stop_at: frozenset = frozenset(), nested_stops: tuple = (),
                 guards: tuple = (), inline_depth: int = 32,
-                argument_factories: Optional[Mapping[str, ArgumentFactory]] = None
-                ) -> Capture:
+                argument_factories: Optional[Mapping[str, ArgumentFactory]] = None,
+                dimensions: DimensionPolicy = STATIC) -> Capture:
     """Trace the frame of `view` once.
 
     stop_at: instruction indices of the frame to halt before; nested_stops: chains of
     (code, index), the compiled frame first, to halt at inside inlined calls; guards: guards
     added before tracing (after the global torch state's); argument_factories: arguments
-    that realise as special variables (a resumed region's state).
+    that realise as special variables (a resumed region's state); dimensions: which input
+    sizes are traced symbolically (`dynamo.shapes.policy`).
     """
-    state = TraceState(GraphBuilder(), GuardSet(), SideEffects(), view.f_globals, inline_depth)
+    state = TraceState(GraphBuilder(dimensions), GuardSet(), SideEffects(), view.f_globals, inline_depth)
     state.guards.add(GlobalStateGuard())
     for guard in guards:
         state.guards.add(guard)

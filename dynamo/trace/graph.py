@@ -18,7 +18,7 @@ import torch
 import torch.fx
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
-                                           DynamicOutputShapeException, FakeTensorMode)
+                                           DynamicOutputShapeException)
 
 from dynamo.breaks import (DYNAMIC_SHAPE_OP, SCALAR_OUT, UNSUPPORTED_CALL, UNSUPPORTED_OBJECT,
                            Unsupported)
@@ -28,6 +28,8 @@ from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import ListVariable, TupleVariable
 from dynamo.variables.lowering import lower
 from dynamo.variables.opaque import OpaqueNodeVariable
+from dynamo.variables.symbolic import SymbolicVariable, is_symbolic
+from dynamo.shapes import STATIC, DimensionPolicy, SymbolicSizes
 from dynamo.variables.tensor import TensorVariable
 
 # Calls whose result holds no tensor but which must stay in the graph for their effect.
@@ -39,9 +41,11 @@ EFFECTFUL = {torch._C._set_grad_enabled, torch.autograd.grad_mode._enter_inferen
 class GraphBuilder:
     """One FX graph plus its fake-tensor mode, inputs and example values."""
 
-    def __init__(self):
+    def __init__(self, policy: DimensionPolicy = STATIC):
         self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
+        self.policy = policy
+        self.shapes = SymbolicSizes()
+        self.fake_mode = self.shapes.fake_mode()
         self.example_inputs: list[torch.Tensor] = []
         self.input_sources: list[Source] = []
         self._inputs_by_id: dict[int, "Variable"] = {}
@@ -56,7 +60,8 @@ class GraphBuilder:
         if known is not None:
             return known
         try:
-            fake = self.fake_mode.from_tensor(value, static_shapes=True)
+            fake = self.shapes.fake_input(self.fake_mode, value, source,
+                                          self.policy.dims(value, source))
         except AssertionError as error:
             # The fake of another view of `value`'s memory was written in the graph so far
             # (`v = x.view(-1); v *= w` with w requiring grad, then x read): the fake `value`
@@ -72,6 +77,16 @@ class GraphBuilder:
         result = TensorVariable(node, fake, source=source)
         self._inputs_by_id[id(value)] = result
         return result
+
+    def add_number_input(self, value: int, source: Source) -> "Variable":
+        """A placeholder for an int of the frame traced as a symbol (`dynamo.shapes.policy`)."""
+        number = self.shapes.number_input(value, source)
+        node = self.graph.placeholder(self._fresh_name(source.name()))
+        node.meta["example_value"] = number
+        node.meta["source"] = source
+        self.example_inputs.append(value)
+        self.input_sources.append(source)
+        return SymbolicVariable(node, number, source=source)
 
     def _fresh_name(self, text: str) -> str:
         base = re.sub(r"\W+", "_", text).strip("_") or "input"
@@ -135,6 +150,8 @@ class GraphBuilder:
             return ListVariable.new(items)
         if target in EFFECTFUL and fake is not None:
             return OpaqueNodeVariable(node, fake)
+        if is_symbolic(fake):
+            return SymbolicVariable(node, fake)
         if not node.meta["mutates"] and target not in EFFECTFUL:
             self.graph.erase_node(node)
         return ConstantVariable(fake)

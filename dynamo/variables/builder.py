@@ -38,9 +38,10 @@ from dynamo.variables import registry
 from dynamo.variables.contexts import RestoreGradMode, exit_nothing, wrap_exit
 from dynamo.variables.torch_calls import TorchFunctionVariable, is_torch_function
 from dynamo.variables import guarding
-from guards import AliasGuard, IdentityGuard, UnguardableValue
+from guards import AliasGuard, IdentityGuard, TypeGuard, UnguardableValue
 from guards import is_constant as guards_is_constant
 from guards.install import guards_for
+from guards.kinds.tensors import TensorMatchGuard
 from guards.sources import (AttrSource, ConstantSource, DictItemSource, ItemSource, Source,
                             literal)
 from dynamo.variables.attributes import python_override
@@ -73,6 +74,10 @@ def wrap(tx, value: Any, source: Optional[Source]) -> Variable:
     if value is None or isinstance(value, types.CodeType):
         _install(tx, value, source)
         return ConstantVariable(value, source=source)
+    if type(value) is int and registry.is_frame_source(source) and \
+            tx.graph.policy.number(value, source):
+        tx.guards.add(TypeGuard(source, int))  # its value: the trace's shape guard
+        return tx.graph.add_number_input(value, source)
     if is_constant_value(value) and type(value) not in (tuple, torch.Size, range, slice) and \
             (source is None or guards_is_constant(value)):
         _install(tx, value, source)
@@ -92,15 +97,20 @@ def wrap(tx, value: Any, source: Optional[Source]) -> Variable:
     return _wrap_object(tx, value, source)
 
 
-def _install(tx, value: Any, source: Optional[Source]) -> None:
+def _install(tx, value: Any, source: Optional[Source], free=None) -> None:
     """The guards the table gives for relying on `value` read from `source` (none without a
-    source; none on an object bound into the check itself, which is that object)."""
+    source; none on an object bound into the check itself, which is that object). `free`:
+    a tensor's (size dims, stride dims) traced symbolically, which its match leaves free
+    (the trace's shape guard checks them)."""
     if source is None:
         return
     try:
         guards = guards_for(value, source, trusted=guarding.is_trusted(value))
     except UnguardableValue as error:
         raise Unsupported(UNSUPPORTED_OBJECT, str(error)) from None
+    if free is not None and (free[0] or free[1]):
+        guards = [guard.relaxed(*free) if isinstance(guard, TensorMatchGuard) else guard
+                  for guard in guards]
     if guarding.is_own_root(source):
         guards = [guard for guard in guards if guard.source != source]
     tx.guards.extend(guards)
@@ -140,8 +150,8 @@ def _wrap_tensor(tx, value: torch.Tensor, source: Optional[Source]) -> Variable:
     if type(value) not in (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer) and \
             not isinstance(value, torch.nn.Parameter):
         raise Unsupported(UNSUPPORTED_OBJECT, f"tensor subclass {type(value).__name__}")
-    _install(tx, value, source)
     result = tx.graph.add_input(value, source)
+    _install(tx, value, source, free=tx.graph.shapes.free_entries(result.example))
     if result.source != source:  # one placeholder for two sources (tied weights, f(a, a))
         _alias(tx, source, result.source)
         return result

@@ -16,6 +16,7 @@ from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.containers import (DictVariable, ListVariable, SetVariable, TupleVariable,
                                          constant_copy, is_subclass_instance, new_container)
+from dynamo.variables.symbolic import is_symbolic
 from dynamo.variables.tensor import TensorVariable
 from dynamo.breaks import SCALAR_OUT
 from dynamo.variables import operators
@@ -161,6 +162,9 @@ def format_value(tx, value: Variable, converter, spec: str) -> Variable:
 # -- rules ------------------------------------------------------------------------------
 @rule(len)
 def _len(tx, value):
+    if isinstance(value, TensorVariable) and value.example.dim() and \
+            is_symbolic(value.example.shape[0]):  # a node: the graph serves every size
+        return tx.graph.call("call_method", "size", (value, 0), {})
     return ConstantVariable(length(tx, value))
 
 

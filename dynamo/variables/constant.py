@@ -21,6 +21,23 @@ CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellips
                   types.CodeType)
 
 
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def specialise(value: Any) -> Any:
+    """The Python value of `value` (recursively through tuples): a symbolic size is fixed to
+    its traced value, which its `ShapeEnv` records as a guard (see `dynamo.shapes`)."""
+    if isinstance(value, torch.SymBool):
+        return bool(value)
+    if isinstance(value, torch.SymInt):
+        return int(value)
+    if isinstance(value, torch.SymFloat):
+        return float(value)
+    if type(value) in (tuple, torch.Size) and any(isinstance(item, _SYMBOLIC) for item in value):
+        return type(value)(specialise(item) for item in value)
+    return value
+
+
 def is_constant_value(value: Any) -> bool:
     if isinstance(value, CONSTANT_TYPES):
         return True
@@ -32,6 +49,13 @@ def is_constant_value(value: Any) -> bool:
 @variable
 class ConstantVariable(Variable):
     value: Any
+
+    def __post_init__(self):
+        # A symbolic size must never leak into the graph or the glue as a constant: one that
+        # reaches here is fixed to its traced value, which its ShapeEnv records as a guard.
+        if isinstance(self.value, _SYMBOLIC) or (type(self.value) in (tuple, torch.Size) and any(
+                isinstance(item, _SYMBOLIC) for item in self.value)):
+            object.__setattr__(self, "value", specialise(self.value))
 
     def python_type(self) -> type:
         return type(self.value)

@@ -11,6 +11,7 @@ from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import NotConstant, Variable
 from dynamo.variables.containers import DictVariable, ListVariable, SliceVariable, TupleVariable
 from dynamo.variables.opaque import OpaqueNodeVariable
+from dynamo.variables.symbolic import SymbolicVariable
 from dynamo.variables.tensor import TensorVariable
 
 
@@ -20,6 +21,8 @@ def lower(value: Any) -> tuple[Any, Any]:
         return value.node, value.example
     if isinstance(value, OpaqueNodeVariable):
         return value.node, value.value
+    if isinstance(value, SymbolicVariable):
+        return value.node, value.example
     if isinstance(value, (tuple, list)):
         pairs = [lower(item) for item in value]
         kind = type(value)

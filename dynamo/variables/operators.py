@@ -17,6 +17,7 @@ from dynamo.variables.exceptions import python_error
 from dynamo.variables.containers import (DictVariable, DictViewVariable, ListVariable,
                                          SetVariable, SliceVariable,
                                          TupleVariable, constant_key, is_subclass_instance)
+from dynamo.variables.symbolic import SymbolicVariable, graph_operation
 from dynamo.variables.tensor import TensorVariable
 from dynamo.variables.guarding import identity_by_source, identity_used
 from dynamo.variables.modules import ModuleSliceVariable, ModuleVariable
@@ -70,6 +71,10 @@ def apply(tx, function, *operands: Variable) -> Variable:
                          else value for value in operands)
     if any(isinstance(value, TensorVariable) for value in operands):
         return tx.graph.call("call_function", function, operands, {})
+    if any(isinstance(value, SymbolicVariable) for value in operands):
+        kept = graph_operation(tx, function, operands)
+        if kept is not None:
+            return kept
     try:
         values = _constants(*operands)
     except NotConstant:

@@ -2,7 +2,8 @@
 
 Input: registrations made at import by the stages that create such values (`dynamo.resume.state`
 registers the `_frame_state` helpers and `resume_calls` that its generated code calls, and
-says which of framejit's own code objects, its regions, may be traced). Output: the special
+says which of framejit's own code objects, its regions, may be traced, and which sources name
+values a resumed frame starts with). Output: the special
 variable for one of those values (`own_value`) and the answer to "may this code of framejit
 be traced?" (`traceable_own_code`), asked by the builder and by inlining.
 
@@ -15,10 +16,12 @@ from types import CodeType
 from typing import Any, Callable, Optional
 
 from dynamo.variables.base import Variable
+from guards.sources import LocalSource
 
 # id(value) -> (value, make): `make()` builds the variable that stands for `value`
 _OWN_VALUES: dict[int, tuple[Any, Callable[[], Variable]]] = {}
 _TRACEABLE_OWN_CODE: list[Callable[[CodeType], bool]] = []
+_FRAME_SOURCES: list[type] = [LocalSource]
 
 
 def register_value(value: Any, make: Callable[[], Variable]) -> None:
@@ -29,6 +32,18 @@ def register_value(value: Any, make: Callable[[], Variable]) -> None:
 def register_traceable_code(predicate: Callable[[CodeType], bool]) -> None:
     """Let inlining trace framejit's own code objects for which `predicate` is true."""
     _TRACEABLE_OWN_CODE.append(predicate)
+
+
+def register_frame_source(kind: type) -> None:
+    """Sources of this kind name a value the frame starts with (a resumed region's locals and
+    stack, as `LocalSource` names a function's arguments): ints read through them may be traced
+    as symbols (`dynamo.shapes.policy`)."""
+    _FRAME_SOURCES.append(kind)
+
+
+def is_frame_source(source: Any) -> bool:
+    """Whether `source` names a value the frame starts with."""
+    return isinstance(source, tuple(_FRAME_SOURCES))
 
 
 def own_value(value: Any) -> Optional[Variable]:

@@ -18,8 +18,10 @@ import torch.fx
 from dynamo.breaks import SCALAR_OUT, TENSOR_BRANCH, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.containers import TupleVariable
 from dynamo.variables.exceptions import python_error
 from dynamo.variables.guarding import tensor_fact, tensor_instance_attribute, tensor_is_leaf
+from dynamo.variables.symbolic import is_symbolic
 
 # Attributes answered from the fake example (static shapes).
 _METADATA_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout",
@@ -59,7 +61,7 @@ class TensorVariable(Variable):
     def getattr(self, tx, name: str) -> Variable:
         if name in _METADATA_ATTRIBUTES:
             if name == "shape":
-                return size_variable(self.example.shape)
+                return size_variable(tx, self, self.example.shape)
             return ConstantVariable(getattr(self.example, name))
         if name == "is_leaf":
             return ConstantVariable(tensor_is_leaf(tx, self))
@@ -118,8 +120,14 @@ _OPERATORS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "/
               "ne": "!=", "getitem": "[...]", "neg": "unary -", "pow": "**", "mod": "%"}
 
 
-def size_variable(size) -> Variable:
-    return ConstantVariable(torch.Size(size))
+def size_variable(tx, tensor: TensorVariable, size) -> Variable:
+    """`tensor.shape`: a constant, or a `torch.Size` whose symbolic entries are graph nodes."""
+    if not any(is_symbolic(entry) for entry in size):
+        return ConstantVariable(torch.Size(size))
+    items = tuple(tx.graph.call("call_method", "size", (tensor, dim), {})
+                  if is_symbolic(entry) else ConstantVariable(entry)
+                  for dim, entry in enumerate(size))
+    return TupleVariable(items, torch.Size)
 
 
 @variable
@@ -148,8 +156,11 @@ def call_tensor_method(tx, tensor: TensorVariable, name: str, args, kwargs) -> V
         values = lower(tuple(args))[1]
         keywords = lower(dict(kwargs))[1]
         result = getattr(tensor.example, name)(*values, **keywords)
-        return size_variable(result) if isinstance(result, torch.Size) else \
-            ConstantVariable(tuple(result) if isinstance(result, list) else result)
+        if isinstance(result, torch.Size):
+            return size_variable(tx, tensor, result)
+        if is_symbolic(result):  # x.size(0), x.numel(): a node, so the graph serves any size
+            return tx.graph.call("call_method", name, (tensor, *args), dict(kwargs))
+        return ConstantVariable(tuple(result) if isinstance(result, list) else result)
     if name in _SCALAR_METHODS:
         raise Unsupported(SCALAR_OUT, f"{tensor.describe()}.{name}()")
     if name in _UNSUPPORTED_METHODS:

@@ -6,6 +6,7 @@ from guards.kinds.base import (RANK_GLOBAL_STATE, RANK_OBJECT, RANK_TENSOR, RANK
 from guards.kinds.constants import ConstantGuard, constants_match, is_constant
 from guards.kinds.objects import (ModuleTrainingGuard, ObjectSnapshot, ObjectSnapshotGuard,
                                   SnapshotEntry)
+from guards.kinds.shapes import ShapeGuard, SizeRead
 from guards.kinds.state import GlobalStateGuard, TorchState
 from guards.kinds.tensors import TensorMatchGuard, TensorProperties
 from guards.kinds.values import (AliasGuard, ContainsGuard, DictKeysGuard, HasAttrGuard,
@@ -18,5 +19,5 @@ __all__ = [
     "ObjectSnapshotGuard", "SnapshotEntry", "GlobalStateGuard", "TorchState", "TensorMatchGuard",
     "TensorProperties", "DictKeysGuard", "HasAttrGuard", "HeldObject", "IdentityGuard",
     "LengthGuard", "NoneGuard", "TruthGuard", "TypeGuard", "AliasGuard", "ContainsGuard",
-    "IdentityFacts", "PartitionGuard",
+    "IdentityFacts", "PartitionGuard", "ShapeGuard", "SizeRead",
 ]

@@ -1,0 +1,123 @@
+"""When sizes become symbolic (stage: trace; input: a tensor of the frame, its source, the jit
+call's `dynamic` setting and what earlier compiles of the code saw; output: the dimensions to
+trace symbolically, with their bounds).
+
+- `dynamic=None` (the default, "automatic dynamic"): a compile specialises every size; the
+  sizes each source had are remembered per code object and `jit` wrapper, and a later compile
+  (a recompile, usually because a size changed) makes symbolic exactly the dimensions whose size
+  differs from what an earlier compile saw. A batch-size sweep compiles twice.
+- `dynamic=True`: every dimension of every input tensor is symbolic from the first compile.
+- `dynamic=False`: every size is specialised, except dimensions the user marked dynamic.
+- Int arguments of the frame (a position, a length, a resumed frame's live values after a
+  graph break) follow the same rule as one size: symbolic once they changed (or always with
+  `dynamic=True`), except 0 and 1.
+- `mark_dynamic(x, dim, min=, max=)` / `mark_static(x, dim)` mark a tensor object; marks win
+  over the setting (a static mark over everything).
+
+Sizes 0 and 1 stay static whatever the setting (torch's 0/1 rule, see `environment`). Tensors
+that are views of another tensor's memory stay static: their fakes would carry symbols of their
+base's sizes, which no guard here reads.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Iterable, Optional, Union
+
+import torch
+
+from guards.sources import Source
+
+_DYNAMIC_MARK = "_jit_dynamic_dims"
+_STATIC_MARK = "_jit_static_dims"
+
+
+def mark_dynamic(tensor: torch.Tensor, dim: Union[int, Iterable[int]], *,
+                 min: Optional[int] = None, max: Optional[int] = None) -> None:
+    """Trace dimension(s) `dim` of `tensor` with a symbolic size in the first compile that
+    sees this tensor object, within [min, max] when given (a call outside recompiles)."""
+    marks = dict(getattr(tensor, _DYNAMIC_MARK, {}))
+    for index in _dims(tensor, dim, "mark_dynamic"):
+        if min is not None and max is not None and min > max:
+            raise ValueError(f"mark_dynamic: min={min} is larger than max={max}")
+        marks[index] = (min, max)
+    setattr(tensor, _DYNAMIC_MARK, marks)
+
+
+def mark_static(tensor: torch.Tensor, dim: Union[int, Iterable[int]]) -> None:
+    """Never trace dimension(s) `dim` of `tensor` with a symbolic size."""
+    marks = set(getattr(tensor, _STATIC_MARK, ()))
+    marks.update(_dims(tensor, dim, "mark_static"))
+    setattr(tensor, _STATIC_MARK, frozenset(marks))
+
+
+def _dims(tensor: torch.Tensor, dim, caller: str) -> list[int]:
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{caller}: expected a tensor, got {type(tensor).__name__}")
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    result = []
+    for index in dims:
+        if not isinstance(index, int) or not -tensor.dim() <= index < max(tensor.dim(), 1):
+            raise IndexError(f"{caller}: dimension {index!r} is out of range for a tensor of "
+                             f"{tensor.dim()} dimensions")
+        result.append(index % tensor.dim())
+    return result
+
+
+class SizeHistory:
+    """The sizes each source had in earlier compiles of one code object (None: already seen
+    to change). Shared by the threads compiling that code (under the compile lock)."""
+
+    def __init__(self) -> None:
+        self._sizes: dict[str, tuple] = {}
+        self._lock = threading.Lock()
+
+    def changed_dims(self, source: Source, sizes: tuple[int, ...]) -> set[int]:
+        """Dimensions whose size differs from an earlier compile's; records `sizes`."""
+        key = source.name()
+        with self._lock:
+            seen = self._sizes.get(key)
+            if seen is None or len(seen) != len(sizes):
+                self._sizes[key] = tuple(sizes)
+                return set()
+            merged = tuple(None if old != new else old for old, new in zip(seen, sizes))
+            self._sizes[key] = merged
+        return {dim for dim, entry in enumerate(merged) if entry is None}
+
+
+class DimensionPolicy:
+    """Which dimensions of a frame's input tensors one trace makes symbolic."""
+
+    def __init__(self, dynamic: Optional[bool], history: Optional[SizeHistory]) -> None:
+        self.dynamic = dynamic
+        self.history = history
+
+    def dims(self, tensor: torch.Tensor, source: Source) -> dict[int, tuple]:
+        """{dim: (min, max)} to trace symbolically (bounds None where unbounded)."""
+        if tensor.layout is not torch.strided or tensor._base is not None or \
+                tensor.dim() == 0:
+            return {}
+        sizes = tuple(tensor.shape)
+        marked = dict(getattr(tensor, _DYNAMIC_MARK, {}))
+        static = getattr(tensor, _STATIC_MARK, frozenset())
+        if self.dynamic:
+            chosen = set(range(len(sizes)))
+        elif self.dynamic is None and self.history is not None:
+            chosen = self.history.changed_dims(source, sizes)
+        else:
+            chosen = set()
+        chosen |= set(marked)
+        return {dim: marked.get(dim, (None, None)) for dim in sorted(chosen)
+                if dim not in static and sizes[dim] >= 2}
+
+    def number(self, value: int, source: Source) -> bool:
+        """Whether an int argument of the frame is traced as a symbol (automatic dynamic: it
+        changed since an earlier compile; `dynamic=True`: always). 0 and 1 never are."""
+        if type(value) is not int or self.dynamic is False:
+            return False
+        changed = self.dynamic is None and self.history is not None and \
+            bool(self.history.changed_dims(source, (value,)))  # recorded whatever the value
+        return value >= 2 and (bool(self.dynamic) or changed)
+
+
+STATIC = DimensionPolicy(False, None)
+"""The policy of a trace that specialises every size (no marks are honoured: tests, tools)."""

@@ -24,30 +24,34 @@ from tests.fuzz.tree import PREAMBLE
 
 EAGER_SEEDS = range(0, 120)
 INDUCTOR_SEEDS = range(1000, 1008)
+# programs whose calls sweep the batch size (--dynamic): 5-7 calls each, a compile per size
+# until symbolic sizes land, so a smaller budget
+DYNAMIC_EAGER_SEEDS = range(2000, 2024)
+DYNAMIC_INDUCTOR_SEEDS = range(3000, 3004)
 
 # (backend, seed) -> the open FINDINGS.md entry it hits. Remove an entry when its bug is fixed.
 KNOWN_OPEN: dict = {}
 
 
-def _run(backend: str, seeds) -> Summary:
-    options = Options(backend=backend, jobs=2, timeout=300.0)
+def _run(backend: str, seeds, dynamic: str = "off") -> Summary:
+    options = Options(backend=backend, jobs=2, timeout=300.0, dynamic=dynamic)
     summary = Summary(backend)
     chosen = [seed for seed in seeds if (backend, seed) not in KNOWN_OPEN]
     campaign.run_seeds(chosen, options, summary.add)
     return summary
 
 
-def _report(summary: Summary, backend: str) -> str:
+def _report(summary: Summary, backend: str, dynamic: str = "off") -> str:
     lines = [summary.text()]
     for kind, seeds in summary.by_kind().items():
         first = next(o for o in summary.failures() if o["seed"] == min(seeds))
         outcome = Outcome(**{k: v for k, v in first.items()
                              if k in {f.name for f in dataclasses.fields(Outcome)}})
-        options = Options(backend=backend, jobs=1, timeout=300.0)
+        options = Options(backend=backend, jobs=1, timeout=300.0, dynamic=dynamic)
         program, last, _ = campaign.minimize_outcome(outcome, options, max_trials=120,
                                                      max_seconds=240, log=lambda text: None)
         lines.append(f"\n--- {kind}: seed {outcome.seed}, minimized ---\n"
-                     f"{repro.render(program, backend, last)}")
+                     f"{repro.render(program, backend, last, dynamic=dynamic)}")
     return "\n".join(lines)
 
 
@@ -57,6 +61,45 @@ def test_generated_programs_agree_with_eager(backend, seeds):
     summary = _run(backend, seeds)
     assert not summary.invalid(), f"the fuzzer generated invalid programs:\n{summary.text()}"
     assert not summary.failures(), _report(summary, backend)
+
+
+@pytest.mark.parametrize("backend, seeds, dynamic", [
+    ("eager", DYNAMIC_EAGER_SEEDS, "true"), ("inductor", DYNAMIC_INDUCTOR_SEEDS, "auto")])
+def test_programs_with_changing_sizes_agree_with_eager(backend, seeds, dynamic):
+    """`--dynamic`: every call changes the batch size (1, primes, up to 64), call by call
+    against eager, under dynamic=True (eager backend) and automatic dynamic (inductor)."""
+    summary = _run(backend, seeds, dynamic)
+    assert not summary.invalid(), f"the fuzzer generated invalid programs:\n{summary.text()}"
+    assert not summary.failures(), _report(summary, backend, dynamic)
+
+
+def test_a_size_sweep_changes_the_batch_size_and_off_changes_nothing():
+    from tests.fuzz.inputs import SWEEP_PRIMES, size_sweep
+    sweeping = grammar.Settings.from_options(size_sweep=True)
+    for seed in range(30):
+        plain, swept = generate(seed), generate(seed, sweeping)
+        assert plain.source().split("CALLS =")[0] == swept.source().split("CALLS =")[0]
+        notes = [call.note for call in swept.calls[1:]]
+        assert all(note.startswith("N=") for note in notes), notes
+        assert 5 <= len(swept.calls) <= 7
+    import random
+    for seed in range(200):
+        sizes = size_sweep(random.Random(seed), 3, 6)
+        assert sizes[0] == 3 and len(sizes) == 6 and set(sizes) & set(SWEEP_PRIMES), sizes
+        assert sum(a != b for a, b in zip(sizes, sizes[1:])) >= 1, sizes
+
+
+def test_the_dynamic_mode_reaches_the_jit_call(monkeypatch):
+    import dynamo
+    from tests.fuzz.execution import backend
+    seen = []
+    monkeypatch.setattr(dynamo, "jit", lambda fn, **options: seen.append(options) or fn)
+    for mode in ("off", "auto", "true", "false"):
+        backend("eager", mode).wrap(lambda x: x)
+    assert seen == [{"backend": "eager"}, {"backend": "eager", "dynamic": None},
+                    {"backend": "eager", "dynamic": True}, {"backend": "eager", "dynamic": False}]
+    assert Options(dynamic="true").worker_args()[-2:] == ["--dynamic", "true"]
+    assert Options().key() != Options(dynamic="auto").key()
 
 
 # -- the fuzzer itself ----------------------------------------------------------------------------

@@ -16,6 +16,10 @@ Stages, in the order data flows (one module each):
 Calls are dispatched on grad mode, autocast state and which inputs require grad: each
 combination gets its own compiled variant (compiled when first seen). Without grad mode, or
 with nothing to differentiate, a forward-only graph is traced (`joint.trace_inference`).
+
+Symbolic sizes (`symbols`): where the graph's placeholders carry fakes with symbolic sizes,
+every stage traces in the graph's fake mode, so the joint, forward and backward graphs are
+symbolic and one variant (one backward) serves every size the ShapeEnv's guards admit.
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from inductor.autograd.runtime import (InferenceVariant, TrainingVariant,
                                        output_strides)
 from inductor.autograd.signature import (SharedInputWrites, UnsupportedGraph, analyze,
                                          lift_attributes)
+from inductor.autograd.symbols import GuardedVariant, SymbolicInputs, added_guards
 from inductor.aliasing import UnsupportedGraph as InexpressibleWrites
 from inductor.decompose import check_state_calls, refuse_inexpressible_writes
 from inductor.runtime.compiled_graph import StoragePattern
@@ -63,6 +68,10 @@ class CompiledTraining:
         self.input_count = len(example_inputs)
         self.writes_inputs = False   # set when a variant finds a write into an input
         self.grad_mode_after = check_state_calls(gm)
+        # symbolic sizes (the front end's contract, issue 23): traced in the graph's fake
+        # mode, so that one variant serves every size the ShapeEnv's guards admit
+        self.symbolic = SymbolicInputs.of(self.lifted.module)
+        self.sizes = self.symbolic.symbolic_positions() if self.symbolic else frozenset()
         arguments = list(example_inputs) + self.lifted.fetch(gm)
         self._variant(arguments)
 
@@ -70,9 +79,11 @@ class CompiledTraining:
         """Global state, which inputs require grad, the values of non-tensor inputs (they
         are constants in the traced graphs), and for graphs writing into an input, which
         inputs share a storage (functionalization assumed the compile-time sharing)."""
+        sizes = self.sizes
         key = (GlobalState.current(),
-               tuple(a.requires_grad if isinstance(a, torch.Tensor) else _constant_key(a)
-                     for a in arguments))
+               tuple(a.requires_grad if isinstance(a, torch.Tensor) else
+                     "size" if position in sizes else _constant_key(a)
+                     for position, a in enumerate(arguments)))
         if self.writes_inputs:
             key += (StoragePattern.sharing(arguments),)
         return key
@@ -91,6 +102,7 @@ class CompiledTraining:
 
     def _variant(self, arguments: list) -> Callable:
         key = self._key(arguments)
+        guards = len(self.symbolic.shape_env.guards) if self.symbolic else 0
         try:
             variant = self._compile_variant(key, arguments)
         except SharedInputWrites as reason:
@@ -105,16 +117,33 @@ class CompiledTraining:
             log.warning("training compilation runs this graph eagerly: its shapes or control "
                         "flow depend on tensor values (%s)", type(error).__name__)
             variant = EagerVariant(self.lifted.module)
+        if self.variants and self.symbolic is not None:
+            variant = self._guarded(variant, guards)
         # The key again: compiling may have found that the graph writes into an input,
         # which makes the sharing of storages part of the key.
         self.variants[self._key(arguments)] = variant
         return variant
 
+    def _guarded(self, variant: Callable, count: int) -> Callable:
+        """A variant compiled after the first call: the guards its trace added to the
+        ShapeEnv (the front end installed those it held when the backend returned) are
+        checked at each call (`symbols.GuardedVariant`)."""
+        added = added_guards(self.symbolic.shape_env, count)
+        if not added:
+            return variant
+        log.info("training variant with symbolic sizes checks %d more guards at run time",
+                 len(added))
+        return GuardedVariant(variant, EagerVariant(self.lifted.module), added,
+                              self.symbolic.binder())
+
     def _compile_variant(self, key: tuple, arguments: list) -> Callable:
         state, requires_grad = key[:2]
         graph = self.lifted.module
         refuse_inexpressible_writes(graph, arguments)   # as the inference path does (P41)
-        signature = analyze(graph, arguments, state.autocast_context, state.grad_enabled)
+        symbolic = self.symbolic
+        binder = symbolic.binder() if symbolic is not None else None
+        signature = analyze(graph, arguments, state.autocast_context, state.grad_enabled,
+                            symbolic)
         if signature.mutated_inputs and not self.writes_inputs:
             self.writes_inputs = True
         # Outputs that need a backward exist wherever the graph computes from inputs that
@@ -122,7 +151,8 @@ class CompiledTraining:
         training = (any(flag is True for flag in requires_grad)
                     and signature.tangent_count > 0 and signature.differentiable_inputs)
         if training:
-            joint = trace_joint(graph, signature, arguments, state, self.decompositions)
+            joint = trace_joint(graph, signature, arguments, state, self.decompositions,
+                                symbolic)
             parts = partition(joint, signature.mutated_inputs)
             log.debug("partitioned: %s", parts.describe())
             saved = range(parts.function_output_count, len(output_strides(parts.forward)))
@@ -130,12 +160,14 @@ class CompiledTraining:
                                      function_output_strides(signature))
             variant = TrainingVariant(signature, parts, compiled, self.compile_inner,
                                       joint.versions, joint.inputs_reached,
-                                      joint.output_groups, joint.freeing_groups)
+                                      joint.output_groups, joint.freeing_groups, binder,
+                                      symbolic.shape_env if symbolic is not None else None)
         else:
-            traced = trace_inference(graph, signature, arguments, state, self.decompositions)
+            traced = trace_inference(graph, signature, arguments, state, self.decompositions,
+                                     symbolic)
             variant = InferenceVariant(signature, compile_graph(
                 self.compile_inner, traced, list(arguments), (),
-                function_output_strides(signature)))
+                function_output_strides(signature)), binder)
         return variant
 
 

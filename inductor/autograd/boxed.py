@@ -17,6 +17,8 @@ from typing import Any, Sequence
 import torch
 import torch.fx
 
+from inductor.autograd.symbols import expected_strides, stride_rule
+
 
 class _ListArgumentCodeGen(torch.fx.graph.CodeGen):
     """FX code generation with a `forward(self, arguments)` header that unpacks and clears."""
@@ -50,25 +52,41 @@ def run_graph(aten_graph: torch.fx.GraphModule, example_inputs: Sequence[Any]):
 class StridedGraphRunner:
     """`run_graph`'s list-taking runner whose outputs are copied to the traced strides where
     an eager kernel returned others (what a `compile_inner` that ran a graph as is returns, but
-    freeing each input at its last use). Carries the inner compiler's `report`."""
+    freeing each input at its last use). Carries the inner compiler's `report`. Symbolic
+    strides (of a dense layout) are checked as the order of the dims (`symbols.stride_rule`)."""
 
     takes_argument_list = True
 
     def __init__(self, graph: torch.fx.GraphModule, example_inputs: Sequence[Any],
                  output_strides: Sequence, report: Any = None):
         self.run = run_graph(graph, example_inputs)
-        self.strides = list(output_strides)
+        sizes = _output_sizes(graph)
+        sizes += [None] * (len(output_strides) - len(sizes))
+        self.strides = [stride_rule(size, stride)
+                        for size, stride in zip(sizes, output_strides)]
         self.report = report
 
     def __call__(self, arguments: list) -> list:
         results = list(self.run(arguments))
-        for position, stride in enumerate(self.strides):
+        for position, rule in enumerate(self.strides):
             value = results[position]
-            if stride is not None and isinstance(value, torch.Tensor) and \
-                    not _same_layout(value, stride):
+            if rule is None or not isinstance(value, torch.Tensor):
+                continue
+            stride = expected_strides(rule, value.shape)
+            if not _same_layout(value, stride):
                 results[position] = torch.empty_strided(
                     value.shape, stride, dtype=value.dtype, device=value.device).copy_(value)
         return results
+
+
+def _output_sizes(graph: torch.fx.GraphModule) -> list:
+    """The traced sizes of each output of `graph` (None for non-tensors)."""
+    output_node = next(node for node in reversed(graph.graph.nodes) if node.op == "output")
+    sizes = []
+    for value in output_node.args[0]:
+        fake = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+        sizes.append(tuple(fake.shape) if isinstance(fake, torch.Tensor) else None)
+    return sizes
 
 
 def _same_layout(value: torch.Tensor, stride: Sequence[int]) -> bool:

@@ -32,6 +32,7 @@ from inductor.autograd.global_state import GlobalState, autocast_off
 from inductor.autograd.functional import (fake_mode, from_functional, functionalization,
                                           to_functional)
 from inductor.autograd.signature import GraphSignature
+from inductor.autograd.symbols import SymbolicInputs
 from inductor.autograd.versions import SavedTensorLog, VersionPlan
 from inductor.graph_calls import hookless
 
@@ -130,14 +131,26 @@ def _tangents(mode, signature: GraphSignature) -> list[torch.Tensor]:
                 for output in signature.function_outputs if output.differentiable]
 
 
-def trace_joint(gm: torch.fx.GraphModule, signature: GraphSignature, inputs: Sequence[Any],
-                state: GlobalState, decompositions: dict) -> JointGraph:
-    """Trace forward and backward of `gm` into one functional ATen graph (see module doc)."""
+def _trace_mode(inputs: Sequence[Any], symbolic: Optional[SymbolicInputs]):
+    """(a context entering the fake mode to trace in, the primals to trace with): a fresh
+    mode and fakes of `inputs`, or for symbolic sizes the graph's mode and fakes."""
+    if symbolic is not None:
+        return symbolic.tracing(), symbolic.fakes(inputs), symbolic.mode
     mode = fake_mode()
-    primals = _fake_arguments(mode, inputs)
+    return mode, _fake_arguments(mode, inputs), mode
+
+
+def trace_joint(gm: torch.fx.GraphModule, signature: GraphSignature, inputs: Sequence[Any],
+                state: GlobalState, decompositions: dict,
+                symbolic: Optional[SymbolicInputs] = None) -> JointGraph:
+    """Trace forward and backward of `gm` into one functional ATen graph (see module doc).
+    With `symbolic`, in the graph's fake mode: the joint graph's sizes are symbolic (its
+    `SymInt` values are nodes: `sym_size`, arithmetic on them), and every assumption the
+    trace makes about them is a guard of the graph's ShapeEnv."""
+    context, primals, mode = _trace_mode(inputs, symbolic)
     tangents = _tangents(mode, signature)
     joint = _joint_function(gm, signature, state)
-    with mode, LstmAsGates():
+    with context, LstmAsGates():
         traced = make_fx(joint, decomposition_table=decompositions)(primals, tangents)
     output_node = next(node for node in traced.graph.nodes if node.op == "output")
     flat_outputs = list(output_node.args[0])
@@ -249,11 +262,12 @@ def _inference_function(gm: torch.fx.GraphModule, signature: GraphSignature,
 
 def trace_inference(gm: torch.fx.GraphModule, signature: GraphSignature,
                     inputs: Sequence[Any], state: GlobalState,
-                    decompositions: dict) -> torch.fx.GraphModule:
-    """Trace `gm` without autograd into a functional ATen graph of the function outputs."""
-    mode = fake_mode()
-    primals = _fake_arguments(mode, inputs)
-    with mode:
+                    decompositions: dict,
+                    symbolic: Optional[SymbolicInputs] = None) -> torch.fx.GraphModule:
+    """Trace `gm` without autograd into a functional ATen graph of the function outputs
+    (`symbolic`: as for `trace_joint`)."""
+    context, primals, _ = _trace_mode(inputs, symbolic)
+    with context:
         traced = make_fx(_inference_function(gm, signature, state),
                          decomposition_table=decompositions)(primals)
     output_node = next(node for node in traced.graph.nodes if node.op == "output")

@@ -23,6 +23,7 @@ import torch
 from inductor.autograd.global_state import autocast_off, current_autocast
 from inductor.autograd.partition.absent import without_unused_saved
 from inductor.autograd.signature import TensorMeta
+from inductor.autograd.symbols import is_symbolic
 from inductor.autograd.version_messages import name_outputs
 from inductor.autograd.versions import (INPUT, OUTPUT, CallVersions, ModifiedSavedInput,
                                         caller_hooks_active, check, check_saved_inputs)
@@ -97,6 +98,8 @@ class CompiledNodes:
                                   if flag]
         self.tangent_metas = [signature.function_outputs[position].meta
                               for position in self.tangent_positions]
+        # symbolic sizes: zeros for a missing gradient take the call's output sizes
+        self.symbolic_tangents = any(is_symbolic(meta.size) for meta in self.tangent_metas)
         self.plan = variant.versions
         self.bumped_outputs = output_bumps(signature)
         self.output_memory = [(index, position) for index, position
@@ -212,6 +215,7 @@ def _make_function(nodes: CompiledNodes, group: _Group) -> type:
     bumps = [output.version_bumps for output in signature.function_outputs]
     count, positions, saved = nodes.count, group.positions, group.saved
     tangent_positions, tangent_metas = nodes.tangent_positions, nodes.tangent_metas
+    symbolic_tangents = nodes.symbolic_tangents
     fresh = [nodes.fresh[index] for index in saved]
     output_memory = [(saved.index(index), position) for index, position in nodes.output_memory
                      if index in saved]
@@ -221,6 +225,9 @@ def _make_function(nodes: CompiledNodes, group: _Group) -> type:
         @staticmethod
         def forward(ctx, call, *primals):
             ctx.versions = call.versions
+            if symbolic_tangents:
+                ctx.tangent_sizes = [call.outputs[position].shape
+                                     for position in tangent_positions]
             name_outputs(ctx, plan, positions)   # eager's node names, for later graphs' checks
             _save(ctx, [call.values[index] for index in saved], fresh, output_memory,
                   call.outputs, saved, group.frees)
@@ -252,9 +259,10 @@ def _make_function(nodes: CompiledNodes, group: _Group) -> type:
                     _check_saved_outputs(ctx.saved_outputs, backward.uses)))
             # A backward reading no saved value unpacks none (it may run again, as eager's
             # nodes that save nothing may: see the module doc).
-            kept = dict(zip(saved, ctx.saved_tensors)) if backward.kept else {}
+            kept = dict(zip(saved, _unpack(ctx, len(saved)))) if backward.kept else {}
             arguments = _backward_arguments([kept[index] for index in backward.kept],
-                                            tangents, tangent_metas, backward.zeros_for)
+                                            tangents, tangent_metas, backward.zeros_for,
+                                            getattr(ctx, "tangent_sizes", None))
             del kept
             if hasattr(ctx, "maybe_clear_saved_tensors"):
                 ctx.maybe_clear_saved_tensors()   # free them early unless retain_graph
@@ -294,17 +302,30 @@ def _input_gradients(gradients: Sequence, grads: Sequence, reached: Sequence,
                  for index, position in enumerate(grad_of_input))
 
 
-def _backward_arguments(saved: Sequence[torch.Tensor], tangents: Sequence[Any],
-                        metas: Sequence[TensorMeta], zeros_for: frozenset) -> list:
+def _backward_arguments(saved: Sequence[Any], tangents: Sequence[Any],
+                        metas: Sequence[TensorMeta], zeros_for: frozenset,
+                        sizes: Optional[Sequence] = None) -> list:
     """The saved values, then per tangent position its gradient, zeros where it did not
-    arrive and `zeros_for` holds it, nothing where it did not arrive otherwise."""
+    arrive and `zeros_for` holds it, nothing where it did not arrive otherwise. `sizes`: the
+    call's output sizes per tangent, for graphs with symbolic sizes (the metas' are symbols)."""
     arguments = list(saved)
     for position, (grad, meta) in enumerate(zip(tangents, metas)):
         if grad is not None:
             arguments.append(grad.contiguous())
         elif position in zeros_for:
-            arguments.append(torch.zeros(meta.size, dtype=meta.dtype, device=meta.device))
+            size = meta.size if sizes is None else sizes[position]
+            arguments.append(torch.zeros(size, dtype=meta.dtype, device=meta.device))
     return arguments
+
+
+def _unpack(ctx: Any, count: int) -> list:
+    """The `count` values `_save` saved, in order: tensors from autograd's saved tensors,
+    sizes (ints, of graphs with symbolic sizes) from `ctx.numbers`."""
+    numbers = ctx.numbers
+    if not numbers:
+        return list(ctx.saved_tensors)
+    tensors = iter(ctx.saved_tensors if len(numbers) < count else ())
+    return [numbers[index] if index in numbers else next(tensors) for index in range(count)]
 
 
 def _save(ctx: Any, values: list, fresh: Sequence[bool], output_memory: Sequence[tuple],
@@ -322,7 +343,8 @@ def _save(ctx: Any, values: list, fresh: Sequence[bool], output_memory: Sequence
     `ctx.saved_outputs`: (saved position, output position, a weak reference to the output,
     its version now) per output whose memory is saved. `frees`: eager's history saves
     tensors; where nothing else is saved, an empty token is, so that autograd frees it
-    after a backward and a second one raises as eager's."""
+    after a backward and a second one raises as eager's. Sizes saved (ints: graphs with
+    symbolic sizes) are kept in `ctx.numbers` (`_unpack`)."""
     fresh = list(fresh)
     ctx.saved_outputs = []
     for index, position in output_memory:
@@ -332,7 +354,11 @@ def _save(ctx: Any, values: list, fresh: Sequence[bool], output_memory: Sequence
             ctx.saved_outputs.append((indices[index], position, weakref.ref(output),
                                       version_of(output)))
     saved = [value.data if flag else unviewed(value) for value, flag in zip(values, fresh)]
-    ctx.save_for_backward(*(saved or ([torch.empty(0)] if frees else [])))
+    # sizes (ints, for graphs with symbolic sizes) are kept aside: autograd saves tensors
+    ctx.numbers = {index: value for index, value in enumerate(saved)
+                   if not isinstance(value, torch.Tensor)}
+    tensors = [value for value in saved if isinstance(value, torch.Tensor)]
+    ctx.save_for_backward(*(tensors or ([torch.empty(0)] if frees else [])))
 
 
 def _check_saved_outputs(saved_outputs: Sequence[tuple], uses: frozenset) -> None:

@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterable, Optional
 import torch
 import torch.fx
 
+from inductor.autograd.symbols import is_symbolic
+
 
 @dataclasses.dataclass(frozen=True)
 class RebuiltView:
@@ -106,8 +108,9 @@ class OutputViews:
             base = _view_base(value)
             view, fake_base = _fake(value), _fake(base)
             if (len(bases[base]) != 1 or base in mutated or base.op not in
-                    ("placeholder", "call_function") or not _same_storage(view, fake_base)):
-                continue
+                    ("placeholder", "call_function") or not _same_storage(view, fake_base)
+                    or is_symbolic(view) or is_symbolic(fake_base)):
+                continue   # (symbolic geometry: left to the compiled graph)
             chosen[position] = base
         return chosen
 

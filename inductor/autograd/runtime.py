@@ -16,6 +16,7 @@ outputs as views of their bases, so aliasing and in-place semantics match eager.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import math
@@ -24,13 +25,16 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from torch.utils import _pytree as pytree
 
-from inductor.autograd.boxed import StridedGraphRunner
+from inductor.autograd.boxed import StridedGraphRunner, run_graph
 from inductor.autograd.nodes import (Backward, CompiledNodes, bump_versions, output_bumps,
                                      run_without_autocast, unviewed, version_of)
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.partition.absent import without_tangents
 from inductor.autograd.signature import (GraphSignature, OutputInfo, OutputKind, TensorMeta,
                                          ViewHistory)
+from inductor.autograd.symbols import (Binder, GuardedVariant, added_guards,
+                                       expected_strides, is_symbolic, stride_rule)
+from inductor.runtime import fallbacks
 from inductor.autograd.versions import VersionPlan, name_node, set_versions
 
 log = logging.getLogger("framejit.training")
@@ -61,12 +65,21 @@ def list_callable(compiled: Callable) -> Callable:
 
 def output_strides(graph: torch.fx.GraphModule) -> list:
     """The traced strides of each output of `graph` (None for non-tensors)."""
+    return [None if fake is None else tuple(fake.stride()) for fake in _output_fakes(graph)]
+
+
+def output_sizes(graph: torch.fx.GraphModule) -> list:
+    """The traced sizes of each output of `graph` (None for non-tensors)."""
+    return [None if fake is None else tuple(fake.shape) for fake in _output_fakes(graph)]
+
+
+def _output_fakes(graph: torch.fx.GraphModule) -> list:
     output_node = next(node for node in reversed(graph.graph.nodes) if node.op == "output")
-    strides = []
+    fakes = []
     for value in output_node.args[0]:
         fake = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
-        strides.append(tuple(fake.stride()) if isinstance(fake, torch.Tensor) else None)
-    return strides
+        fakes.append(fake if isinstance(fake, torch.Tensor) else None)
+    return fakes
 
 
 def compile_graph(compile_inner: Callable, graph: torch.fx.GraphModule,
@@ -89,7 +102,7 @@ def compile_graph(compile_inner: Callable, graph: torch.fx.GraphModule,
         compiled = compile_inner(graph, example_inputs)
         if not any(stride is not None for stride in eager_strides):
             return compiled
-        return WithEagerLayout(compiled, eager_strides)
+        return WithEagerLayout(compiled, eager_strides, output_sizes(graph))
     views = OutputViews(graph, view_positions)
     strides = output_strides(views.graph)
     for position, stride in enumerate(eager_strides):
@@ -117,15 +130,20 @@ def function_output_strides(signature: GraphSignature) -> list:
 
 class WithEagerLayout:
     """A compiled graph (of a `compile_inner` that takes no strides) whose outputs are copied
-    to eager's strides where they come back laid out otherwise."""
+    to eager's strides where they come back laid out otherwise. Symbolic strides (of a dense
+    layout) are checked as the order of the dims (`symbols.stride_rule`)."""
 
     takes_argument_list = True
 
-    def __init__(self, compiled: Callable, eager_strides: Sequence):
+    def __init__(self, compiled: Callable, eager_strides: Sequence, sizes: Sequence = ()):
         self.compiled = compiled
         self.run = list_callable(compiled)
-        self.strides = [(position, tuple(stride)) for position, stride
-                        in enumerate(eager_strides) if stride is not None]
+        sizes = list(sizes) + [None] * (len(eager_strides) - len(sizes))
+        self.strides = [(position, stride_rule(size, stride))
+                        for position, (stride, size) in enumerate(zip(eager_strides, sizes))
+                        if stride is not None]
+        self.strides = [(position, rule) for position, rule in self.strides
+                        if rule is not None]
 
     @property
     def report(self):
@@ -134,9 +152,12 @@ class WithEagerLayout:
 
     def __call__(self, arguments: list) -> list:
         results = list(self.run(arguments))
-        for position, stride in self.strides:
+        for position, rule in self.strides:
             value = results[position]
-            if isinstance(value, torch.Tensor) and value.numel() > 1 and any(
+            if not isinstance(value, torch.Tensor):
+                continue
+            stride = expected_strides(rule, value.shape)
+            if value.numel() > 1 and any(
                     size != 1 and actual != wanted for size, actual, wanted
                     in zip(value.shape, value.stride(), stride)):
                 results[position] = torch.empty_strided(
@@ -173,10 +194,15 @@ class Epilogue:
     and device under `no_grad`: a few multi-tensor kernels on GPUs instead of one copy each
     (ResNet-50 has 159; a list mixing dtypes would copy one by one). Their memory is disjoint:
     `signature.analyze` refuses graphs that write into inputs sharing a storage. Updates
-    autograd records stay `copy_` calls, after those."""
+    autograd records stay `copy_` calls, after those.
 
-    def __init__(self, signature: GraphSignature):
+    With symbolic sizes (`binder`: the graph's symbols bound from the call's inputs), the
+    geometry of views and the sizes the graph returns are evaluated per call."""
+
+    def __init__(self, signature: GraphSignature, binder: Optional[Binder] = None):
         self.signature = signature
+        self.binder = binder if binder is not None and any(
+            _symbolic_output(output) for output in signature.outputs) else None
         groups: dict = {}
         self.recorded = []
         for position, output in enumerate(signature.function_outputs):
@@ -222,7 +248,8 @@ class Epilogue:
         if self.versions_set:
             set_versions(tensors, eager_versions)
         flat = []
-        for output in self.outputs:
+        outputs = self.outputs if self.binder is None else self._concrete(arguments)
+        for output in outputs:
             kind = output.kind
             if kind is OutputKind.COMPUTED:
                 flat.append(function_outputs[output.base])
@@ -235,6 +262,34 @@ class Epilogue:
             else:
                 flat.append(output.value)
         return pytree.tree_unflatten(flat, self.spec)
+
+    def _concrete(self, arguments: Sequence) -> list:
+        """The outputs' infos with their sizes, strides and offsets for this call."""
+        binder = self.binder
+        bound = binder.bind(arguments)
+        concrete = []
+        for output in self.outputs:
+            if _symbolic_output(output):
+                meta = output.meta
+                if meta is not None:
+                    meta = dataclasses.replace(
+                        meta, size=binder.evaluate(meta.size, bound),
+                        stride=binder.evaluate(meta.stride, bound),
+                        storage_offset=binder.evaluate(meta.storage_offset, bound))
+                output = dataclasses.replace(
+                    output, meta=meta, base_offset=binder.evaluate(output.base_offset, bound),
+                    value=binder.evaluate(output.value, bound)
+                    if is_symbolic(output.value) else output.value)
+            concrete.append(output)
+        return concrete
+
+
+def _symbolic_output(output: OutputInfo) -> bool:
+    """Whether an output's geometry or value (a size the graph returns) is symbolic."""
+    meta = output.meta
+    return is_symbolic(output.value) or is_symbolic(output.base_offset) or (
+        meta is not None and (is_symbolic(meta.size) or is_symbolic(meta.stride)
+                              or is_symbolic(meta.storage_offset)))
 
 
 def _output_view(base: torch.Tensor, output: OutputInfo) -> torch.Tensor:
@@ -266,10 +321,11 @@ def _output_view(base: torch.Tensor, output: OutputInfo) -> torch.Tensor:
 class InferenceVariant:
     """A compiled forward-only graph and its epilogue (calls with no gradient to compute)."""
 
-    def __init__(self, signature: GraphSignature, compiled: Callable):
+    def __init__(self, signature: GraphSignature, compiled: Callable,
+                 binder: Optional[Binder] = None):
         self.compiled = compiled
         self.run = list_callable(compiled)
-        self.epilogue = Epilogue(signature)
+        self.epilogue = Epilogue(signature, binder)
         self.output_bumps = output_bumps(signature)
 
     def __call__(self, arguments: list) -> Any:
@@ -292,7 +348,8 @@ class TrainingVariant:
     def __init__(self, signature: GraphSignature, partition, compiled_forward: Callable,
                  compile_inner: Callable, versions: VersionPlan = VersionPlan(()),
                  inputs_reached: Sequence = (), output_groups: Sequence = (),
-                 freeing_groups: Sequence = ()):
+                 freeing_groups: Sequence = (), binder: Optional[Binder] = None,
+                 shape_env: Any = None):
         self.signature = signature
         self.versions = versions
         self.inputs_reached = tuple(inputs_reached)
@@ -304,7 +361,8 @@ class TrainingVariant:
         # (the absent tangents of the group's own backward, the absent ones) -> backward
         self.backwards: dict = {}
         self.compile_inner = compile_inner
-        self.epilogue = Epilogue(signature)
+        self.shape_env = shape_env   # symbolic sizes: the guards a backward's compile adds
+        self.epilogue = Epilogue(signature, binder)
         self.differentiable = [output.differentiable for output in signature.function_outputs]
         self.nodes = CompiledNodes(self, output_groups, freeing_groups)
 
@@ -343,17 +401,41 @@ class TrainingVariant:
         if backward.run is None:
             log.debug("compiling backward graph:\n%s", backward.graph.code)
             graph = backward.graph
+            guards = len(self.shape_env.guards) if self.shape_env is not None else 0
             compiled = compile_graph(self.compile_inner, graph, list(example),
                                      range(len(output_strides(graph))))
             if self.compiled_backward is None:
                 self.compiled_backward = compiled
             self.compiled_backwards.append(compiled)
             backward.run = list_callable(compiled)
+            if self.shape_env is not None and len(self.shape_env.guards) > guards:
+                backward.run = _guarded_backward(graph, example, backward.run,
+                                                 added_guards(self.shape_env, guards))
         return backward.run
 
     def run_backward(self, backward: Backward, arguments: list) -> list:
         """Run (compiling it first if need be) `backward` outside frame capture."""
         return outside_capture(_compile_and_run_backward)(self, backward, arguments)
+
+
+def _guarded_backward(graph: torch.fx.GraphModule, example: list, run: Callable,
+                      guards: list) -> Callable:
+    """A backward compiled after the front end read the ShapeEnv's guards, whose compile
+    added some (`compile_inner` specialised a size): checked per call, the graph run as is
+    (op by op, for every size) where they fail; where the backward's inputs do not bind
+    their symbols, always run as is. Either way a counted fallback."""
+    binder = Binder([node.meta.get("val") for node in graph.graph.nodes
+                     if node.op == "placeholder"])
+    as_is = run_graph(graph, example)
+    if not binder.covers(guards):
+        reason = ("training graph with symbolic sizes: the backward's compile specialised "
+                  "sizes the backward's inputs do not give; it runs op by op")
+        log.warning("%s", reason)
+        fallbacks.record("unsupported", reason)
+        return as_is
+    return GuardedVariant(run, as_is, guards, binder,
+                          "training graph with symbolic sizes: the backward's compile "
+                          "specialised sizes; other sizes run op by op")
 
 
 def _identity(function: Callable) -> Callable:

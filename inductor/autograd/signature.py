@@ -33,6 +33,7 @@ from torch.utils import _pytree as pytree
 from inductor.autograd.functional import (fake_mode, functionalization, has_data_mutation,
                                           has_metadata_mutation,
                                           mutations_hidden_from_autograd, to_functional)
+from inductor.autograd.symbols import SymbolicInputs
 from inductor.autograd.version_messages import node_name
 from inductor.eager_run import eager_run, replayable
 from inductor.graph_calls import hookless
@@ -63,8 +64,10 @@ class TensorMeta:
     @staticmethod
     def of(tensor: torch.Tensor) -> "TensorMeta":
         """The metadata of `tensor` (a real or fake tensor)."""
+        offset = tensor.storage_offset()   # (a SymInt stays one: int() would guard on it)
         return TensorMeta(tuple(tensor.size()), tuple(tensor.stride()),
-                          int(tensor.storage_offset()), tensor.dtype, tensor.device)
+                          offset if isinstance(offset, torch.SymInt) else int(offset),
+                          tensor.dtype, tensor.device)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -276,18 +279,21 @@ def _storage_key(tensor: torch.Tensor) -> int:
 
 def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
             autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-            grad_enabled: bool = True) -> GraphSignature:
+            grad_enabled: bool = True, symbolic: Optional[SymbolicInputs] = None
+            ) -> GraphSignature:
     """Run `gm` on functional wrappers of fake copies of `inputs` (entering with grad mode
     `grad_enabled`, which the graph's own `no_grad`/`enable_grad` regions switch; inside
     `autocast()`), and describe its mutations and outputs. Raises `UnsupportedGraph` when the
-    graph changes an input's sizes, strides or storage in place."""
-    mode = fake_mode()
+    graph changes an input's sizes, strides or storage in place. With `symbolic` (a graph
+    with symbolic sizes), the fakes are its placeholders' and the metas symbolic."""
+    mode = fake_mode() if symbolic is None else None
     # Detached outside the fake mode: inside it, `detach()` of a real input returns a fake
     # tensor sharing the input's version counter, and each write traced below bumped the
     # caller's tensor (`x._version` 2 higher after a first call writing into `x` twice).
-    fakes = [mode.from_tensor(value.detach()) if isinstance(value, torch.Tensor) else value
-             for value in inputs]
-    with mode, functionalization():
+    fakes = symbolic.fakes(inputs) if symbolic is not None else [
+        mode.from_tensor(value.detach()) if isinstance(value, torch.Tensor) else value
+        for value in inputs]
+    with _tracing(mode, symbolic), functionalization():
         arguments = []
         for value, fake in zip(inputs, fakes):
             wrapped = to_functional(fake)
@@ -314,10 +320,15 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
     # after the functional run, whose refusals (`UnsupportedGraph`) come first
     eager_flat, eager_inputs = _eager_layouts(
         gm, inputs, autocast, grad_enabled,
-        {index for index, info in enumerate(input_infos) if info.mutates_data})
-    with mode, functionalization():
+        {index for index, info in enumerate(input_infos) if info.mutates_data}, symbolic)
+    with _tracing(mode, symbolic), functionalization():
         outputs = _classify_outputs(flat, arguments, eager_flat, eager_inputs, function_outputs)
     return GraphSignature(tuple(input_infos), tuple(outputs), tuple(function_outputs), spec)
+
+
+def _tracing(mode: Any, symbolic: Optional[SymbolicInputs]):
+    """The fake mode to run in: `mode`, or the graph's own for symbolic sizes."""
+    return mode if symbolic is None else symbolic.tracing()
 
 
 def _refuse_writes_into_shared_inputs(inputs: Sequence[Any], infos: list) -> None:
@@ -365,7 +376,8 @@ def _input_info(value: Any, argument: Any, start: int, node_before: Any) -> Inpu
 
 
 def _eager_layouts(gm: torch.fx.GraphModule, inputs: Sequence[Any], autocast: Callable,
-                   grad_enabled: bool, written: set) -> tuple[list, list]:
+                   grad_enabled: bool, written: set,
+                   symbolic: Optional[SymbolicInputs] = None) -> tuple[list, list]:
     """(the graph's flat outputs, its inputs) from a run by eager's kernels on CPU
     (`inductor/eager_run.py`; `written`: the positions of inputs the graph writes) or else on
     plain fake copies of `inputs`, as eager lays them out: the layouts of outputs, hidden bases
@@ -378,13 +390,19 @@ def _eager_layouts(gm: torch.fx.GraphModule, inputs: Sequence[Any], autocast: Ca
     input at 4, measured against the written input read at 0, was rebuilt at 11; seed 10825:
     `t1 = x.T + y @ x.T; t1.zero_()` came back with strides (2, 1), eager's (1, 2)). Nothing
     requires grad in this run (eager would refuse writes into leaves the other run clones).
-    It runs after the functional run, which passed: an error here is an internal one."""
+    It runs after the functional run, which passed: an error here is an internal one.
+    With symbolic sizes it runs on the graph's fakes (a run on the real inputs would give
+    layouts of one size only)."""
     def run(*values):
         with torch.set_grad_enabled(grad_enabled), autocast():
             return hookless(gm)(*values)
 
     detached = [value.detach() if isinstance(value, torch.Tensor) else value
                 for value in inputs]
+    if symbolic is not None:
+        fakes = symbolic.fakes(inputs)
+        with symbolic.tracing(), torch.set_grad_enabled(grad_enabled), autocast():
+            return pytree.tree_leaves(hookless(gm)(*fakes)), fakes
     real = eager_run(run, detached, written) if replayable(gm) else None
     if real is not None:
         return real[0], real[1]

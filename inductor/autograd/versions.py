@@ -28,6 +28,7 @@ import torch.fx
 from torch.utils import _pytree as pytree
 from torch.utils.weak import WeakIdKeyDictionary
 
+from inductor.autograd.symbols import known_equal
 from inductor.autograd.version_messages import (EAGER_NODE, is_compiled_node, message,
                                                 node_name, regenerated_view, which_output)
 
@@ -96,8 +97,9 @@ def name_node(tensor: torch.Tensor, name: str) -> None:
 
 
 def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return (a.shape == b.shape and a.stride() == b.stride()
-            and a.storage_offset() == b.storage_offset())
+    """(symbolic sizes compared with no guard: `symbols.known_equal`)"""
+    return (known_equal(a.shape, b.shape) and known_equal(a.stride(), b.stride())
+            and known_equal(a.storage_offset(), b.storage_offset()))
 
 
 class _Packed:

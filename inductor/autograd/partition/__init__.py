@@ -10,6 +10,10 @@ split into `in -> out` with the bytes saving it keeps alive as capacity; its use
 edges; primals and forward nodes that must not be recomputed hang off the source, nodes of the
 backward off the sink. A minimum cut is a cheapest set of values to save such that everything
 else the backward needs can be recomputed from them (see `policy` for what may be recomputed).
+
+With symbolic sizes, sizes are values like any other: a `SymInt` node the backward needs is
+saved (the forward returns it, a Python int at run time) or recomputed from saved tensors'
+sizes, whichever the cut finds cheaper; costs are taken at the traced example's sizes.
 """
 from __future__ import annotations
 
@@ -21,8 +25,10 @@ import torch.fx
 from inductor.autograd.joint import JointGraph
 from inductor.autograd.partition.mincut import FlowNetwork
 from inductor.autograd.partition.policy import (INFINITE, UNWATCHED_COST, PartitionPolicy,
-                                                is_random, is_tensor_node, may_recompute,
-                                                policy, save_cost, storage_key, value_of)
+                                                is_random, is_symbol_node, is_tensor_node,
+                                                may_recompute, policy, save_cost,
+                                                storage_bytes, storage_key, symbol_cost,
+                                                value_of)
 from inductor.autograd.partition.split import build_backward, build_forward
 
 __all__ = ["Partition", "partition", "PartitionPolicy", "policy"]
@@ -121,7 +127,8 @@ def choose_saved(joint: JointGraph, mutated_inputs: list[int],
                 node in needed_by_forward and not may_recompute(node, settings)):
             network.add_edge("source", (node, "in"), INFINITE)
         capacity = (save_cost(node, primal_storages, mutated_storages, unwatched_storages)
-                    if is_tensor_node(node) else INFINITE)
+                    if is_tensor_node(node) else symbol_cost() if is_symbol_node(node)
+                    else INFINITE)
         network.add_edge((node, "in"), (node, "out"), capacity)
         read = eager_reads.get(storage_key(value_of(node))) if is_tensor_node(node) else None
         unsafe = [user for user in node.users if user in needed_by_backward
@@ -208,12 +215,14 @@ def partition(joint: JointGraph, mutated_inputs: list[int],
     saved_computed = [node for node in saved if node not in primal_index]
     forward = build_forward(joint, saved_computed)
     backward = build_backward(joint, saved_computed, [primals[i] for i in saved_primals])
-    saved_bytes = sum(value_of(node).untyped_storage().nbytes() for node in saved_computed)
+    saved_bytes = sum(storage_bytes(value_of(node)) for node in saved_computed
+                      if is_tensor_node(node))
     input_of_storage = {storage_key(value_of(node)): index for index, node in enumerate(primals)
                         if is_tensor_node(node)}
     saved_reads = [input_of_storage.get(storage_key(value_of(node)))
                    if is_tensor_node(node) else None for node in saved_computed]
-    saved_reads += saved_primals
+    saved_reads += [index if is_tensor_node(primals[index]) else None   # (a size: no memory)
+                    for index in saved_primals]
     reads_inputs = sorted({index for index in saved_reads if index is not None})
     return Partition(forward, backward, joint.function_output_count, len(saved_computed),
                      saved_primals, joint.tangent_count, joint.grad_of_input, saved_bytes,

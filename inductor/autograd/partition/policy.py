@@ -4,7 +4,9 @@ Input: nodes of a joint ATen graph (with fake-tensor `meta["val"]`). Output: per
 the backward may recompute it and how many bytes saving it for the backward keeps alive.
 
 Recomputable: pointwise ops (the `pointwise` tag), views, cheap data movement and factories,
-and reductions whose output is not much smaller than their input. Never recomputed: random
+reductions whose output is not much smaller than their input, and sizes (`SymInt` values of
+graphs with symbolic sizes: read off a tensor, or arithmetic on sizes); saving a size costs a
+word. Costs use the traced example's sizes (`symbols.hint`), adding no guard. Never recomputed: random
 ops (the `nondeterministic_seeded` tag: recomputing would draw a different mask), matmuls,
 convolutions, attention, and every operator this module does not know (safe by default).
 """
@@ -15,6 +17,8 @@ import operator
 
 import torch
 import torch.fx
+
+from inductor.autograd.symbols import hint
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -64,10 +68,21 @@ def is_random(node: torch.fx.Node) -> bool:
             and torch.Tag.nondeterministic_seeded in target.tags)
 
 
+def is_symbol_node(node: torch.fx.Node) -> bool:
+    """Whether `node` produces a size (a SymInt: `sym_size`, arithmetic on sizes)."""
+    return isinstance(value_of(node), torch.SymInt)
+
+
 def _size_in_bytes(value) -> int:
     if not isinstance(value, torch.Tensor):
         return 0
-    return value.numel() * value.element_size()
+    return hint(value.numel()) * value.element_size()
+
+
+def storage_bytes(value: torch.Tensor) -> int:
+    """The bytes of `value`'s storage (for symbolic sizes, at the traced example's sizes:
+    a cost, never a guard)."""
+    return hint(value.untyped_storage().nbytes())
 
 
 def may_recompute(node: torch.fx.Node, settings: PartitionPolicy = policy) -> bool:
@@ -75,6 +90,9 @@ def may_recompute(node: torch.fx.Node, settings: PartitionPolicy = policy) -> bo
     if not settings.recompute or node.op != "call_function":
         return False
     target = node.target
+    if is_symbol_node(node):   # a size: read off a tensor or computed from sizes
+        return all(is_symbol_node(argument) or is_tensor_node(argument)
+                   for argument in node.all_input_nodes)
     if target is operator.getitem:
         return may_recompute(node.args[0], settings) if isinstance(node.args[0],
                                                                    torch.fx.Node) else True
@@ -117,7 +135,13 @@ def save_cost(node: torch.fx.Node, primal_storages: set[int], mutated_storages: 
     is_view = isinstance(target, torch._ops.OpOverload) and target.is_view
     if storage in primal_storages:
         return 2 if is_view or node.op != "placeholder" else 1
-    return value.untyped_storage().nbytes() + (3 if is_view else 2)
+    return storage_bytes(value) + (3 if is_view else 2)
+
+
+def symbol_cost() -> int:
+    """Saving a size (a Python int at run time) costs a word: less than any tensor, so the
+    backward takes sizes, not the tensors they were read from, where those are not saved."""
+    return 8
 
 
 INFINITE = 1 << 62

@@ -1,0 +1,315 @@
+"""The training path with symbolic sizes (issue 23): `inductor.autograd.compile_training` on
+graphs whose placeholders carry fake tensors with symbolic sizes, as the front end hands them
+to a backend (the dynamic-shapes contract). One compile serves every batch size: forward
+outputs, every gradient, updated buffers, `requires_grad`/`grad_fn` and a second backward's
+error equal eager's at sizes 2, 3, 5, 16 and 33 (traced at 4), with `compile_inner` the graph
+runner of `aot_eager` (no code generation) and inductor's `compile_aten`."""
+import copy
+import dataclasses
+import math
+
+import pytest
+import sympy
+import torch
+import torch.fx
+import torch.nn.functional as F
+from torch._guards import GuardSource, Source
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv,
+                                                   StatelessSymbolicContext)
+
+from inductor.autograd import compile_training, run_graph
+from inductor.pipeline import compile_aten
+
+SIZES = (2, 3, 5, 16, 33)
+TRACED = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class _Source(Source):
+    text: str
+
+    def name(self):
+        return self.text
+
+    def guard_source(self):
+        return GuardSource.LOCAL
+
+
+def symbolic_graph(function, inputs, dynamic):
+    """`function` traced by torch.fx, its placeholders' `example_value` fakes of `inputs`
+    from one ShapeEnv, the dims in `dynamic[i]` of input i symbolic (the contract)."""
+    environment = ShapeEnv()
+    mode = FakeTensorMode(shape_env=environment)
+    graph = torch.fx.symbolic_trace(function)
+    placeholders = [node for node in graph.graph.nodes if node.op == "placeholder"]
+    for position, (node, value) in enumerate(zip(placeholders, inputs)):
+        dims = dynamic[position] if position < len(dynamic) else ()
+        context = StatelessSymbolicContext(dynamic_sizes=[
+            DimDynamic.DYNAMIC if dim in dims else DimDynamic.STATIC
+            for dim in range(value.dim())])
+        node.meta["example_value"] = mode.from_tensor(
+            value, source=_Source(f"L['{node.name}']"), symbolic_context=context)
+    return graph, environment
+
+
+def _guards_hold(environment, fakes_and_values):
+    """Whether the ShapeEnv's guards hold for real sizes (the front end's check)."""
+    bound = {}
+    for fake, value in fakes_and_values:
+        for size, actual in zip(fake.shape, value.shape):
+            if isinstance(size, torch.SymInt):
+                bound.setdefault(size.node._expr, sympy.Integer(actual))   # (unreplaced)
+    return all(bool(guard.expr.xreplace(bound)) for guard in environment.guards)
+
+
+def _fresh(values):
+    return [value.detach().clone().requires_grad_(value.requires_grad) for value in values]
+
+
+def _check_call(compiled, function, inputs, parameters=(), tolerance=None):
+    """One call of `compiled` and of eager `function` on copies of `inputs`; compares.
+    `parameters`: (compiled's, eager's) pairs whose gradients are compared too (within
+    `tolerance`, where given: a conv bias before batch norm has a gradient of rounding
+    noise only)."""
+    eager_inputs, compiled_inputs = _fresh(inputs), _fresh(inputs)
+    expected = function(*eager_inputs)
+    actual = compiled(*compiled_inputs)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    assert len(actual) == len(expected)
+    for got, want in zip(actual, expected):
+        torch.testing.assert_close(got, want)
+        assert got.requires_grad == want.requires_grad
+        assert (got.grad_fn is None) == (want.grad_fn is None)
+        assert got.stride() == want.stride() or got.numel() <= 1
+    differentiable = [(got, want) for got, want in zip(actual, expected) if want.requires_grad]
+    torch.manual_seed(0)
+    weights = [torch.randn_like(want) for _, want in differentiable]
+    loss_compiled = sum((got * weight).sum() for (got, _), weight in zip(differentiable, weights))
+    loss_eager = sum((want * weight).sum() for (_, want), weight in zip(differentiable, weights))
+    loss_compiled.backward(retain_graph=False)
+    loss_eager.backward(retain_graph=False)
+    for got, want in zip(compiled_inputs, eager_inputs):
+        if want.requires_grad:
+            torch.testing.assert_close(got.grad, want.grad)
+    for got, want in parameters:
+        torch.testing.assert_close(got.grad, want.grad, atol=tolerance, rtol=tolerance)
+        got.grad = want.grad = None
+    with pytest.raises(RuntimeError, match="second time") as eager_error:
+        loss_eager.backward()
+    with pytest.raises(RuntimeError, match="second time") as compiled_error:
+        loss_compiled.backward()
+    assert type(compiled_error.value) is type(eager_error.value)
+
+
+def _compile_inners():
+    """`run_graph` (aot_eager's) and inductor's `compile_aten`. The latter may run symbolic
+    graphs through eager kernels while it learns symbolic sizes (a counted fallback)."""
+    return [pytest.param(run_graph, id="run_graph"),
+            pytest.param(compile_aten, id="compile_aten", marks=pytest.mark.expect_fallback(
+                "unsupported", "error", "per_size", reason="compile_aten may compile symbolic "
+                "graphs per size: the training path must still be right through that"))]
+
+
+class _FrontEnd:
+    """What the front end does with the ShapeEnv's guards after the backend returns: a call
+    whose sizes fail the guards of every compiled graph gets a new graph and compile."""
+
+    def __init__(self, function, dynamic, compile_inner):
+        self.function, self.dynamic, self.compile_inner = function, dynamic, compile_inner
+        self.entries = []
+
+    def compiled_for(self, inputs):
+        for environment, fakes, compiled in self.entries:
+            if _guards_hold(environment, zip(fakes, inputs)):
+                return compiled
+        graph, environment = symbolic_graph(self.function, inputs, self.dynamic)
+        fakes = [node.meta["example_value"] for node in graph.graph.nodes
+                 if node.op == "placeholder"]
+        compiled = compile_training(graph, inputs, self.compile_inner)
+        self.entries.append((environment, fakes, compiled))
+        return compiled
+
+
+def _run(function, make_inputs, dynamic, compile_inner, parameters=None, tolerance=None):
+    front_end = _FrontEnd(function, dynamic, compile_inner)
+    compiled = front_end.compiled_for(make_inputs(TRACED))
+    for size in SIZES:
+        inputs = make_inputs(size)
+        _check_call(front_end.compiled_for(inputs), function, inputs,
+                    parameters() if parameters else (), tolerance)
+    _one_compile(front_end, compile_inner)
+    return compiled, next(iter(compiled.variants.values()))
+
+
+def _one_compile(front_end, compile_inner):
+    """One graph, one variant and one backward served every size. Where `compile_aten`
+    specialised sizes (its own guards failed for other sizes), results were checked through
+    the recompiles and the test reports that as an expected failure."""
+    if len(front_end.entries) > 1 and compile_inner is compile_aten:
+        pytest.xfail(f"compile_aten specialised sizes: {len(front_end.entries)} compiles "
+                     f"(guards {front_end.entries[0][0].guards})")
+    assert len(front_end.entries) == 1, [entry[0].guards for entry in front_end.entries]
+    compiled = front_end.entries[0][2]
+    assert len(compiled.variants) == 1
+    variant = next(iter(compiled.variants.values()))
+    assert len(variant.compiled_backwards) == 1   # one backward for all sizes
+
+
+def _mlp(x, w1, b1, w2, b2):
+    return torch.tanh(F.linear(torch.relu(F.linear(x, w1, b1)), w2, b2))
+
+
+def _mlp_inputs(batch):
+    torch.manual_seed(batch)
+    return [torch.randn(batch, 8), torch.randn(16, 8, requires_grad=True),
+            torch.randn(16, requires_grad=True), torch.randn(4, 16, requires_grad=True),
+            torch.randn(4, requires_grad=True)]
+
+
+@pytest.mark.parametrize("compile_inner", _compile_inners())
+def test_mlp_one_compile_for_every_batch_size(compile_inner):
+    _, variant = _run(_mlp, _mlp_inputs, [(0,)], compile_inner)
+    backward = variant.partition.backward
+    placeholders = [node.meta["val"] for node in backward.graph.nodes
+                    if node.op == "placeholder"]
+    # the backward is symbolic: its saved activations and tangents are sized by the batch
+    assert any(isinstance(size, torch.SymInt) for value in placeholders
+               if isinstance(value, torch.Tensor) for size in value.shape)
+
+
+class _ConvBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 6, 3, padding=1)
+        self.norm = torch.nn.BatchNorm2d(6)
+
+    def forward(self, x):
+        return torch.relu(self.norm(self.conv(x)))
+
+
+@pytest.mark.parametrize("compile_inner", _compile_inners())
+def test_conv_batch_norm_block(compile_inner):
+    torch.manual_seed(0)
+    module = _ConvBlock()
+    twin = copy.deepcopy(module)
+
+    def inputs(batch):
+        torch.manual_seed(batch)
+        return [torch.randn(batch, 3, 5, 5, requires_grad=True)]
+
+    front_end = _FrontEnd(module, [(0,)], compile_inner)
+    front_end.compiled_for(inputs(TRACED))
+    twin.load_state_dict(module.state_dict())   # (compiling updated nothing)
+    for size in SIZES:
+        values = inputs(size)
+        _check_call(front_end.compiled_for(values), twin, values,
+                    list(zip(module.parameters(), twin.parameters())), tolerance=1e-4)
+        torch.testing.assert_close(module.norm.running_mean, twin.norm.running_mean)
+        torch.testing.assert_close(module.norm.running_var, twin.norm.running_var)
+        assert module.norm.num_batches_tracked == twin.norm.num_batches_tracked
+    _one_compile(front_end, compile_inner)
+
+
+def _attention(q, k, v):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def _attention_inputs(batch):
+    torch.manual_seed(batch)
+    length = batch + 3
+    return [torch.randn(batch, length, 8, requires_grad=True),
+            torch.randn(batch, length, 8, requires_grad=True),
+            torch.randn(batch, length, 8, requires_grad=True)]
+
+
+@pytest.mark.parametrize("compile_inner", _compile_inners())
+def test_attention_with_softmax(compile_inner):
+    _run(_attention, _attention_inputs, [(0, 1), (0, 1), (0, 1)], compile_inner)
+
+
+def _layer_norm(x, weight, bias):
+    return F.layer_norm(x * 2, (x.size(-1),), weight, bias).sum(1)
+
+
+def _layer_norm_inputs(batch):
+    torch.manual_seed(batch)
+    return [torch.randn(batch, 7, 12, requires_grad=True),
+            torch.randn(12, requires_grad=True), torch.randn(12, requires_grad=True)]
+
+
+@pytest.mark.parametrize("compile_inner", _compile_inners())
+def test_layer_norm(compile_inner):
+    _run(_layer_norm, _layer_norm_inputs, [(0, 1)], compile_inner)
+
+
+def _views(x, w):
+    n = x.size(0)
+    y = (x * w).view(n * 2, -1)
+    positions = torch.arange(n).to(x.dtype)
+    z = y.reshape(n, x.shape[1] // 2, 2) + positions.view(n, 1, 1)
+    return z.sum(-1), x.view(n, 3, 2), (y * 3).reshape(n, -1)[:, 1:]
+
+
+def _views_inputs(batch):
+    torch.manual_seed(batch)
+    return [torch.randn(batch, 6, requires_grad=True), torch.randn(6, requires_grad=True)]
+
+
+@pytest.mark.parametrize("compile_inner", _compile_inners())
+def test_views_and_reshapes_with_computed_sizes(compile_inner):
+    _run(_views, _views_inputs, [(0,)], compile_inner)
+
+
+def _reduced(x):
+    return (x.view(x.size(0), -1) * 2).sum()
+
+
+def _reduced_inputs(batch):
+    torch.manual_seed(batch)
+    return [torch.randn(batch, 2, 3, requires_grad=True)]
+
+
+@pytest.mark.parametrize("compile_inner", _compile_inners())
+def test_backward_takes_a_saved_size(compile_inner):
+    """A sum's backward expands its gradient to the input's size: no saved tensor has it, and
+    eager saves no input (saving one costs as much as a tensor the caller may change), so the
+    forward returns the size and the backward takes it (an int at run time)."""
+    _, variant = _run(_reduced, _reduced_inputs, [(0,)], compile_inner)
+    backward = variant.partition.backward
+    placeholders = [node.meta["val"] for node in backward.graph.nodes
+                    if node.op == "placeholder"]
+    assert any(isinstance(value, torch.SymInt) for value in placeholders)
+    assert not any(isinstance(value, torch.Tensor) for value in placeholders[:-1])
+    assert variant.partition.saved_primals == []
+
+
+def _with_size_input(size, x):
+    return torch.relu(x.view(size, -1)).mul(size)
+
+
+def test_symint_placeholder_graph():
+    """A torch.compile-style graph: a SymInt placeholder (its example a Python int) that is
+    a size, not a constant: one variant serves every value."""
+    environment = ShapeEnv()
+    mode = FakeTensorMode(shape_env=environment)
+    graph = torch.fx.symbolic_trace(_with_size_input)
+    example = torch.randn(TRACED, 6, requires_grad=True)
+    fake = mode.from_tensor(example, source=_Source("L['x']"),
+                            symbolic_context=StatelessSymbolicContext(
+                                dynamic_sizes=[DimDynamic.DYNAMIC, DimDynamic.STATIC]))
+    size_node, x_node = [node for node in graph.graph.nodes if node.op == "placeholder"]
+    size_node.meta["example_value"] = fake.shape[0]
+    x_node.meta["example_value"] = fake
+    compiled = compile_training(graph, [TRACED, example], run_graph)
+    for size in SIZES:
+        x = torch.randn(size, 6, requires_grad=True)
+        x_eager = x.detach().clone().requires_grad_()
+        actual, expected = compiled(size, x), _with_size_input(size, x_eager)
+        torch.testing.assert_close(actual, expected)
+        actual.sum().backward()
+        expected.sum().backward()
+        torch.testing.assert_close(x.grad, x_eager.grad)
+    assert len(compiled.variants) == 1

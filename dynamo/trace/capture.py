@@ -164,7 +164,8 @@ def trace_frame(view, *, stop_at: frozenset = frozenset(), nested_stops: tuple =
     that realise as special variables (a resumed region's state); dimensions: which input
     sizes are traced symbolically (`dynamo.shapes.policy`).
     """
-    state = TraceState(GraphBuilder(dimensions), GuardSet(), SideEffects(), view.f_globals, inline_depth)
+    state = TraceState(GraphBuilder(dimensions), GuardSet(), SideEffects(), view.f_globals,
+                       inline_depth)
     state.guards.add(GlobalStateGuard())
     for guard in guards:
         state.guards.add(guard)

@@ -22,8 +22,11 @@ def double(x):
 
 
 def jit_counting(function, **options):
+    """Sizes key the entries here: dynamic=False keeps one entry per size (the subject is the
+    cache policy; tests/capture/test_symbolic_sizes.py covers sizes becoming dynamic)."""
     counting = dynamo.CountingBackend()
-    return dynamo.jit(function, backend=counting, options=options or None), counting
+    return dynamo.jit(function, backend=counting, dynamic=False,
+                      options=options or None), counting
 
 
 def front_sizes(code) -> list:

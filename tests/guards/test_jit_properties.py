@@ -28,11 +28,11 @@ pytestmark = pytest.mark.skipif(not hook.SUPPORTED, reason=str(hook.unsupported_
 END_TO_END = settings(max_examples=max(20, settings.default.max_examples // 4))
 
 
-def jit_counting(function):
+def jit_counting(function, dynamic=None):
     """(jitted function, counting backend), after dropping every compiled entry."""
     dynamo.reset()
     counting = dynamo.CountingBackend()
-    return dynamo.jit(function, backend=counting), counting
+    return dynamo.jit(function, backend=counting, dynamic=dynamic), counting
 
 
 def compiled_entries(jitted, code) -> int:
@@ -261,7 +261,7 @@ def test_soundness_and_stability_over_globals_grad_mode_and_autocast(states):
 @END_TO_END
 @given(st.lists(st.integers(0, 12), min_size=1, max_size=30), st.integers(1, 4))
 def test_recompile_limit_bounds_entries_and_calls_stay_correct(sizes, limit):
-    jitted, counting = jit_counting(tensor_program)
+    jitted, counting = jit_counting(tensor_program, dynamic=False)  # one entry per size
     dynamo.config.recompile_limit = limit
     try:
         with warnings.catch_warnings(record=True) as caught:

@@ -63,6 +63,21 @@ def parse(arguments: list) -> argparse.Namespace:
     return options
 
 
+def _product_tree() -> str:
+    """Whether the product's packages differ from the commit measured (several engineers
+    share one checkout: a run measures the working tree)."""
+    import subprocess
+    try:
+        changed = subprocess.run(["git", "status", "--porcelain", "--", "dynamo", "guards",
+                                  "inductor"], cwd=REPOSITORY, capture_output=True,
+                                 text=True, timeout=30).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
+    changed = [line for line in changed if line.strip()]
+    return f"{len(changed)} uncommitted file(s) in dynamo/ guards/ inductor/" if changed \
+        else "clean"
+
+
 def _frameworks(options: argparse.Namespace) -> set:
     """The compilers the requested parts use (defaults included)."""
     from benchmarks.dynamic import bert, decode, sweep
@@ -84,10 +99,10 @@ def run(options: argparse.Namespace, arguments: list) -> dict:
     if threads:
         torch.set_num_threads(threads)
     quick = options.quick
-    trials = options.trials or (3 if quick else 7)
+    trials = options.trials or (5 if quick else 7)
     result = {"device": options.device, "quick": quick, "arguments": arguments,
               "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "env": machine.describe(options.device)}
+              "env": machine.describe(options.device), "product_tree": _product_tree()}
     started = time.perf_counter()
     result["warm_up_seconds"] = variants.warm_up(_frameworks(options), options.device)
     if "sweep" in options.parts:

@@ -135,13 +135,16 @@ def decoder(name: str, device: str):
             f"{catalog.spec(name).description}; transformers.DynamicCache")
 
 
-def generate(step: Callable, prompt: torch.Tensor, state: tuple, new_tokens: int):
-    """(token ids [batch, new_tokens], top-1 minus top-2 logit margin per step)."""
+def generate(step: Callable, prompt: torch.Tensor, state: tuple, new_tokens: int,
+             with_margins: bool = False):
+    """(token ids [batch, new_tokens], top-1 minus top-2 logit margin per step when asked:
+    the reference run only, as it costs a device synchronization a token)."""
     logits, *state = step(prompt, *state)
     tokens, margins = [], []
     for index in range(new_tokens):
-        top = logits.topk(2, dim=-1).values
-        margins.append(float((top[:, 0] - top[:, 1]).min()))
+        if with_margins:
+            top = logits.topk(2, dim=-1).values
+            margins.append(float((top[:, 0] - top[:, 1]).min()))
         token = logits.argmax(-1, keepdim=True)
         tokens.append(token)
         if index + 1 < new_tokens:
@@ -164,7 +167,8 @@ def run_decoder(name: str, variant_names: list, new_tokens: int, device: str, re
     target, prompt, fresh_state, description = decoder(name, device)
     synchronize = synchronizer(device)
     with torch.no_grad():
-        expected, margins = generate(target, prompt, fresh_state(), new_tokens)
+        expected, margins = generate(target, prompt, fresh_state(), new_tokens,
+                                     with_margins=True)
         results, variants = {}, {}
         for variant_name in variant_names:
             variants[variant_name], results[variant_name] = _cold(

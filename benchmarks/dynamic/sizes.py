@@ -14,7 +14,8 @@ Method, per size in the given order (a batch sweep grows, as a serving system se
    every output tensor);
 3. steady per-call time of every live variant, eager included: `benchmarks.timing.
    interleaved` (warm-up, calls per trial filling about 50 ms, trials in rotating order, the
-   median per call); any compile during these calls is counted as `compiles_while_timing`
+   median per call, and the best trial: on a loaded machine the steadier estimate); any
+   compile during these calls is counted as `compiles_while_timing`
    (a recompile in steady state would be a guard bug, not a cost of new sizes).
 `compile_seconds`: the sum over sizes of (first call - steady per-call time), floored at 0:
 the same measure for both compilers, whatever each counts as compile time internally.
@@ -74,7 +75,7 @@ class _Record:
         self.variant = variant
         self.error = error
         self.first_call_seconds: dict = {}
-        self.per_call: dict = {}  # size -> (median seconds, spread)
+        self.per_call: dict = {}  # size -> (median seconds, spread, best trial's seconds)
         self.mismatches: list = []
         self.checked = 0
         self.compiles_while_timing = 0
@@ -90,6 +91,7 @@ class _Record:
                "compiles_while_timing": self.compiles_while_timing,
                "first_call_s": {str(s): round(v, 5) for s, v in self.first_call_seconds.items()},
                "per_call_ms": {str(s): round(v[0] * 1e3, 5) for s, v in self.per_call.items()},
+               "best_ms": {str(s): round(v[2] * 1e3, 5) for s, v in self.per_call.items()},
                "spread": {str(s): round(v[1], 3) for s, v in self.per_call.items()}}
         if self.error:
             row["error"] = self.error
@@ -157,8 +159,7 @@ def _time_size(records: dict, args: tuple, size: int, synchronize: Callable,
             records[name].error = f"timing size {size}: {type(error).__name__}: {error}"[:1500]
         return
     for name in live:
-        median, spread, _best = timings[name]
-        records[name].per_call[size] = (median, spread)
+        records[name].per_call[size] = timings[name]  # (median, spread, best)
         records[name].compiles_while_timing += records[name].variant.compiles() - before[name]
     torch_after = torch_compiles_total()
     if torch_before is not None and torch_after != torch_before:

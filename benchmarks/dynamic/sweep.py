@@ -11,6 +11,7 @@ dynamic per-call time within 10% of static per-call time.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import time
@@ -29,19 +30,22 @@ BASELINE = {"framejit-auto": "framejit-static", "framejit-dynamic": "framejit-st
 
 
 def ratios(variants: dict) -> dict:
-    """{variant: {per_size, median, geomean, worst}}: per-call time of each dynamic variant
-    over its static counterpart's (framejit against framejit-static, torch.compile against
-    torch.compile-static when measured), and of every variant over eager."""
+    """{variant: {label: {per_size, median, geomean, worst}}}: per-call time of each dynamic
+    variant over its static counterpart's (`vs_static`: framejit against framejit-static,
+    torch.compile against torch.compile-static when measured), and of every variant over
+    eager (`vs_eager`); from the medians of the trials, and (`_best` labels) from the best
+    trials."""
     result = {}
     for name, row in variants.items():
         pairs = [(BASELINE.get(name), "vs_static"), ("eager", "vs_eager")]
-        for baseline, label in pairs:
+        for (baseline, label), (field, suffix) in itertools.product(
+                pairs, (("per_call_ms", ""), ("best_ms", "_best"))):
             base = variants.get(baseline) if baseline and baseline != name else None
-            if base is None or not row.get("per_call_ms") or not base.get("per_call_ms"):
+            if base is None or not row.get(field) or not base.get(field):
                 continue
-            per_size = {size: round(row["per_call_ms"][size] / base["per_call_ms"][size], 3)
-                        for size in row["per_call_ms"] if size in base["per_call_ms"]
-                        and base["per_call_ms"][size] > 0}
+            per_size = {size: round(row[field][size] / base[field][size], 3)
+                        for size in row[field] if size in base[field] and base[field][size] > 0}
+            label += suffix
             if per_size:
                 values = list(per_size.values())
                 result.setdefault(name, {})[label] = {

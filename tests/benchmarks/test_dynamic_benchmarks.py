@@ -97,6 +97,9 @@ def _sweep_part(compiles: int, dynamic_ms: float) -> dict:
             "ratios": sweep.ratios(variants)}
 
 
+COMPILES = "sweep: at most 2 compiles, no per-size code (framejit dynamic=None/True)"
+
+
 def test_ratios_and_criteria_judge_compiles_and_speed():
     good = _sweep_part(compiles=2, dynamic_ms=1.05)
     assert good["ratios"]["framejit-auto"]["vs_static"]["geomean"] == pytest.approx(1.05)
@@ -104,9 +107,13 @@ def test_ratios_and_criteria_judge_compiles_and_speed():
     found = report.criteria({"sweep": [good]})
     assert all(found[name]["met"] for name in found if name.startswith("sweep")), found
     found = report.criteria({"sweep": [_sweep_part(compiles=3, dynamic_ms=1.2)]})
-    assert found["sweep: at most 2 compiles (framejit dynamic=None/True)"]["met"] is False
+    assert found[COMPILES]["met"] is False
     assert found["sweep: dynamic per-call within 10% of static (geomean over sizes)"][
         "met"] is False
+    per_size = _sweep_part(compiles=1, dynamic_ms=1.0)
+    per_size["variants"]["framejit-auto"]["fallbacks"] = {"per_size: symbolic sizes": 2}
+    found = report.criteria({"sweep": [per_size]})
+    assert found[COMPILES]["met"] is False and "+2 per-size" in found[COMPILES]["detail"]
     decode = {"decoder": "minimal-gpt2", "new_tokens": 256, "variants": {
         "framejit-auto": {"compiles": 4, "tokens_per_second": 10.0, "tokens_match": True},
         "torch.compile-auto": {"compiles": 3, "tokens_per_second": 12.0,

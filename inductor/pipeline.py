@@ -31,7 +31,8 @@ from inductor.runtime import fallbacks
 from inductor.runtime.compiled_graph import (CompiledGraph, GraphReport, Specialized,
                                              StoragePattern)
 from inductor.runtime.locks import serialized
-from inductor.size_variants import compile_per_size, concrete_inputs, has_symbolic_sizes
+from inductor.size_variants import (bind_symbols, compile_per_size, concrete_inputs,
+                                    evaluated, has_symbolic_sizes, specialize_aten)
 
 log = logging.getLogger("framejit.inductor")
 output_code = logging.getLogger("framejit.output_code")
@@ -53,25 +54,30 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
     `inductor.autograd.compile_training`; where that package is missing, runs `gm` as is so
     results and gradients stay correct. Graphs that cannot be compiled (unpaired autocast
     regions) also run as is; the reason is on the result's `report`. Graphs with symbolic
-    sizes (inference and training) get one static variant per input size
-    (`inductor/size_variants.py`).
+    sizes get one static variant per input size (`inductor/size_variants.py`); training
+    ones go to `compile_training` whole where it takes symbolic sizes.
     """
     if mode not in MODES:
         raise ValueError(f"inductor.compile_fx: unknown mode {mode!r}; expected one of "
                          f"{', '.join(repr(known) for known in MODES)}")
     started = time.perf_counter()
-    if has_symbolic_sizes(gm, example_inputs):
-        compiled = compile_per_size(gm, concrete_inputs(example_inputs),
-                                    functools.partial(compile_fx, mode=mode))
-        compiled.report.compile_seconds = time.perf_counter() - started
-        return compiled
     if _makes_tensors_requiring_grad(gm):
         return _as_is(gm, "the graph creates tensors that require grad (their autograd "
                       "history starts inside it)", started)
-    if _needs_autograd(gm, example_inputs):
+    symbolic = has_symbolic_sizes(gm, example_inputs)
+    training = _needs_autograd(gm, example_inputs)
+    whole = training and _training_takes_symbolic_sizes() and \
+        all(isinstance(value, torch.Tensor) for value in example_inputs)
+    if symbolic and not whole:
+        compiled = compile_per_size(gm, concrete_inputs(example_inputs),
+                                    lambda static, inputs, _: compile_fx(static, inputs,
+                                                                         mode=mode))
+        compiled.report.compile_seconds = time.perf_counter() - started
+        return compiled
+    if training:
         stray = next((value for value in example_inputs
                       if not isinstance(value, torch.Tensor)), None)
-        if stray is not None:   # symbolic sizes (peer finding I8), as inference refuses them
+        if stray is not None and not symbolic:  # a non-tensor input of a static graph
             return _as_is(gm, f"non-tensor graph input of type {type(stray).__name__} in a "
                           "training graph", started)
         try:
@@ -92,6 +98,20 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
     run = Specialized(compiled.run, grad_mode, pattern,
                       lambda inputs: compile_fx(gm, inputs, mode=mode), gm.forward)
     return CompiledGraph(run, compiled.report)
+
+
+def _training_takes_symbolic_sizes() -> bool:
+    """Whether `inductor.autograd` traces graphs with symbolic sizes in their own fake mode
+    (its `SymbolicInputs`, issue 23): then a dynamic training graph goes there whole (one
+    joint trace; its forward and backward ATen graphs come back to `compile_aten`, which
+    compiles them per size), else it gets a static training compile per size here. Graphs
+    with SymInt placeholders (torch.compile's) stay per size: the training runtime's
+    version tracking took their ints for tensors (a weak reference to an int)."""
+    try:
+        import inductor.autograd as autograd
+    except ImportError:
+        return False
+    return getattr(autograd, "SymbolicInputs", None) is not None
 
 
 def _compile_inference(gm: torch.fx.GraphModule, example_inputs: Sequence,
@@ -145,8 +165,16 @@ def compile_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
     list of outputs in the order of the graph's output node, with `output_strides` (default:
     the strides of the output nodes' recorded `val` metas, where recorded). `mode`: as for
     `compile_fx` (here only the autotuning part; CUDA graphs wrap the result in `compile_fx`).
+    A graph with symbolic sizes (inductor.autograd's symbolic forward and backward) gets one
+    static variant per input size, `output_strides` (ints or SymInts) evaluated for it.
     """
     started = time.perf_counter()
+    if has_symbolic_sizes(gm, example_inputs):
+        compiled = compile_per_size(gm, concrete_inputs(example_inputs),
+                                    _static_aten(gm, output_strides, mode),
+                                    specializer=specialize_aten)
+        compiled.report.compile_seconds = time.perf_counter() - started
+        return compiled
     if output_strides is None:
         output_strides = recorded_output_strides(gm)
     reason = _eager_only_reason(example_inputs)
@@ -170,6 +198,20 @@ def compile_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
     run = _fallback_runner(gm, output_strides, report)
     report.compile_seconds = time.perf_counter() - started
     return CompiledGraph(run, report)
+
+
+def _static_aten(gm: torch.fx.GraphModule, output_strides: Optional[Sequence],
+                 mode: Optional[str]) -> Callable:
+    """`compile_aten` of one static variant of the symbolic ATen graph `gm`: `output_strides`
+    evaluated under the variant's sizes (the contract's symbol binding), else the variant's
+    own recorded ones."""
+    def compile_static(static: torch.fx.GraphModule, inputs: list,
+                       all_inputs: list) -> CompiledGraph:
+        strides = None
+        if output_strides is not None:
+            strides = evaluated(list(output_strides), bind_symbols(gm, all_inputs))
+        return compile_aten(static, inputs, strides, mode=mode)
+    return compile_static
 
 
 def _eager_only_reason(example_inputs: Sequence) -> Optional[str]:

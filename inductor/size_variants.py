@@ -110,13 +110,16 @@ def specialize(gm: torch.fx.GraphModule, inputs: Sequence) -> tuple:
 class SizeVariants:
     """Runs the static variant compiled for a call's sizes (see the module docstring).
 
-    `compile_static(gm, inputs)` compiles one static graph (the pipeline's `compile_fx`);
+    `compile_static(gm, inputs, all_inputs)` compiles one static graph for the call's tensors
+    `inputs` (`all_inputs`: every input of the call, SymInt placeholders' ints included);
+    `specializer(gm, inputs)` makes it (`specialize`, or `specialize_aten` for ATen graphs);
     `report` is the shared `GraphReport`, whose `size_variants` counts the variants."""
 
     def __init__(self, gm: torch.fx.GraphModule, compile_static: Callable,
-                 report: GraphReport, limit: int):
+                 report: GraphReport, limit: int, specializer: Callable = specialize):
         self.gm = gm
         self.compile_static = compile_static
+        self.specializer = specializer
         self.report = report
         self.limit = limit
         self.variants: dict = {}
@@ -137,10 +140,11 @@ class SizeVariants:
                 return variant
             if len(self.variants) >= self.limit:
                 return self._as_is()
-            static, kept = specialize(self.gm, inputs)
+            static, kept = self.specializer(self.gm, inputs)
             fallbacks.record("per_size", PER_SIZE_REASON)
             log.info("compiling a static variant of a graph with symbolic sizes for %s", key)
-            compiled = self.compile_static(static, [inputs[position] for position in kept])
+            compiled = self.compile_static(static, [inputs[position] for position in kept],
+                                           list(inputs))
             variant = _taking(compiled, kept, len(inputs))
             self.variants[key] = variant
             self.report.size_variants = len(self.variants)
@@ -194,11 +198,69 @@ def _zeros_like_hints(fake: torch.Tensor) -> torch.Tensor:
                                    dtype=fake.dtype, device=fake.device).zero_()
 
 
+def specialize_aten(gm: torch.fx.GraphModule, inputs: Sequence) -> tuple:
+    """`specialize` for an ATen graph (`compile_aten`'s input, e.g. inductor.autograd's
+    symbolic forward and backward): the static copy traced again by make_fx on static fakes
+    of `inputs`, so every node's `meta["val"]` has this call's sizes and the graph's size
+    arithmetic (`aten.sym_size.int`, `operator.mul` on sizes) folds into constants."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from inductor.decompose import fake_inputs_for
+    static, kept = specialize(gm, inputs)
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    fakes = fake_inputs_for([inputs[position] for position in kept], fake_mode)
+    grad_before = torch.is_grad_enabled()
+    try:
+        with fake_mode:
+            retraced = make_fx(lambda *values: static.forward(*values),
+                               tracing_mode="real")(*fakes)
+    finally:
+        torch._C._set_grad_enabled(grad_before)
+    return retraced, kept
+
+
+def bind_symbols(gm: torch.fx.GraphModule, inputs: Sequence) -> dict:
+    """The contract's binding of the graph's symbols to a call's values: for each free
+    symbol, the first (input position, dim) whose recorded size is exactly that symbol, or
+    the value of a SymInt placeholder that is one."""
+    import sympy
+    binding: dict = {}
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    for node, value in zip(placeholders, inputs):
+        example = next((node.meta[key] for key in _META_KEYS if key in node.meta), None)
+        if isinstance(example, torch.SymInt):
+            symbol = example.node.expr
+            if isinstance(symbol, sympy.Symbol) and not isinstance(value, torch.Tensor):
+                binding.setdefault(symbol, int(value))
+        elif isinstance(example, torch.Tensor) and isinstance(value, torch.Tensor):
+            for size, actual in zip(example.shape, value.shape):
+                if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
+                    binding.setdefault(size.node.expr, int(actual))
+    return binding
+
+
+def evaluated(values, binding: dict):
+    """`values` (a structure of ints and SymInts) with every SymInt evaluated under
+    `binding`; a SymInt over an unbound symbol raises `KeyError`."""
+    def number(value):
+        if not isinstance(value, torch.SymInt):
+            return value
+        expr = value.node.expr
+        missing = expr.free_symbols - set(binding)
+        if missing:
+            raise KeyError(f"symbols {sorted(map(str, missing))} are bound by no input size")
+        return int(expr.xreplace(binding))
+    return pytree.tree_map(number, values)
+
+
 def compile_per_size(gm: torch.fx.GraphModule, example_inputs: Sequence,
-                     compile_static: Callable, reason: Optional[str] = None) -> CompiledGraph:
+                     compile_static: Callable, reason: Optional[str] = None,
+                     specializer: Callable = specialize) -> CompiledGraph:
     """A `CompiledGraph` over `SizeVariants` of `gm`, the first variant compiled now (for
     `example_inputs`) so that compile errors surface here."""
     report = GraphReport(size_reason=reason or PER_SIZE_REASON)
-    variants = SizeVariants(gm, compile_static, report, config.size_variant_limit)
+    variants = SizeVariants(gm, compile_static, report, config.size_variant_limit,
+                            specializer)
     variants._variant(size_key(example_inputs), list(example_inputs))
     return CompiledGraph(variants, report)

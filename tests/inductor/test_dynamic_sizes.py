@@ -181,6 +181,27 @@ def test_other_strides_of_the_same_sizes_get_their_own_variant():
     transposed = torch.randn(4, 4).t()
     assert_same(compiled(transposed), function(transposed))
     assert compiled.report.size_variants == 2
+    offset = torch.randn(5, 4)[1:]     # same sizes and strides, storage offset 4
+    assert_same(compiled(offset), function(offset))
+    assert compiled.report.size_variants == 2
+
+
+@PER_SIZE
+def test_compiling_adds_no_guard_to_the_shape_env():
+    """The front end guards on the ShapeEnv's guards as they stand when the backend returns:
+    a compile that read a size as an int (`int(s0)` guards `s0 == 5`) would make every other
+    size recompile. Variants check their own sizes at run time instead."""
+    def function(x):
+        return torch.softmax(x.view(x.size(0), 2, -1), -1).sum(1) + torch.arange(x.size(0))[:, None]
+    x = torch.randn(5, 6)
+    gm = symbolic_graph(function, [x], [[0]])
+    fake = next(node for node in gm.graph.nodes if node.op == "placeholder").meta["example_value"]
+    shape_env = fake.fake_mode.shape_env
+    guards, ranges = list(shape_env.guards), dict(shape_env.var_to_range)
+    compiled = inductor.compile_fx(gm, [x])
+    assert list(shape_env.guards) == guards and dict(shape_env.var_to_range) == ranges
+    y = torch.randn(11, 6)
+    assert_same(compiled(y), function(y))
 
 
 @PER_SIZE
@@ -235,8 +256,13 @@ def test_training_graph_with_symbolic_sizes():
         return (x @ w).tanh().sum(0)
     w = torch.randn(4, 4, requires_grad=True)
     x = torch.randn(3, 4, requires_grad=True)
+    before = fallbacks.fallbacks()
     compiled = inductor.compile_fx(symbolic_graph(function, [x, w], [[0], []]), [x, w])
-    for size in (3, 10):
+    whole = getattr(inductor.autograd, "SymbolicInputs", None) is not None
+    # where inductor.autograd traces symbolic graphs, the graph goes there whole (one joint
+    # trace); else one static training compile per size
+    assert isinstance(compiled, inductor.CompiledGraph) is not whole
+    for size in (3, 10, 3):
         x = torch.randn(size, 4, requires_grad=True)
         eager_x, eager_w = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
         actual, expected = compiled(x, w), function(eager_x, eager_w)
@@ -246,6 +272,9 @@ def test_training_graph_with_symbolic_sizes():
         torch.testing.assert_close(x.grad, eager_x.grad)
         torch.testing.assert_close(w.grad, eager_w.grad)
         w.grad = None
+    per_size = sum(count for reason, count in fallbacks.since(before).items()
+                   if reason.startswith("per_size"))
+    assert per_size == (4 if whole else 2)   # forward and backward per size, or graph per size
 
 
 @pytest.mark.torch_compile
@@ -261,3 +290,60 @@ def test_torch_compile_graphs_with_symint_placeholders(monkeypatch):
         x = torch.randn(size, size * 2)
         assert_same(compiled(x), function(x))
     torch._dynamo.reset()
+
+
+def _symbolic_aten(function, *inputs, functional=False):
+    from torch.fx.experimental.proxy_tensor import make_fx
+    if functional:
+        function = torch.func.functionalize(function)
+    gm = make_fx(function, tracing_mode="symbolic")(*inputs)
+    outputs = next(node for node in gm.graph.nodes if node.op == "output").args[0]
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    return gm, [node.meta["val"].stride() for node in outputs]
+
+
+@PER_SIZE
+def test_compile_aten_symbolic_graph_and_symbolic_output_strides():
+    """What inductor.autograd's symbolic forward/backward hand `compile_aten`: an ATen graph
+    whose metas are symbolic, `aten.sym_size.int` nodes, output strides as SymInts (here
+    `(1, s0)` for a transposed result): each size's variant gets them evaluated."""
+    def function(x, y):
+        return torch.softmax(x * y, -1).t(), x.view(x.shape[0] * 2, -1) + 1
+    gm, strides = _symbolic_aten(function, torch.randn(4, 6), torch.randn(6))
+    assert any(isinstance(stride, torch.SymInt) for stride in strides[0])
+    compiled = inductor.compile_aten(gm, [torch.randn(4, 6), torch.randn(6)], strides)
+    for size in (4, 3, 9):
+        x, y = torch.randn(size, 6), torch.randn(6)
+        assert_same(tuple(compiled(x, y)), function(x, y))
+    assert compiled.report.size_variants == 3
+
+
+@PER_SIZE
+def test_compile_aten_symbolic_graph_writing_its_input():
+    def function(x):
+        x.add_(1)
+        return x * 2
+    gm, _ = _symbolic_aten(function, torch.randn(5, 2), functional=True)
+    compiled = inductor.compile_aten(gm, [torch.randn(5, 2)])
+    for size in (5, 8):
+        x = torch.randn(size, 2)
+        expected_input = x.clone()
+        expected = function(expected_input)
+        assert_same(compiled(x)[0], expected)
+        torch.testing.assert_close(x, expected_input)
+
+
+def test_symbols_are_bound_from_input_sizes():
+    from inductor.size_variants import bind_symbols, evaluated
+
+    def function(x, y):
+        return x.sum(0) * y.shape[0]
+    x, y = torch.randn(5, 3), torch.randn(7)
+    gm = symbolic_graph(function, [x, y], [[0, 1], [0]])
+    binding = bind_symbols(gm, [torch.randn(6, 4), torch.randn(9)])
+    assert sorted(binding.values()) == [4, 6, 9]
+    placeholder = next(node for node in gm.graph.nodes if node.op == "placeholder")
+    rows, columns = placeholder.meta["example_value"].shape
+    assert evaluated([rows * columns, (columns, 3)], binding) == [24, (4, 3)]
+    with pytest.raises(KeyError, match="bound by no input"):
+        evaluated([rows], {})

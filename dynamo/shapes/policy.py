@@ -6,7 +6,8 @@ trace symbolically, with their bounds).
   sizes each source had are remembered per code object and `jit` wrapper, and a later compile
   (a recompile, usually because a size changed) makes symbolic exactly the dimensions whose size
   differs from what an earlier compile saw. A batch-size sweep compiles twice.
-- `dynamic=True`: every dimension of every input tensor is symbolic from the first compile.
+- `dynamic=True`: every dimension of every input tensor is symbolic from the first compile
+  (parameters and buffers excepted: they change only under automatic dynamic).
 - `dynamic=False`: every size is specialised, except dimensions the user marked dynamic.
 - Int arguments of the frame (a position, a length, a resumed frame's live values after a
   graph break) follow the same rule as one size: symbolic once they changed (or always with
@@ -25,7 +26,7 @@ from typing import Iterable, Optional, Union
 
 import torch
 
-from guards.sources import Source
+from guards.sources import BufferSource, ParamSource, Source
 
 _DYNAMIC_MARK = "_jit_dynamic_dims"
 _STATIC_MARK = "_jit_static_dims"
@@ -99,12 +100,12 @@ class DimensionPolicy:
         sizes = tuple(tensor.shape)
         marked = dict(getattr(tensor, _DYNAMIC_MARK, {}))
         static = getattr(tensor, _STATIC_MARK, frozenset())
-        if self.dynamic:
+        changed = self.history.changed_dims(source, sizes) \
+            if self.dynamic is not False and self.history is not None else set()
+        if self.dynamic and not _module_state(tensor, source):
             chosen = set(range(len(sizes)))
-        elif self.dynamic is None and self.history is not None:
-            chosen = self.history.changed_dims(source, sizes)
         else:
-            chosen = set()
+            chosen = changed
         chosen |= set(marked)
         return {dim: marked.get(dim, (None, None)) for dim in sorted(chosen)
                 if dim not in static and sizes[dim] >= 2}
@@ -117,6 +118,13 @@ class DimensionPolicy:
         changed = self.dynamic is None and self.history is not None and \
             bool(self.history.changed_dims(source, (value,)))  # recorded whatever the value
         return value >= 2 and (bool(self.dynamic) or changed)
+
+
+def _module_state(tensor: torch.Tensor, source: Source) -> bool:
+    """Parameters and buffers: `dynamic=True` leaves them static (their sizes are the model's,
+    not the data's); automatic dynamic still follows them if they change."""
+    return isinstance(tensor, torch.nn.Parameter) or isinstance(source, (ParamSource,
+                                                                         BufferSource))
 
 
 STATIC = DimensionPolicy(False, None)

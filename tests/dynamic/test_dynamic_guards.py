@@ -6,9 +6,7 @@ return eager's answer, never run the wrong graph; unchanged inputs never recompi
 print relations in the user's terms (`L['x'].size()[0]`, `x.size(0)`).
 
 Each case runs eager and jitted with the same arguments (`dynamic_programs.outcome`) on both
-backends. Soundness holds today (sizes specialise); the cases that need symbolic sizes (no
-recompile within a relation, readable relations, mark_dynamic/mark_static) wait for the
-frontend: `xfail(strict=True)`, red once they pass.
+backends.
 """
 import logging
 import re
@@ -20,7 +18,6 @@ import dynamo
 from dynamic_programs import BACKENDS as BACKEND_NAMES
 from dynamic_programs import assert_same_outcome, counting_backend, outcome
 
-FRONTEND = pytest.mark.xfail(strict=True, reason="issue 23 frontend pending")
 BACKENDS = pytest.mark.parametrize("backend", BACKEND_NAMES)
 pytestmark = pytest.mark.filterwarnings("ignore:dynamo.jit\\(dynamic=True\\):UserWarning")
 
@@ -110,7 +107,6 @@ def test_unchanged_inputs_never_recompile(case, backend):
     assert counting.frame_count == compiled
 
 
-@FRONTEND
 @BACKENDS
 def test_sizes_within_a_learned_relation_share_one_entry(backend):
     """`x.size(0) > 4` learned at size 7: sizes 9, 13 and 100 satisfy it: no recompile."""
@@ -119,14 +115,12 @@ def test_sizes_within_a_learned_relation_share_one_entry(backend):
     assert counting.frame_count == 1
 
 
-@FRONTEND
 def test_an_equality_learned_between_two_sizes_serves_every_equal_pair():
     jitted, counting = jit(broadcast_add, "eager")
     check_calls(broadcast_add, jitted, [[(n, 3), (n, 3)] for n in (5, 7, 11, 64)])
     assert counting.frame_count == 1
 
 
-@FRONTEND
 def test_divisibility_learned_serves_every_even_size():
     jitted, counting = jit(even, "eager")
     check_calls(even, jitted, [[(n, 2)] for n in (6, 8, 10, 100)])
@@ -155,14 +149,12 @@ def test_sizes_0_and_1_specialise_apart_from_the_others():
     assert counting.frame_count == 3
 
 
-@FRONTEND
 def test_sizes_0_and_1_specialise_and_the_rest_share_one_entry():
     jitted, counting = jit(scale, "eager")
     check_calls(scale, jitted, [[(5, 2)], [(1, 2)], [(7, 2)], [(0, 2)], [(13, 2)]])
     assert counting.frame_count == 3
 
 
-@FRONTEND
 def test_mark_static_keeps_a_dimension_static_under_dynamic_true():
     jitted, counting = jit(scale, "eager")
     for index, n in enumerate([5, 7, 5]):
@@ -173,7 +165,6 @@ def test_mark_static_keeps_a_dimension_static_under_dynamic_true():
     assert counting.frame_count == 2
 
 
-@FRONTEND
 @BACKENDS
 def test_mark_dynamic_makes_one_entry_serve_every_size(backend):
     jitted, counting = jit(scale, backend, dynamic=None)
@@ -185,7 +176,6 @@ def test_mark_dynamic_makes_one_entry_serve_every_size(backend):
     assert counting.frame_count == 1
 
 
-@FRONTEND
 def test_automatic_dynamic_recompiles_once_then_serves_every_size():
     jitted, counting = jit(scale, "eager", dynamic=None)
     check_calls(scale, jitted, [[(n, 2)] for n in (5, 7, 11, 97, 1000)])
@@ -202,7 +192,6 @@ def relation_lines(texts) -> list:
             and re.search(r"[<>]=?|==|!=|%", text)]
 
 
-@FRONTEND
 def test_explain_prints_the_learned_relation_in_the_users_terms():
     report = dynamo.explain(greater_than, dynamic=True)(torch.ones(7, 3))
     lines = relation_lines(str(guard) for guard in report.guards)
@@ -210,7 +199,6 @@ def test_explain_prints_the_learned_relation_in_the_users_terms():
     assert not any(INTERNAL_SYMBOL.search(line) for line in lines), lines
 
 
-@FRONTEND
 def test_recompile_log_names_the_violated_relation(caplog):
     jitted, _ = jit(greater_than, "eager")
     with caplog.at_level(logging.DEBUG, logger="framejit.recompiles"):

@@ -5,9 +5,6 @@ answer on every call, on both backends, under `dynamic=None` (automatic), `dynam
 the dynamic-shape API promises (docs/api.md): automatic dynamic at most two for the sizes
 other than 0 and 1, `dynamic=True` and `mark_dynamic` one, plus one per size 0 or 1.
 
-Results are checked today (sizes specialise, one entry per size); the compile-count bounds
-and `mark_dynamic` wait for the frontend (`xfail(strict=True)`: they turn red once they pass,
-and the marks go).
 """
 import pytest
 from hypothesis import given, settings
@@ -16,7 +13,6 @@ from hypothesis import strategies as st
 from dynamic_programs import (BACKENDS, BY_NAME, GENERAL, NOTABLE_SIZES, PER_SIZE, PROGRAMS,
                               bounded_entries, run_sweep)
 
-FRONTEND = pytest.mark.xfail(strict=True, reason="issue 23 frontend pending")
 NOT_YET = "ignore:dynamo.jit\\(dynamic=True\\):UserWarning"  # today's warning for True
 pytestmark = [pytest.mark.filterwarnings(NOT_YET),
               pytest.mark.filterwarnings("ignore:var\\(\\):UserWarning")]  # var of one row
@@ -60,7 +56,6 @@ def test_results_equal_eager_over_size_sweeps_inductor(mode, case):
     results_equal_eager("inductor", mode, *case)
 
 
-@FRONTEND
 @pytest.mark.parametrize("backend", BACKENDS)
 @INDUCTOR_RUNS
 @given(sweeps(smallest=2))
@@ -99,21 +94,18 @@ def test_dynamic_false_compiles_once_per_size(program, sweep):
     assert_bounded(program, SWEEPS[sweep], "eager", "false")
 
 
-@FRONTEND
 @pytest.mark.parametrize("mode", ["auto", "true"])
 @pytest.mark.parametrize("program", GENERAL, ids=lambda program: program.name)
 def test_batch_sweep_compiles_within_the_api_bound_eager_backend(program, mode):
     assert_bounded(program, SWEEPS["batch"], "eager", mode)
 
 
-@FRONTEND
 @pytest.mark.parametrize("mode", ["auto", "true"])
 @pytest.mark.parametrize("program", GENERAL, ids=lambda program: program.name)
 def test_sweep_with_sizes_0_and_1_compiles_within_the_api_bound(program, mode):
     assert_bounded(program, SWEEPS["with_0_1"], "eager", mode)
 
 
-@FRONTEND
 @PER_SIZE
 @pytest.mark.parametrize("program", ["pointwise", "reductions", "matmul", "softmax",
                                      "layer_norm", "mlp", "conv1d_length", "view_computed"])
@@ -121,9 +113,8 @@ def test_batch_sweep_compiles_within_the_api_bound_inductor(program):
     assert_bounded(BY_NAME[program], SWEEPS["batch"], "inductor", "auto")
 
 
-@FRONTEND
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("program", ["pointwise", "concatenate", "linear", "half_slice"])
+@pytest.mark.parametrize("program", ["pointwise", "concatenate", "linear", "view_computed"])
 def test_mark_dynamic_compiles_once_for_a_sweep(program, backend):
     assert_bounded(BY_NAME[program], SWEEPS["batch"], backend, "mark")
 

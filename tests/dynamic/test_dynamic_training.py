@@ -4,8 +4,6 @@ repeat, a large one), compared with an eager copy of the module: the loss, every
 gradient, the gradient of an input that requires grad, and the parameters after an optimizer
 step (so that each batch starts from the parameters the previous one produced).
 
-The values are checked today (one compile per size); the compile count under
-`dynamic=True` waits for the frontend (`xfail(strict=True)`).
 """
 import copy
 
@@ -16,7 +14,6 @@ import torch.nn.functional as F
 import dynamo
 from dynamic_programs import BACKENDS, PER_SIZE, assert_same_value, counting_backend
 
-FRONTEND = pytest.mark.xfail(strict=True, reason="issue 23 frontend pending")
 pytestmark = pytest.mark.filterwarnings("ignore:dynamo.jit\\(dynamic=True\\):UserWarning")
 
 BATCHES = [8, 3, 1, 13, 8, 64, 5]
@@ -110,7 +107,6 @@ def test_input_gradients_equal_eager_as_the_batch_changes(backend):
     train_both(Classifier, backend, True, [4, 7, 1, 4, 11], input_grad=True)
 
 
-@FRONTEND
 @pytest.mark.parametrize("backend", ["eager", pytest.param("aot_eager", marks=PER_SIZE)])
 def test_training_compiles_once_for_batches_other_than_1(backend):
     counting = train_both(Classifier, backend, True, [8, 3, 13, 8, 64, 5])

@@ -140,7 +140,12 @@ def known_equal(a: Any, b: Any) -> bool:
 
 
 def _expression(value: Any) -> Any:
-    return value.node.expr if isinstance(value, torch.SymInt) else value
+    """A SymInt's expression as traced (`_expr`: a later trace's replacements, `s0 -> 4`
+    for a variant that specialised, must not change what an earlier variant evaluates)."""
+    if not isinstance(value, torch.SymInt):
+        return value
+    node = value.node
+    return getattr(node, "_expr", node.expr)
 
 
 class Binder:

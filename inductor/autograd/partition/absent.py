@@ -37,7 +37,8 @@ _NOT_LINEAR = frozenset({
 
 
 class _Unsupported(Exception):
-    """The graph holds something this pass cannot rebuild (symbolic sizes)."""
+    """The graph holds something this pass cannot rebuild (a symbolic size no node of the
+    pruned graph has)."""
 
 
 def without_tangents(backward: torch.fx.GraphModule, saved_count: int,
@@ -63,7 +64,7 @@ def _build(backward: torch.fx.GraphModule, saved_count: int,
     def value(node: torch.fx.Node) -> torch.fx.Node:
         if node in gone:
             if node not in zeros:
-                zeros[node] = _zeros(graph, node)
+                zeros[node] = _zeros(graph, node, environment.values())
             return zeros[node]
         return environment[node]
 
@@ -120,17 +121,36 @@ def _vanishes(node: torch.fx.Node, dependent_inputs: list, gone: set) -> bool:
                for item in results if item is not None)
 
 
-def _zeros(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node:
-    """A node of `graph` making zeros shaped as `node`'s value (contiguous)."""
+def _zeros(graph: torch.fx.Graph, node: torch.fx.Node, available=()) -> torch.fx.Node:
+    """A node of `graph` making zeros shaped as `node`'s value (contiguous). A symbolic size
+    is read off a node of `graph` (`available`) that has it: a size node, or a tensor one
+    (`sym_size`)."""
     fake = node.meta.get("val")
-    if not isinstance(fake, torch.Tensor) or not all(isinstance(size, int)
-                                                     for size in fake.shape):
+    if not isinstance(fake, torch.Tensor):
         raise _Unsupported(node.name)
-    zeros = graph.call_function(aten.full.default, (list(fake.shape), 0), {
+    sizes = [size if isinstance(size, int) else _size_node(graph, size, available)
+             for size in fake.shape]
+    zeros = graph.call_function(aten.full.default, (sizes, 0), {
         "dtype": fake.dtype, "layout": torch.strided, "device": fake.device,
         "pin_memory": False})
     zeros.meta["val"] = torch.zeros_like(fake, memory_format=torch.contiguous_format)
     return zeros
+
+
+def _size_node(graph: torch.fx.Graph, size: torch.SymInt, available) -> torch.fx.Node:
+    """A node of `graph` whose value is `size` (the same expression of the same symbols)."""
+    wanted = size.node.expr
+    for candidate in list(available):
+        value = candidate.meta.get("val") if isinstance(candidate, torch.fx.Node) else None
+        if isinstance(value, torch.SymInt) and value.node.expr == wanted:
+            return candidate
+        if isinstance(value, torch.Tensor):
+            for dim, extent in enumerate(value.shape):
+                if isinstance(extent, torch.SymInt) and extent.node.expr == wanted:
+                    read = graph.call_function(aten.sym_size.int, (candidate, dim))
+                    read.meta["val"] = extent
+                    return read
+    raise _Unsupported(f"no node has the size {wanted}")
 
 
 def without_unused_saved(backward: torch.fx.GraphModule,

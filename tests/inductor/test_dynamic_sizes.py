@@ -347,3 +347,18 @@ def test_symbols_are_bound_from_input_sizes():
     assert evaluated([rows * columns, (columns, 3)], binding) == [24, (4, 3)]
     with pytest.raises(KeyError, match="bound by no input"):
         evaluated([rows], {})
+
+
+@pytest.mark.expect_fallback("per_size", "unsupported", reason="past the variant limit")
+def test_compile_aten_past_the_limit_returns_a_list(monkeypatch):
+    monkeypatch.setattr(inductor.config, "size_variant_limit", 1)
+
+    def function(x):
+        return x.exp()
+    gm, _ = _symbolic_aten(function, torch.randn(3, 2))
+    compiled = inductor.compile_aten(gm, [torch.randn(3, 2)])
+    for size in (3, 4):
+        x = torch.randn(size, 2)
+        result = compiled(x)
+        assert isinstance(result, list) and len(result) == 1
+        assert_same(result[0], function(x))

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Optional
 
 DYNAMIC_FRAMEJIT = ("framejit-auto", "framejit-dynamic")
+COLORS = {"eager": "#7f7f7f", "framejit-static": "#9ecae1", "framejit-auto": "#1f77b4",
+          "framejit-dynamic": "#08306b", "torch.compile-static": "#fdd0a2",
+          "torch.compile-auto": "#ff7f0e", "torch.compile-dynamic": "#a63603"}
 RATIO_LIMIT = 1.10
 
 
@@ -68,7 +71,8 @@ def _sweep_criteria(sweep: list) -> dict:
             ", ".join(f"{label}: {detail}" for label, _, detail in compiles)),
         "sweep: every call matches eager": _criterion(
             all(ok for _, ok in matched) if matched else None,
-            ", ".join(label for label, ok in matched if not ok) or "all variants"),
+            ", ".join(label for label, ok in matched if not ok)
+            or ("all variants" if matched else "")),
         "sweep: dynamic per-call within 10% of static (geomean over sizes)": _criterion(
             all(ratio_met) if ratio_met else None, ", ".join(ratio_details)),
     }
@@ -96,7 +100,8 @@ def _decode_criteria(decode: list) -> dict:
             ", ".join(f"{name}: {ours:.1f} vs {theirs:.1f}" for name, ours, theirs in speed)),
         "decode: token ids equal eager's": _criterion(
             all(ok for _, ok in matched) if matched else None,
-            ", ".join(label for label, ok in matched if not ok) or "all variants"),
+            ", ".join(label for label, ok in matched if not ok)
+            or ("all variants" if matched else "")),
     }
 
 
@@ -230,7 +235,8 @@ def plot(result: dict, path: Path) -> Optional[Path]:
         for name, row in part["variants"].items():
             sizes = [int(size) for size in row["per_call_ms"]]
             if sizes:
-                axis.plot(sizes, list(row["per_call_ms"].values()), marker=".", label=name)
+                axis.plot(sizes, list(row["per_call_ms"].values()), marker=".", label=name,
+                          color=COLORS.get(name))
         axis.set_xscale("log", base=2)
         axis.set_yscale("log")
         axis.set_title(part["subject"], fontsize=9)

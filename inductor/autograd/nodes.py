@@ -101,6 +101,9 @@ class CompiledNodes:
         # symbolic sizes: zeros for a missing gradient take the call's output sizes
         self.symbolic_tangents = any(is_symbolic(meta.size) for meta in self.tangent_metas)
         self.plan = variant.versions
+        # symbolic sizes of eager's saved tensors: evaluated per call for version messages
+        self.size_binder = variant.binder if any(
+            is_symbolic(watch.size) for watch in self.plan.watches) else None
         self.bumped_outputs = output_bumps(signature)
         self.output_memory = [(index, position) for index, position
                               in enumerate(partition.saved_outputs) if position is not None]
@@ -175,6 +178,8 @@ class CompiledNodes:
         for group in self.groups:
             call.versions = versions = (CallVersions() if group.checks and not hooks
                                         else None)
+            if versions is not None and self.size_binder is not None:
+                versions.sizes = (self.size_binder, self.size_binder.bind(primals))
             if versions is not None:
                 for index, saved in group.watched_inputs:
                     primal = primals[index]

@@ -362,6 +362,7 @@ class TrainingVariant:
         self.backwards: dict = {}
         self.compile_inner = compile_inner
         self.shape_env = shape_env   # symbolic sizes: the guards a backward's compile adds
+        self.binder = binder         # symbolic sizes: the call's symbols from its inputs
         self.epilogue = Epilogue(signature, binder)
         self.differentiable = [output.differentiable for output in signature.function_outputs]
         self.nodes = CompiledNodes(self, output_groups, freeing_groups)

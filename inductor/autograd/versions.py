@@ -394,13 +394,15 @@ class CallVersions:
     node). Everything is let go after a backward that does not keep the graph, as eager
     frees its saved tensors; only the counters after a backward that raised."""
 
-    __slots__ = ("inputs", "outputs", "released", "release_task")
+    __slots__ = ("inputs", "outputs", "released", "release_task", "sizes")
 
     def __init__(self):
         self.inputs: dict = {}
         self.outputs: dict = {}
         self.released = False
         self.release_task: Optional[int] = None
+        # symbolic sizes: (binder, the call's bound symbols), for the sizes of eager's message
+        self.sizes: Optional[tuple] = None
 
     def watch_input(self, index: int, tensor: torch.Tensor, saved: bool,
                     written: bool) -> None:
@@ -477,7 +479,9 @@ def _check(plan: VersionPlan, versions: CallVersions, grads: Sequence[Any],
                     tensor is None or tensor.requires_grad):
                 which = regenerated_view()   # a written view: the node eager regenerates
         if current != watch.saved_version:
-            raise RuntimeError(message(watch.dtype, watch.device, watch.size, which,
+            size = watch.size if versions.sizes is None else \
+                versions.sizes[0].evaluate(watch.size, versions.sizes[1])
+            raise RuntimeError(message(watch.dtype, watch.device, size, which,
                                        current + start, watch.saved_version + start))
 
 

@@ -414,3 +414,27 @@ def test_guards_a_later_compile_adds_are_checked_per_call():
     assert fallbacks.since(before) == {}
     assert guarded([torch.randn(5, 3)]) == "eager"
     assert fallbacks.since(before) == {"unsupported: test: a size above 10 only": 1}
+
+
+def _scaled(x, w):
+    return (x * w).sum()
+
+
+def test_saved_input_modified_before_backward_raises_eagers_error():
+    """Eager saves `x` for `w`'s gradient; written in place before `backward()`, the backward
+    raises eager's error, with this call's sizes in its message (not the symbols')."""
+    example = [torch.randn(TRACED, 3), torch.randn(3, requires_grad=True)]
+    graph, _ = symbolic_graph(_scaled, example, [(0,)])
+    compiled = compile_training(graph, example, run_graph)
+    for size in SIZES:
+        x, w = torch.randn(size, 3), torch.randn(3, requires_grad=True)
+        x_eager, w_eager = x.clone(), w.detach().clone().requires_grad_()
+        actual, expected = compiled(x, w), _scaled(x_eager, w_eager)
+        x.add_(1)
+        x_eager.add_(1)
+        with pytest.raises(RuntimeError) as eager_error:
+            expected.backward()
+        with pytest.raises(RuntimeError) as compiled_error:
+            actual.backward()
+        assert f"[{size}, 3]" in str(eager_error.value)
+        assert str(compiled_error.value) == str(eager_error.value)

@@ -89,6 +89,41 @@ def test_a_size_sweep_changes_the_batch_size_and_off_changes_nothing():
         assert sum(a != b for a, b in zip(sizes, sizes[1:])) >= 1, sizes
 
 
+@pytest.fixture
+def wrong_at_primes():
+    """A dynamo backend whose graphs are wrong (+1) when an input has a dimension of a prime
+    size of 5 or more: sizes only a size sweep reaches (the generator's N is 2-4)."""
+    import dynamo
+    from tests.fuzz.inputs import SWEEP_PRIMES
+
+    @dynamo.register_backend("fuzz_test_wrong_at_primes")
+    def wrong(gm, example_inputs):
+        def run(*args):
+            outputs = gm(*args)
+            if not any(isinstance(a, torch.Tensor) and set(a.shape) & set(SWEEP_PRIMES)
+                       for a in args):
+                return outputs
+            return type(outputs)(o + 1 if isinstance(o, torch.Tensor) and o.is_floating_point()
+                                 else o for o in outputs)
+        return run
+    yield "fuzz_test_wrong_at_primes"
+    from dynamo.backends import _registry
+    _registry.pop("fuzz_test_wrong_at_primes", None)
+
+
+def test_a_backend_wrong_at_one_size_is_caught_only_by_the_size_sweep(wrong_at_primes):
+    sweeping = grammar.Settings.from_options(only=("tensor",), size_sweep=True)
+    plain = grammar.Settings.from_options(only=("tensor",))
+    for seed in range(12):
+        swept = run_source(generate(seed, sweeping).source(), wrong_at_primes, seed,
+                           dynamic="true")
+        if swept.status == "fail":
+            break
+    assert swept.status == "fail" and swept.call > 0, "a backend wrong at primes >= 5 passed"
+    today = run_source(generate(seed, plain).source(), wrong_at_primes, seed)
+    assert today.status == "pass", today.detail
+
+
 def test_the_dynamic_mode_reaches_the_jit_call(monkeypatch):
     import dynamo
     from tests.fuzz.execution import backend

@@ -148,6 +148,7 @@ class _FrontEnd:
         fakes = [node.meta["example_value"] for node in graph.graph.nodes
                  if node.op == "placeholder"]
         compiled = compile_training(graph, inputs, self.compile_inner)
+        assert compiled.symbolic is not None   # (traced symbolically, not for these sizes)
         self.entries.append((environment, list(environment.guards), fakes, compiled))
         return compiled
 
@@ -438,3 +439,16 @@ def test_saved_input_modified_before_backward_raises_eagers_error():
             actual.backward()
         assert f"[{size}, 3]" in str(eager_error.value)
         assert str(compiled_error.value) == str(eager_error.value)
+
+
+def test_make_fx_symbolic_graph():
+    """A graph made by make_fx(tracing_mode="symbolic") (metas under `meta["val"]`, every
+    dim symbolic, the weights' too) compiles once for every batch size."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    example = _mlp_inputs(TRACED)
+    graph = make_fx(_mlp, tracing_mode="symbolic")(*[value.detach() for value in example])
+    compiled = compile_training(graph, example, run_graph)
+    assert compiled.symbolic is not None
+    for size in SIZES:
+        _check_call(compiled, _mlp, _mlp_inputs(size))
+    assert len(compiled.variants) == 1

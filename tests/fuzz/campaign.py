@@ -269,6 +269,12 @@ class Summary:
         raised = sum(s.get("eager_raised", 0) for s in stats)
         lines.append(f"  calls {calls}, eager raised in {raised}; graphs compiled {graphs} "
                      f"({_per(graphs, total)} a program)")
+        inductor = collections.Counter()
+        for s in stats:
+            inductor.update(s.get("inductor_fallbacks", {}))
+        if inductor:
+            lines.append("  inductor fallbacks by kind (graphs): " +
+                         ", ".join(f"{kind} {count}" for kind, count in sorted(inductor.items())))
         reasons = collections.Counter()
         for s in stats:
             reasons.update(s.get("fallback_reasons", {}))

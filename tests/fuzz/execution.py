@@ -107,6 +107,11 @@ class Backend:
         return frame.filename.startswith(GLUE_FILES) and \
             (frame.line or "").lstrip().startswith("out = compiled(")
 
+    def inductor_fallbacks(self) -> dict:
+        """inductor's counted fallbacks so far (`inductor.runtime.fallbacks`), if loaded."""
+        module = sys.modules.get("inductor.runtime.fallbacks")
+        return module.fallbacks() if module is not None else {}
+
     def stats(self, jitted) -> dict:
         if self.name.startswith("torch.compile"):
             from torch._dynamo.utils import counters
@@ -213,11 +218,20 @@ def run_source(source: str, backend_name: str, seed: int = 0, timeout: float = 1
     started = time.perf_counter()
     filename = f"<fuzzprog {seed}>"
     outcome = Outcome(seed, "pass")
+    before = chosen.inductor_fallbacks()
     try:
         with _alarm(timeout), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             _run_calls(source, chosen, filename, outcome, backward, strict_frames)
         outcome.stats["warnings"] = sum(1 for item in caught if "framejit" in str(item.message))
+        kinds = {}  # graphs inductor ran through eager kernels or compiled per size, by kind
+        for reason, count in chosen.inductor_fallbacks().items():
+            added = count - before.get(reason, 0)
+            if added > 0:
+                kind = reason.split(":", 1)[0]
+                kinds[kind] = kinds.get(kind, 0) + added
+        if kinds:
+            outcome.stats["inductor_fallbacks"] = kinds
     except Timeout:
         outcome.status, outcome.kind, outcome.detail = "fail", "timeout", f"over {timeout} s"
     finally:

@@ -75,12 +75,16 @@ class _Group:
 
 class _Call:
     """What one call's nodes share: the function outputs and the saved values (computed,
-    then inputs); `versions`: the counters of the node being made (None: no checks)."""
+    then inputs); `versions`: the counters of the node being made (None: no checks);
+    `tangent_sizes`: for symbolic sizes, the outputs' sizes per tangent (zeros for gradients
+    that do not arrive), else None."""
 
-    __slots__ = ("versions", "outputs", "values")
+    __slots__ = ("versions", "outputs", "values", "tangent_sizes")
 
-    def __init__(self, versions: Optional[CallVersions], outputs: tuple, values: list):
+    def __init__(self, versions: Optional[CallVersions], outputs: tuple, values: list,
+                 tangent_sizes: Optional[list] = None):
         self.versions, self.outputs, self.values = versions, outputs, values
+        self.tangent_sizes = tangent_sizes
 
 
 class CompiledNodes:
@@ -170,7 +174,9 @@ class CompiledNodes:
         function_outputs = tuple(unviewed(output) for output in outputs[:self.count])
         bump_versions(function_outputs, self.bumped_outputs)
         values = [*outputs[self.count:], *[primals[index] for index in self.saved_primals]]
-        call = _Call(None, function_outputs, values)
+        call = _Call(None, function_outputs, values, [
+            function_outputs[position].shape for position in self.tangent_positions]
+            if self.symbolic_tangents else None)
         del outputs
         result = list(function_outputs)
         hooks = caller_hooks_active()   # (eager checks no versions then)
@@ -220,7 +226,6 @@ def _make_function(nodes: CompiledNodes, group: _Group) -> type:
     bumps = [output.version_bumps for output in signature.function_outputs]
     count, positions, saved = nodes.count, group.positions, group.saved
     tangent_positions, tangent_metas = nodes.tangent_positions, nodes.tangent_metas
-    symbolic_tangents = nodes.symbolic_tangents
     fresh = [nodes.fresh[index] for index in saved]
     output_memory = [(saved.index(index), position) for index, position in nodes.output_memory
                      if index in saved]
@@ -229,10 +234,7 @@ def _make_function(nodes: CompiledNodes, group: _Group) -> type:
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
         def forward(ctx, call, *primals):
-            ctx.versions = call.versions
-            if symbolic_tangents:
-                ctx.tangent_sizes = [call.outputs[position].shape
-                                     for position in tangent_positions]
+            ctx.versions, ctx.tangent_sizes = call.versions, call.tangent_sizes
             name_outputs(ctx, plan, positions)   # eager's node names, for later graphs' checks
             _save(ctx, [call.values[index] for index in saved], fresh, output_memory,
                   call.outputs, saved, group.frees)
@@ -267,7 +269,7 @@ def _make_function(nodes: CompiledNodes, group: _Group) -> type:
             kept = dict(zip(saved, _unpack(ctx, len(saved)))) if backward.kept else {}
             arguments = _backward_arguments([kept[index] for index in backward.kept],
                                             tangents, tangent_metas, backward.zeros_for,
-                                            getattr(ctx, "tangent_sizes", None))
+                                            ctx.tangent_sizes)
             del kept
             if hasattr(ctx, "maybe_clear_saved_tensors"):
                 ctx.maybe_clear_saved_tensors()   # free them early unless retain_graph

@@ -6,9 +6,9 @@ the backward may recompute it and how many bytes saving it for the backward keep
 Recomputable: pointwise ops (the `pointwise` tag), views, cheap data movement and factories,
 reductions whose output is not much smaller than their input, and sizes (`SymInt` values of
 graphs with symbolic sizes: read off a tensor, or arithmetic on sizes); saving a size costs a
-word. Costs use the traced example's sizes (`symbols.hint`), adding no guard. Never recomputed: random
-ops (the `nondeterministic_seeded` tag: recomputing would draw a different mask), matmuls,
-convolutions, attention, and every operator this module does not know (safe by default).
+word. Never recomputed: random ops (the `nondeterministic_seeded` tag: recomputing would draw a
+different mask), matmuls, convolutions, attention, and every operator this module does not know
+(safe by default). Costs use the traced example's sizes (`symbols.hint`), adding no guard.
 """
 from __future__ import annotations
 

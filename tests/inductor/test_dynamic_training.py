@@ -452,3 +452,32 @@ def test_make_fx_symbolic_graph():
     for size in SIZES:
         _check_call(compiled, _mlp, _mlp_inputs(size))
     assert len(compiled.variants) == 1
+
+
+def _dropout(x, w):
+    return F.dropout(x @ w, 0.3, training=True) * 2
+
+
+def test_dropout_masks_as_eagers_at_every_size():
+    """A random op with symbolic sizes draws, for the same seed, eager's mask at each size
+    (traced once, in the forward; never recomputed in the backward)."""
+    def inputs(batch):
+        return [torch.randn(batch, 5, requires_grad=True),
+                torch.randn(5, 4, requires_grad=True)]
+
+    example = inputs(TRACED)
+    graph, environment = symbolic_graph(_dropout, example, [(0,)])
+    compiled = compile_training(graph, example, run_graph)
+    for size in SIZES:
+        values = inputs(size)
+        compiled_inputs, eager_inputs = _fresh(values), _fresh(values)
+        torch.manual_seed(size)
+        actual = compiled(*compiled_inputs)
+        torch.manual_seed(size)
+        expected = _dropout(*eager_inputs)
+        torch.testing.assert_close(actual, expected)
+        actual.sum().backward()
+        expected.sum().backward()
+        for got, want in zip(compiled_inputs, eager_inputs):
+            torch.testing.assert_close(got.grad, want.grad)
+    assert len(compiled.variants) == 1 and not environment.guards

@@ -116,7 +116,7 @@ def run(options: argparse.Namespace, arguments: list) -> dict:
         tokens = options.tokens or (decode.QUICK_NEW_TOKENS if quick else decode.NEW_TOKENS)
         result["decode"] = decode.run_decode(
             names, options.decode_variants or list(decode.DECODE_VARIANTS), tokens,
-            options.device, options.repeats or (2 if quick else 3))
+            options.device, options.repeats or 3)
     if "bert" in options.parts:
         entry = options.bert_entry or ("bert-base" if options.device == "cuda" else "bert")
         lengths = options.lengths or list(bert.QUICK_LENGTHS if quick else bert.LENGTHS)

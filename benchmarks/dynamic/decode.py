@@ -18,7 +18,9 @@ Decoders (batch 1, an 8-token prompt, then one token a step):
   a notice when transformers is not installed.
 Each compiled step function is the model call (the Python loop and argmax stay eager, as in
 a serving loop). Timing: `repeats` rounds, each runs one whole generation per variant in an
-order rotated every round; tokens/s = new tokens / median generation seconds.
+order rotated every round; tokens/s = new tokens / median generation seconds. Compiles and
+fallbacks (inductor's per-size code variants included) during the warm generations are
+`compiles_while_timing`: each warm generation repeats the cold one's sizes.
 """
 from __future__ import annotations
 
@@ -181,7 +183,8 @@ def run_decoder(name: str, variant_names: list, new_tokens: int, device: str, re
         result = results[variant_name]
         result.update(variants[variant_name].counts(), warm_seconds=round(seconds, 4),
                       tokens_per_second=round(new_tokens / seconds, 2))
-        result["compiles_while_timing"] = result["compiles"] - result["cold_compiles"]
+        result["compiles_while_timing"] = (variants[variant_name].work_count()
+                                           - result["cold_work"])
         progress(f"  decode {name} {variant_name}: {result['tokens_per_second']} tokens/s, "
                  f"{result['compiles']} compiles, tokens match eager: {result['tokens_match']}")
     return {"decoder": name, "description": description, "new_tokens": new_tokens,
@@ -196,10 +199,11 @@ def _warm_generations(variants: dict, prompt, fresh_state, new_tokens: int, repe
     for round_index in range(repeats):
         shift = round_index % max(1, len(names))
         for name in names[shift:] + names[:shift]:
-            started = time.perf_counter()
-            generate(variants[name].function, prompt, fresh_state(), new_tokens)
-            synchronize()
-            samples[name].append(time.perf_counter() - started)
+            variant = variants[name]
+            _, seconds = variant.counted(
+                lambda: generate(variant.function, prompt, fresh_state(), new_tokens),
+                synchronize)
+            samples[name].append(seconds)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -212,6 +216,7 @@ def _cold(name: str, target, prompt, fresh_state, new_tokens: int, synchronize,
     except Exception as error:  # a failing variant is a result, never a crash
         return None, {"error": f"{type(error).__name__}: {error}"[:1500], "tokens_match": False}
     return variant, {"cold_seconds": round(seconds, 3), "cold_compiles": variant.compiles(),
+                     "cold_work": variant.work_count(),
                      **_compare_tokens(expected, margins, tokens)}
 
 

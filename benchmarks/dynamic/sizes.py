@@ -16,7 +16,9 @@ Method, per size in the given order (a batch sweep grows, as a serving system se
    interleaved` (warm-up, calls per trial filling about 50 ms, trials in rotating order, the
    median per call, and the best trial: on a loaded machine the steadier estimate); any
    compile during these calls is counted as `compiles_while_timing`
-   (a recompile in steady state would be a guard bug, not a cost of new sizes).
+   (a recompile in steady state would be a guard bug, not a cost of new sizes); before
+   timing, each variant is called a second time with the same inputs, counted: compiles or
+   fallbacks (inductor's per-size code variants included) there are `second_call_compiles`.
 `compile_seconds`: the sum over sizes of (first call - steady per-call time), floored at 0:
 the same measure for both compilers, whatever each counts as compile time internally.
 A variant that raises is marked `error` with the exception and leaves the remaining sizes.
@@ -79,6 +81,7 @@ class _Record:
         self.mismatches: list = []
         self.checked = 0
         self.compiles_while_timing = 0
+        self.second_call_compiles = 0
 
     def summary(self) -> dict:
         compile_seconds = sum(max(0.0, self.first_call_seconds[size] - self.per_call[size][0])
@@ -89,6 +92,7 @@ class _Record:
                "calls_checked": self.checked, "mismatches": self.mismatches[:5],
                "compile_seconds": round(compile_seconds, 3),
                "compiles_while_timing": self.compiles_while_timing,
+               "second_call_compiles": self.second_call_compiles,
                "first_call_s": {str(s): round(v, 5) for s, v in self.first_call_seconds.items()},
                "per_call_ms": {str(s): round(v[0] * 1e3, 5) for s, v in self.per_call.items()},
                "best_ms": {str(s): round(v[2] * 1e3, 5) for s, v in self.per_call.items()},
@@ -116,6 +120,9 @@ def _first_calls(records: dict, names: list, args: tuple, size: int, expected,
             mismatch = compare(expected, result)
             if mismatch:
                 record.mismatches.append(f"size {size}: {mismatch}")
+        before = record.variant.work_count()
+        record.variant.first_call(args, synchronize)  # the same call again reuses its code
+        record.second_call_compiles += record.variant.work_count() - before
 
 
 def _live(records: dict) -> list:

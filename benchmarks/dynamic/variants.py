@@ -138,6 +138,11 @@ class Variant:
                     self.fallbacks[key] += count - fallbacks_before.get(key, 0)
         return result, seconds
 
+    def work_count(self) -> int:
+        """Compiles plus fallbacks counted so far (a per-size code variant is a fallback
+        record): unchanged across a call that reused existing code."""
+        return (self.compiles() or 0) + sum(self.fallbacks.values())
+
     def compiles(self) -> Optional[int]:
         """Frames compiled so far (every entry made, recompiles included)."""
         if self.framework == "framejit":

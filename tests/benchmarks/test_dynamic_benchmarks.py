@@ -37,6 +37,7 @@ def test_smoke_run_writes_every_field_and_matches_eager(tmp_path):
         assert row["calls_checked"] == 2 and set(row["per_call_ms"]) == {"2", "5"}
         assert all(value > 0 for value in row["per_call_ms"].values())
         assert row["compile_seconds"] >= 0 and row["compiles_while_timing"] == 0
+        assert row["second_call_compiles"] == 0  # the same call again reuses its code
     # dynamic=False specialises: one entry per size, whatever dynamic shapes support exists
     assert part["variants"]["framejit-static"]["compiles"] == 2
     assert part["variants"]["framejit-static"]["source"] == "dynamo driver records"

@@ -18,6 +18,9 @@ entry glue (the graph of everything before the first stop). Output: a replacemen
     HANDLER (one per stop) stack = unpack(result, SLOTS)  # writes the locals back
                            push the stack (NULLs where the layout says); jump to the stop
 
+An entry glue whose graph raised may return `RUN_EAGERLY` (`dynamo.rewrite.raising`): the
+original code then runs from its start, in order (jumping around nested stops' copies).
+
 Only the stops run in this frame; everything else runs in graphs: the entry glue's, and the
 regions', each compiled when the frame hook first sees it called. A region that raises
 propagates out of the trampoline, outside every `try` of this frame, because the region's
@@ -39,17 +42,21 @@ from dynamo.resume.regions import (RETURN_TAG, STACK, STATE, Placeholder, closur
                                    slots_of, state_names, tag_of)
 from dynamo.rewrite import assemble
 from dynamo.instructions.decoding import decode_bytecode as decode_body
+from dynamo.rewrite.raising import RUN_EAGERLY
 from dynamo.rewrite.replacement import prologue_of
 
 PY312 = emit.PY311 is False
 
 
 def build_skeleton(base: CodeType, entry_call: list, stops: dict[int, Stop],
-                   region_for: Callable[[Edge], CodeType]) -> CodeType:
+                   region_for: Callable[[Edge], CodeType], runs_again: bool = False
+                   ) -> CodeType:
     """The replacement of `base` for one compiled entry (see the module docstring).
 
     `entry_call` pushes the entry glue's result; `region_for(edge)` gives the region code
-    object that continues along `edge`.
+    object that continues along `edge`. `runs_again`: the entry glue may return
+    `RUN_EAGERLY` (its graph raised): the original code then runs from its start, eagerly up
+    to the first stop, compiled from there on, as after the stop of a break.
     """
     decoded = decode(base)
     body = decode_body(base)
@@ -76,9 +83,15 @@ def build_skeleton(base: CodeType, entry_call: list, stops: dict[int, Stop],
     # shows the user's variables only
     spent = [Instr("DELETE_FAST", STATE, lineno=lineno)] if region_info(base) is not None \
         else []
-    items = [*prologue, *entry_call, *spent, emit.Jump(dispatch, lineno=lineno)]
+    start, again = Label(), Label()
+    rerun = [Instr("COPY", 1, lineno=lineno), Instr("LOAD_CONST", RUN_EAGERLY, lineno=lineno),
+             Instr("IS_OP", 0, lineno=lineno), emit.Jump(again, True, lineno)] \
+        if runs_again else []
+    if runs_again:  # the region's `__state` is still there: its own prologue reads it
+        tail.extend([again, Instr("POP_TOP", lineno=lineno), emit.Jump(start, lineno=lineno)])
+    items = [*prologue, *entry_call, *rerun, *spent, emit.Jump(dispatch, lineno=lineno), start]
     items += _original_code(decoded, body, stops, stop_labels, trampoline, tail,
-                            {id(item) for item in prologue})
+                            {id(item) for item in prologue}, runs_again)
     items += [dispatch, *_dispatch(base, stops, stop_labels, trampoline, slots, lineno)]
     items += tail
     skeleton = Bytecode(emit.resolve_jumps(items))
@@ -97,8 +110,10 @@ def _cell_slots(code: CodeType, base: CodeType) -> tuple:
     return tuple(slot_index(code, name) for name in closure_names(base))
 
 
-def _original_code(decoded, body, stops, stop_labels, trampoline, tail, skip) -> list:
-    """The original instructions with labels before the stops and exits after them."""
+def _original_code(decoded, body, stops, stop_labels, trampoline, tail, skip,
+                   runs_again: bool = False) -> list:
+    """The original instructions with labels before the stops and exits after them
+    (`runs_again`: they may run in order from the start: jumps around nested stops' copies)."""
     before = {entry_position(decoded, index): index for index in stop_labels}
     after: dict[int, list] = {}
     redirect: dict[int, Label] = {}
@@ -122,11 +137,14 @@ def _original_code(decoded, body, stops, stop_labels, trampoline, tail, skip) ->
     for position, item in enumerate(body):
         if id(item) in skip:
             continue
+        around = Label() if position in copies and runs_again else None
+        if around is not None:  # reached in order (the code run from its start): the call
+            items.append(emit.Jump(around, lineno=getattr(body[position], "lineno", None)))
         if position in before:
             items.append(stop_labels[before[position]])
         if position in copies:
             copy, resumed = _copy_of(decoded, body, copies[position], trampoline, active)
-            items += copy
+            items += [*copy, around] if around is not None else copy
             if resumed is not None:
                 continued[id(opened)] = active = resumed
         if position in redirect:

@@ -26,7 +26,7 @@ from dynamo.resume import analysis, nested
 from dynamo.resume.regions import region_for, state_names, tag_of
 from dynamo.resume.skeleton import build_skeleton
 from dynamo.rewrite.glue import GluePlan
-from dynamo.rewrite.replacement import glue_call
+from dynamo.rewrite.replacement import glue_call, runs_again
 from dynamo.trace.capture import BreakRecord, Capture, StopPoint
 from dynamo.variables.base import NULL
 
@@ -181,4 +181,4 @@ def skeleton_replacement(code: CodeType, glue, plan: GluePlan, stops: dict) -> C
     def region(edge: analysis.Edge) -> CodeType:
         return region_for(code, edge.target, edge.layout, exits, edge.inner)
     entry = glue_call(code, glue, plan.parameters, plan.cell_parameters)
-    return build_skeleton(code, entry, stops, region)
+    return build_skeleton(code, entry, stops, region, runs_again(glue))

@@ -21,6 +21,7 @@ from dynamo.breaks import Unsupported
 from dynamo.instructions.decoding import decode_bytecode
 from dynamo.rewrite import assemble
 from dynamo.rewrite.glue import GluePlan
+from dynamo.rewrite.raising import plan_error_path
 from dynamo.rewrite.rebuild import replay, replay_calls, write_frame_cells
 from dynamo.trace.capture import Capture
 
@@ -41,6 +42,7 @@ def plan_glue(capture: Capture, frame_globals: dict,
     plan = GluePlan(frame_globals)
     plan.frame_cells = {id(cell.box): name for name, cell in capture.cells.items()}
     try:
+        plan.error_path = plan_error_path(capture.graph, capture.side_effects.exception_path)
         returned = plan.reconstruct(capture.returned) if result is None else result(plan)
         replay(plan, capture.pending)
         write_frame_cells(plan, capture.own_cells(), every=capture.stop is not None)
@@ -52,11 +54,15 @@ def plan_glue(capture: Capture, frame_globals: dict,
 
 def build_glue(code: CodeType, plan: GluePlan, compiled, input_sources: list,
                returned: str):
-    """The glue function (never intercepted by the hook) and its source text."""
+    """The glue function (never intercepted by the hook) and its source text. Its
+    `error_path` attribute tells the replacement whether it may return `RUN_EAGERLY`."""
+    if compiled is None:
+        plan.error_path = None
     glue, text = plan.build(compiled, input_sources, returned,
                             name=f"{code.co_name}_glue" if code.co_name.isidentifier()
                             else "glue")
     hook.mark_skip(glue.__code__)
+    glue.error_path = plan.error_path
     return glue, text
 
 

@@ -3,7 +3,8 @@
 Input: what a trace produced (graph input sources, the returned variable, pending side
 effects). Output: Python source for `glue(<frame locals>)`, which fetches the graph's inputs
 from the frame, calls the compiled graph, replays side effects on pre-existing objects, and
-rebuilds the returned value — readable code, logged on the `bytecode` channel:
+rebuilds the returned value — readable code, logged on the `bytecode` channel (a graph that
+may raise sits in a `try`: see `raising`):
 
     def glue(x, self):
         out = compiled(x, self._modules['lin']._parameters['weight'])
@@ -27,6 +28,7 @@ import re
 from typing import Any, Optional
 
 from dynamo.breaks import UNSUPPORTED_OBJECT, Unsupported
+from dynamo.rewrite.raising import GLUE_NAMES, glue_lines
 from guards.sources import ConstantSource, GlobalSource, LocalSource, ObjectSource, Source
 
 _LITERALS = (int, str, bool, type(None), bytes)
@@ -51,6 +53,7 @@ class GluePlan:
         self._parameter_names: dict[tuple, str] = {}
         self.reads: list[str] = []  # `r<n> = <source>`: entry values, read before any replay
         self._read_names: dict[Source, str] = {}
+        self.error_path = None  # raising.ErrorPath: what the glue does if the graph raises
 
     # -- names ------------------------------------------------------------------------------
     def parameter(self, local: str) -> str:
@@ -174,7 +177,8 @@ class GluePlan:
     def build(self, compiled, input_sources: list[Source], returned: str, name: str):
         """The glue function (its globals are the frame's), plus its source text."""
         fetches, inputs = self.input_fetches(input_sources)
-        call = None if compiled is None else [*fetches, f"out = compiled({', '.join(inputs)})"]
+        call = None if compiled is None else [*fetches,
+                                              *glue_lines(self.error_path, inputs, name)]
         parameters = [self._name_of("L_", local) for local in self.parameters] + \
                      [self._name_of("C_", local) for local in self.cell_parameters]
         body = (call or []) + self.reads + self.statements + [f"return {returned}"]
@@ -185,7 +189,7 @@ class GluePlan:
                 + f"    return {name}\n")
         filename = f"<framejit glue {next(_counter)}>"
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-        namespace: dict = {}
+        namespace: dict = dict(GLUE_NAMES)
         exec(compile(text, filename, "exec"), namespace)
         function = namespace["make"](compiled, self.frame_globals, *self.constants.values())
         return function, text

@@ -6,6 +6,9 @@ calls the glue and returns its result:
 
     MAKE_CELL / COPY_FREE_VARS / RESUME        (copied: cells exist before anything reads them)
     PUSH_NULL; LOAD_CONST glue; LOAD_FAST x; LOAD_DEREF y; [PRECALL n]; CALL n; RETURN_VALUE
+
+A glue that may return `raising.RUN_EAGERLY` (its graph raised) is followed by a test that
+then runs the original code, appended unchanged after the prologue, in this same frame.
 """
 from __future__ import annotations
 
@@ -13,10 +16,11 @@ import sys
 from types import CodeType
 from typing import Callable
 
-from bytecode import Bytecode, CellVar, FreeVar, Instr
+from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 
 from dynamo.instructions.decoding import decode_bytecode as decode
 from dynamo.rewrite import PROLOGUE, assemble
+from dynamo.rewrite.raising import RUN_EAGERLY
 
 PY311 = sys.version_info[:2] == (3, 11)
 
@@ -64,7 +68,29 @@ def replacement_calling(code: CodeType, glue: Callable, parameters: list[str],
                         cell_parameters: list[str]) -> CodeType:
     """A replacement for `code` that returns `glue(*parameters, *cells)`."""
     original = decode(code)
-    body = Bytecode(prologue_of(original) + glue_call(code, glue, parameters, cell_parameters)
-                    + [Instr("RETURN_VALUE", lineno=code.co_firstlineno)])
+    prologue = prologue_of(original)
+    tail = [Instr("RETURN_VALUE", lineno=code.co_firstlineno)]
+    if runs_again(glue):
+        start = Label()
+        tail = [*if_run_eagerly(start, code.co_firstlineno), *tail, start]
+        tail += [item for item in original if not any(item is own for own in prologue)]
+    body = Bytecode(prologue + glue_call(code, glue, parameters, cell_parameters) + tail)
     body._copy_attr_from(original)
     return assemble(body, code)
+
+
+def runs_again(glue: Callable) -> bool:
+    """Whether `glue` may return `RUN_EAGERLY` (see `raising`)."""
+    path = getattr(glue, "error_path", None)
+    return path is not None and path.runs_again
+
+
+def if_run_eagerly(target: Label, lineno: int) -> list:
+    """[result] -> [result], or [] and a jump to `target` when the result is `RUN_EAGERLY`
+    (both jumps forward: `target` lies after these instructions)."""
+    skip = Label()
+    test = "POP_JUMP_FORWARD_IF_FALSE" if PY311 else "POP_JUMP_IF_FALSE"
+    jump = "JUMP_FORWARD" if PY311 else "JUMP_FORWARD"
+    return [Instr("COPY", 1, lineno=lineno), Instr("LOAD_CONST", RUN_EAGERLY, lineno=lineno),
+            Instr("IS_OP", 0, lineno=lineno), Instr(test, skip, lineno=lineno),
+            Instr("POP_TOP", lineno=lineno), Instr(jump, target, lineno=lineno), skip]

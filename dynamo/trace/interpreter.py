@@ -31,6 +31,7 @@ from dynamo import skips
 from dynamo.trace.handlers import HANDLERS
 from dynamo.variables.builder import wrap, wrap_computed
 from dynamo.variables.builtins import truth
+from dynamo.variables.contexts import check_exception_path
 from dynamo.variables.iterators import GeneratorVariable, iterate_all
 from dynamo.variables.objects import lookup_dunder
 from dynamo.variables.operators import _UNKNOWN
@@ -155,7 +156,9 @@ class Tracer:
                 if handler is None:
                     raise self.unsupported(UNSUPPORTED_BYTECODE,
                                            f"the {instruction.opname} instruction")
+                before = len(self.graph.graph.nodes)
                 handler(self, instruction)
+                check_exception_path(self, before)
             except RaisedInTrace as raised:  # to this frame's `except`, or to the caller
                 unwind(self, raised)
             except Unsupported as error:

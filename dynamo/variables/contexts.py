@@ -7,10 +7,19 @@ User context managers have their `__enter__`/`__exit__` inlined.
 
 A `with` block that a graph break cuts in two keeps real exit callables on the rewritten
 frame's stack (`ContextExit.real_exit`): `RestoreGradMode` and `exit_nothing` below.
+
+`check_exception_path` runs after each instruction that recorded graph operations: an error
+the graph raises when it runs must leave what eager leaves (program fuzzer P42). A graph that
+can run again (its writes into inputs and random numbers drawn put back first) is run again
+by its glue (`dynamo.rewrite.raising`); in one that cannot (a write that gives an input
+autograd history or changes its shape), an operation an error in which would run Python code
+(a user `__exit__`, `finally`, `except`) or skip a replayed effect breaks the graph, and runs
+eagerly in its real frames.
 """
 from __future__ import annotations
 
 import contextlib
+import itertools
 from typing import Any, Optional
 
 import torch
@@ -18,6 +27,7 @@ import torch
 from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import Variable, variable
 from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.side_effects import effect_of, memory_of_inputs
 from guards import ConstantGuard, IdentityGuard, TypeGuard
 from guards.sources import AttrSource, Source
 
@@ -123,11 +133,14 @@ class ContextExit(Variable):
     leave: Any
     real_exit: Any = None  # (callable, *arguments) building a real exit, for graph breaks
     close_for_break: Any = None  # ends the block inside the graph that stops in it
+    entered_before: bool = False  # a block entered before this trace (a region's stack)
 
     def call(self, tx, args, kwargs) -> Variable:
         """`__exit__(type, value, traceback)`: restores the mode; never swallows an
         exception (returns a false value)."""
         self.leave()
+        if self.entered_before:  # an error after it is not undone by an exit of this graph
+            tx.side_effects.exception_path.mode_changes += 1
         return ConstantVariable(None)
 
     def rebuild(self, plan) -> str:
@@ -153,9 +166,10 @@ class ContextExit(Variable):
                f"({', '.join(plan.constant(argument) for argument in arguments)})"
 
 
-def grad_mode_exit(tx, previous: bool) -> ContextExit:
+def grad_mode_exit(tx, previous: bool, entered_before: bool = False) -> ContextExit:
     """The exit of a grad-mode block: records the mode change back to `previous`."""
-    return ContextExit(lambda: _set_grad(tx, previous), real_exit=(RestoreGradMode, previous))
+    return ContextExit(lambda: _set_grad(tx, previous), real_exit=(RestoreGradMode, previous),
+                       entered_before=entered_before)
 
 
 
@@ -166,7 +180,7 @@ def wrap_exit(tx, value, source: Optional[Source]) -> Variable:
         if source is not None:
             tx.guards.add(TypeGuard(source, RestoreGradMode))
             tx.guards.add(ConstantGuard(AttrSource(source, "previous"), value.previous))
-        return grad_mode_exit(tx, value.previous)
+        return grad_mode_exit(tx, value.previous, entered_before=True)
     if value is not exit_nothing:
         raise Unsupported(UNSUPPORTED_CALL, "an unknown builtin function on a `with` block")
     if source is not None:
@@ -251,10 +265,91 @@ class AppliedGradMode(Variable):
     previous: bool
 
     def enter(self, tx) -> tuple[Variable, Variable]:
+        tx.side_effects.exception_path.mode_changes -= 1  # a `with`: its exit restores
         return grad_mode_exit(tx, self.previous), ConstantVariable(None)
 
 
 def set_grad_enabled(tx, enabled: bool) -> Variable:
     previous = torch.is_grad_enabled()
     _set_grad(tx, enabled)
+    tx.side_effects.exception_path.mode_changes += 1  # until a `with` enters it
     return AppliedGradMode(previous)
+
+
+# -- errors raised by the graph when it runs (program fuzzer P42) -----------------------------
+def check_exception_path(tx, before: int) -> None:
+    """After an instruction of `tx` that may have recorded operations (the graph had
+    `before` nodes): break the graph where an error in them could not be handled by the glue
+    (see the module docstring). Nodes an inlined call's own checks saw are skipped."""
+    nodes = tx.graph.graph.nodes
+    path = tx.side_effects.exception_path
+    count = len(nodes)
+    new = count - max(before, min(path.checked, count))
+    path.checked = count
+    if new <= 0:
+        return
+    inputs = None
+    lasting = ""
+    for node in itertools.islice(reversed(nodes), new):
+        if node.op == "placeholder" or (node.op == "call_function" and
+                                        node.target in _RESTORED):
+            continue
+        if inputs is None and node.meta.get("mutates"):
+            inputs = memory_of_inputs(nodes)
+        effect = effect_of(node, inputs or set())
+        lasting = effect.reason if effect.kind == "lasting" else lasting
+    exposed = path.effects or path.mode_changes > 0 or bool(tx.side_effects.deferred_calls) \
+        or runs_code_on_error(tx)
+    if (exposed and (path.lasting or lasting)) or (lasting and path.exposed):
+        why = path.lasting or lasting
+        raise Unsupported(UNSUPPORTED_CALL, "a tensor operation that may raise when the graph "
+                          "runs, in a graph that cannot run again (" + why + "), where an "
+                          "error would run Python code or skip a change to a Python object "
+                          "(a `with` block of a user context manager, `try`, an earlier "
+                          "write): it runs eagerly", exact_frames=True)
+    path.exposed = path.exposed or exposed
+    path.lasting = path.lasting or lasting
+
+
+_RESTORED = (torch._C._set_grad_enabled, torch.amp._enter_autocast, torch.amp._exit_autocast)
+
+
+def runs_code_on_error(tx) -> bool:
+    """Whether an error raised by the current instruction of `tx` would run Python code of
+    the traced frames before leaving them: an `except` or `finally` clause, or the
+    `__exit__` of a context manager other than the modelled ones (grad mode, autocast,
+    `nullcontext`: the glue puts their modes back itself)."""
+    frame = tx
+    while frame is not None:
+        instruction = getattr(frame, "current", None)
+        handler = getattr(instruction, "handler", None)
+        while handler is not None:
+            runs_code, handler = _next_handler(frame, handler)
+            if runs_code:
+                return True
+        frame = frame.parent
+    return False
+
+
+def _next_handler(frame, handler) -> tuple[bool, Any]:
+    """(whether `handler` runs Python code, the handler an error out of it reaches)."""
+    instructions = frame.decoded.instructions
+    names = [instruction.opname for instruction in instructions[handler.target:
+                                                                 handler.target + 2]]
+    first = instructions[handler.target]
+    if names == ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]:
+        stack = frame.stack
+        exit_function = stack[handler.depth - 1] if 0 < handler.depth <= len(stack) else None
+        if not isinstance(exit_function, ContextExit):
+            return True, None
+        return False, first.handler  # the block's cleanup, then what covers the `with`
+    for instruction in instructions[handler.target:handler.target + 8]:
+        if instruction.opname == "RERAISE":  # a cleanup: POP_EXCEPT, a local put back (3.12
+            return False, instruction.handler  # comprehensions), then on to what covers it
+        if instruction.opname not in _CLEANUP:
+            break
+    return True, None
+
+
+_CLEANUP = frozenset({"COPY", "SWAP", "POP_TOP", "POP_EXCEPT", "STORE_FAST", "LOAD_FAST",
+                      "LOAD_CONST", "NOP"})

@@ -8,11 +8,19 @@ its box, and the box holds the current contents as variables. Boxes of objects t
 before the frame ran carry the source to reach them; when such a box changes, the change is
 replayed on the real object after the compiled graph has run. Boxes of objects created during
 the trace need no replay: they are rebuilt where they escape.
+
+An error raised inside the compiled graph would skip the replay: `ExceptionPath` keeps what
+the trace needs to know about that (program fuzzer P42, see `dynamo.rewrite.raising`), and
+`lasting_effect` says which graph operations cannot simply run again.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+import operator
+from typing import Any, Iterable, Optional
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from guards.sources import Source
 
@@ -28,6 +36,7 @@ class Box:
     mutated: bool = False
     python_type: Optional[type] = None
     deleted: set = dataclasses.field(default_factory=set)  # object attributes deleted
+    owner: Any = dataclasses.field(default=None, repr=False)  # the SideEffects tracking it
 
     @property
     def preexisting(self) -> bool:
@@ -35,6 +44,26 @@ class Box:
 
     def touch(self) -> None:
         self.mutated = True
+        if self.owner is not None:
+            self.owner.exception_path.effects = True
+
+
+@dataclasses.dataclass
+class ExceptionPath:
+    """What an error raised by the graph at run time would skip, as the trace goes on.
+
+    `effects`: a pre-existing value was changed (eager changes it before a later operation
+    raises; the glue replays it after the graph). `mode_changes`: grad mode was switched other
+    than by entering a `with` block of this trace (an error does not switch it back).
+    `exposed`: an operation was recorded while an error in it would run Python code or skip an
+    effect. `lasting`: an operation that cannot simply run again (it writes memory the graph
+    did not allocate, or draws random numbers) was recorded: why."""
+
+    effects: bool = False
+    mode_changes: int = 0
+    exposed: bool = False
+    lasting: str = ""
+    checked: int = 0  # graph nodes already looked at
 
 
 class SideEffects:
@@ -47,6 +76,7 @@ class SideEffects:
         # calls made after the graph instead of during the trace, in program order: a real
         # function and its argument variables (`logger.warning_once(message)`, see special.py)
         self.deferred_calls: list[tuple[Any, list]] = []
+        self.exception_path = ExceptionPath()
 
     def box_for(self, real: Any, facet: str = "") -> Optional[Box]:
         """The box already made for a pre-existing object, if any (keeps aliasing right).
@@ -57,6 +87,9 @@ class SideEffects:
         return self._by_id.get((id(real), facet))
 
     def track(self, box: Box, facet: str = "") -> Box:
+        box.owner = self
+        if box.mutated:
+            self.exception_path.effects = True
         if box.real is not None:
             self._by_id[(id(box.real), facet)] = box
             self._keepalive.append(box.real)
@@ -73,3 +106,85 @@ class SideEffects:
             box.real = None
         self._by_id.clear()
         self._keepalive.clear()
+
+
+_RANDOM_WORDS = ("rand", "dropout", "bernoulli", "multinomial", "normal", "uniform",
+                 "poisson", "exponential", "geometric", "cauchy", "rrelu", "seed", "random")
+# in-place methods that change what a tensor is, not only its values: no copy puts it back
+_METADATA_WRITES = {"resize_", "resize_as_", "set_", "as_strided_", "squeeze_", "unsqueeze_",
+                    "t_", "transpose_", "swapdims_", "swapaxes_", "detach_", "requires_grad_",
+                    "share_memory_", "rename_", "retain_grad"}
+RANDOM_DEVICES = ("cpu", "cuda")  # generators the glue can save and put back
+
+
+@dataclasses.dataclass(frozen=True)
+class Effect:
+    """What running a graph operation leaves that a second run would change again.
+
+    `kind`: "" (nothing), "random" (draws from `device`'s generator), "write" (writes the
+    memory of inputs: `storages`), "lasting" (neither can be put back: `reason`)."""
+
+    kind: str = ""
+    reason: str = ""
+    device: str = ""
+    storages: tuple = ()
+
+
+def memory_of_inputs(nodes: Iterable[torch.fx.Node]) -> set:
+    """The storages of a graph's tensor inputs (placeholders' example values)."""
+    storages = set()
+    for node in nodes:
+        example = node.meta.get("example_value") if node.op == "placeholder" else None
+        if isinstance(example, torch.Tensor):
+            storages.add(StorageWeakRef(example.untyped_storage()))
+    return storages
+
+
+def effect_of(node: torch.fx.Node, inputs: set) -> Effect:
+    """What running `node` leaves beyond its outputs (`inputs`: the graph's input storages).
+    Module calls count as lasting (not looked into)."""
+    if node.op == "call_module":
+        return Effect("lasting", f"a call of module {node.target}")
+    target = node.target
+    name = target if isinstance(target, str) else getattr(target, "__name__", "") or ""
+    lowered = name.lower()
+    random = None
+    if any(word in lowered for word in _RANDOM_WORDS) and "normalize" not in lowered:
+        example = node.meta.get("example_value")
+        device = example.device if isinstance(example, torch.Tensor) else torch.device("cpu")
+        if device.type not in RANDOM_DEVICES:
+            return Effect("lasting", f"{name} draws random numbers on {device}")
+        random = Effect("random", device=str(device) if device.type == "cuda" else "cpu")
+    if not node.meta.get("mutates"):
+        return random or Effect()
+    storages = []
+    for leaf in _written(node, name):
+        example = leaf.meta.get("example_value") if isinstance(leaf, torch.fx.Node) else None
+        if not isinstance(example, torch.Tensor) or \
+                StorageWeakRef(example.untyped_storage()) not in inputs:
+            continue
+        if example.requires_grad or name in _METADATA_WRITES:
+            return Effect("lasting", f"{name} writes an input in a way no copy puts back")
+        storages.append(StorageWeakRef(example.untyped_storage()))
+    if storages and random is not None:
+        return Effect("lasting", f"{name} writes random numbers into an input")
+    return Effect("write", storages=tuple(storages)) if storages else random or Effect()
+
+
+def _written(node: torch.fx.Node, name: str) -> list:
+    """The arguments `node` may write: `out=`, the tensor an in-place method or operator
+    (`x.add_(y)`, `x *= y`, `x[i] = y`) writes, else every argument (a schema's writes)."""
+    if isinstance(node.kwargs.get("out"), torch.fx.Node):
+        return [node.kwargs["out"]]
+    in_place = (name.endswith("_") and not name.startswith("_")) or \
+        (name.startswith("__i") and name.endswith("__")) or \
+        node.target in _IN_PLACE_OPERATORS
+    if in_place and node.args and isinstance(node.args[0], torch.fx.Node):
+        return [node.args[0]]
+    return torch.utils._pytree.tree_leaves((node.args, node.kwargs))
+
+
+_IN_PLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul,
+                       operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow,
+                       operator.iand, operator.ior, operator.ixor, operator.ilshift,
+                       operator.irshift, operator.imatmul}

@@ -481,3 +481,31 @@ def test_dropout_masks_as_eagers_at_every_size():
         for got, want in zip(compiled_inputs, eager_inputs):
             torch.testing.assert_close(got.grad, want.grad)
     assert len(compiled.variants) == 1 and not environment.guards
+
+
+def _writes_input(x, y):
+    y.mul_(2)
+    return (x * y).view(-1)[1:], y
+
+
+def test_input_written_in_place_with_symbolic_size():
+    """An input of symbolic size written in place: its new value, its version counter, the
+    returned input itself and a view at a symbolic size, as eager's at every size."""
+    def inputs(batch):
+        return [torch.randn(batch, 3, requires_grad=True), torch.randn(batch, 3)]
+
+    example = inputs(TRACED)
+    graph, _ = symbolic_graph(_writes_input, example, [(0,), (0,)])
+    compiled = compile_training(graph, example, run_graph)
+    for size in SIZES:
+        values = inputs(size)
+        compiled_inputs, eager_inputs = _fresh(values), _fresh(values)
+        actual, expected = compiled(*compiled_inputs), _writes_input(*eager_inputs)
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(compiled_inputs[1], eager_inputs[1])
+        assert actual[1] is compiled_inputs[1]
+        assert compiled_inputs[1]._version == eager_inputs[1]._version
+        actual[0].sum().backward()
+        expected[0].sum().backward()
+        torch.testing.assert_close(compiled_inputs[0].grad, eager_inputs[0].grad)
+    assert len(compiled.variants) == 1

@@ -90,7 +90,6 @@ def if_run_eagerly(target: Label, lineno: int) -> list:
     (both jumps forward: `target` lies after these instructions)."""
     skip = Label()
     test = "POP_JUMP_FORWARD_IF_FALSE" if PY311 else "POP_JUMP_IF_FALSE"
-    jump = "JUMP_FORWARD" if PY311 else "JUMP_FORWARD"
     return [Instr("COPY", 1, lineno=lineno), Instr("LOAD_CONST", RUN_EAGERLY, lineno=lineno),
             Instr("IS_OP", 0, lineno=lineno), Instr(test, skip, lineno=lineno),
-            Instr("POP_TOP", lineno=lineno), Instr(jump, target, lineno=lineno), skip]
+            Instr("POP_TOP", lineno=lineno), Instr("JUMP_FORWARD", target, lineno=lineno), skip]

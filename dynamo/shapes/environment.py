@@ -100,6 +100,11 @@ class SymbolicSizes:
         self.numbers.append((source, number))
         return number
 
+    @property
+    def used(self) -> bool:
+        """Whether any input of the trace has a symbolic size or is a symbolic int."""
+        return bool(self.inputs or self.numbers)
+
     def free_entries(self, fake: torch.Tensor) -> tuple[list[int], list[int]]:
         """The size and stride dims of a fake input that are symbolic (its tensor match guard
         leaves them free: `ShapeGuard` checks them)."""

@@ -9,6 +9,7 @@ device, strides and `requires_grad` without computing anything.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import re
@@ -16,6 +17,7 @@ from typing import Any, Callable, Optional
 
 import torch
 import torch.fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException)
@@ -104,7 +106,7 @@ class GraphBuilder:
         node_kwargs, fake_kwargs = _lower(kwargs)
         versions = _versions(fake_args, fake_kwargs)
         try:
-            with self.fake_mode:
+            with self.fake_mode, self._dispatcher():
                 fake = _run(kind, target, fake_args, fake_kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException) as error:
             kind_of_break = SCALAR_OUT if _is_scalar_read(target) else DYNAMIC_SHAPE_OP
@@ -131,6 +133,12 @@ class GraphBuilder:
             if same is not None:
                 return same
         return result
+
+    def _dispatcher(self):
+        """With symbolic sizes, torch's Python dispatcher: composite ops then run their Python
+        decompositions, which take symbolic sizes (C++ ones like `constant_pad_nd`, met in
+        CUDA attention with a mask, require concrete ints)."""
+        return enable_python_dispatcher() if self.shapes.used else contextlib.nullcontext()
 
     def _wrap(self, node: torch.fx.Node, fake: Any, target: Any) -> "Variable":
 

@@ -122,9 +122,10 @@ class SymbolicInputs:
 
 def hint(value: Any) -> int:
     """The traced example's value of a size (an int for a SymInt), adding no guard."""
-    if isinstance(value, torch.SymInt):
-        from torch.fx.experimental.symbolic_shapes import optimization_hint
-        return int(optimization_hint(value))
+    if isinstance(value, torch.SymInt):  # (`optimization_hint` is torch 2.14's; 2.11 lacks it)
+        node = value.node
+        known = node.hint
+        return int(known if known is not None else node.shape_env.size_hint(node.expr))
     return int(value)
 
 

@@ -10,6 +10,10 @@ import torch
 import dynamo
 from dynamo import hook
 
+PER_SIZE = ("sizes change between calls: inductor compiles one static variant per size until "
+            "its kernels take sizes as arguments (issue 23, docs/inductor.md 'Symbolic sizes')")
+
+
 pytestmark = pytest.mark.skipif(not hook.SUPPORTED, reason=str(hook.unsupported_reason()))
 
 THREADS = 4
@@ -54,6 +58,7 @@ def run_threads(work):
         raise errors[0]
 
 
+@pytest.mark.expect_fallback("per_size", reason=PER_SIZE)
 @pytest.mark.parametrize("backend", ["eager", "inductor"])
 def test_four_threads_one_function_changing_shapes(backend):
     jitted = dynamo.jit(program, backend=backend)
@@ -72,6 +77,7 @@ def test_four_threads_one_function_changing_shapes(backend):
     assert 1 <= entries <= dynamo.config.recompile_limit
 
 
+@pytest.mark.expect_fallback("per_size", reason=PER_SIZE)
 @pytest.mark.parametrize("backend", ["eager", "inductor"])
 def test_four_threads_one_module(backend):
     torch.manual_seed(0)
@@ -102,6 +108,7 @@ def test_threads_with_separate_wrappers_and_reset():
         run_threads(work)
 
 
+@pytest.mark.expect_fallback("per_size", reason=PER_SIZE)
 @pytest.mark.parametrize("backend", ["eager", "inductor"])
 def test_four_threads_each_with_its_own_function(backend):
     """Compiles of different functions in different threads at once (tracing and the backends

@@ -7,11 +7,16 @@ at the prefix, as CPython does."""
 import dis
 import types
 
+import pytest
+
 import torch
 
 from dynamo.instructions.decoding import _varint
 from dynamo.instructions.decoding import decode_bytecode as decode
 from tests.capture.differential import check
+
+PER_SIZE = ("sizes change between calls: inductor compiles one static variant per size until "
+            "its kernels take sizes as arguments (issue 23, docs/inductor.md 'Symbolic sizes')")
 
 
 def _shifted(code: types.CodeType) -> types.CodeType:
@@ -78,6 +83,7 @@ def fuzz_17032(y):
     return r, s
 
 
+@pytest.mark.expect_fallback("per_size", reason=PER_SIZE)
 def test_raise_in_try_after_loops_with_graph_breaks(backend):
     x = (torch.arange(9.0).reshape(3, 3) - 4) / 4
     check(fuzz_17032, x, graphs=None, breaks=None, calls=2, backend=backend)

@@ -9,6 +9,10 @@ import torch
 import dynamo
 from tests.repros.conftest import values
 
+PER_SIZE = ("sizes change between calls: inductor compiles one static variant per size until "
+            "its kernels take sizes as arguments (issue 23, docs/inductor.md 'Symbolic sizes')")
+
+
 
 def _written(x):
     y = x * 2
@@ -87,6 +91,7 @@ def _kernel_output_in_a_product_s_memory(a1):
     return torch.maximum(a1, torch.matmul(t3, a1.T))
 
 
+@pytest.mark.expect_fallback("per_size", reason=PER_SIZE)
 def test_kernel_output_in_a_dead_product_s_memory_reads_version_0(code_generator):
     """Program fuzzer seed 23912 (minimized): the returned `maximum` took the memory of a
     dead buffer a library product had written with `out=`, as that very object: version 1

@@ -223,10 +223,17 @@ def _written_region(target: Any, args: tuple, kwargs: dict):
     if isinstance(out, torch.Tensor):
         return out, [tensor for tensor in tensors if tensor is not out]
     name = target if isinstance(target, str) else getattr(target, "__name__", "")
-    if name.endswith("_") and not name.startswith("_") and args and \
-            isinstance(args[0], torch.Tensor):
+    in_place = (name.endswith("_") and not name.startswith("_")) or \
+        (name.startswith("__i") and name.endswith("__")) or target in _IN_PLACE_OPERATORS
+    if in_place and args and isinstance(args[0], torch.Tensor):  # `x.mul_(y)`, `x *= y`
         return args[0], [tensor for tensor in tensors if tensor is not args[0]]
     return None, ()
+
+
+_IN_PLACE_OPERATORS = frozenset({operator.iadd, operator.isub, operator.imul,
+                                 operator.itruediv, operator.ifloordiv, operator.imod,
+                                 operator.ipow, operator.iand, operator.ior, operator.ixor,
+                                 operator.ilshift, operator.irshift, operator.imatmul})
 
 
 def _indexed_view(tensor: torch.Tensor, index: Any):

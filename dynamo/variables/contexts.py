@@ -27,7 +27,7 @@ import torch
 from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables.base import Variable, variable
 from dynamo.variables.constant import ConstantVariable
-from dynamo.variables.side_effects import effect_of, memory_of_inputs
+from dynamo.variables.side_effects import cannot_raise, effect_of, memory_of_inputs
 from guards import ConstantGuard, IdentityGuard, TypeGuard
 from guards.sources import AttrSource, Source
 
@@ -167,9 +167,18 @@ class ContextExit(Variable):
 
 
 def grad_mode_exit(tx, previous: bool, entered_before: bool = False) -> ContextExit:
-    """The exit of a grad-mode block: records the mode change back to `previous`."""
-    return ContextExit(lambda: _set_grad(tx, previous), real_exit=(RestoreGradMode, previous),
-                       entered_before=entered_before)
+    """The exit of a grad-mode block: records the mode change back to `previous`. A block
+    entered in this trace is counted open until it is left (`ExceptionPath.grad_blocks`)."""
+    if entered_before:
+        return ContextExit(lambda: _set_grad(tx, previous),
+                           real_exit=(RestoreGradMode, previous), entered_before=True)
+    path = tx.side_effects.exception_path
+    path.enter_grad_block(previous)
+
+    def leave():
+        _set_grad(tx, previous)
+        path.grad_blocks -= 1
+    return ContextExit(leave, real_exit=(RestoreGradMode, previous))
 
 
 
@@ -265,14 +274,12 @@ class AppliedGradMode(Variable):
     previous: bool
 
     def enter(self, tx) -> tuple[Variable, Variable]:
-        tx.side_effects.exception_path.mode_changes -= 1  # a `with`: its exit restores
         return grad_mode_exit(tx, self.previous), ConstantVariable(None)
 
 
 def set_grad_enabled(tx, enabled: bool) -> Variable:
     previous = torch.is_grad_enabled()
-    _set_grad(tx, enabled)
-    tx.side_effects.exception_path.mode_changes += 1  # until a `with` enters it
+    _set_grad(tx, enabled)  # bare, it stays on an error (ExceptionPath.grad_left_differs)
     return AppliedGradMode(previous)
 
 
@@ -290,16 +297,17 @@ def check_exception_path(tx, before: int) -> None:
         return
     inputs = None
     lasting = ""
+    raising = False  # a new node may raise when the graph runs
     for node in itertools.islice(reversed(nodes), new):
-        if node.op == "placeholder" or (node.op == "call_function" and
-                                        node.target in _RESTORED):
+        if cannot_raise(node) or (node.op == "call_function" and node.target in _RESTORED):
             continue
+        raising = True
         if inputs is None and node.meta.get("mutates"):
             inputs = memory_of_inputs(nodes)
         effect = effect_of(node, inputs or set())
         lasting = effect.reason if effect.kind == "lasting" else lasting
-    exposed = path.effects or path.mode_changes > 0 or bool(tx.side_effects.deferred_calls) \
-        or runs_code_on_error(tx)
+    exposed = raising and (path.effects or path.mode_changes > 0 or path.grad_left_differs()
+                           or bool(tx.side_effects.deferred_calls) or runs_code_on_error(tx))
     if (exposed and (path.lasting or lasting)) or (lasting and path.exposed):
         why = path.lasting or lasting
         raise Unsupported(UNSUPPORTED_CALL, "a tensor operation that may raise when the graph "

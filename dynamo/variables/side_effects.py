@@ -53,8 +53,9 @@ class ExceptionPath:
     """What an error raised by the graph at run time would skip, as the trace goes on.
 
     `effects`: a pre-existing value was changed (eager changes it before a later operation
-    raises; the glue replays it after the graph). `mode_changes`: grad mode was switched other
-    than by entering a `with` block of this trace (an error does not switch it back).
+    raises; the glue replays it after the graph). `mode_changes`: a grad-mode block entered
+    before this trace was left (its exit is not the glue's to undo). `grad_left_differs`: an
+    error now would leave another grad mode than the glue puts back.
     `exposed`: an operation was recorded while an error in it would run Python code or skip an
     effect. `lasting`: an operation that cannot simply run again (it writes memory the graph
     did not allocate, or draws random numbers) was recorded: why."""
@@ -64,6 +65,23 @@ class ExceptionPath:
     exposed: bool = False
     lasting: str = ""
     checked: int = 0  # graph nodes already looked at
+    entry_grad: bool = dataclasses.field(default_factory=torch.is_grad_enabled)
+    grad_blocks: int = 0  # grad-mode `with` blocks entered in this trace and still open
+    outer_grad: bool = True  # the mode the outermost of them puts back
+
+    def grad_left_differs(self) -> bool:
+        """Whether an error raised now would leave a grad mode other than the one the glue
+        puts back (the mode the graph started in): the open `with` blocks' exits put back
+        the mode from before the outermost; with none open, the mode now stays (a bare
+        `torch.set_grad_enabled(False)` then `(True)` leaves what it found)."""
+        left = torch.is_grad_enabled() if self.grad_blocks == 0 else self.outer_grad
+        return left != self.entry_grad
+
+    def enter_grad_block(self, previous: bool) -> None:
+        """A grad-mode `with` block entered in this trace, whose exit puts back `previous`."""
+        if self.grad_blocks == 0:
+            self.outer_grad = previous
+        self.grad_blocks += 1
 
 
 class SideEffects:
@@ -188,3 +206,28 @@ _IN_PLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.
                        operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow,
                        operator.iand, operator.ior, operator.ixor, operator.ilshift,
                        operator.irshift, operator.imatmul}
+
+
+# views whose every failure fake tensors see while tracing (shapes, strides, dims): running
+# them allocates nothing and reads no tensor's values, so they cannot raise when the graph runs
+_CHECKED_VIEWS = frozenset({"getitem", "view", "view_as", "permute", "transpose", "t",
+                            "unsqueeze", "squeeze", "select", "narrow", "expand", "expand_as",
+                            "detach", "movedim", "swapaxes", "swapdims", "diagonal", "unbind",
+                            "split", "chunk", "unflatten", "size", "dim", "stride"})
+
+
+def cannot_raise(node: torch.fx.Node) -> bool:
+    """Whether `node` cannot raise when the graph runs: a placeholder, or a view in
+    `_CHECKED_VIEWS` whose arguments other than the tensor viewed are no tensors (`x[:, 0]`,
+    not `x[index]`, which reads the index's values)."""
+    if node.op == "placeholder":
+        return True
+    if node.op not in ("call_function", "call_method") or node.meta.get("mutates"):
+        return False
+    target = node.target
+    name = target if isinstance(target, str) else getattr(target, "__name__", "") or ""
+    if name not in _CHECKED_VIEWS or not node.args:
+        return False
+    leaves = torch.utils._pytree.tree_leaves((node.args[1:], node.kwargs))
+    return not any(isinstance(leaf, torch.fx.Node) and
+                   isinstance(leaf.meta.get("example_value"), torch.Tensor) for leaf in leaves)

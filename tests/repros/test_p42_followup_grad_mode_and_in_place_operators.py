@@ -91,3 +91,25 @@ def test_in_place_operator_into_shared_elements_is_refused_while_tracing(backend
     with pytest.raises(RuntimeError, match="single memory location"):
         fn(torch.randn(4, 4))
     check(fn, torch.randn(4, 4), graphs=None, breaks=1, backend=backend)
+
+
+def stale_view_live_across_a_break(x, y, w):
+    with torch.no_grad():
+        v = x[:, 0]
+    x += y.matmul(w.T)                   # v is now a view eager refuses to give a history
+    print("a graph break")
+    return x * 2, v.shape
+
+
+@pytest.mark.xfail(strict=True, raises=RuntimeError, reason="not P42's: the resume function "
+                   "takes the stale no-grad view `v` as an input, and making its fake tensor "
+                   "reads `v.is_leaf`, which raises 'A view was created in no_grad mode'; "
+                   "dynamo/variables/builder.py should wrap such a view without reading its "
+                   "autograd history, or break (also at 042b65b~1)")
+def test_a_stale_no_grad_view_live_across_a_graph_break(backend):
+    jitted = dynamo.jit(stale_view_live_across_a_break, backend=backend)
+    w = torch.ones(3, 3, requires_grad=True)
+    expected = stale_view_live_across_a_break(torch.ones(2, 3), torch.ones(2, 3), w)
+    actual = jitted(torch.ones(2, 3), torch.ones(2, 3), w)
+    torch.testing.assert_close(actual[0], expected[0])
+    assert actual[1] == expected[1] and actual[0].requires_grad

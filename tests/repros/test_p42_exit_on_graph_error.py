@@ -258,8 +258,6 @@ def test_modes_put_back_without_python_effects(backend):
     assert reruns() == {}
 
 
-@pytest.mark.expect_fallback("unsupported", reason="eager refuses the partial overlap: "
-                             "inductor runs the graph as is")
 def test_the_fuzzer_seed(backend):
     jitted = dynamo.jit(seed_63352, backend=backend)
     for _ in range(2):

@@ -71,6 +71,12 @@ class GraphBuilder:
             raise Unsupported(UNSUPPORTED_OBJECT, f"{source.name()}, whose memory the graph "
                               "already wrote through another view, read for the first "
                               f"time ({error})") from None
+        except RuntimeError as error:
+            # A view made under no_grad whose base was then written with grad mode on: any read
+            # of its autograd history raises (eager raises too, but only where the program
+            # reads it). Its uses run eagerly, where that error is the program's own.
+            raise Unsupported(UNSUPPORTED_OBJECT, f"{source.name()}, a tensor whose autograd "
+                              f"history cannot be read ({error})") from None
         node = self.graph.placeholder(self._fresh_name(source.name()))
         node.meta["example_value"] = fake
         node.meta["source"] = source

@@ -101,12 +101,10 @@ def stale_view_live_across_a_break(x, y, w):
     return x * 2, v.shape
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason="not P42's: the resume function "
-                   "takes the stale no-grad view `v` as an input, and making its fake tensor "
-                   "reads `v.is_leaf`, which raises 'A view was created in no_grad mode'; "
-                   "dynamo/variables/builder.py should wrap such a view without reading its "
-                   "autograd history, or break (also at 042b65b~1)")
 def test_a_stale_no_grad_view_live_across_a_graph_break(backend):
+    """The resume function takes the stale no-grad view `v` as an input; making its fake
+    tensor read `v.is_leaf`, which raises 'A view was created in no_grad mode' (also at
+    042b65b~1): such an input now breaks the graph where it is used, and runs as eager."""
     jitted = dynamo.jit(stale_view_live_across_a_break, backend=backend)
     w = torch.ones(3, 3, requires_grad=True)
     expected = stale_view_live_across_a_break(torch.ones(2, 3), torch.ones(2, 3), w)

@@ -72,6 +72,8 @@ class GraphBuilder:
                               "already wrote through another view, read for the first "
                               f"time ({error})") from None
         except RuntimeError as error:
+            if "created in no_grad mode" not in str(error):
+                raise
             # A view made under no_grad whose base was then written with grad mode on: any read
             # of its autograd history raises (eager raises too, but only where the program
             # reads it). Its uses run eagerly, where that error is the program's own.

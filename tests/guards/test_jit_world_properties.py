@@ -71,6 +71,12 @@ def test_a_repeated_call_compiles_nothing(program, script):
         assert counting.frame_count <= compiled + 1
 
 
+@pytest.mark.expect_fallback(
+    "unsupported", "per_size",
+    reason="the world passes views of one tensor separately and writes them (such graphs run as "
+           "is by design: docs/inductor.md) and changes sizes (inductor compiles a static "
+           "variant per size until its kernels take sizes as arguments, issue 23); the subject "
+           "here is soundness")
 @INDUCTOR
 @given(programs, scripts)
 def test_soundness_in_a_changing_world_on_inductor(program, script):

@@ -19,6 +19,8 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
+from inductor.runtime import fallbacks
+
 log = logging.getLogger("framejit.inductor")
 
 
@@ -188,6 +190,7 @@ class Specialized:
         self.limit = limit
         self.variants: dict = {}
         self.lock = threading.Lock()
+        self.gave_up = False
 
     def __call__(self, *inputs):
         grad_mode = self.grad_mode
@@ -212,6 +215,11 @@ class Specialized:
                 variant = self.variants.get(key)
                 if variant is None:
                     if len(self.variants) >= self.limit:
+                        if not self.gave_up:  # counted once per graph, as other give-ups
+                            self.gave_up = True
+                            fallbacks.record("unsupported", f"more than {self.limit} variants "
+                                             "of a graph for other input aliasing or grad "
+                                             "mode: new ones run as is")
                         return self.fallback(*inputs)
                     log.info("compiling a variant of a graph for other input aliasing or "
                              "grad mode: %s", key)

@@ -19,7 +19,8 @@ log = logging.getLogger("framejit.inductor")
 KINDS = {
     "error": "a stage raised and `config.fallback_on_error` caught it: a compiler bug",
     "unsupported": "a graph inductor does not compile by design (more sizes of a symbolic "
-                   "graph than `config.size_variant_limit`, an "
+                   "graph than `config.size_variant_limit`, more than 8 grad-mode or "
+                   "input-aliasing variants of one graph, an "
                    "unpaired autocast region, writes into inputs sharing a storage, inputs "
                    "on several devices, a device without a code generator)",
     "per_size": "a graph with symbolic sizes compiled as one static variant per distinct input "

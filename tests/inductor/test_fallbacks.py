@@ -121,3 +121,22 @@ def test_unexpected_fallback_fails_the_test(tmp_path):
     assert "ERROR at teardown of test_unmarked" in result.stdout
     assert "ERROR at teardown of test_marked_other_kind" in result.stdout
     assert "1 x error: compilation failed: planted" in result.stdout
+
+
+@pytest.mark.expect_fallback("unsupported", reason="the limit of variants is what is tested")
+def test_variants_past_the_limit_are_counted_once():
+    """`Specialized` runs its fallback past `limit` variants: a give-up like any other, counted
+    once per graph (it ran uncounted before)."""
+    from inductor.runtime import fallbacks
+    from inductor.runtime.compiled_graph import Specialized
+    before = fallbacks.fallbacks()
+    specialized = Specialized(lambda *inputs: "compiled", True, None,
+                              lambda inputs: (lambda *args: "variant"),
+                              lambda *inputs: "as is", limit=0)
+    with torch.no_grad():
+        assert specialized(torch.ones(1)) == "as is"
+        assert specialized(torch.ones(1)) == "as is"
+    assert specialized(torch.ones(1)) == "compiled"
+    counted = fallbacks.since(before)
+    assert sum(counted.values()) == 1
+    assert next(iter(counted)).startswith("unsupported: more than 0 variants")

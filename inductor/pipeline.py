@@ -31,8 +31,9 @@ from inductor.runtime import fallbacks
 from inductor.runtime.compiled_graph import (CompiledGraph, GraphReport, Specialized,
                                              StoragePattern)
 from inductor.runtime.locks import serialized
-from inductor.size_variants import (bind_symbols, compile_per_size, concrete_inputs,
-                                    evaluated, has_symbolic_sizes, specialize_aten)
+from inductor.size_variants import (NotSymbolic, bind_symbols, compile_per_size,
+                                    concrete_inputs, evaluated, has_symbolic_sizes,
+                                    per_size_reason, specialize, specialize_aten)
 
 log = logging.getLogger("framejit.inductor")
 output_code = logging.getLogger("framejit.output_code")
@@ -69,11 +70,9 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
     whole = training and _training_takes_symbolic_sizes() and \
         all(isinstance(value, torch.Tensor) for value in example_inputs)
     if symbolic and not whole:
-        compiled = compile_per_size(gm, concrete_inputs(example_inputs),
-                                    lambda static, inputs, _: compile_fx(static, inputs,
-                                                                         mode=mode))
-        compiled.report.compile_seconds = time.perf_counter() - started
-        return compiled
+        return _symbolic_or_per_size(
+            gm, example_inputs, lambda: _compile_symbolic(gm, example_inputs, mode),
+            lambda static, inputs, _: compile_fx(static, inputs, mode=mode), started)
     if training:
         stray = next((value for value in example_inputs
                       if not isinstance(value, torch.Tensor)), None)
@@ -98,6 +97,46 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
     run = Specialized(compiled.run, grad_mode, pattern,
                       lambda inputs: compile_fx(gm, inputs, mode=mode), gm.forward)
     return CompiledGraph(run, compiled.report)
+
+
+def _symbolic_or_per_size(gm: torch.fx.GraphModule, example_inputs: Sequence,
+                          compile_symbolic: Callable, compile_static: Callable, started: float,
+                          specializer: Callable = specialize) -> CompiledGraph:
+    """A graph with symbolic sizes compiled once for every size (`compile_symbolic`), or,
+    where a stage raises `NotSymbolic`, one static variant per size (`compile_static`),
+    counted as `per_size` fallbacks with the reason on the report."""
+    try:
+        compiled = compile_symbolic()
+    except NotSymbolic as error:
+        log.info("a graph with symbolic sizes is compiled per size: %s", error.reason)
+        compiled = compile_per_size(gm, concrete_inputs(example_inputs), compile_static,
+                                    reason=per_size_reason(error.reason),
+                                    specializer=specializer)
+    compiled.report.compile_seconds = time.perf_counter() - started
+    return compiled
+
+
+def _refuse_symbolic_triton(example_inputs: Sequence, gm: torch.fx.GraphModule) -> None:
+    """The one place the Triton backend is kept off the symbolic path (until its kernels
+    take sizes as arguments: S2's part of issue 23)."""
+    if config.uses_triton(_device_of(example_inputs, gm)):
+        raise NotSymbolic("the Triton backend does not generate kernels over symbolic "
+                          "sizes yet")
+
+
+def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,
+                      mode: Optional[str]) -> CompiledGraph:
+    """One compile of a torch-level inference graph with symbolic sizes, for every size."""
+    _refuse_symbolic_triton(example_inputs, gm)
+    raise NotSymbolic("the symbolic C++ path is not built yet")
+
+
+def _compile_symbolic_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
+                           output_strides: Optional[Sequence],
+                           mode: Optional[str]) -> CompiledGraph:
+    """One compile of a functional ATen graph with symbolic sizes, for every size."""
+    _refuse_symbolic_triton(example_inputs, gm)
+    raise NotSymbolic("the symbolic C++ path is not built yet")
 
 
 def _training_takes_symbolic_sizes() -> bool:
@@ -170,11 +209,10 @@ def compile_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
     """
     started = time.perf_counter()
     if has_symbolic_sizes(gm, example_inputs):
-        compiled = compile_per_size(gm, concrete_inputs(example_inputs),
-                                    _static_aten(gm, output_strides, mode),
-                                    specializer=specialize_aten)
-        compiled.report.compile_seconds = time.perf_counter() - started
-        return compiled
+        return _symbolic_or_per_size(
+            gm, example_inputs,
+            lambda: _compile_symbolic_aten(gm, example_inputs, output_strides, mode),
+            _static_aten(gm, output_strides, mode), started, specializer=specialize_aten)
     if output_strides is None:
         output_strides = recorded_output_strides(gm)
     reason = _eager_only_reason(example_inputs)

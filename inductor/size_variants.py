@@ -43,6 +43,23 @@ PER_SIZE_REASON = ("symbolic sizes: compiled as one static variant per distinct 
                    "(kernels taking sizes as arguments are not generated yet)")
 
 
+def per_size_reason(reason: str) -> str:
+    """The per-size fallback's reason for a graph the symbolic path refused (`NotSymbolic`)."""
+    return f"symbolic sizes: a static variant per size ({reason})"
+
+
+class NotSymbolic(Exception):
+    """A graph with symbolic sizes that the symbolic path (one compile for every size)
+    cannot compile: raised anywhere in lowering, scheduling or code generation with the
+    reason. `compile_fx` / `compile_aten` then compile it per size (static variants, counted
+    as `per_size` fallbacks with this reason on the report), so a result is never wrong.
+    Fix: teach the stage named in the reason symbolic sizes (docs/inductor.md)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _is_symbolic(value) -> bool:
     """Whether a recorded example value (or a structure of them) has a symbolic size."""
     for leaf in pytree.tree_leaves(value):
@@ -156,7 +173,7 @@ class SizeVariants:
             if len(self.variants) >= self.limit:
                 return self._as_is()
             static, kept = self.specializer(self.gm, inputs)
-            fallbacks.record("per_size", PER_SIZE_REASON)
+            fallbacks.record("per_size", self.report.size_reason or PER_SIZE_REASON)
             log.info("compiling a static variant of a graph with symbolic sizes for %s", key)
             compiled = self.compile_static(static, [inputs[position] for position in kept],
                                            list(inputs))

@@ -4,6 +4,9 @@ modulo functions with C semantics on non-negative values, and their simplificati
 Input: sizes and strides (ints or sympy expressions). Output: sympy expressions in loop
 variables (`i0, i1, ...` for outer loops, `r0, ...` for reduction loops, `t0, ...` for values
 loaded from memory and used as indices) that every later stage reads, compares and prints.
+Sizes may be symbolic (issue 23): the graph's ShapeEnv symbols (`s0`, `s12`: positive
+integers), which `size_symbols` tells apart from loop variables and `hint` evaluates with the
+example call's values (for heuristics only, never for correctness).
 """
 from __future__ import annotations
 
@@ -28,10 +31,60 @@ def signed_symbol(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, integer=True)
 
 
+_LOOP_PREFIXES = ("i", "r", "t", "x", "y", "indirect")
+
+
+def is_loop_variable(symbol: sympy.Symbol) -> bool:
+    """Whether `symbol` is a loop variable (`i0`, `r1`, `t2`; kernels' `x0`, `y1`) or a
+    code generator's indirect-index placeholder, not a size."""
+    name = symbol.name
+    for prefix in _LOOP_PREFIXES:
+        if name.startswith(prefix) and (name[len(prefix):].isdigit() or prefix == "indirect"):
+            return True
+    return False
+
+
+def size_symbols(expr_or_exprs) -> list:
+    """The size symbols (free symbols that are not loop variables) of an expression or of
+    a (nested) list of them, sorted by name: the order kernels take them as arguments."""
+    found: set = set()
+    pending = [expr_or_exprs]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, (list, tuple, set)):
+            pending.extend(value)
+        elif isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, sympy.Basic):
+            found.update(symbol for symbol in value.free_symbols
+                         if isinstance(symbol, sympy.Symbol) and not is_loop_variable(symbol))
+    return sorted(found, key=lambda symbol: symbol.name)
+
+
+def hint(expr, hints: Mapping) -> int:
+    """`expr` evaluated with the example sizes `hints` (symbol -> int): for heuristics
+    (tiling, block sizes, thresholds, vector widths), never for correctness."""
+    value = to_expr(expr)
+    if value.is_Integer:
+        return int(value)
+    value = value.xreplace({symbol: sympy.Integer(number) for symbol, number in hints.items()})
+    if not value.is_number:
+        raise KeyError(f"no hint for {sorted(map(str, size_symbols(value)))} in {expr}")
+    return int(value)
+
+
+def is_static(expr_or_exprs) -> bool:
+    """Whether no size symbol appears (an int, or an expression in loop variables only)."""
+    return not size_symbols(expr_or_exprs)
+
+
 def to_expr(value) -> Expr:
-    """An int, SymInt-free size or expression as a sympy expression."""
+    """An int, a SymInt (its ShapeEnv expression) or an expression as a sympy expression."""
     if isinstance(value, sympy.Basic):
         return value
+    node = getattr(value, "node", None)
+    if node is not None and hasattr(node, "expr"):    # a torch.SymInt
+        return node.expr
     return sympy.Integer(int(value))
 
 

@@ -19,7 +19,7 @@ from inductor.ir.nodes import WELFORD
 from inductor.ir.ops import use_handler
 from inductor.ir.printer import TextHandler
 from inductor.ir.symbols import (FloorDiv, ModularIndexing, index_symbol, linear_coefficient,
-                                 simplify_index, substitute)
+                                 simplify_index, size_symbols, substitute)
 from inductor.schedule.fusion import INNER_VARS, OUTER_VARS, FusedGroup
 from inductor.schedule.nodes import SchedulerNode
 
@@ -69,6 +69,19 @@ class KernelPlan:
 
     def outer_vars(self) -> list:
         return OUTER_VARS[:len(self.outer_sizes)]
+
+    def size_symbols(self) -> list:
+        """The size symbols this kernel uses (loop extents, index expressions), sorted by
+        name: after its buffer pointers, the kernel takes one int64 per symbol, in this
+        order (the symbolic-plan contract, docs/inductor.md "Symbolic sizes")."""
+        expressions = list(self.outer_sizes) + list(self.inner_sizes)
+        for member in self.members():
+            node = member.node
+            expressions += list(member.replacements.values()) + node.index_expressions
+            expressions += list(node.outer_sizes) + list(node.inner_sizes)
+            if node.write is not None and node.write.index is not None:
+                expressions.append(node.write.index)
+        return size_symbols(expressions)
 
     def inner_vars(self) -> list:
         return INNER_VARS[:len(self.inner_sizes)]
@@ -137,6 +150,12 @@ class GraphPlan:
     allocated: list             # names of buffers the wrapper allocates, in order
     frees: dict                 # step index -> names whose last reader is that step
     in_place: dict = dataclasses.field(default_factory=dict)  # output -> donor (in_place.py)
+    # symbolic sizes (the symbolic-plan contract): the example call's value of each size
+    # symbol, for heuristics only (tiling, block sizes, thresholds), never for correctness
+    size_hints: dict = dataclasses.field(default_factory=dict)
+    # symbol -> (input position, "size" | "stride" | "int", dim), in binding order: how the
+    # wrapper reads each symbol from a call's inputs ("int": a SymInt placeholder's value)
+    symbol_bindings: dict = dataclasses.field(default_factory=dict)
 
     def kernels(self) -> list:
         return [step for step in self.steps if isinstance(step, KernelPlan)]

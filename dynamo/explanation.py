@@ -9,6 +9,9 @@ the graphs the inductor backend ran through eager kernels instead of generated c
     report = dynamo.explain(model)(x)
     print(report)            # reads well in a terminal
     report.graph_break_count
+
+A callable from `dynamo.jit` (function or module) is explained as what it wraps, compiled
+with that wrapper's backend and options unless `explain` is given its own.
 """
 from __future__ import annotations
 
@@ -19,8 +22,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from dynamo.backends import CountingBackend, lookup_backend
-from dynamo.api import jit, reset
+from dynamo.backends import CountingBackend, with_mode
+from dynamo.api import is_jitted, jit, reset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,16 +97,22 @@ class ExplainReport:
         return "\n".join(lines)
 
 
-def explain(fn_or_module: Callable, backend="eager", **jit_options) -> Callable:
+def explain(fn_or_module: Callable, backend=None, **jit_options) -> Callable:
     """`explain(fn)(*args, **kwargs)` compiles and runs one call, and returns its report.
 
     It starts from an empty cache (as after `dynamo.reset()`), so that every frame of the call
-    is compiled and reported. `backend` and the other options are those of `dynamo.jit`.
+    is compiled and reported. `backend` and the other options are those of `dynamo.jit`;
+    without `backend`, "eager" (capture alone). `fn_or_module` may come from `dynamo.jit`:
+    the function or module it wraps is explained, with the wrapper's backend, mode,
+    `fullgraph`, `dynamic` and `options` where `explain` is not given its own.
     """
+    target, backend, jit_options = _unwrapped(fn_or_module, backend, jit_options)
+    inner = with_mode(backend, jit_options.pop("mode", None))
+
     def run(*args, **kwargs) -> ExplainReport:
         reset()
-        counting = CountingBackend(lookup_backend(backend))
-        jitted = jit(fn_or_module, backend=counting, **jit_options)
+        counting = CountingBackend(inner)
+        jitted = jit(target, backend=counting, **jit_options)
         before = _inductor_fallbacks()
         output = jitted(*args, **kwargs)
         records = list(jitted._framejit_driver.records)
@@ -113,6 +122,24 @@ def explain(fn_or_module: Callable, backend="eager", **jit_options) -> Callable:
                             after.items() if count > before.get(reason, 0)}
         return report
     return run
+
+
+def _unwrapped(fn_or_module: Callable, backend, jit_options: dict) -> tuple:
+    """(what to compile, its backend, its `jit` options): a `dynamo.jit` wrapper gives the
+    function or module it wraps and its own settings, overridden by `explain`'s arguments.
+    The wrapper's backend is already bound to its mode; a backend given to `explain` takes
+    `explain`'s mode only."""
+    if not is_jitted(fn_or_module):
+        return fn_or_module, "eager" if backend is None else backend, jit_options
+    settings = fn_or_module._framejit_driver.settings
+    original = getattr(fn_or_module, "_framejit_original", None)
+    if original is None:
+        original = fn_or_module.__wrapped__
+    inherited = {"fullgraph": settings.fullgraph, "dynamic": settings.dynamic,
+                 "options": dict(settings.options)}
+    if backend is None:
+        backend = settings.backend
+    return original, backend, {**inherited, **jit_options}
 
 
 def _inductor_fallbacks() -> dict:

@@ -12,7 +12,12 @@
  *     walks, calling check(L, G); the first hit runs without calling the Python callback
  *     and moves to the front of the list;
  *   - on a miss the callback receives a FrameView and answers None (run as is), SKIP
- *     (never intercept this code again) or a code object (run it now).
+ *     (never intercept this code again), DISABLE (run it, and everything it calls, with
+ *     capture off; remembered for the code object) or a code object (run it now);
+ *   - capture off: a per-thread depth (`dynamo.disable` scopes, DISABLE frames) and a
+ *     process-wide flag (`set_stance("force_eager")`, `dynamo.config.disable`) under
+ *     which no frame is intercepted, no cache entry runs and a ScopedCall does not
+ *     install its callback.
  *
  * A replacement code object takes every argument slot positionally (the Python side
  * rewrites the signature), so it is called through an ordinary function object that
@@ -63,14 +68,20 @@ typedef _PyInterpreterFrame Frame;
 
 #define SKIP_FLAGS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
 
-static PyObject *skip_sentinel;  /* dynamo._C.SKIP */
+static PyObject *skip_sentinel;     /* dynamo._C.SKIP */
+static PyObject *disable_sentinel;  /* dynamo._C.DISABLE */
+static __thread int thread_disabled = 0;  /* >0: capture off in this thread */
+static int process_disabled = 0;          /* capture off in every thread (GIL) */
 
 #if JIT_HOOK_SUPPORTED
 /* ---- per-code-object cache on co_extra ------------------------------------------ */
 typedef struct {
     PyObject *entries;  /* list of (check, code) tuples, or NULL */
-    int skip;           /* never intercept this code object */
+    int skip;           /* SKIP_CODE: never intercept; SKIP_DISABLED: run with capture off */
 } CodeExtra;
+
+#define SKIP_CODE 1
+#define SKIP_DISABLED 2
 
 static Py_ssize_t extra_index = -1;
 
@@ -312,9 +323,13 @@ static PyObject *decide(Frame *frame, CodeExtra *extra, PyObject *callback) {
     answer = PyObject_CallOneArg(callback, view);
     Py_DECREF(view);
     if (answer == skip_sentinel) {
-        extra->skip = 1;
+        extra->skip = SKIP_CODE;
         Py_DECREF(answer);
         Py_RETURN_NONE;
+    }
+    if (answer == disable_sentinel) {
+        extra->skip = SKIP_DISABLED;
+        return answer;
     }
     if (answer != NULL && answer != Py_None && !PyCode_Check(answer)) {
         PyErr_Format(PyExc_TypeError, "frame callback must return None, SKIP or a code "
@@ -324,12 +339,22 @@ static PyObject *decide(Frame *frame, CodeExtra *extra, PyObject *callback) {
     return answer;
 }
 
+/* Run the frame as is with capture off in this thread until it returns. */
+static PyObject *run_disabled(PyThreadState *tstate, Frame *frame, int throw_flag) {
+    thread_disabled++;
+    PyObject *result = _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
+    thread_disabled--;
+    return result;
+}
+
 static PyObject *eval_frame(PyThreadState *tstate, Frame *frame, int throw_flag) {
     PyObject *callback = thread_callback;
-    if (callback == NULL || thread_busy || !frame_is_interceptable(tstate, frame, throw_flag))
+    if (callback == NULL || thread_busy || thread_disabled || process_disabled ||
+        !frame_is_interceptable(tstate, frame, throw_flag))
         return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
     CodeExtra *extra = get_extra(FRAME_CODE(frame), 1);
     if (extra == NULL) { RELEASE_FRAME(tstate, frame); return NULL; }
+    if (extra->skip == SKIP_DISABLED) return run_disabled(tstate, frame, throw_flag);
     if (extra->skip) return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
     Py_INCREF(callback);
     thread_busy++;
@@ -340,6 +365,10 @@ static PyObject *eval_frame(PyThreadState *tstate, Frame *frame, int throw_flag)
     if (answer == Py_None) {
         Py_DECREF(answer);
         return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
+    }
+    if (answer == disable_sentinel) {
+        Py_DECREF(answer);
+        return run_disabled(tstate, frame, throw_flag);
     }
     PyObject *result = run_replacement(tstate, frame, answer);
     Py_DECREF(answer);
@@ -387,11 +416,20 @@ typedef struct {
     vectorcallfunc vectorcall;
 } ScopedCall;
 
+/* callback None: call with no callback; DISABLE: with no callback and capture off in this
+ * thread (nested ScopedCalls then leave theirs uninstalled); a callback: install it, unless
+ * capture is off, when fn is simply called. */
 static PyObject *scoped_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames) {
     ScopedCall *self = (ScopedCall *)op;
-    PyObject *previous = swap_callback(self->callback == Py_None ? NULL : self->callback);
+    int disabling = self->callback == disable_sentinel;
+    if (!disabling && self->callback != Py_None && (thread_disabled || process_disabled))
+        return PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    PyObject *previous = swap_callback(
+        self->callback == Py_None || disabling ? NULL : self->callback);
+    thread_disabled += disabling;
     PyObject *result = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    thread_disabled -= disabling;
     PyObject *ours = swap_callback(previous);
     Py_XDECREF(previous);
     Py_XDECREF(ours);
@@ -527,6 +565,25 @@ static PyObject *get_skip(PyObject *module, PyObject *arg) {
 #endif
 }
 
+/* Capture off: adjust_thread_disabled(delta) changes this thread's depth and returns the new
+ * one; set_process_disabled(flag) sets the process-wide flag and returns the previous one. */
+static PyObject *adjust_thread_disabled(PyObject *module, PyObject *arg) {
+    long delta = PyLong_AsLong(arg);
+    if (delta == -1 && PyErr_Occurred()) return NULL;
+    if (thread_disabled + delta < 0)
+        return PyErr_Format(PyExc_ValueError, "capture-off depth would go below zero");
+    thread_disabled += (int)delta;
+    return PyLong_FromLong(thread_disabled);
+}
+
+static PyObject *set_process_disabled(PyObject *module, PyObject *arg) {
+    int flag = PyObject_IsTrue(arg);
+    if (flag < 0) return NULL;
+    int previous = process_disabled;
+    process_disabled = flag;
+    return PyBool_FromLong(previous);
+}
+
 static PyObject *counters(PyObject *module, PyObject *unused) {
 #if JIT_HOOK_SUPPORTED
     return Py_BuildValue("{sKsKsisO}", "hits", counter_hits, "misses", counter_misses,
@@ -547,6 +604,10 @@ static PyMethodDef methods[] = {
     {"set_skip", (PyCFunction)(void (*)(void))set_skip, METH_FASTCALL,
      "Mark or unmark a code object as never intercepted."},
     {"get_skip", get_skip, METH_O, "Whether a code object is marked skip."},
+    {"adjust_thread_disabled", adjust_thread_disabled, METH_O,
+     "Add to this thread's capture-off depth; returns the new depth."},
+    {"set_process_disabled", set_process_disabled, METH_O,
+     "Turn capture off (True) or on in every thread; returns the previous flag."},
     {"counters", counters, METH_NOARGS,
      "Cache hits and misses, threads with a callback, whether the eval function is set."},
     {NULL, NULL, 0, NULL},
@@ -570,6 +631,10 @@ PyMODINIT_FUNC PyInit__C(void) {
         goto error;
     skip_sentinel = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
     if (skip_sentinel == NULL || PyModule_AddObjectRef(module, "SKIP", skip_sentinel) < 0)
+        goto error;
+    disable_sentinel = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    if (disable_sentinel == NULL ||
+        PyModule_AddObjectRef(module, "DISABLE", disable_sentinel) < 0)
         goto error;
     if (PyModule_AddIntConstant(module, "SUPPORTED", JIT_HOOK_SUPPORTED) < 0) goto error;
     return module;

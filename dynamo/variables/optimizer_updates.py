@@ -1,0 +1,299 @@
+"""Stage "trace": the update rules of torch.optim's SGD, Adam and AdamW, as graph nodes.
+
+Input: a `TracedOptimizer` (`dynamo.variables.optimizers`), a group's options (guarded
+constants) and its params with gradients (`ParamEntry`: param, grad and state as tensor
+variables). Output: nodes that do what eager's step does, op for op and in eager's order, in
+place on the params and state; new state (eager's lazy init) handed back to be installed.
+
+Each rule transcribes torch.optim's code (torch 2.14; the arithmetic of 2.11 is the same):
+`_single_tensor_sgd` / `_multi_tensor_sgd` and `_single_tensor_adam` / `_multi_tensor_adam`.
+On these per-param paths the foreach functions run the per-tensor kernels eager's single-tensor
+path runs (one difference is observable and kept: foreach SGD with nesterov adds the momentum
+into the gradient tensors themselves). Scalars eager passes as Python numbers stay constants
+when they are options; those that change between calls (`-lr`, `1 - lr * weight_decay`, Adam's
+step size and bias correction) are 0-d float64 inputs, and the op taking them is the one whose
+rounding is eager's: `p.add_(g, alpha=s)` is `p.addcmul_(g, s)` (one fused multiply-add) and
+`p.addcdiv_(a, d, value=s)` is `p.add_(a * s / d)` on CPU, where the kernel computes
+`p + s * a / d`; on CUDA the kernel computes `p + s * (a / d)`, written `p.addcmul_(a / d, s)`.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
+from dynamo.variables.base import Variable
+from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.optimizers import ParamEntry, float_step
+
+
+class _Ops:
+    """Shorthand for recording tensor operations; plain Python values become constants."""
+
+    def __init__(self, tx):
+        self.tx = tx
+
+    @staticmethod
+    def _variables(values):
+        return tuple(value if isinstance(value, Variable) else ConstantVariable(value)
+                     for value in values)
+
+    def method(self, tensor, name: str, *args, **kwargs):
+        keywords = dict(zip(kwargs, self._variables(kwargs.values())))
+        return self.tx.graph.call("call_method", name, (tensor, *self._variables(args)),
+                                  keywords)
+
+    def function(self, target, *args, **kwargs):
+        keywords = dict(zip(kwargs, self._variables(kwargs.values())))
+        return self.tx.graph.call("call_function", target, self._variables(args), keywords)
+
+    # eager's kernels taking a run-time Python scalar, with the same rounding ----------------
+    def near(self, scalar, tensor):
+        """A 0-d CPU scalar where a ternary kernel needs it on the tensor's device."""
+        if tensor.example.device.type == "cpu":
+            return scalar
+        return self.method(scalar, "to", tensor.example.device)
+
+    def add_scaled_(self, target, tensor, scalar):
+        """`target.add_(tensor, alpha=scalar)`: one fused multiply-add, as addcmul's."""
+        return self.method(target, "addcmul_", tensor, self.near(scalar, target))
+
+    def add_quotient_scaled_(self, target, numerator, denominator, scalar):
+        """`target.addcdiv_(numerator, denominator, value=scalar)`."""
+        if target.example.device.type == "cpu":   # p + (s * a) / d
+            quotient = self.method(self.method(numerator, "mul", scalar), "div", denominator)
+            return self.method(target, "add_", quotient)
+        quotient = self.method(numerator, "div", denominator)   # p + s * (a / d)
+        return self.method(target, "addcmul_", quotient, self.near(scalar, target))
+
+
+def _resolve_foreach(options: dict, entries: list[ParamEntry]) -> bool:
+    """`foreach=None` resolves as torch.optim resolves it (by the params' devices and types,
+    which their tensor guards cover)."""
+    foreach = options.get("foreach")
+    if foreach is None and not options.get("fused"):
+        from torch.optim.optimizer import _default_to_fused_or_foreach
+        _, foreach = _default_to_fused_or_foreach([entry.real for entry in entries], False,
+                                                  use_fused=False)
+    return bool(foreach)
+
+
+# -- SGD ---------------------------------------------------------------------------------------
+
+
+def _negative_lr(group: int, optimizer) -> float:
+    return -optimizer.param_groups[group]["lr"]
+
+
+class SgdUpdate:
+    """`_single_tensor_sgd` / `_multi_tensor_sgd` (torch/optim/sgd.py)."""
+
+    @staticmethod
+    def state_names(options: dict) -> tuple:
+        return ("momentum_buffer",) if options["momentum"] != 0 else ()
+
+    def __call__(self, traced, group: int, options: dict, entries: list[ParamEntry]) -> None:
+        ops = _Ops(traced.tx)
+        foreach = _resolve_foreach(options, entries)
+        momentum, dampening = options["momentum"], options["dampening"]
+        weight_decay, nesterov = options["weight_decay"], options["nesterov"]
+        negative_lr = traced.scalar(functools.partial(_negative_lr, group))
+        for entry in entries:
+            grad = entry.grad if not options["maximize"] else ops.function(torch.neg, entry.grad)
+            if weight_decay != 0:
+                grad = ops.method(grad, "add", entry.param, alpha=weight_decay)
+            if momentum != 0:
+                buffer = entry.state.get("momentum_buffer")
+                if buffer is None:
+                    buffer = ops.method(ops.method(grad, "detach"), "clone")
+                    traced.install_state(entry, {"momentum_buffer": buffer})
+                else:
+                    ops.method(ops.method(buffer, "mul_", momentum), "add_", grad,
+                               alpha=1 - dampening)
+                if nesterov:  # foreach: `_foreach_add_(device_grads, bufs, ...)`, in place
+                    grad = ops.method(grad, "add_" if foreach else "add", buffer,
+                                      alpha=momentum)
+                else:
+                    grad = buffer
+            ops.add_scaled_(entry.param, grad, negative_lr)
+
+
+# -- Adam, AdamW -------------------------------------------------------------------------------
+
+
+def _step_value(group: int, index: int, steps: int, from_zero: bool, dtype, optimizer) -> float:
+    """The float eager's `_get_value(step_t)` returns in this step."""
+    if from_zero:
+        start = 0.0
+    else:
+        param = optimizer.param_groups[group]["params"][index]
+        start = optimizer.state[param]["step"].item()
+    return float_step(start, steps, dtype)
+
+
+def _adam_negative_step_size(group, index, steps, from_zero, dtype, beta1, optimizer) -> float:
+    step = _step_value(group, index, steps, from_zero, dtype, optimizer)
+    bias_correction1 = 1 - beta1 ** step
+    return -(optimizer.param_groups[group]["lr"] / bias_correction1)
+
+
+def _adam_correction2_sqrt(group, index, steps, from_zero, dtype, beta2, optimizer) -> float:
+    step = _step_value(group, index, steps, from_zero, dtype, optimizer)
+    bias_correction2 = 1 - beta2 ** step
+    return bias_correction2 ** 0.5
+
+
+def _decay_factor(group: int, weight_decay: float, optimizer) -> float:
+    return 1 - optimizer.param_groups[group]["lr"] * weight_decay
+
+
+def _lr(group: int, optimizer) -> float:
+    return optimizer.param_groups[group]["lr"]
+
+
+class AdamUpdate:
+    """`_single_tensor_adam` / `_multi_tensor_adam` (torch/optim/adam.py; AdamW is Adam with
+    `decoupled_weight_decay=True`)."""
+
+    @staticmethod
+    def state_names(options: dict) -> tuple:
+        return ("step", "exp_avg", "exp_avg_sq") + \
+            (("max_exp_avg_sq",) if options["amsgrad"] else ())
+
+    def __call__(self, traced, group: int, options: dict, entries: list[ParamEntry]) -> None:
+        ops = _Ops(traced.tx)
+        beta1, beta2 = options["betas"]
+        if not all(type(beta) in (float, int) for beta in (beta1, beta2)):
+            raise Unsupported(UNSUPPORTED_CALL, "Adam with tensor betas")
+        capturable = options.get("capturable", False)
+        decoupled = options.get("decoupled_weight_decay",
+                                type(traced.optimizer).__name__ == "AdamW")
+        foreach = _resolve_foreach(options, entries)
+        for entry in entries:
+            if entry.fresh:
+                _lazy_init(ops, traced, entry, options)
+            _check_capturable(entry, capturable)
+        decay = None
+        if options["weight_decay"] != 0 and decoupled:
+            decay = traced.scalar(functools.partial(_decay_factor, group,
+                                                    options["weight_decay"]))
+        lr = traced.scalar(functools.partial(_lr, group)) if capturable else None
+        for entry in entries:
+            _adam_moments(ops, entry, options, decay, decoupled)
+            if capturable and foreach:
+                _capturable_foreach_update(ops, entry, options, lr)
+            elif capturable:
+                _capturable_update(ops, entry, options, lr)
+            else:
+                _update(ops, traced, group, entry, options)
+
+
+def _lazy_init(ops: _Ops, traced, entry: ParamEntry, options: dict) -> None:
+    from torch.optim.optimizer import _get_scalar_dtype
+    if options.get("capturable"):
+        step = ops.function(torch.zeros, (), dtype=_get_scalar_dtype(is_fused=False),
+                            device=entry.real.device)
+    else:
+        step = ops.function(torch.zeros, (), dtype=_get_scalar_dtype(), device="cpu")
+    tensors = {"step": step}
+    names = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if options["amsgrad"] else [])
+    for name in names:
+        tensors[name] = ops.function(torch.zeros_like, entry.param,
+                                     memory_format=torch.preserve_format)
+    traced.install_state(entry, tensors)
+
+
+def _check_capturable(entry: ParamEntry, capturable: bool) -> None:
+    """Eager asserts capturable params and steps live on a supported device (CUDA...)."""
+    if not capturable:
+        return
+    from torch.optim.optimizer import _get_capturable_supported_devices
+    step = entry.state["step"].example
+    if not (entry.real.device.type == step.device.type and
+            entry.real.device.type in _get_capturable_supported_devices()):
+        raise Unsupported(UNSUPPORTED_CALL, "Adam(capturable=True) with params or steps on "
+                          "a device eager refuses (it raises there)")
+
+
+def _adam_moments(ops: _Ops, entry: ParamEntry, options: dict, decay, decoupled: bool) -> None:
+    """`step_t += 1`, weight decay, then the first and second moments."""
+    beta1, beta2 = options["betas"]
+    grad = entry.grad if not options["maximize"] else ops.function(torch.neg, entry.grad)
+    ops.method(entry.state["step"], "add_", 1)
+    if options["weight_decay"] != 0:
+        if decoupled:
+            ops.method(entry.param, "mul_", decay)
+        else:
+            grad = ops.method(grad, "add", entry.param, alpha=options["weight_decay"])
+    ops.method(entry.state["exp_avg"], "lerp_", grad, 1 - beta1)
+    squares = ops.method(entry.state["exp_avg_sq"], "mul_", beta2)
+    ops.method(squares, "addcmul_", grad, grad, value=1 - beta2)
+
+
+def _second_moment(ops: _Ops, entry: ParamEntry, options: dict):
+    """The tensor whose square root is the denominator (amsgrad: the running maximum)."""
+    if not options["amsgrad"]:
+        return entry.state["exp_avg_sq"]
+    maximum = entry.state["max_exp_avg_sq"]
+    ops.method(maximum, "copy_", ops.function(torch.maximum, maximum,
+                                              entry.state["exp_avg_sq"]))
+    return maximum
+
+
+def _update(ops: _Ops, traced, group: int, entry: ParamEntry, options: dict) -> None:
+    """Not capturable: eager's float64 Python scalars, per param (its own step count)."""
+    beta1, beta2 = options["betas"]
+    from_zero = entry.created_here
+    dtype = entry.state["step"].example.dtype
+    steps = entry.steps_before + 1
+    where = (group, entry.index, steps, from_zero, dtype)
+    negative_step_size = traced.scalar(functools.partial(_adam_negative_step_size, *where,
+                                                         beta1))
+    correction2_sqrt = traced.scalar(functools.partial(_adam_correction2_sqrt, *where, beta2))
+    root = ops.method(_second_moment(ops, entry, options), "sqrt")
+    denominator = ops.method(ops.method(root, "div", correction2_sqrt), "add_", options["eps"])
+    ops.add_quotient_scaled_(entry.param, entry.state["exp_avg"], denominator,
+                             negative_step_size)
+
+
+def _capturable_update(ops: _Ops, entry: ParamEntry, options: dict, lr) -> None:
+    """`_single_tensor_adam` with capturable=True: the corrections are tensor operations on
+    the step tensor (`beta ** step` is `torch.pow(beta, step)`, `1 - x` is `rsub`, `lr / x`
+    is `reciprocal(x) * lr`)."""
+    beta1, beta2 = options["betas"]
+    step = entry.state["step"]
+    correction1 = ops.function(torch.rsub, ops.function(torch.pow, beta1, step), 1)
+    correction2 = ops.function(torch.rsub, ops.function(torch.pow, beta2, step), 1)
+    step_lr = ops.method(lr, "to", step.example.dtype)
+    step_size = ops.function(torch.mul, ops.function(torch.reciprocal, correction1), step_lr)
+    negative = ops.method(step_size, "neg")
+    correction2_sqrt = ops.method(correction2, "sqrt")
+    root = ops.method(_second_moment(ops, entry, options), "sqrt")
+    scale = ops.function(torch.mul, correction2_sqrt, negative)
+    offset = ops.function(torch.mul, ops.function(torch.reciprocal, negative), options["eps"])
+    denominator = ops.method(ops.method(root, "div", scale), "add_", offset)
+    ops.method(entry.param, "addcdiv_", entry.state["exp_avg"], denominator)
+
+
+def _capturable_foreach_update(ops: _Ops, entry: ParamEntry, options: dict, lr) -> None:
+    """`_multi_tensor_adam` with capturable=True, for one param of the lists."""
+    beta1, beta2 = options["betas"]
+    step = entry.state["step"]
+    correction1 = ops.function(torch.pow, beta1, step)
+    correction2 = ops.function(torch.pow, beta2, step)
+    ops.method(correction1, "sub_", 1)
+    ops.method(correction2, "sub_", 1)
+    ops.method(correction2, "neg_")
+    ops.method(correction1, "div_", ops.method(lr, "to", step.example.dtype))
+    ops.method(correction1, "reciprocal_")
+    ops.method(correction2, "sqrt_")
+    root = ops.method(_second_moment(ops, entry, options), "sqrt")
+    ops.method(root, "div_", correction2)
+    ops.method(root, "add_", options["eps"])
+    ops.method(root, "div_", correction1)
+    ops.method(entry.param, "addcdiv_", entry.state["exp_avg"], root)
+
+
+UPDATES: dict[str, Any] = {"SGD": SgdUpdate(), "Adam": AdamUpdate(), "AdamW": AdamUpdate()}

@@ -1,0 +1,453 @@
+"""Stage "trace": torch.optim's `step()` (SGD, Adam, AdamW) and `zero_grad()` captured into the
+graph instead of traced into.
+
+Input: a call met while tracing of an optimizer's `step` (any function of the chain torch.optim
+wraps it in: the profiling wrapper, `_use_grad`, the method itself) or of `Optimizer.zero_grad`,
+on an optimizer read from the frame (it has a source). Output: graph nodes that do in place
+what eager's step does (the update rules are `dynamo.variables.optimizer_updates`), the guards
+that make them sound, and deferred calls that install new optimizer state and clear gradients
+after the graph has run.
+
+Why not trace torch.optim's own Python: under a tracer `torch.compiler.is_compiling()` is true,
+and torch.optim then computes its step-dependent scalars (bias corrections, step sizes) as
+tensor operations on `state['step']` instead of eager's float64 Python arithmetic, so results
+differ from eager in the last bits (and its `_use_grad` calls `torch._dynamo.graph_break()`).
+Here the update is a transcription of eager's `_single_tensor_*` / `_multi_tensor_*` code, op
+for op, and its scalars are eager's own Python floats.
+
+The learning rate and the step-dependent scalars are graph inputs, not constants: 0-d float64
+CPU tensors that `StepScalars.values()` computes when the compiled code is called (before the
+graph runs) from the optimizer's current `param_groups` and `state`, with eager's float64
+arithmetic. No guard reads `lr`: a scheduler changing it recompiles nothing. Every other option
+of a group is guarded by value (changing `momentum`, `betas`, `weight_decay`... recompiles).
+
+Guards: the optimizer's identity (its scalar table reads that object); per group, its keys, its
+options, its number of params; every param (a tensor input), its grad (None, or a tensor
+input), its state's keys and tensors; no step hooks (with a hook, `step()` breaks the graph and
+runs eagerly); no `grad_scale`/`found_inf` attributes.
+
+Refused (the call breaks the graph and runs eagerly): a closure, `fused=True`,
+`differentiable=True`, tensor `lr` or betas, complex or sparse gradients, gradients that require
+grad, a subclass of these optimizers, an optimizer whose groups or state the compiled region
+itself changed, a step with hooks.
+"""
+from __future__ import annotations
+
+import dataclasses
+import struct
+import weakref
+from typing import Any, Callable, Optional
+
+import torch
+
+from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.variables.base import NotConstant, Variable
+from dynamo.variables.constant import ConstantVariable
+from dynamo.variables.contexts import set_grad_enabled
+from dynamo.variables.tensor import TensorVariable
+from guards import (ConstantGuard, DictKeysGuard, HasAttrGuard, IdentityGuard, LengthGuard,
+                    TypeGuard, is_constant)
+from guards.sources import (AttrSource, ConstantSource, DictItemSource, ItemSource,
+                            MethodCallSource, ObjectSource, Source)
+
+# -- recognising the calls ----------------------------------------------------------------------
+
+
+def _innermost(function: Any) -> Any:
+    """The function at the bottom of a `functools.wraps` chain (torch.optim's profiling
+    wrapper -> `_use_grad` -> the class's `step`)."""
+    for _ in range(8):
+        inner = getattr(function, "__wrapped__", None) if callable(function) else None
+        if inner is None:
+            break
+        function = inner
+    return function
+
+
+def _step_classes() -> tuple:
+    return (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)
+
+
+def _kind_of_call(function: Any) -> Optional[str]:
+    inner = _innermost(function)
+    if inner is _innermost(torch.optim.Optimizer.zero_grad):
+        return "zero_grad"
+    if any(inner is _innermost(cls.step) for cls in _step_classes()):
+        return "step"
+    return None
+
+
+def optimizer_call(tx, function: Any, args: list, kwargs: dict) -> Optional[Variable]:
+    """`opt.step()` / `opt.zero_grad()` captured, or None (the call is traced as usual)."""
+    kind = _kind_of_call(function)
+    if kind is None or not args:
+        return None
+    owner = args[0]
+    optimizer = tx.real_value(owner)
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        return None
+    if kind == "step" and (type(optimizer) not in _step_classes() or
+                           _innermost(type(optimizer).step) is not _innermost(function)):
+        return None
+    if kind == "zero_grad" and _innermost(type(optimizer).zero_grad) is not \
+            _innermost(torch.optim.Optimizer.zero_grad):
+        return None
+    if owner.source is None:
+        raise Unsupported(UNSUPPORTED_CALL, f"{type(optimizer).__name__}.{kind}() of an "
+                          "optimizer made inside the compiled region")
+    _refuse_changed(tx, optimizer)
+    traced = TracedOptimizer(tx, optimizer, owner)
+    if kind == "zero_grad":
+        return traced.zero_grad(_argument(tx, args, kwargs, "set_to_none", True))
+    if _argument(tx, args, kwargs, "closure", None) is not None:
+        raise Unsupported(UNSUPPORTED_CALL, "optimizer.step(closure) (the closure runs the "
+                          "model again: call it before step() instead)")
+    return traced.step()
+
+
+def _argument(tx, args: list, kwargs: dict, name: str, default: Any) -> Any:
+    if len(args) > 2 or set(kwargs) - {name}:
+        raise Unsupported(UNSUPPORTED_CALL, f"optimizer call with unexpected arguments")
+    value = args[1] if len(args) == 2 else kwargs.get(name)
+    if value is None:
+        return default
+    try:
+        return value.as_constant()
+    except NotConstant:
+        raise Unsupported(UNSUPPORTED_CALL, f"optimizer argument {name} not known at trace "
+                          "time") from None
+
+
+def _refuse_changed(tx, optimizer) -> None:
+    """The update reads the real groups and state: refuse when the region changed them."""
+    values = [optimizer, optimizer.param_groups, optimizer.state, *optimizer.param_groups]
+    for value in values:
+        box = tx.side_effects.box_for(value)
+        if box is not None and box.mutated:
+            raise Unsupported(UNSUPPORTED_OBJECT, "optimizer.step() after the compiled region "
+                              "changed the optimizer's param_groups or state")
+
+
+# -- what the graph knows of an optimizer ---------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _GraphRecord:
+    """Per graph: gradients and state tensors as the graph has them after earlier steps."""
+
+    grads: dict = dataclasses.field(default_factory=dict)      # id(param) -> Variable
+    states: dict = dataclasses.field(default_factory=dict)     # id(param) -> {name: Variable}
+    steps: dict = dataclasses.field(default_factory=dict)      # id(param) -> steps taken here
+    created: set = dataclasses.field(default_factory=set)      # id(param): state made here
+    tables: dict = dataclasses.field(default_factory=dict)     # id(optimizer) -> StepScalars
+
+
+_RECORDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _record(tx) -> _GraphRecord:
+    record = _RECORDS.get(tx.graph)
+    if record is None:
+        record = _RECORDS[tx.graph] = _GraphRecord()
+    return record
+
+
+@dataclasses.dataclass
+class ParamEntry:
+    """One param with a gradient, as the update rules see it."""
+
+    group: int
+    index: int
+    real: torch.Tensor   # the param itself
+    param: TensorVariable
+    grad: TensorVariable
+    state: dict          # name -> TensorVariable (read or made in this graph)
+    fresh: bool          # its state is created by this step (eager's lazy init)
+    created_here: bool   # its state is created by this graph (this step or an earlier one)
+    steps_before: int    # steps of this graph before this one (for the step scalars)
+
+
+class TracedOptimizer:
+    """An optimizer read from the frame, while one of its calls is captured."""
+
+    def __init__(self, tx, optimizer: torch.optim.Optimizer, owner: Variable):
+        self.tx = tx
+        self.optimizer = optimizer
+        self.owner = owner
+        self.source: Source = owner.source
+        self.record = _record(tx)
+
+    # -- zero_grad ---------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool) -> Variable:
+        """`set_to_none=True`: the graph forgets the gradients and a deferred call clears
+        them after it runs. `False`: `grad.zero_()` in the graph for each gradient present."""
+        if set_to_none:
+            for group in self.optimizer.param_groups:
+                for param in group["params"]:
+                    self.record.grads[id(param)] = None
+            self.tx.side_effects.deferred_calls.append((clear_grads, [self.owner]))
+            return ConstantVariable(None)
+        self._guard_structure()
+        with _grad_disabled(self.tx):
+            for group_index, group in enumerate(self.optimizer.param_groups):
+                for index in range(len(group["params"])):
+                    grad = self.grad(group_index, index)
+                    if grad is not None:
+                        self.tx.graph.call("call_method", "zero_", (grad,), {})
+        return ConstantVariable(None)
+
+    # -- step --------------------------------------------------------------------------------
+    def step(self) -> Variable:
+        from dynamo.variables.optimizer_updates import UPDATES
+        self._guard_structure()
+        self._guard_no_hooks()
+        update = UPDATES[type(self.optimizer).__name__]
+        with _grad_disabled(self.tx):
+            for group_index, group in enumerate(self.optimizer.param_groups):
+                options = self._options(group_index, group)
+                entries = self._entries(group_index, group, update.state_names(options))
+                if entries:
+                    update(self, group_index, options, entries)
+        return ConstantVariable(None)
+
+    def _guard_structure(self) -> None:
+        tx, source = self.tx, self.source
+        tx.guards.add(IdentityGuard(source, self.optimizer))
+        groups = AttrSource(source, "param_groups")
+        tx.guards.add(TypeGuard(groups, list))
+        tx.guards.add(LengthGuard(groups, len(self.optimizer.param_groups)))
+        for index, group in enumerate(self.optimizer.param_groups):
+            if type(group) is not dict or type(group.get("params")) is not list:
+                raise Unsupported(UNSUPPORTED_OBJECT, "a param group that is not a dict "
+                                  "holding a list of params")
+            tx.guards.add(TypeGuard(ItemSource(groups, index), dict))
+            tx.guards.add(DictKeysGuard(ItemSource(groups, index), tuple(group)))
+            params = DictItemSource(ItemSource(groups, index), "params")
+            tx.guards.add(TypeGuard(params, list))
+            tx.guards.add(LengthGuard(params, len(group["params"])))
+
+    def _guard_no_hooks(self) -> None:
+        from torch.optim import optimizer as optimizer_module
+        tx = self.tx
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks"):
+            if getattr(self.optimizer, name, None):
+                raise Unsupported(UNSUPPORTED_CALL, "optimizer.step() with step hooks "
+                                  "registered (register_step_pre_hook/post_hook)")
+            tx.guards.add(LengthGuard(AttrSource(self.source, name), 0))
+        for name in ("_global_optimizer_pre_hooks", "_global_optimizer_post_hooks"):
+            hooks = getattr(optimizer_module, name)
+            if hooks:
+                raise Unsupported(UNSUPPORTED_CALL, "optimizer.step() with global optimizer "
+                                  "hooks registered")
+            tx.guards.add(LengthGuard(ConstantSource(f"torch.optim {name}", hooks), 0))
+        for name in ("grad_scale", "found_inf"):
+            if getattr(self.optimizer, name, None) is not None:
+                raise Unsupported(UNSUPPORTED_CALL, f"optimizer.step() with {name} set")
+            tx.guards.add(HasAttrGuard(self.source, name, hasattr(self.optimizer, name)))
+
+    def group_source(self, group_index: int) -> Source:
+        return ItemSource(AttrSource(self.source, "param_groups"), group_index)
+
+    def _options(self, group_index: int, group: dict) -> dict:
+        """The group's options, guarded by value, except `lr` (a run-time input, guarded by
+        type only) and `initial_lr` (a scheduler's note, unused by the update)."""
+        source = self.group_source(group_index)
+        options = {}
+        for key, value in group.items():
+            if key in ("params", "initial_lr"):
+                continue
+            if key == "lr":
+                if type(value) not in (float, int):
+                    raise Unsupported(UNSUPPORTED_OBJECT, f"a {type(value).__name__} "
+                                      "learning rate (a Python float is a run-time input)")
+                self.tx.guards.add(TypeGuard(DictItemSource(source, key), type(value)))
+                continue
+            if not is_constant(value):
+                raise Unsupported(UNSUPPORTED_OBJECT, f"param group option {key!r} holds a "
+                                  f"{type(value).__name__}")
+            self.tx.guards.add(ConstantGuard(DictItemSource(source, key), value))
+            options[key] = value
+        for key in ("fused", "differentiable"):
+            if options.get(key):
+                raise Unsupported(UNSUPPORTED_CALL, f"optimizer.step() with {key}=True")
+        return options
+
+    # -- params, grads, state -------------------------------------------------------------------
+    def param_source(self, group_index: int, index: int) -> Source:
+        return ItemSource(DictItemSource(self.group_source(group_index), "params"), index)
+
+    def param(self, group_index: int, index: int) -> TensorVariable:
+        param = self.optimizer.param_groups[group_index]["params"][index]
+        if not isinstance(param, torch.Tensor):
+            raise Unsupported(UNSUPPORTED_OBJECT, "a param group holding a non-tensor")
+        return self.tx.wrap(param, self.param_source(group_index, index))
+
+    def grad(self, group_index: int, index: int) -> Optional[TensorVariable]:
+        """The param's gradient as the graph has it (read from the frame the first time)."""
+        param = self.optimizer.param_groups[group_index]["params"][index]
+        if id(param) in self.record.grads:
+            return self.record.grads[id(param)]
+        real = param.grad
+        if real is not None and (real.is_sparse or real.is_complex() or real.requires_grad):
+            raise Unsupported(UNSUPPORTED_OBJECT, "a sparse or complex gradient, or one that "
+                              "requires grad, in optimizer.step()")
+        value = self.tx.wrap(real, AttrSource(self.param_source(group_index, index), "grad"))
+        grad = None if real is None else value
+        self.record.grads[id(param)] = grad
+        return grad
+
+    def _entries(self, group_index: int, group: dict, names: tuple) -> list[ParamEntry]:
+        entries = []
+        for index, param in enumerate(group["params"]):
+            param_variable = self.param(group_index, index)
+            grad = self.grad(group_index, index)
+            if grad is None:
+                continue
+            if param.is_complex():
+                raise Unsupported(UNSUPPORTED_OBJECT, "complex params in optimizer.step()")
+            state, fresh = self._state(group_index, index, param, names)
+            if fresh:
+                self.record.created.add(id(param))
+            entries.append(ParamEntry(group_index, index, param, param_variable, grad, state,
+                                      fresh, id(param) in self.record.created,
+                                      self.record.steps.get(id(param), 0)))
+            self.record.steps[id(param)] = self.record.steps.get(id(param), 0) + 1
+        return entries
+
+    def _state(self, group_index: int, index: int, param, names: tuple) -> tuple[dict, bool]:
+        """The param's state tensors (`names`, read through guarded sources), or ({}, True)
+        when eager would create them in this step."""
+        known = self.record.states.get(id(param))
+        if known is not None:
+            return known, False
+        real = self.optimizer.state.get(param) or {}
+        source = ParamStateSource(self.source, group_index, index)
+        self.tx.guards.add(DictKeysGuard(source, tuple(real)))
+        present = [name for name in names if name in real]
+        if not present:
+            self.record.states[id(param)] = state = {}
+            return state, True
+        if len(present) != len(names):
+            raise Unsupported(UNSUPPORTED_OBJECT, "optimizer state with some of "
+                              f"{', '.join(names)} missing")
+        state = {}
+        for name in names:
+            if not isinstance(real[name], torch.Tensor):
+                raise Unsupported(UNSUPPORTED_OBJECT, f"optimizer state {name!r} that is "
+                                  "not a tensor")
+            state[name] = self.tx.wrap(real[name], DictItemSource(source, name))
+        self.record.states[id(param)] = state
+        return state, False
+
+    def install_state(self, entry: ParamEntry, tensors: dict) -> None:
+        """New state made by the graph (eager's lazy init): stored after the graph runs."""
+        entry.state.update(tensors)
+        names = tuple(tensors)
+        self.tx.side_effects.deferred_calls.append(
+            (install_state, [self.owner, ConstantVariable(entry.group),
+                             ConstantVariable(entry.index), ConstantVariable(names),
+                             *tensors.values()]))
+
+    # -- run-time scalars -------------------------------------------------------------------------
+    def scalar(self, rule: Callable) -> TensorVariable:
+        """A graph input: `rule(optimizer)`, a Python float computed as eager computes it when
+        the compiled code is called, passed as a 0-d float64 CPU tensor."""
+        table = self.record.tables.get(id(self.optimizer))
+        if table is None:
+            table = self.record.tables[id(self.optimizer)] = StepScalars(self.optimizer)
+        position = table.add(rule)
+        source = ItemSource(MethodCallSource(ObjectSource.of(table, "optimizer scalars"),
+                                             "values"), position)
+        value = torch.scalar_tensor(rule(self.optimizer), dtype=torch.float64)
+        return self.tx.graph.add_input(value, source)
+
+
+class _grad_disabled:
+    """Graph nodes switching grad mode off around the update (eager's step runs under
+    `torch.no_grad` through `_use_grad`) and back."""
+
+    def __init__(self, tx):
+        self.tx = tx
+
+    def __enter__(self):
+        self.previous = torch.is_grad_enabled()
+        if self.previous:
+            set_grad_enabled(self.tx, False)
+
+    def __exit__(self, *exc_info):
+        if self.previous and exc_info[0] is None:
+            set_grad_enabled(self.tx, True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ParamStateSource(Source):
+    """The state dict of param `index` of group `group` of an optimizer, or an empty dict:
+    `(opt.state.get(opt.param_groups[g]['params'][i]) or {})`. (`opt.state` is keyed by the
+    param tensors, which no literal key can name; `.get` creates no entry.)"""
+
+    base: Source
+    group: int
+    index: int
+
+    def name(self) -> str:
+        return f"{self.base.name()}.state[{self.base.name()}.param_groups[{self.group}]" \
+               f"['params'][{self.index}]]"
+
+    def apply(self, base_code: str) -> str:
+        return f"({base_code}.state.get({base_code}.param_groups[{self.group}]['params']" \
+               f"[{self.index}]) or {{}})"
+
+    def fetch(self, L: dict, G: dict) -> Any:
+        optimizer = self.base.fetch(L, G)
+        return optimizer.state.get(optimizer.param_groups[self.group]["params"][self.index]) \
+            or {}
+
+
+class StepScalars:
+    """The run-time scalars of one graph's optimizer steps: `values()` is called by the
+    compiled code before the graph runs and returns one 0-d float64 tensor per rule. No
+    `__weakref__`: the compiled code holds it; it holds the optimizer weakly (the identity
+    guard on the optimizer drops the entry when it dies)."""
+
+    __slots__ = ("optimizer", "rules")
+
+    def __init__(self, optimizer):
+        self.optimizer = weakref.ref(optimizer)
+        self.rules: list[Callable] = []
+
+    def add(self, rule: Callable) -> int:
+        self.rules.append(rule)
+        return len(self.rules) - 1
+
+    def values(self) -> tuple:
+        optimizer = self.optimizer()
+        return tuple(torch.scalar_tensor(rule(optimizer), dtype=torch.float64)
+                     for rule in self.rules)
+
+
+def float_step(value: float, steps: int, dtype: torch.dtype) -> float:
+    """`step_t += 1` `steps` times on a tensor of `dtype` (float32 or float64) holding
+    `value`, read as eager's `_get_value` reads it (`.item()`)."""
+    for _ in range(steps):
+        value = value + 1.0
+        if dtype == torch.float32:
+            value = struct.unpack("f", struct.pack("f", value))[0]
+    return value
+
+
+# -- deferred calls (run after the graph, with frame capture off) ---------------------------------
+
+
+def clear_grads(optimizer) -> None:
+    """`zero_grad(set_to_none=True)`'s effect on the params (eager sets `p.grad = None`)."""
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if param.grad is not None:
+                param.grad = None
+
+
+def install_state(optimizer, group: int, index: int, names: tuple, *tensors) -> None:
+    """Eager's lazy init: `state = opt.state[p]` (a defaultdict entry) filled in order."""
+    state = optimizer.state[optimizer.param_groups[group]["params"][index]]
+    for name, tensor in zip(names, tensors):
+        state[name] = tensor

@@ -11,7 +11,7 @@ import inspect
 import types
 from typing import Any, Optional
 
-from dynamo.breaks import DISABLED, UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
 from dynamo.variables import registry
 from dynamo.variables.side_effects import Box
 from dynamo.variables.base import Variable, variable
@@ -20,6 +20,8 @@ from dynamo.variables.containers import DictVariable, TupleVariable
 from guards.sources import AttrSource, ClosureCellSource, ConstantSource, ItemSource, Source
 from dynamo import skips
 from dynamo.variables.attributes import preexisting_box
+from dynamo.variables.disabled import disabled_call
+from dynamo.variables.optimizers import optimizer_call
 
 
 @variable
@@ -145,11 +147,14 @@ class UserFunctionVariable(Variable):
         from dynamo.variables.special import special_function
         direct = tx.take_direct(self, self.value)
         special = special_function(tx, self.value, args, kwargs)
+        if special is None:  # torch.optim's step() and zero_grad(): captured, not traced into
+            special = optimizer_call(tx, self.value, args, kwargs)
         if special is not None:
             return special
         function = self.value
-        if getattr(function, "_framejit_disabled", False):
-            raise Unsupported(DISABLED, f"{function.__qualname__} is marked dynamo.disable")
+        disabled = disabled_call(function, args, kwargs)  # dynamo/torch.compiler.disable
+        if disabled is not None:
+            return disabled
         defaults = self._defaults(tx)
         kwdefaults = {key: tx.wrap(value, None if self.source is None else
                                    _kwdefault_source(self.source, key))

@@ -19,6 +19,8 @@ _PUBLIC = {
     "disable": "dynamo.api",
     "reset": "dynamo.api",
     "is_jitted": "dynamo.api",
+    "set_stance": "dynamo.stance",
+    "RecompileError": "dynamo.stance",
     "list_backends": "dynamo.backends",
     "register_backend": "dynamo.backends",
     "CountingBackend": "dynamo.backends",

@@ -4,6 +4,10 @@ Input: a function or `nn.Module` and options. Output: a callable that runs the o
 the frame hook's callback (a `FrameDriver`) installed for the current thread, so that its frames
 are captured and compiled. The wrapper is a C object (`dynamo._C.ScopedCall`): it adds no
 Python frame, so tracebacks read exactly as in eager.
+
+`disable` turns capture off for the current thread while a function or `with` block runs:
+jitted functions and modules called inside run their original code and compile nothing.
+The process-wide switches (`set_stance`, `config.disable`) live in `dynamo.stance`.
 """
 from __future__ import annotations
 
@@ -11,15 +15,14 @@ import dataclasses
 import functools
 import operator
 import threading
-import warnings
 from typing import Any, Callable, Optional
 
 import torch
 
-from dynamo import _C, hook
+from dynamo import _C, hook, stance  # noqa: F401  (stance: JIT_DISABLE applied at import)
 from dynamo.backends import with_mode
 from dynamo.settings import Config
-from dynamo.driver import FrameDriver, reset_driver_state
+from dynamo.driver import FrameDriver, reset_driver_state, warn_at_user
 
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -39,13 +42,10 @@ class JitSettings:
 def _validate(backend, mode, fullgraph, dynamic, options) -> JitSettings:
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+    options = torch_options(options or {})
+    mode = _mode_from_options(mode, options)
     if dynamic not in (None, True, False):
         raise ValueError(f"dynamic must be None, True or False, not {dynamic!r}")
-    options = dict(options or {})
-    known = {field.name for field in dataclasses.fields(Config)}
-    unknown = sorted(name for name in options if name not in known)
-    if unknown:
-        raise ValueError(f"unknown options {unknown}; known options: {sorted(known)}")
     name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
     return JitSettings(with_mode(backend, mode), name, mode, bool(fullgraph), dynamic, options)
 
@@ -57,12 +57,63 @@ def _warn_unsupported() -> None:
     global _warned_unsupported
     if not _warned_unsupported:
         _warned_unsupported = True
-        warnings.warn(f"{hook.unsupported_reason()}; dynamo.jit runs functions eagerly",
-                      RuntimeWarning, stacklevel=3)
+        warn_at_user(f"{hook.unsupported_reason()}; dynamo.jit runs functions eagerly",
+                     RuntimeWarning)
+
+
+# torch.compile's `options=` keys (torch._inductor.config names) that choose a mode here
+TORCH_MODE_OPTIONS = ("max_autotune", "max_autotune_gemm", "max_autotune_pointwise",
+                      "triton.cudagraphs")
+# torch.compile options with no counterpart here, and why (named in the error)
+_TORCH_OPTIONS_WITHOUT_COUNTERPART = {
+    "epilogue_fusion": "framejit keeps matmuls as library calls (no templates to fuse into)",
+    "shape_padding": "framejit does not pad shapes",
+    "freezing": "framejit does not fold parameters into constants",
+    "trace.enabled": "use JIT_LOGS=graph,output_code",
+    "coordinate_descent_tuning": "max_autotune (or mode='max-autotune') tunes kernel configs",
+}
+
+
+def torch_options(options: dict) -> dict:
+    """`options=` checked: `dynamo.config` field names, and torch.compile's option keys that
+    choose a mode here (`max_autotune`, `triton.cudagraphs`, ...; kept under `_torch_modes`
+    for `_mode_from_options`). Any other key is a ValueError naming every accepted key."""
+    known = {field.name for field in dataclasses.fields(Config)}
+    result: dict = {}
+    unknown = []
+    for name, value in options.items():
+        if name in known:
+            result[name] = value
+        elif name in TORCH_MODE_OPTIONS:
+            result.setdefault("_torch_modes", {})[name] = bool(value)
+        else:
+            why = _TORCH_OPTIONS_WITHOUT_COUNTERPART.get(name)
+            unknown.append(f"{name!r} ({why})" if why else repr(name))
+    if unknown:
+        raise ValueError(f"unknown options [{', '.join(unknown)}]; accepted: the torch.compile "
+                         f"options {list(TORCH_MODE_OPTIONS)} (they choose `mode`) and the "
+                         f"dynamo.config fields {sorted(known)}")
+    return result
+
+
+def _mode_from_options(mode: Optional[str], options: dict) -> Optional[str]:
+    """The mode torch.compile's `max_autotune*` / `triton.cudagraphs` options ask for. As in
+    torch.compile, they and `mode=` cannot both be given."""
+    asked = options.pop("_torch_modes", None)
+    if not asked:
+        return mode
+    if mode is not None:
+        raise ValueError(f"mode={mode!r} and options {sorted(asked)}: give one or the other "
+                         f"(as torch.compile requires)")
+    autotune = any(asked.get(name, False) for name in TORCH_MODE_OPTIONS[:3])
+    cudagraphs = asked.get("triton.cudagraphs", False)
+    return {(False, False): None, (False, True): "reduce-overhead",
+            (True, False): "max-autotune-no-cudagraphs", (True, True): "max-autotune"}[
+        (autotune, cudagraphs)]
 
 
 def jit(fn_or_module=None, *, backend="inductor", mode=None, fullgraph=False, dynamic=None,
-        options=None):
+        options=None, disable=False):
     """Compile a function or `nn.Module` just in time; usable as `@jit`, `@jit(...)`, `jit(m)`.
 
     backend: a name from `dynamo.list_backends()` or a callable `backend(gm, example_inputs)`.
@@ -73,9 +124,13 @@ def jit(fn_or_module=None, *, backend="inductor", mode=None, fullgraph=False, dy
         input tensor is symbolic from the first compile; False: sizes are always specialised
         (dimensions marked with `dynamo.mark_dynamic` excepted). Sizes 0 and 1 always
         specialise. See docs/dynamic-shapes.md.
-    options: overrides of `dynamo.config` fields for this function only.
+    options: overrides of `dynamo.config` fields for this function only, and torch.compile's
+        option keys that mean something here (`max_autotune`, `triton.cudagraphs`, ...).
+    disable: True returns the function or module unchanged (as torch.compile's `disable=True`).
     """
     settings = _validate(backend, mode, fullgraph, dynamic, options)
+    if disable or settings.options.get("disable"):
+        return (lambda target: target) if fn_or_module is None else fn_or_module
     if fn_or_module is None:
         return functools.partial(_jit, settings=settings)
     return _jit(fn_or_module, settings=settings)
@@ -126,7 +181,8 @@ def _jit_module(module: torch.nn.Module, driver: FrameDriver) -> torch.nn.Module
 
 
 class _DisableScope:
-    """`with dynamo.disable():` and `@dynamo.disable()`: no capture inside."""
+    """`with dynamo.disable():` and `@dynamo.disable()`: capture off in this thread inside,
+    jitted callees included. Reusable and re-entrant (each entry saves its own callback)."""
 
     def __init__(self):
         self._saved = threading.local()
@@ -134,9 +190,11 @@ class _DisableScope:
     def __enter__(self):
         stack = self._saved.__dict__.setdefault("stack", [])
         stack.append(hook.set_callback(None))
+        hook.adjust_thread_disabled(1)
         return self
 
     def __exit__(self, *exc_info):
+        hook.adjust_thread_disabled(-1)
         hook.set_callback(self._saved.stack.pop())
         return False
 
@@ -145,13 +203,19 @@ class _DisableScope:
 
 
 def disable(fn=None):
-    """Run `fn` (decorator) or a `with` block eagerly, with no frame capture inside."""
+    """Run `fn` (decorator) or a `with` block eagerly: nothing inside is captured in this
+    thread, including jitted functions and modules it calls, which run their original code.
+    Called inside a jitted function, the function is a graph break (it runs eagerly) and a
+    `with dynamo.disable():` block one break after which the call runs eagerly."""
     if fn is None:
         return _DisableScope()
-    wrapper = _C.ScopedCall(fn, None)
+    wrapper = _C.ScopedCall(fn, hook.DISABLE)
     functools.update_wrapper(wrapper, fn)
     wrapper._framejit_disabled = True
     return wrapper
+
+
+disable._framejit_disable_scope = True  # traced: `dynamo.variables.disabled`
 
 
 def reset() -> None:

@@ -16,13 +16,17 @@ Stages per frame, each one function returning a value:
     install   here                      guards.compile() + hook.add_entry
 
 The recompile policy lives here too: a limit of entries per code object, after which misses
-run eagerly with one warning naming the last reason.
+run eagerly with one warning naming the last reason; the stance (`dynamo.stance`: run eagerly
+or raise instead of recompiling); frames of functions marked `torch.compiler.disable` run with
+capture off. Warnings point at the user's line (`warn_at_user`).
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import logging
+import sys
 import threading
 import time
 import warnings
@@ -32,7 +36,7 @@ from typing import Any, Optional
 
 import torch
 
-from dynamo import _C, hook, logs, rewrite, skips
+from dynamo import _C, hook, logs, rewrite, skips, stance
 from dynamo.breaks import UNSUPPORTED_BYTECODE, GraphBreakError, Unsupported
 from dynamo.resume import regions
 from dynamo.resume.stops import StopPlanner, forget_stops, skeleton_replacement, stop_state
@@ -42,6 +46,7 @@ from dynamo.settings import config
 from dynamo.shapes import STATIC, DimensionPolicy, SizeHistory, UnboundSymbol
 from dynamo.trace.capture import Capture, trace_frame
 from dynamo.resume.state import region_state
+from dynamo.variables.disabled import torch_disable_marks
 from guards import GuardSet
 from guards.held import HeldObject
 from guards.kinds.base import RANK_TYPE, Guard
@@ -80,6 +85,7 @@ class _CodeState:
         self.compiles = 0
         self.warned = False
         self.guard_sets: list = []
+        self.recent = collections.deque(maxlen=4)  # last guard sets, dead ones too (reasons)
         self.sizes = SizeHistory()  # automatic dynamic shapes (`dynamo.shapes.policy`)
         self.static_sizes = False   # a symbolic trace could not be guarded: specialise
 
@@ -143,18 +149,21 @@ class FrameDriver:
             if self._nop is None:
                 self._nop = rewrite.NopRewriteDriver(owner=self)
             return self._nop(view)
+        disabled = _torch_disabled(view.f_func)
+        if disabled is not None:
+            return disabled
         origin = regions.origin_of(code)
         if skips.is_own(code) or (skips.is_library(origin) and origin not in self._allowed):
             return hook.SKIP
         try:
             with _compile_lock:
                 return self._compile(view)
-        except GraphBreakError:
+        except (GraphBreakError, stance.RecompileError):
             raise
         except Exception as error:  # an internal compiler error never breaks the program
             if not self.option("suppress_errors"):
                 raise
-            _warn_fallback(code, error)
+            _warn_fallback(code, view.f_globals, error)
             return hook.SKIP
 
     def _compile(self, view):
@@ -165,6 +174,9 @@ class FrameDriver:
         found = _entry_matching_now(view)
         if found is not None:
             return found  # another thread compiled it while this one waited for the lock
+        policy = stance.current()
+        if policy == "eager_on_recompile":
+            return None  # cached entries still serve the calls they match
         limit = self.option("recompile_limit")
         live = state.live_entries()
         full = live >= limit or state.compiles >= _CHURN_FACTOR * limit
@@ -172,8 +184,16 @@ class FrameDriver:
             return None  # past the limit: run eagerly without explaining every miss again
         reason = _recompile_reason(state, view)
         if full:
-            _warn_limit(code, state, reason, limit)
+            _log_recompiles.debug("not recompiling %s (%s:%d), recompile_limit (%d) reached: "
+                                  "%s", code.co_qualname, code.co_filename,
+                                  code.co_firstlineno, limit, reason)
+            _warn_limit(code, view.f_globals, state, reason, limit)
             return None
+        if reason is not None:
+            _log_recompiles.debug("recompiling %s (%s:%d): %s", code.co_qualname,
+                                  code.co_filename, code.co_firstlineno, reason)
+        if policy == "fail_on_recompile" and _may_do_tensor_work(view):
+            raise stance.recompile_error(code, reason)
         try:
             record = compile_frame(view, self, reason)
         except UnboundSymbol as error:  # facts no guard here can read: specialise the code
@@ -188,6 +208,7 @@ class FrameDriver:
             return hook.SKIP  # no tensor work: nothing to compile, now or later
         state.compiles += 1
         state.guard_sets.append(record.compiled.guard_set)
+        state.recent.append(record.compiled.guard_set)
         return record.replacement
 
     def forget(self) -> None:
@@ -393,33 +414,49 @@ class JitScopeGuard(Guard):
 
 
 def _recompile_reason(state: _CodeState, view) -> Optional[str]:
-    """Why no cached entry matched: the first failing guard of the closest entry (fewest failing
-    guards; the most recently hit one among equals)."""
+    """Why no cached entry matched (None for the first compile): the first failing guard of
+    the closest entry (fewest failing guards; the most recently hit one among equals). When
+    this wrapper's entries have all died (an object they guard by identity died, or
+    `dynamo.reset()`), the closest of the last ones; when only other wrappers have entries
+    for the code, that."""
     live = [guard_set for guard_set in state.guard_sets if guard_set.alive]
     if not live:
+        if state.recent:
+            return _reason_of_dead(list(state.recent), view)
+        if hook.entries(view.f_code):
+            return "the code was compiled through another dynamo.jit wrapper (each wrapper " \
+                   "compiles its own entries: its backend or options differ)"
         return None
     hit_order = [getattr(check, "guard_set", None) for check, _ in hook.entries(view.f_code)]
     live.sort(key=lambda guard_set: hit_order.index(guard_set) if guard_set in hit_order
               else len(hit_order))
     failures = [guard_set.failures(view.f_locals, view.f_globals) for guard_set in live]
     closest = min(failures, key=len)
-    reason = closest[0] if closest else "a cached entry was dropped"
-    code = view.f_code
-    _log_recompiles.debug("recompiling %s (%s:%d): %s", code.co_qualname, code.co_filename,
-                          code.co_firstlineno, reason)
-    return reason
+    return closest[0] if closest else "a cached entry was dropped"
 
 
-def _warn_limit(code: CodeType, state: _CodeState, reason: Optional[str], limit: int) -> None:
+def _reason_of_dead(recent: list, view) -> str:
+    """The reason against entries that died: the failing guard of the most recent one that
+    fails, else the fact that they died."""
+    for guard_set in reversed(recent):
+        failures = guard_set.failures(view.f_locals, view.f_globals)
+        if failures:
+            return f"{failures[0]} (the entries compiled before have died since)"
+    return ("the entries compiled before were dropped: an object they guard by identity died "
+            "(a function, module or object made anew for each call?) or dynamo.reset() ran")
+
+
+def _warn_limit(code: CodeType, f_globals: dict, state: _CodeState, reason: Optional[str],
+                limit: int) -> None:
     if state.warned:
         return
     churn = "" if state.live_entries() >= limit else \
         f" ({state.compiles} compiles whose entries died since)"
     state.warned = True
-    warnings.warn(f"framejit: {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) "
-                  f"reached dynamo.config.recompile_limit ({limit}){churn}; calls "
-                  f"that match no compiled entry now run eagerly. Last reason: {reason}",
-                  RuntimeWarning, stacklevel=2)
+    warn_at_user(f"framejit: {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) "
+                 f"reached dynamo.config.recompile_limit ({limit}){churn}; calls "
+                 f"that match no compiled entry now run eagerly. Last reason: {reason}",
+                 RuntimeWarning, code, f_globals)
 
 
 def _eager_after_failure(code: CodeType, failure: Unsupported):
@@ -428,15 +465,57 @@ def _eager_after_failure(code: CodeType, failure: Unsupported):
     return None
 
 
-def _warn_fallback(code: CodeType, error: Exception) -> None:
+def _warn_fallback(code: CodeType, f_globals: dict, error: Exception) -> None:
     where = f"{code.co_filename}:{code.co_firstlineno}"
     detail = "" if config.verbose else " (set dynamo.config.verbose=True for the traceback)"
     if config.verbose:
         import traceback
         detail = "\n" + "".join(traceback.format_exception(error))
-    warnings.warn(f"framejit: internal error while compiling {code.co_qualname} at {where}; "
-                  f"running it eagerly: {type(error).__name__}: {error}{detail}",
-                  RuntimeWarning, stacklevel=2)
+    warn_at_user(f"framejit: internal error while compiling {code.co_qualname} at {where}; "
+                 f"running it eagerly: {type(error).__name__}: {error}{detail}",
+                 RuntimeWarning, code, f_globals)
+
+
+def warn_at_user(message: str, category: type, code: Optional[CodeType] = None,
+                 f_globals: Optional[dict] = None) -> None:
+    """Warn at the user's line: the innermost frame on the stack that is neither framejit's
+    nor a library's (the call of the jitted function, or of `jit`), else the definition of
+    `code`. `warnings` filters and once-per-place deduplication apply as for a warning
+    raised there."""
+    frame = sys._getframe(1)
+    while frame is not None and (skips.is_own(frame.f_code) or
+                                 skips.is_library(frame.f_code)):
+        frame = frame.f_back
+    if frame is not None:
+        filename, lineno, f_globals = frame.f_code.co_filename, frame.f_lineno, frame.f_globals
+    elif code is not None:
+        filename, lineno = code.co_filename, code.co_firstlineno
+    else:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    f_globals = f_globals if f_globals is not None else {}
+    registry = f_globals.setdefault("__warningregistry__", {}) \
+        if isinstance(f_globals, dict) else None
+    warnings.warn_explicit(message, category, filename, lineno,
+                           module=f_globals.get("__name__"), registry=registry,
+                           module_globals=f_globals)
+
+
+def _torch_disabled(function) -> Optional[object]:
+    """The hook's answer for a frame of a function marked `torch.compiler.disable` or
+    `torch._dynamo.disable` (their wrapper): run it with capture off (recursive, torch's
+    default), or with only the wrapped function's own code never intercepted
+    (`recursive=False`, as torch skips it); None for any other function."""
+    marks = torch_disable_marks(function)
+    if marks is None:
+        return None
+    original, recursive, _message = marks
+    if recursive:
+        return hook.DISABLE
+    code = getattr(original, "__code__", None)
+    if code is not None:
+        hook.mark_skip(code)
+    return hook.SKIP
 
 
 def reset_driver_state() -> None:

@@ -33,5 +33,19 @@ class Config(Settings):
     verbose: bool = False
     """Attach the full internal traceback to warnings about fallbacks."""
 
+    disable: bool = False
+    """Capture nothing: every jitted function and module runs eagerly (`JIT_DISABLE=1`),
+    in every thread, from the next call on; compiled entries stay cached but unused."""
+
+    def __setattr__(self, name: str, value) -> None:
+        super().__setattr__(name, value)
+        if name == "disable":
+            for listener in DISABLE_LISTENERS:
+                listener()
+
+
+DISABLE_LISTENERS: list = []
+"""Called after `config.disable` is assigned (`dynamo.stance` turns capture off in C)."""
+
 
 config = Config.from_environment()

@@ -21,6 +21,10 @@ from dynamo import _C
 SUPPORTED: bool = bool(_C.SUPPORTED)
 SKIP = _C.SKIP
 """A callback returns this to mark the frame's code object as never intercepted."""
+DISABLE = _C.DISABLE
+"""A callback returns this to run the frame, and everything it calls, with capture off (the
+choice is remembered for the code object); as a `ScopedCall` callback it calls the function
+so (`dynamo.disable`)."""
 
 FrameView = getattr(_C, "FrameView", None)
 Check = Callable[[dict, dict], object]
@@ -58,6 +62,18 @@ def unsupported_reason() -> Optional[str]:
 def set_callback(callback: Optional[Callable]) -> Optional[Callable]:
     """Install `callback` for this thread (None removes it); returns the previous one."""
     return _C.set_callback(callback)
+
+
+def adjust_thread_disabled(delta: int) -> int:
+    """Add `delta` to this thread's capture-off depth (while above zero no frame of the thread
+    is intercepted, no cache entry runs, and jitted callables run their function as is);
+    returns the new depth."""
+    return _C.adjust_thread_disabled(delta)
+
+
+def set_process_disabled(flag: bool) -> bool:
+    """Turn capture off (True) or back on in every thread; returns the previous flag."""
+    return _C.set_process_disabled(flag)
 
 
 def get_callback() -> Optional[Callable]:

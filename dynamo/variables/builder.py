@@ -331,7 +331,7 @@ def _wrap_framejit_value(tx, value: Any, source: Optional[Source]) -> Optional[V
     if isinstance(value, RestoreGradMode) or value is exit_nothing:
         return wrap_exit(tx, value, source)
     if isinstance(value, _C.ScopedCall):
-        if value.callback is None:
+        if value.callback is None or value.callback is _C.DISABLE:  # dynamo.disable(fn)
             if source is not None:
                 tx.guards.add(IdentityGuard(source, value))
             return DisabledFunctionVariable(value, source=source)

@@ -8,6 +8,7 @@ classes. The catalogue section of `docs/graph-breaks.md` is generated from this 
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from typing import Optional
 
@@ -50,7 +51,8 @@ SCALAR_OUT = _kind("GB003", "tensor to Python value",
 DYNAMIC_SHAPE_OP = _kind("GB004", "data-dependent output shape",
                          "an operation's output shape depends on tensor values (nonzero, "
                          "boolean-mask indexing, unique, ...)",
-                         "use torch.where or a fixed-size formulation, or run it outside",
+                         "use torch.where or a mask multiplied in (a fixed-size result), or run "
+                         "the operation after the jitted call",
                          "kept = x[x > 0]")
 UNSUPPORTED_CALL = _kind("GB005", "call to an unsupported function",
                          "a call to a function framejit cannot trace into (C functions, "
@@ -60,26 +62,129 @@ UNSUPPORTED_CALL = _kind("GB005", "call to an unsupported function",
                          "arguments, or a class outside torch.nn, created in the compiled code "
                          "(stateless torch.nn modules such as CrossEntropyLoss() are built "
                          "during the trace)",
-                         "wrap the call in a function decorated with dynamo.disable, or "
-                         "report the function if it should be supported",
+                         "call the function before the jitted call and pass its result in as "
+                         "an argument; where it must stay, it runs eagerly with the same result "
+                         "(report the function if it should be traced)",
                          "pid = os.getpid()")
 UNSUPPORTED_BYTECODE = _kind("GB006", "unsupported Python construct",
                              "a Python construct framejit does not trace",
-                             "restructure the code, or report the construct",
+                             "move the construct to module level or into a helper called "
+                             "before the jitted call (report the construct if it should be "
+                             "traced)",
                              "class Local: ...  # a class statement inside the function")
 DISABLED = _kind("GB007", "dynamo.disable",
-                 "a function marked with dynamo.disable runs eagerly", "this is intended",
+                 "a function marked with dynamo.disable runs eagerly",
+                 "remove the disabling decorator (dynamo.disable, torch.compiler.disable) to "
+                 "compile the function, or call it before or after the jitted call so that "
+                 "the graph around the call stays whole",
                  "y = eager_only(x)  # @dynamo.disable")
 RAISE = _kind("GB008", "raise",
               "an exception is raised on the traced path and not caught there",
-              "the raise runs eagerly as written", 'raise ValueError("bad shape")')
+              "check the condition before the jitted call if the raise is on the hot path; "
+              "otherwise nothing to do: the exception propagates exactly as in eager",
+              'raise ValueError("bad shape")')
 UNSUPPORTED_OBJECT = _kind("GB009", "unsupported value",
                            "a value of a type framejit cannot model (or guard) is used",
-                           "pass tensors, numbers, containers or modules instead",
+                           "read what you need from the object before the jitted call and pass "
+                           "tensors, numbers, strings or containers of them as arguments",
                            "handle.read()  # an object from a C extension")
 INLINE_DEPTH = _kind("GB010", "call depth", "calls nest deeper than dynamo.config.inline_depth",
                      "raise dynamo.config.inline_depth, or mark the helper dynamo.disable",
                      "return recurse(x, depth - 1)")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReasonHint:
+    """A hint more specific than its kind's, for the breaks whose reason, or whose place (the
+    break's `file:line` and the calls leading there), matches. The first that matches wins."""
+
+    name: str  # stable, for tests
+    applies: str  # what in the user's program it is about, for the docs
+    reason: str = ""  # a regular expression searched in the break's reason
+    place: str = ""  # one searched in each `file:line` of the break and its callers
+    hint: str = ""
+
+    def matches(self, detail: str, places: list) -> bool:
+        if self.reason and re.search(self.reason, detail):
+            return True
+        return bool(self.place) and any(re.search(self.place, where or "") for where in places)
+
+
+_OPTIMIZER_CLASSES = r"\b(Optimizer|SGD|Adam|AdamW|Adamax|NAdam|RAdam|RMSprop|Rprop|Adagrad|" \
+    r"Adadelta|ASGD|LBFGS|SparseAdam)\.(step|zero_grad)\b"
+
+REASON_HINTS: list[ReasonHint] = [
+    ReasonHint("optimizer", "opt.step(), opt.zero_grad(), code inside torch.optim",
+               reason=_OPTIMIZER_CLASSES, place=r"[/\\]torch[/\\]optim[/\\]",
+               hint="opt.step() and opt.zero_grad() run eagerly here (torch.optim updates "
+                    "parameters outside the graph) and the code after them starts a new graph; "
+                    "for one graph per step, jit the forward and loss only and call "
+                    "loss.backward() and opt.step() after the jitted call returns"),
+    ReasonHint("torch.compile machinery",
+               "functions marked torch.compiler.disable or torch._dynamo.disable",
+               reason=r"torch\.compiler\.disable|torch\._dynamo|_torchdynamo",
+               place=r"[/\\]torch[/\\](_dynamo[/\\]|_compile\.py|compiler[/\\])",
+               hint="this is torch.compile's own machinery (a function marked "
+                    "torch.compiler.disable or torch._dynamo.disable), which framejit runs "
+                    "eagerly as torch.compile does; call that function before or after the "
+                    "jitted call to keep the graph whole"),
+    ReasonHint("backward", "loss.backward()", reason=r"tensor\.backward\(\)",
+               hint="loss.backward() runs eagerly here: the autograd engine runs the backward "
+                    "of the compiled forward before it (the inductor backend compiles that "
+                    "backward too) and the code after it starts a new graph; for one graph per "
+                    "step, return the loss from the jitted function and call loss.backward() "
+                    "and opt.step() after it"),
+    ReasonHint("gradients", "reading p.grad", reason=r"reading tensor\.grad$",
+               hint="autograd fills .grad outside any graph, so reading it runs eagerly: read "
+                    "or clip gradients after the jitted call, between loss.backward() and "
+                    "opt.step()"),
+    ReasonHint("autograd hooks", "t.register_hook(...), t.retain_grad()",
+               reason=r"tensor\.(register_hook|retain_grad)\(\)",
+               hint="register hooks or call retain_grad() once, before the jitted call (for "
+                    "example where the model is built), not on every call"),
+    ReasonHint("tensor internals", "t.data, t.grad_fn, t._base, t._version",
+               reason=r"reading tensor\.(data|grad_fn|_base|_version)$",
+               hint="use x.detach() instead of x.data; inspect grad_fn, _base or _version on "
+                    "the jitted function's inputs or outputs, outside it"),
+    ReasonHint("requires_grad", "t.requires_grad = ..., t.requires_grad_()",
+               reason=r"changing requires_grad|attribute 'requires_grad'",
+               hint="set requires_grad (or call requires_grad_()) on the tensors before the "
+                    "jitted call, for example when the model is built"),
+    ReasonHint("tensor storage", "t.data_ptr(), t.untyped_storage(), t.set_(), t.resize_()...",
+               reason=r"tensor\.(data_ptr|untyped_storage|storage|share_memory_|pin_memory|"
+                      r"record_stream|set_|resize_)\(\)",
+               hint="storage-level calls need real memory, which the graph does not have: call "
+                    "them on the jitted function's inputs or outputs, outside it"),
+    ReasonHint("with block cut by a break", "leaving a `with` block after a break inside it",
+               reason=r"a block cut by a graph break",
+               hint="this follows from the break inside the `with` block (listed before it), "
+                    "which makes the block's exit run eagerly: remove that break to keep the "
+                    "block in one graph"),
+    ReasonHint("call stack", "sys._getframe()", reason=r"sys\._getframe",
+               hint="code that inspects the call stack (sys._getframe, inspect.stack, a "
+                    "library finding its caller) runs eagerly in your frame: move it before or "
+                    "after the jitted call"),
+    ReasonHint("module construction", "nn.Linear(...) created inside the jitted function",
+               reason=r"^creating a module \(",
+               hint="build the module once, outside the jitted function (in __init__, or "
+                    "where the model is built), and call it from the jitted function"),
+    ReasonHint("object construction", "instances of your classes created inside it",
+               reason=r"^creating an? \w+ (object|\(custom __new__\))",
+               hint="create the object once, before the jitted call, and pass it in as an "
+                    "argument or keep it on the module"),
+    ReasonHint("string formatting", 'f"{tensor}", str(tensor)',
+               reason=r"^formatting .* into a string",
+               hint="formatting a tensor reads its values: format it after the jitted call"),
+]
+
+
+def specific_hint(kind: BreakKind, detail: str, places: list) -> str:
+    """The hint for one break: the first `REASON_HINTS` entry matching its reason or place,
+    else its kind's."""
+    for entry in REASON_HINTS:
+        if entry.matches(detail, places):
+            return entry.hint
+    return kind.hint
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +206,7 @@ class Unsupported(Exception):
     def __init__(self, kind: BreakKind, detail: str = "", location: Optional[str] = None,
                  exact_frames: bool = False):
         super().__init__(detail or kind.message)
-        self.kind = kind
+        self.registered_kind = kind
         self.detail = detail or kind.message
         self.location = location  # "file:line", filled in by the interpreter
         self.user_frames: list[str] = []  # file:line of the frames inlined, innermost first
@@ -114,6 +219,14 @@ class Unsupported(Exception):
         # The break then stops at the compiled frame's own call instead of resuming inside
         # the inlined calls (whose instruction would run in the compiled frame)
         self.exact_frames = exact_frames
+
+    @property
+    def kind(self) -> BreakKind:
+        """The registered kind, with the hint specific to this break (`REASON_HINTS`): its
+        place is known once the interpreter has filled in `location` and `user_frames`."""
+        kind = self.registered_kind
+        hint = specific_hint(kind, self.detail, [self.location, *self.user_frames])
+        return kind if hint == kind.hint else dataclasses.replace(kind, hint=hint)
 
     def __str__(self) -> str:
         where = f" at {self.location}" if self.location else ""
@@ -154,7 +267,12 @@ def catalogue_markdown() -> str:
         if kind.example:
             lines += ["```python", kind.example, "```", ""]
         lines += [f"*Hint:* {kind.hint}.", ""]
-    return "\n".join(lines + [_END])
+    lines += ["### Hints for particular reasons", "",
+              "Whatever its kind, a break whose reason (or the code it is in) matches one of "
+              "these gets its hint instead of its kind's; the first match wins.", "",
+              "| applies to | hint |", "|---|---|"]
+    lines += [f"| {entry.applies} | {entry.hint} |" for entry in REASON_HINTS]
+    return "\n".join(lines + ["", _END])
 
 
 def with_catalogue(document: str) -> str:

@@ -1,0 +1,134 @@
+"""framejit's warnings point at the user's line, and recompile reasons are never None (issue 24,
+item 3): the recompile-limit warning, the internal-error fallback warning, and the
+`recompiles` log channel (`JIT_LOGS=recompiles`).
+"""
+import logging
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+import dynamo
+from dynamo import hook
+
+pytestmark = pytest.mark.skipif(not hook.SUPPORTED, reason=str(hook.unsupported_reason()))
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    dynamo.reset()
+    yield
+    dynamo.reset()
+
+
+@pytest.fixture
+def recompile_log(caplog):
+    logger = logging.getLogger("framejit.recompiles")
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    with caplog.at_level(logging.DEBUG, logger="framejit.recompiles"):
+        yield caplog
+    logger.setLevel(level)
+
+
+def doubled(x):
+    return x * 2
+
+
+def _caught(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [warning for warning in caught if "framejit" in str(warning.message)]
+
+
+def test_recompile_limit_warning_points_at_the_call():
+    jitted = dynamo.jit(doubled, backend="eager", options={"recompile_limit": 2})
+    line = sys._getframe().f_lineno + 4
+
+    def calls():
+        for dtype in (torch.float32, torch.float64, torch.int64):
+            torch.testing.assert_close(jitted(torch.ones(3, dtype=dtype)),
+                                       torch.full((3,), 2, dtype=dtype))
+    (warning,) = _caught(calls)
+    assert warning.filename == __file__ and warning.lineno == line
+    assert "reached dynamo.config.recompile_limit (2)" in str(warning.message)
+    assert "Last reason: None" not in str(warning.message)
+    assert "dtype" in str(warning.message)
+
+
+def _failing_backend(gm, example_inputs):
+    raise RuntimeError("backend exploded")
+
+
+def test_internal_error_warning_points_at_the_call():
+    jitted = dynamo.jit(doubled, backend=_failing_backend, options={"suppress_errors": True})
+    x = torch.ones(2)
+    line = sys._getframe().f_lineno + 1
+    (warning,) = _caught(lambda: torch.testing.assert_close(jitted(x), x * 2))
+    assert warning.filename == __file__ and warning.lineno == line
+    assert "internal error while compiling doubled" in str(warning.message)
+    assert "backend exploded" in str(warning.message)
+
+
+def applies(x, function):
+    return function(x) + 1
+
+
+def test_reason_when_the_entries_died_since(recompile_log):
+    """A fresh lambda per call: each entry dies with its lambda, the churn cap is reached; the
+    warning and the log still name the guard that failed."""
+    jitted = dynamo.jit(applies, backend="eager", options={"recompile_limit": 2})
+    x = torch.ones(2)
+
+    def calls():
+        for _ in range(12):
+            torch.testing.assert_close(jitted(x, lambda y: y * 3), x * 3 + 1)
+    (warning,) = _caught(calls)
+    message = str(warning.message)
+    assert "Last reason: None" not in message and warning.filename == __file__
+    reason = message.split("Last reason: ")[1]
+    assert "died" in reason or "dropped" in reason, reason
+    logged = [record.getMessage() for record in recompile_log.records]
+    assert any(reason in text and "recompile_limit" in text for text in logged), logged
+    assert not any(text.endswith(": None") for text in logged), logged
+
+
+def test_several_wrappers_of_one_code_object(recompile_log):
+    first = dynamo.jit(doubled, backend="eager", options={"recompile_limit": 2})
+    second = dynamo.jit(doubled, backend=dynamo.CountingBackend(),
+                        options={"recompile_limit": 2})
+    x = torch.ones(3)
+    first(x)
+    first(x.double())
+    second(x)
+    logged = [record.getMessage() for record in recompile_log.records]
+    assert any("another dynamo.jit wrapper" in text for text in logged), logged
+    second(x.double())
+
+    (warning,) = _caught(lambda: second(x.long()))
+    message = str(warning.message)
+    assert warning.filename == __file__
+    assert "Last reason: None" not in message and "dtype" in message.split("Last reason:")[1]
+    logged = [record.getMessage() for record in recompile_log.records]
+    assert all(not text.endswith(": None") for text in logged), logged
+    assert any("not recompiling doubled" in text and "dtype" in text for text in logged)
+
+
+_LOGGED_PROGRAM = """
+import torch, dynamo
+jitted = dynamo.jit(lambda x: x * 2, backend="eager")
+jitted(torch.ones(2))
+jitted(torch.ones(2, dtype=torch.float64))
+"""
+
+
+def test_jit_logs_recompiles_from_the_environment():
+    environment = dict(os.environ, JIT_LOGS="recompiles")
+    result = subprocess.run([sys.executable, "-c", _LOGGED_PROGRAM], env=environment,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "recompiling <lambda>" in result.stderr and "dtype" in result.stderr, result.stderr

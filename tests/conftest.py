@@ -1,8 +1,29 @@
 """Project-wide test setup: internal compiler errors raise in tests instead of falling back,
 every test starts with no compiled entries, and a test fails when inductor gives a graph up
 (runs it through eager kernels: `inductor.fallbacks()`) unless it is marked
-`@pytest.mark.expect_fallback(kinds..., reason=...)`."""
+`@pytest.mark.expect_fallback(kinds..., reason=...)`.
+
+Hypothesis profiles, one definition for every property test (tests/guards, tests/dynamic, ...):
+`ci` (the default: 200 examples, derandomized when `CI` is set so that a CI verdict is
+reproducible; locally each run draws new examples) and `thorough` (2,000, never derandomized),
+chosen with `HYPOTHESIS_PROFILE`. They replace hypothesis's built-in `ci` profile on purpose."""
+import os
+
 import pytest
+
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:     # a torch-free, hypothesis-free interpreter (the debug CPython step)
+    settings = None
+if settings is not None:
+    _SUPPRESSED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                   HealthCheck.data_too_large]
+    settings.register_profile("ci", max_examples=200, deadline=None, print_blob=True,
+                              suppress_health_check=_SUPPRESSED,
+                              derandomize=bool(os.environ.get("CI")))
+    settings.register_profile("thorough", max_examples=2000, deadline=None, print_blob=True,
+                              suppress_health_check=_SUPPRESSED)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,6 @@
-"""Hypothesis profiles for the guard properties.
-
-`ci` (the default) keeps the whole tests/guards run well under two minutes on 2 cores;
-`thorough` is the large local run documented in docs/guards.md:
+"""Setup of the guard properties: helpers import by module name, `check_mode` runs a test with
+the native matcher and with Python conditions. Hypothesis profiles (`ci`, `thorough`, see
+docs/guards.md) are tests/conftest.py's:
 
     HYPOTHESIS_PROFILE=thorough python -m pytest tests/guards -q
 """
@@ -9,25 +8,9 @@ import os
 import sys
 
 import pytest
-from hypothesis import HealthCheck, settings
 
 # the property tests import their helpers by module name (guard_strategies, guard_oracle...)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-# function_scoped_fixture: `check_mode` below is meant to hold for every example of a test.
-_SUPPRESSED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
-_PROFILES = {
-    "ci": dict(max_examples=200, deadline=None, print_blob=True,
-               suppress_health_check=_SUPPRESSED),
-    "thorough": dict(max_examples=2000, deadline=None, print_blob=True,
-                     suppress_health_check=_SUPPRESSED),
-}
-
-# Hypothesis ships a built-in "ci" profile; these definitions replace it on purpose.
-for _name, _options in _PROFILES.items():
-    settings.register_profile(_name, **_options)
-
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def _use_native(flag: bool):

@@ -17,7 +17,9 @@ Helpers register themselves (`register`); when one must be built at its first us
 registered helper that is missing and wanted is built alongside it (one compiler process each)
 after one WARNING line on the `framejit` logger saying so (logging rather than `warnings.warn`:
 under `-W error` or a test runner's warning filters a notice must not become an exception, and
-logging's last-resort handler prints it to stderr when nothing is configured). `python -m dynamo
+logging's last-resort handler prints it to stderr when nothing is configured), then one
+progress line on stderr naming each helper and its seconds so far (`show_progress`: updated in
+place on a terminal, written once at the end elsewhere). `python -m dynamo
 build` builds them all ahead of time (`build_all`). Where a helper cannot be built (no
 compiler, no headers), its caller keeps a Python fallback; the reason is logged once on the
 helper's channel.
@@ -281,13 +283,28 @@ class _Build:
         self.helper, self.path, self.lock = helper, path, lock
         # unique while the lock is held; the linker creates it with the usual permissions
         self.temporary = os.path.join(os.path.dirname(path), f".build-{os.getpid()}.so")
+        self.begun = time.perf_counter()
+        self.seconds: Optional[float] = None  # how long the compiler ran, once it has ended
+        self.messages: Optional[str] = None
         self.process = subprocess.Popen(compile_command(helper, self.temporary),
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         text=True)
 
+    def wait(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the compiler, reading its output; whether it has ended."""
+        if self.messages is None:
+            try:
+                self.messages, _ = self.process.communicate(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                return False
+            self.seconds = time.perf_counter() - self.begun
+        return True
+
     def finish(self) -> None:
         try:
-            messages, _ = self.process.communicate(timeout=600)
+            if self.messages is None:
+                self.messages, _ = self.process.communicate(timeout=600)
+            messages = self.messages
             if self.process.returncode != 0:
                 raise RuntimeError(f"compiler failed:\n{messages[-3000:]}")
             os.replace(self.temporary, self.path)
@@ -309,12 +326,41 @@ def _build(helpers: Sequence[NativeHelper], notice: bool) -> None:
             build = _start(helper, notice and not started)
             if build is not None:
                 started.append(build)
+        if notice and started:
+            show_progress(started, begun, sys.stderr)
     finally:
         for build in started:
             build.finish()
     if started:
         names = ", ".join(build.helper.module for build in started)
         log.info("built %s in %.1f s", names, time.perf_counter() - begun)
+
+
+def show_progress(builds: Sequence[_Build], begun: float, stream) -> None:
+    """Until every compiler has ended, keep one line on `stream` (stderr) saying which helper is
+    building and for how long: rewritten in place every second on a terminal; elsewhere (a log
+    file, a CI job) written once, when all have ended."""
+    terminal = hasattr(stream, "isatty") and stream.isatty()
+    pending = list(builds)
+    while pending:
+        pending = [build for build in pending if not build.wait(1.0 / len(pending))]
+        if terminal and pending:
+            stream.write("\r" + progress_line(builds, begun))
+            stream.flush()
+    stream.write(("\r" if terminal else "") + progress_line(builds, begun) + "\n")
+    stream.flush()
+
+
+def progress_line(builds: Sequence[_Build], begun: float) -> str:
+    """`framejit: building native helpers (once per machine, 12 s): guards.native._tensor_match
+    12 s, inductor.runtime._native done in 9.8 s`."""
+    now = time.perf_counter()
+    parts = [f"{build.helper.module} " + (f"{now - build.begun:.0f} s" if build.seconds is None
+                                          else f"done in {build.seconds:.1f} s")
+             for build in builds]
+    state = "built" if all(build.seconds is not None for build in builds) else "building"
+    return (f"framejit: {state} native helpers (once per machine, {now - begun:.0f} s): "
+            + ", ".join(parts))
 
 
 def _start(helper: NativeHelper, notice: bool) -> Optional[_Build]:

@@ -58,6 +58,7 @@ DYNAMO_LAYERS = (  # top to bottom
     ("entry points", {"dynamo", "dynamo.__main__", "dynamo.explanation"}),
     ("public API", {"dynamo.api"}),
     ("per-frame driver", {"dynamo.driver"}),
+    ("capture policy", {"dynamo.stance"}),
     ("graph breaks", {"dynamo.resume"}),
     ("code assembly", {"dynamo.rewrite"}),
     ("tracing", {"dynamo.trace"}),

@@ -116,24 +116,31 @@ _OPTIMIZER_CLASSES = r"\b(Optimizer|SGD|Adam|AdamW|Adamax|NAdam|RAdam|RMSprop|Rp
 REASON_HINTS: list[ReasonHint] = [
     ReasonHint("optimizer", "opt.step(), opt.zero_grad(), code inside torch.optim",
                reason=_OPTIMIZER_CLASSES, place=r"[/\\]torch[/\\]optim[/\\]",
-               hint="opt.step() and opt.zero_grad() run eagerly here (torch.optim updates "
-                    "parameters outside the graph) and the code after them starts a new graph; "
-                    "for one graph per step, jit the forward and loss only and call "
-                    "loss.backward() and opt.step() after the jitted call returns"),
-    ReasonHint("torch.compile machinery",
-               "functions marked torch.compiler.disable or torch._dynamo.disable",
+               hint="this optimizer's step() or zero_grad() runs eagerly here (its update is "
+                    "not captured into the graph) and the code after it starts a new graph; "
+                    "call it after the jitted call returns, or use an optimizer whose step "
+                    "framejit compiles (docs/training.md, \"Compiled optimizer steps\")"),
+    ReasonHint("torch.compile disable",
+               "functions marked torch.compiler.disable or torch._dynamo.disable, and "
+               "torch.compile's own code",
                reason=r"torch\.compiler\.disable|torch\._dynamo|_torchdynamo",
                place=r"[/\\]torch[/\\](_dynamo[/\\]|_compile\.py|compiler[/\\])",
-               hint="this is torch.compile's own machinery (a function marked "
-                    "torch.compiler.disable or torch._dynamo.disable), which framejit runs "
-                    "eagerly as torch.compile does; call that function before or after the "
-                    "jitted call to keep the graph whole"),
+               hint="the function is marked torch.compiler.disable (or torch._dynamo.disable), "
+                    "which framejit honours as torch.compile does: it runs eagerly; remove the "
+                    "mark to compile it, or call it before or after the jitted call to keep the "
+                    "graph whole"),
+    ReasonHint("disable block", "`with dynamo.disable():` inside a jitted function",
+               reason=r"`with dynamo\.disable\(\):` block|dynamo\.disable\(\.\.\.\) applied "
+                      r"inside",
+               hint="move the `with dynamo.disable():` block out of the jitted function, or put "
+                    "its code in a helper decorated with @dynamo.disable where it is defined: "
+                    "after the block, the rest of this call runs eagerly too"),
     ReasonHint("backward", "loss.backward()", reason=r"tensor\.backward\(\)",
                hint="loss.backward() runs eagerly here: the autograd engine runs the backward "
                     "of the compiled forward before it (the inductor backend compiles that "
-                    "backward too) and the code after it starts a new graph; for one graph per "
-                    "step, return the loss from the jitted function and call loss.backward() "
-                    "and opt.step() after it"),
+                    "backward too), and the code after it (opt.step(), ...) continues in a new "
+                    "compiled graph; keep it so, or call loss.backward() after the jitted call "
+                    "if you want the forward alone in one graph"),
     ReasonHint("gradients", "reading p.grad", reason=r"reading tensor\.grad$",
                hint="autograd fills .grad outside any graph, so reading it runs eagerly: read "
                     "or clip gradients after the jitted call, between loss.backward() and "

@@ -153,6 +153,13 @@ def _autocast_with_print(x):
     return y.float()
 
 
+def _disable_block(x):
+    y = x + 1
+    with dynamo.disable():
+        y = y * 2
+    return y - 1
+
+
 def _optimizer_step(x):
     model = _OPTIMIZED["model"]
     loss = model(x).sum()
@@ -173,7 +180,8 @@ def _optimizer_arguments():
 
 REASON_PROGRAMS = {
     "optimizer": (_optimizer_step, _optimizer_arguments),
-    "torch.compile machinery": (_calls_torch_disabled, lambda: (torch.ones(3),)),
+    "torch.compile disable": (_calls_torch_disabled, lambda: (torch.ones(3),)),
+    "disable block": (_disable_block, lambda: (torch.ones(3),)),
     "backward": (_backward, lambda: (torch.ones(3, requires_grad=True),)),
     "gradients": (lambda x: x.grad, lambda: (torch.ones(3),)),
     "autograd hooks": (_hooks, lambda: (torch.ones(3, requires_grad=True),)),
@@ -186,10 +194,6 @@ REASON_PROGRAMS = {
     "object construction": (_new_object, lambda: (torch.ones(3),)),
     "string formatting": (lambda x: f"{x}", lambda: (torch.ones(3),)),
 }
-# Breaks other issue-24 work is removing (torch.compiler.disable honoured at the call; the
-# optimizer step compiled): where the program no longer breaks there, the hint that applies
-# instead is accepted too.
-SUPERSEDED = {"torch.compile machinery": breaks.DISABLED.hint}
 
 
 def test_every_reason_hint_has_a_program_here():
@@ -204,7 +208,7 @@ def test_each_reason_hint_reaches_the_user(entry):
     if entry.name == "optimizer" and not hints:
         pytest.skip("the optimizer step no longer breaks the graph")
     assert hints, f"{entry.name}: the program did not break"
-    assert hints[0] in (entry.hint, SUPERSEDED.get(entry.name)), (entry.name, report.breaks[0])
+    assert hints[0] == entry.hint, (entry.name, report.breaks[0])
     assert hints[0] in str(report)
 
 
@@ -248,8 +252,9 @@ def test_a_training_step_under_jit_gets_hints_that_say_what_to_do():
     ("reading tensor.grad", ["/venv/torch/optim/sgd.py:88", "train.py:8"], "optimizer"),
     ("reading tensor.grad", ["train.py:8"], "gradients"),
     ("torch._C._dynamo.eval_frame.set_eval_frame() changes process state",
-     ["/venv/torch/_dynamo/eval_frame.py:1525", "train.py:5"], "torch.compile machinery"),
-    ("helper is marked torch.compiler.disable", ["train.py:5"], "torch.compile machinery"),
+     ["/venv/torch/_dynamo/eval_frame.py:1525", "train.py:5"], "torch.compile disable"),
+    ("helper is marked torch.compiler.disable", ["train.py:5"], "torch.compile disable"),
+    ("Optimizer.zero_grad is marked torch.compiler.disable", ["train.py:5"], "optimizer"),
 ])
 def test_the_first_matching_entry_wins(detail, places, name):
     expected = next(entry.hint for entry in breaks.REASON_HINTS if entry.name == name)

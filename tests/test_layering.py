@@ -12,16 +12,17 @@ modules of its own unit (subpackage or top-level module) or of a lower layer:
 
 1. entry points: `dynamo` (the public names, loaded on first use), `__main__`, `explanation`
    (`explain()` runs `jit` with a counting backend);
-2. `api`: `jit`, `disable`, `reset`;
-3. `driver`: the per-frame sequencer, the one module that knows the order of the stages;
-4. `resume`: graph breaks, stop planning, regions and skeletons; it registers its callables
+2. `minify`: `python -m dynamo minify` (runs a script with a recording `jit`);
+3. `api`: `jit`, `disable`, `reset`;
+4. `driver`: the per-frame sequencer, the one module that knows the order of the stages;
+5. `resume`: graph breaks, stop planning, regions and skeletons; it registers its callables
    with `variables.registry`, so `variables` never imports it;
-5. `rewrite`: code assembly (replacement code objects, glue, values rebuilt where they escape);
-6. `trace`: the symbolic interpreter, its opcode handlers, the graph builder, `Capture`;
-7. `variables`: abstract values and Python's semantics on them, side-effect boxes;
-8. shared vocabulary and policy: `breaks`, `skips`, `settings`, `logs`, `backends`;
-9. mechanism: `hook` (frame interception) and `instructions` (decoding);
-10. the C extensions `_C` and `_frame_state`.
+6. `rewrite`: code assembly (replacement code objects, glue, values rebuilt where they escape);
+7. `trace`: the symbolic interpreter, its opcode handlers, the graph builder, `Capture`;
+8. `variables`: abstract values and Python's semantics on them, side-effect boxes;
+9. shared vocabulary and policy: `breaks`, `skips`, `settings`, `logs`, `backends`;
+10. mechanism: `hook` (frame interception) and `instructions` (decoding);
+11. the C extensions `_C` and `_frame_state`.
 
 No import cycle spans two of dynamo's units (cycles inside one subpackage remain, held by
 function-level imports that each say which cycle they break), and function-level imports stay
@@ -56,6 +57,7 @@ OWNED_ELSEWHERE = {"inductor": ("autograd",)}  # the training engineer's: packag
 
 DYNAMO_LAYERS = (  # top to bottom
     ("entry points", {"dynamo", "dynamo.__main__", "dynamo.explanation"}),
+    ("minifier", {"dynamo.minify"}),
     ("public API", {"dynamo.api"}),
     ("per-frame driver", {"dynamo.driver"}),
     ("capture policy", {"dynamo.stance"}),

@@ -34,6 +34,7 @@ from dynamo.variables.containers import DictVariable, ListVariable, TupleVariabl
 from dynamo.variables.functions import BoundMethodVariable, PartialVariable, UserFunctionVariable
 from dynamo.variables.modules import ModuleVariable, PythonModuleVariable
 from dynamo.variables.objects import ClassVariable, UserObjectVariable
+from dynamo.variables.profiling import RecordFunctionClass, is_record_function
 from dynamo.variables import registry
 from dynamo.variables.contexts import RestoreGradMode, exit_nothing, wrap_exit
 from dynamo.variables.torch_calls import TorchFunctionVariable, is_torch_function
@@ -292,6 +293,9 @@ def _wrap_object(tx, value: Any, source: Optional[Source]) -> Variable:
         function = class_lookup(type(value.__self__), value.__name__)
         return BoundMethodVariable(SlotFunctionVariable(function),
                                    wrap(tx, value.__self__, owner_source))
+    if is_record_function(value):   # a profiling range: no graph node (variables.profiling)
+        _install(tx, value, source)
+        return RecordFunctionClass(value, source=source)
     if isinstance(value, type):
         _install(tx, value, source)
         return ClassVariable(value, source=source)

@@ -3,7 +3,7 @@
 Input: a `TracedOptimizer` (`dynamo.variables.optimizers`), a group's options (guarded
 constants) and its params with gradients (`ParamEntry`: param, grad and state as tensor
 variables). Output: nodes that do what eager's step does, op for op and in eager's order, in
-place on the params and state; new state (eager's lazy init) handed back to be installed.
+place on the params and state.
 
 Each rule transcribes torch.optim's code (torch 2.14; the arithmetic of 2.11 is the same):
 `_single_tensor_sgd` / `_multi_tensor_sgd` and `_single_tensor_adam` / `_multi_tensor_adam`.
@@ -94,6 +94,12 @@ class SgdUpdate:
     def state_names(options: dict) -> tuple:
         return ("momentum_buffer",) if options["momentum"] != 0 else ()
 
+    @staticmethod
+    def new_state(options: dict, param: torch.Tensor) -> dict:
+        """Storage for eager's first `buf = grad.detach().clone()` (the graph copies it)."""
+        return {"momentum_buffer": torch.empty_like(param.grad,
+                                                    memory_format=torch.preserve_format)}
+
     def __call__(self, traced, group: int, options: dict, entries: list[ParamEntry]) -> None:
         ops = _Ops(traced.tx)
         foreach = _resolve_foreach(options, entries)
@@ -105,10 +111,9 @@ class SgdUpdate:
             if weight_decay != 0:
                 grad = ops.method(grad, "add", entry.param, alpha=weight_decay)
             if momentum != 0:
-                buffer = entry.state.get("momentum_buffer")
-                if buffer is None:
-                    buffer = ops.method(ops.method(grad, "detach"), "clone")
-                    traced.install_state(entry, {"momentum_buffer": buffer})
+                buffer = entry.state["momentum_buffer"]
+                if entry.new:
+                    ops.method(buffer, "copy_", grad)
                 else:
                     ops.method(ops.method(buffer, "mul_", momentum), "add_", grad,
                                alpha=1 - dampening)
@@ -123,24 +128,23 @@ class SgdUpdate:
 # -- Adam, AdamW -------------------------------------------------------------------------------
 
 
-def _step_value(group: int, index: int, steps: int, from_zero: bool, dtype, optimizer) -> float:
-    """The float eager's `_get_value(step_t)` returns in this step."""
-    if from_zero:
-        start = 0.0
-    else:
-        param = optimizer.param_groups[group]["params"][index]
-        start = optimizer.state[param]["step"].item()
+def _step_value(group: int, index: int, steps: int, dtype, optimizer) -> float:
+    """The float eager's `_get_value(step_t)` returns in this step: the step tensor as the
+    graph finds it, plus the increments of this step and of the graph's earlier ones."""
+    param = optimizer.param_groups[group]["params"][index]
+    state = optimizer.state.get(param)   # read before its maker ran: eager's new step is 0
+    start = state["step"].item() if state and "step" in state else 0.0
     return float_step(start, steps, dtype)
 
 
-def _adam_negative_step_size(group, index, steps, from_zero, dtype, beta1, optimizer) -> float:
-    step = _step_value(group, index, steps, from_zero, dtype, optimizer)
+def _adam_negative_step_size(group, index, steps, dtype, beta1, optimizer) -> float:
+    step = _step_value(group, index, steps, dtype, optimizer)
     bias_correction1 = 1 - beta1 ** step
     return -(optimizer.param_groups[group]["lr"] / bias_correction1)
 
 
-def _adam_correction2_sqrt(group, index, steps, from_zero, dtype, beta2, optimizer) -> float:
-    step = _step_value(group, index, steps, from_zero, dtype, optimizer)
+def _adam_correction2_sqrt(group, index, steps, dtype, beta2, optimizer) -> float:
+    step = _step_value(group, index, steps, dtype, optimizer)
     bias_correction2 = 1 - beta2 ** step
     return bias_correction2 ** 0.5
 
@@ -162,6 +166,21 @@ class AdamUpdate:
         return ("step", "exp_avg", "exp_avg_sq") + \
             (("max_exp_avg_sq",) if options["amsgrad"] else ())
 
+    @staticmethod
+    def new_state(options: dict, param: torch.Tensor) -> dict:
+        """Adam's `_init_group` for a param without state."""
+        from torch.optim.optimizer import _get_scalar_dtype
+        if options.get("capturable") or options.get("fused"):
+            step = torch.zeros((), dtype=_get_scalar_dtype(is_fused=options.get("fused")),
+                               device=param.device)
+        else:
+            step = torch.tensor(0.0, dtype=_get_scalar_dtype(), device="cpu")
+        state = {"step": step}
+        for name in ("exp_avg", "exp_avg_sq") + \
+                (("max_exp_avg_sq",) if options["amsgrad"] else ()):
+            state[name] = torch.zeros_like(param, memory_format=torch.preserve_format)
+        return state
+
     def __call__(self, traced, group: int, options: dict, entries: list[ParamEntry]) -> None:
         ops = _Ops(traced.tx)
         beta1, beta2 = options["betas"]
@@ -172,8 +191,6 @@ class AdamUpdate:
                                 type(traced.optimizer).__name__ == "AdamW")
         foreach = _resolve_foreach(options, entries)
         for entry in entries:
-            if entry.fresh:
-                _lazy_init(ops, traced, entry, options)
             _check_capturable(entry, capturable)
         decay = None
         if options["weight_decay"] != 0 and decoupled:
@@ -188,21 +205,6 @@ class AdamUpdate:
                 _capturable_update(ops, entry, options, lr)
             else:
                 _update(ops, traced, group, entry, options)
-
-
-def _lazy_init(ops: _Ops, traced, entry: ParamEntry, options: dict) -> None:
-    from torch.optim.optimizer import _get_scalar_dtype
-    if options.get("capturable"):
-        step = ops.function(torch.zeros, (), dtype=_get_scalar_dtype(is_fused=False),
-                            device=entry.real.device)
-    else:
-        step = ops.function(torch.zeros, (), dtype=_get_scalar_dtype(), device="cpu")
-    tensors = {"step": step}
-    names = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if options["amsgrad"] else [])
-    for name in names:
-        tensors[name] = ops.function(torch.zeros_like, entry.param,
-                                     memory_format=torch.preserve_format)
-    traced.install_state(entry, tensors)
 
 
 def _check_capturable(entry: ParamEntry, capturable: bool) -> None:
@@ -245,10 +247,9 @@ def _second_moment(ops: _Ops, entry: ParamEntry, options: dict):
 def _update(ops: _Ops, traced, group: int, entry: ParamEntry, options: dict) -> None:
     """Not capturable: eager's float64 Python scalars, per param (its own step count)."""
     beta1, beta2 = options["betas"]
-    from_zero = entry.created_here
     dtype = entry.state["step"].example.dtype
     steps = entry.steps_before + 1
-    where = (group, entry.index, steps, from_zero, dtype)
+    where = (group, entry.index, steps, dtype)
     negative_step_size = traced.scalar(functools.partial(_adam_negative_step_size, *where,
                                                          beta1))
     correction2_sqrt = traced.scalar(functools.partial(_adam_correction2_sqrt, *where, beta2))

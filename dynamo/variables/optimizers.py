@@ -5,8 +5,8 @@ Input: a call met while tracing of an optimizer's `step` (any function of the ch
 wraps it in: the profiling wrapper, `_use_grad`, the method itself) or of `Optimizer.zero_grad`,
 on an optimizer read from the frame (it has a source). Output: graph nodes that do in place
 what eager's step does (the update rules are `dynamo.variables.optimizer_updates`), the guards
-that make them sound, and deferred calls that install new optimizer state and clear gradients
-after the graph has run.
+that make them sound, and a deferred call that clears the gradients after the graph has run
+(`zero_grad()`).
 
 Why not trace torch.optim's own Python: under a tracer `torch.compiler.is_compiling()` is true,
 and torch.optim then computes its step-dependent scalars (bias corrections, step sizes) as
@@ -26,6 +26,10 @@ options, its number of params; every param (a tensor input), its grad (None, or 
 input), its state's keys and tensors; no step hooks (with a hook, `step()` breaks the graph and
 runs eagerly); no `grad_scale`/`found_inf` attributes.
 
+The first step of a param (eager's lazy init: its state is empty, guarded so) is compiled too:
+the compiled code makes the state as eager does (`StateMaker`) while it fetches the graph's
+inputs, and the graph updates it in place; later steps read the state through guarded sources.
+
 Refused (the call breaks the graph and runs eagerly): a closure, `fused=True`,
 `differentiable=True`, tensor `lr` or betas, complex or sparse gradients, gradients that require
 grad, a subclass of these optimizers, an optimizer whose groups or state the compiled region
@@ -34,6 +38,7 @@ itself changed, a step with hooks.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import struct
 import weakref
 from typing import Any, Callable, Optional
@@ -80,7 +85,15 @@ def _kind_of_call(function: Any) -> Optional[str]:
 def optimizer_call(tx, function: Any, args: list, kwargs: dict) -> Optional[Variable]:
     """`opt.step()` / `opt.zero_grad()` captured, or None (the call is traced as usual)."""
     kind = _kind_of_call(function)
-    if kind is None or not args:
+    if kind is None:
+        return None
+    scheduled = kind == "step" and getattr(function, "_wrapped_by_lr_sched", False)
+    if scheduled:  # an LR scheduler's `opt.step` replacement: the optimizer is in its closure
+        optimizer = _scheduled_optimizer(function)
+        if optimizer is None:
+            return None
+        args = [tx.wrap(optimizer, ObjectSource.of(optimizer)), *args]
+    if not args:
         return None
     owner = args[0]
     optimizer = tx.real_value(owner)
@@ -102,7 +115,21 @@ def optimizer_call(tx, function: Any, args: list, kwargs: dict) -> Optional[Vari
     if _argument(tx, args, kwargs, "closure", None) is not None:
         raise Unsupported(UNSUPPORTED_CALL, "optimizer.step(closure) (the closure runs the "
                           "model again: call it before step() instead)")
-    return traced.step()
+    return traced.step(mark_called=scheduled)
+
+
+def _scheduled_optimizer(function: Any) -> Optional[torch.optim.Optimizer]:
+    """The optimizer whose `step` an LR scheduler wrapped (`patch_track_step_called`: the
+    wrapper holds it by weak reference, sets `opt._opt_called = True`, calls the step)."""
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            contents = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(contents, weakref.ref) and \
+                isinstance(contents(), torch.optim.Optimizer):
+            return contents()
+    return None
 
 
 def _argument(tx, args: list, kwargs: dict, name: str, default: Any) -> Any:
@@ -138,7 +165,8 @@ class _GraphRecord:
     grads: dict = dataclasses.field(default_factory=dict)      # id(param) -> Variable
     states: dict = dataclasses.field(default_factory=dict)     # id(param) -> {name: Variable}
     steps: dict = dataclasses.field(default_factory=dict)      # id(param) -> steps taken here
-    created: set = dataclasses.field(default_factory=set)      # id(param): state made here
+    made: set = dataclasses.field(default_factory=set)         # id(param): state made here
+    makers: dict = dataclasses.field(default_factory=dict)     # (id(opt), group) -> StateMaker
     tables: dict = dataclasses.field(default_factory=dict)     # id(optimizer) -> StepScalars
 
 
@@ -161,10 +189,9 @@ class ParamEntry:
     real: torch.Tensor   # the param itself
     param: TensorVariable
     grad: TensorVariable
-    state: dict          # name -> TensorVariable (read or made in this graph)
-    fresh: bool          # its state is created by this step (eager's lazy init)
-    created_here: bool   # its state is created by this graph (this step or an earlier one)
+    state: dict          # name -> TensorVariable (graph inputs)
     steps_before: int    # steps of this graph before this one (for the step scalars)
+    new: bool            # its state was made for this step (eager's lazy init)
 
 
 class TracedOptimizer:
@@ -197,15 +224,21 @@ class TracedOptimizer:
         return ConstantVariable(None)
 
     # -- step --------------------------------------------------------------------------------
-    def step(self) -> Variable:
+    def step(self, mark_called: bool = False) -> Variable:
+        """`mark_called`: the call is an LR scheduler's wrapper, which sets
+        `opt._opt_called = True` before stepping; the compiled code does it before the graph
+        runs (`StepScalars.values`)."""
         from dynamo.variables.optimizer_updates import UPDATES
+        if mark_called:
+            self.scalar(_no_scalar)
+            self.record.tables[id(self.optimizer)].mark_called = True
         self._guard_structure()
         self._guard_no_hooks()
         update = UPDATES[type(self.optimizer).__name__]
         with _grad_disabled(self.tx):
             for group_index, group in enumerate(self.optimizer.param_groups):
                 options = self._options(group_index, group)
-                entries = self._entries(group_index, group, update.state_names(options))
+                entries = self._entries(group_index, group, update, options)
                 if entries:
                     update(self, group_index, options, entries)
         return ConstantVariable(None)
@@ -296,7 +329,8 @@ class TracedOptimizer:
         self.record.grads[id(param)] = grad
         return grad
 
-    def _entries(self, group_index: int, group: dict, names: tuple) -> list[ParamEntry]:
+    def _entries(self, group_index: int, group: dict, update, options: dict
+                 ) -> list[ParamEntry]:
         entries = []
         for index, param in enumerate(group["params"]):
             param_variable = self.param(group_index, index)
@@ -305,48 +339,52 @@ class TracedOptimizer:
                 continue
             if param.is_complex():
                 raise Unsupported(UNSUPPORTED_OBJECT, "complex params in optimizer.step()")
-            state, fresh = self._state(group_index, index, param, names)
-            if fresh:
-                self.record.created.add(id(param))
+            state = self._state(group_index, index, param, update, options)
+            steps_before = self.record.steps.get(id(param), 0)
             entries.append(ParamEntry(group_index, index, param, param_variable, grad, state,
-                                      fresh, id(param) in self.record.created,
-                                      self.record.steps.get(id(param), 0)))
-            self.record.steps[id(param)] = self.record.steps.get(id(param), 0) + 1
+                                      steps_before,
+                                      id(param) in self.record.made and steps_before == 0))
+            self.record.steps[id(param)] = steps_before + 1
         return entries
 
-    def _state(self, group_index: int, index: int, param, names: tuple) -> tuple[dict, bool]:
-        """The param's state tensors (`names`, read through guarded sources), or ({}, True)
-        when eager would create them in this step."""
+    def _state(self, group_index: int, index: int, param, update, options: dict) -> dict:
+        """The param's state tensors, graph inputs: read through guarded sources when they
+        exist; else (the first step of the param: eager's lazy init) made by `StateMaker`
+        when the compiled code fetches its inputs, as eager's step makes them, before the
+        update, and the graph updates them in place."""
         known = self.record.states.get(id(param))
         if known is not None:
-            return known, False
+            return known
+        names = update.state_names(options)
         real = self.optimizer.state.get(param) or {}
         source = ParamStateSource(self.source, group_index, index)
         self.tx.guards.add(DictKeysGuard(source, tuple(real)))
-        present = [name for name in names if name in real]
-        if not present:
-            self.record.states[id(param)] = state = {}
-            return state, True
-        if len(present) != len(names):
-            raise Unsupported(UNSUPPORTED_OBJECT, "optimizer state with some of "
-                              f"{', '.join(names)} missing")
-        state = {}
-        for name in names:
-            if not isinstance(real[name], torch.Tensor):
-                raise Unsupported(UNSUPPORTED_OBJECT, f"optimizer state {name!r} that is "
-                                  "not a tensor")
-            state[name] = self.tx.wrap(real[name], DictItemSource(source, name))
+        if not names:
+            return {}
+        if not any(name in real for name in names):
+            state = self._new_state(group_index, index, param, update, options)
+        elif any(name not in real or not isinstance(real[name], torch.Tensor)
+                 for name in names):
+            raise Unsupported(UNSUPPORTED_OBJECT, "optimizer state without tensors for all "
+                              f"of {', '.join(names)}")
+        else:
+            state = {name: self.tx.wrap(real[name], DictItemSource(source, name))
+                     for name in names}
         self.record.states[id(param)] = state
-        return state, False
+        return state
 
-    def install_state(self, entry: ParamEntry, tensors: dict) -> None:
-        """New state made by the graph (eager's lazy init): stored after the graph runs."""
-        entry.state.update(tensors)
-        names = tuple(tensors)
-        self.tx.side_effects.deferred_calls.append(
-            (install_state, [self.owner, ConstantVariable(entry.group),
-                             ConstantVariable(entry.index), ConstantVariable(names),
-                             *tensors.values()]))
+    def _new_state(self, group_index: int, index: int, param, update, options: dict) -> dict:
+        key = (id(self.optimizer), group_index)
+        maker = self.record.makers.get(key)
+        if maker is None:
+            maker = StateMaker(self.optimizer, functools.partial(update.new_state, options))
+            self.record.makers[key] = maker
+        base = ObjectSource.of(maker, f"optimizer state maker {group_index}")
+        examples = maker.make(param)   # what the compiled code will make: for the fakes
+        self.record.made.add(id(param))
+        return {name: self.tx.graph.add_input(example,
+                                              NewStateSource(base, group_index, index, name))
+                for name, example in examples.items()}
 
     # -- run-time scalars -------------------------------------------------------------------------
     def scalar(self, rule: Callable) -> TensorVariable:
@@ -403,17 +441,61 @@ class ParamStateSource(Source):
             or {}
 
 
+class StateMaker:
+    """Makes a param's optimizer state as eager's step does on its first step (zeros, a
+    step counter), installs it in `optimizer.state[param]` and hands out its tensors: called
+    by the compiled code while it fetches the graph's inputs (`NewStateSource`), before the
+    graph runs, which then updates them in place. Held by the compiled code (no
+    `__weakref__`); holds the optimizer weakly."""
+
+    __slots__ = ("optimizer", "make")
+
+    def __init__(self, optimizer, make: Callable):
+        self.optimizer = weakref.ref(optimizer)
+        self.make = make      # param -> {name: tensor}, in eager's order
+
+    def tensor(self, group: int, index: int, name: str) -> torch.Tensor:
+        optimizer = self.optimizer()
+        param = optimizer.param_groups[group]["params"][index]
+        state = optimizer.state[param]   # eager's `self.state[p]`: a defaultdict entry
+        if name not in state:
+            for key, value in self.make(param).items():
+                state.setdefault(key, value)
+        return state[name]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NewStateSource(Source):
+    """State tensor `name` of a param, made by a `StateMaker` (the base) if missing:
+    `maker.tensor(group, index, name)`."""
+
+    base: Source
+    group: int
+    index: int
+    state_name: str
+
+    def name(self) -> str:
+        return f"{self.base.name()}.tensor({self.group}, {self.index}, {self.state_name!r})"
+
+    def apply(self, base_code: str) -> str:
+        return f"{base_code}.tensor({self.group}, {self.index}, {self.state_name!r})"
+
+    def fetch(self, L: dict, G: dict) -> Any:
+        return self.base.fetch(L, G).tensor(self.group, self.index, self.state_name)
+
+
 class StepScalars:
     """The run-time scalars of one graph's optimizer steps: `values()` is called by the
     compiled code before the graph runs and returns one 0-d float64 tensor per rule. No
     `__weakref__`: the compiled code holds it; it holds the optimizer weakly (the identity
     guard on the optimizer drops the entry when it dies)."""
 
-    __slots__ = ("optimizer", "rules")
+    __slots__ = ("optimizer", "rules", "mark_called")
 
     def __init__(self, optimizer):
         self.optimizer = weakref.ref(optimizer)
         self.rules: list[Callable] = []
+        self.mark_called = False   # set `optimizer._opt_called` (an LR scheduler's flag)
 
     def add(self, rule: Callable) -> int:
         self.rules.append(rule)
@@ -421,8 +503,14 @@ class StepScalars:
 
     def values(self) -> tuple:
         optimizer = self.optimizer()
+        if self.mark_called:
+            optimizer._opt_called = True
         return tuple(torch.scalar_tensor(rule(optimizer), dtype=torch.float64)
                      for rule in self.rules)
+
+
+def _no_scalar(optimizer) -> float:
+    return 0.0
 
 
 def float_step(value: float, steps: int, dtype: torch.dtype) -> float:
@@ -444,10 +532,3 @@ def clear_grads(optimizer) -> None:
         for param in group["params"]:
             if param.grad is not None:
                 param.grad = None
-
-
-def install_state(optimizer, group: int, index: int, names: tuple, *tensors) -> None:
-    """Eager's lazy init: `state = opt.state[p]` (a defaultdict entry) filled in order."""
-    state = optimizer.state[optimizer.param_groups[group]["params"][index]]
-    for name, tensor in zip(names, tensors):
-        state[name] = tensor

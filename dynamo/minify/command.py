@@ -63,6 +63,11 @@ def main(argv: list) -> int:
     say(f"{len(recording.graphs)} graph(s) compiled, {len(failing)} failing")
     if not failing:
         return _no_failing_graph(recording, options, arguments)
+    if recording.script_error is not None:
+        error = recording.script_error
+        say(f"the jitted run ended with {type(error).__name__}: {error}")
+    for record in failing[1:]:
+        say(f"also failing (not minimized): {record.label}: {record.failure.detail}")
     return _minify_graph(failing[0], options)
 
 

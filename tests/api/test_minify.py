@@ -48,6 +48,16 @@ def raises_on_cos(gm, example_inputs):
     return gm.forward
 
 
+def raises_when_run_after_relu(gm, example_inputs):
+    """Compiles, but the compiled graph raises when it runs a relu followed by a sum."""
+    names = [getattr(node.target, "__name__", node.target) for node in gm.graph.nodes]
+    if "relu" in names and "sum" in names[names.index("relu"):]:
+        def run(*args):
+            raise FloatingPointError("planted: relu then sum")
+        return run
+    return gm.forward
+
+
 def correct(gm, example_inputs):
     return gm.forward
 
@@ -167,6 +177,7 @@ def test_a_miscompiled_sub_shrinks_to_the_mul_and_sub(folder, capsys):
     assert minify(script, "--out", str(out), "--no-verify") == 0
     printed = capsys.readouterr().out
     assert "second graph 1 fails" in printed, printed
+    assert "also failing (not minimized): third graph 1" in printed, printed
     targets = compute_targets(repro_graph(out))
     assert sorted(targets) == ["mul", "sub"], targets
     assert check_with(out, "correct", folder) is None  # the bug, not the graph, fails
@@ -201,6 +212,19 @@ def test_an_inductor_error_fallback_is_a_failure(folder, capsys):
     result = run_repro(out)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "planted lowering bug: mul" in result.stdout
+
+
+def test_a_graph_raising_when_it_runs_ends_the_script_and_is_shrunk(folder, capsys):
+    script = write_script(folder, "run_error_script", "raises_when_run_after_relu")
+    out = folder / "repro_run_error.py"
+    assert minify(script, "--out", str(out), "--no-verify") == 0
+    printed = capsys.readouterr().out
+    assert "the jitted run ended with FloatingPointError" in printed, printed
+    assert "first graph 0 fails" in printed, printed
+    assert sorted(compute_targets(repro_graph(out))) == ["add", "relu", "sum"]  # both live
+    failure = check_with(out, "raises_when_run_after_relu", folder)
+    assert failure.signature == "error:FloatingPointError", failure
+    assert check_with(out, "correct", folder) is None
 
 
 def test_a_mismatch_is_not_an_error(folder, capsys):

@@ -131,7 +131,18 @@ def clear_all() -> None:
         _C.set_skip(code, False)
 
 
+def set_disable_filter(filter: Optional[Callable[[CodeType], bool]]) -> Optional[Callable]:
+    """Install the process-wide filter naming code whose frames, and everything they call, run
+    with capture off (None removes it); returns the previous one. The C hook asks it once per
+    code object, the first time one of its frames (fresh or resumed) meets a thread with a
+    callback, before any cache entry or callback, and marks the code DISABLE where it answers
+    true: such code is never handed to a callback, nor is anything it calls.
+    `dynamo.skips` installs `is_compiler`."""
+    return _C.set_disable_filter(filter)
+
+
 def counters() -> dict:
-    """Cache hits and misses seen by the C walk, how many threads have a callback, and whether
+    """Cache hits and misses seen by the C walk, frames run with capture off because their
+    code is marked DISABLE (`disabled_runs`), how many threads have a callback, and whether
     the eval-frame function is installed (`installed`)."""
     return _C.counters()

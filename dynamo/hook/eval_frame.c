@@ -17,7 +17,10 @@
  *   - capture off: a per-thread depth (`dynamo.disable` scopes, DISABLE frames) and a
  *     process-wide flag (`set_stance("force_eager")`, `dynamo.config.disable`) under
  *     which no frame is intercepted, no cache entry runs and a ScopedCall does not
- *     install its callback.
+ *     install its callback;
+ *   - a process-wide filter (set_disable_filter) marks code objects DISABLE the first time
+ *     one of their frames, fresh or resumed, meets a thread with a callback, before any
+ *     cache or callback: the compilers, whose frames and callees are never captured.
  *
  * A replacement code object takes every argument slot positionally (the Python side
  * rewrites the signature), so it is called through an ordinary function object that
@@ -72,12 +75,15 @@ static PyObject *skip_sentinel;     /* dynamo._C.SKIP */
 static PyObject *disable_sentinel;  /* dynamo._C.DISABLE */
 static __thread int thread_disabled = 0;  /* >0: capture off in this thread */
 static int process_disabled = 0;          /* capture off in every thread (GIL) */
+static PyObject *disable_filter = NULL;   /* filter(code) -> bool, or NULL */
+static unsigned long long counter_disabled_runs = 0;
 
 #if JIT_HOOK_SUPPORTED
 /* ---- per-code-object cache on co_extra ------------------------------------------ */
 typedef struct {
     PyObject *entries;  /* list of (check, code) tuples, or NULL */
     int skip;           /* SKIP_CODE: never intercept; SKIP_DISABLED: run with capture off */
+    int filtered;       /* disable_filter has answered for this code object */
 } CodeExtra;
 
 #define SKIP_CODE 1
@@ -341,21 +347,41 @@ static PyObject *decide(Frame *frame, CodeExtra *extra, PyObject *callback) {
 
 /* Run the frame as is with capture off in this thread until it returns. */
 static PyObject *run_disabled(PyThreadState *tstate, Frame *frame, int throw_flag) {
+    counter_disabled_runs++;
     thread_disabled++;
     PyObject *result = _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
     thread_disabled--;
     return result;
 }
 
+/* Ask the disable filter about a code object once (with the hook off for this thread); a
+ * filter that raises is reported as unraisable and counts as "no". */
+static void apply_disable_filter(PyCodeObject *code, CodeExtra *extra) {
+    PyObject *filter = Py_NewRef(disable_filter);
+    extra->filtered = 1;
+    thread_busy++;
+    PyObject *answer = PyObject_CallOneArg(filter, (PyObject *)code);
+    thread_busy--;
+    int disabled = answer == NULL ? -1 : PyObject_IsTrue(answer);
+    Py_XDECREF(answer);
+    if (disabled < 0) PyErr_WriteUnraisable(filter);
+    if (disabled > 0) extra->skip = SKIP_DISABLED;
+    Py_DECREF(filter);
+}
+
 static PyObject *eval_frame(PyThreadState *tstate, Frame *frame, int throw_flag) {
     PyObject *callback = thread_callback;
-    if (callback == NULL || thread_busy || thread_disabled || process_disabled ||
-        !frame_is_interceptable(tstate, frame, throw_flag))
+    if (callback == NULL || thread_busy || thread_disabled || process_disabled)
         return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
     CodeExtra *extra = get_extra(FRAME_CODE(frame), 1);
-    if (extra == NULL) { RELEASE_FRAME(tstate, frame); return NULL; }
+    if (extra == NULL) {  /* no memory for the mark: run the frame as is */
+        PyErr_Clear();
+        return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
+    }
+    if (!extra->filtered && disable_filter != NULL) apply_disable_filter(FRAME_CODE(frame), extra);
     if (extra->skip == SKIP_DISABLED) return run_disabled(tstate, frame, throw_flag);
-    if (extra->skip) return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
+    if (extra->skip || !frame_is_interceptable(tstate, frame, throw_flag))
+        return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
     Py_INCREF(callback);
     thread_busy++;
     PyObject *answer = decide(frame, extra, callback);
@@ -547,6 +573,7 @@ static PyObject *set_skip(PyObject *module, PyObject *const *args, Py_ssize_t na
     int flag = PyObject_IsTrue(args[1]);
     if (extra == NULL || flag < 0) return NULL;
     extra->skip = flag;
+    extra->filtered = 0;  /* unmarked: the disable filter answers again */
     Py_RETURN_NONE;
 #else
     return unsupported();
@@ -584,13 +611,24 @@ static PyObject *set_process_disabled(PyObject *module, PyObject *arg) {
     return PyBool_FromLong(previous);
 }
 
+/* The filter marking code objects DISABLE on first sight (None: none from now on); returns
+ * the previous one.  Code objects it already answered for keep their marks. */
+static PyObject *set_disable_filter(PyObject *module, PyObject *filter) {
+    if (filter != Py_None && !PyCallable_Check(filter))
+        return PyErr_Format(PyExc_TypeError, "set_disable_filter: expected a callable or None");
+    PyObject *previous = disable_filter;
+    disable_filter = filter == Py_None ? NULL : Py_NewRef(filter);
+    return previous ? previous : Py_NewRef(Py_None);
+}
+
 static PyObject *counters(PyObject *module, PyObject *unused) {
 #if JIT_HOOK_SUPPORTED
-    return Py_BuildValue("{sKsKsisO}", "hits", counter_hits, "misses", counter_misses,
-                         "active_threads", active_threads,
+    return Py_BuildValue("{sKsKsKsisO}", "hits", counter_hits, "misses", counter_misses,
+                         "disabled_runs", counter_disabled_runs, "active_threads", active_threads,
                          "installed", eval_frame_installed() ? Py_True : Py_False);
 #else
-    return Py_BuildValue("{sisisisO}", "hits", 0, "misses", 0, "active_threads", 0,
+    return Py_BuildValue("{sisisisisO}", "hits", 0, "misses", 0, "disabled_runs", 0,
+                         "active_threads", 0,
                          "installed", Py_False);
 #endif
 }
@@ -608,8 +646,11 @@ static PyMethodDef methods[] = {
      "Add to this thread's capture-off depth; returns the new depth."},
     {"set_process_disabled", set_process_disabled, METH_O,
      "Turn capture off (True) or on in every thread; returns the previous flag."},
+    {"set_disable_filter", set_disable_filter, METH_O,
+     "Set the filter(code) -> bool that marks code DISABLE on first sight; returns the old."},
     {"counters", counters, METH_NOARGS,
-     "Cache hits and misses, threads with a callback, whether the eval function is set."},
+     "Cache hits and misses, frames run with capture off by a DISABLE mark, threads with a "
+     "callback, whether the eval function is set."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -415,8 +415,16 @@ class TrainingVariant:
         return backward.run
 
     def run_backward(self, backward: Backward, arguments: list) -> list:
-        """Run (compiling it first if need be) `backward` outside frame capture."""
-        return outside_capture(_compile_and_run_backward)(self, backward, arguments)
+        """Run `backward`, compiling it first on its first call.
+
+        The autograd engine calls this from the caller's `loss.backward()`, which may sit in
+        a jitted function with frame capture on. Capture is off here by construction, not by
+        a wrapper: the front end marks this package's code as a compiler's (dynamo's hook
+        runs a compiler's frames, and everything they call, sympy and the code generator
+        included, with capture off; docs/architecture.md, "Compilers run with capture
+        off"). Compiling stays lazy: docs/training.md, "Inside a jitted training step"."""
+        compiled = self.backward_callable(backward, arguments)
+        return run_without_autocast(compiled, arguments)
 
 
 def _guarded_backward(graph: torch.fx.GraphModule, example: list, run: Callable,
@@ -437,22 +445,3 @@ def _guarded_backward(graph: torch.fx.GraphModule, example: list, run: Callable,
     return GuardedVariant(run, as_is, guards, binder,
                           "training graph with symbolic sizes: the backward's compile "
                           "specialised sizes; other sizes run op by op")
-
-
-def _identity(function: Callable) -> Callable:
-    return function
-
-
-# The autograd engine runs a compiled backward after the compiled forward returned, in the
-# caller's code: a front end that captures Python frames (dynamo) sets this to wrap functions
-# so that they run with capture off, so that neither compiling the backward (sympy, the code
-# generator) nor running it is traced as the user's code.
-outside_capture: Callable[[Callable], Callable] = _identity
-
-
-def _compile_and_run_backward(variant: TrainingVariant, backward: Backward,
-                              arguments: list) -> list:
-    compiled = variant.backward_callable(backward, arguments)
-    return run_without_autocast(compiled, arguments)
-
-

@@ -15,6 +15,12 @@ returning the same values as the default mode.
   the graph is recorded again. New shapes, strides or dtypes also record again, up to
   `cudagraph_max_records` recordings per graph; past that, and where recording fails
   (a CPU synchronisation inside the graph), calls run without CUDA graphs.
+- A graph with symbolic sizes (one compile for every size, issue 23) records one CUDA graph
+  per distinct size the same way, bounded by the same limit. Past it the recordings made
+  stay (no eviction: sizes that cycle would record again and again, each recording costing
+  a normal run plus the capture), and calls with a signature not recorded launch the
+  kernels one by one. Those calls are counted (`unrecorded_calls`, and the distinct
+  signatures in `unrecorded_signatures`) and the first one logs a warning.
 """
 from __future__ import annotations
 
@@ -68,6 +74,8 @@ class CudaGraphRunner:
         self.recordings: dict = {}
         self.disabled: Optional[str] = None
         self.recorded = 0           # recordings made (tests and reports read it)
+        self.unrecorded_calls = 0   # calls past `cudagraph_max_records` (kernel by kernel)
+        self.unrecorded_signatures: set = set()
 
     def _static(self, position: int, value) -> bool:
         return position < self.constants or isinstance(value, torch.nn.Parameter) or \
@@ -93,8 +101,19 @@ class CudaGraphRunner:
             results = self.compiled(*inputs)
             if len(self.recordings) < config.cudagraph_max_records:
                 self._record(signature, inputs)
+            elif not self.disabled:
+                self._past_limit(signature)
             return results
         return self._replay(recording, inputs)
+
+    def _past_limit(self, signature) -> None:
+        """Count a call whose signature is not recorded because the limit is reached."""
+        if not self.unrecorded_calls:
+            log.warning("mode='reduce-overhead': %d CUDA graphs recorded for a graph "
+                        "(cudagraph_max_records); calls with other sizes or addresses run "
+                        "without CUDA graphs", len(self.recordings))
+        self.unrecorded_calls += 1
+        self.unrecorded_signatures.add(signature)
 
     def _record(self, signature, inputs) -> None:
         copied, static_inputs = [], []

@@ -6,7 +6,9 @@ candidates (`Candidate`: a variant and keyword arguments per function) and, afte
 on the first call's real tensors, the fastest, remembered in memory and under
 `<cache_dir>/triton/tuning/<key[:2]>/<key>.json`, keyed by the kernel's source, its launch
 needs, the device name and the Triton version. A small set is timed by default; `exhaustive`
-(`mode="max-autotune"`) times more. Interpreted (CPU) kernels take one configuration chosen
+(`mode="max-autotune"`) times more. A kernel over symbolic sizes is tuned once per size
+bucket (`triton_sizes.py`): its spec here is the bucket's, each symbolic extent replaced by
+its next power of two, so the candidates and the record's key are the bucket's. Interpreted (CPU) kernels take one configuration chosen
 for few, large programs, since the interpreter's cost is per program and per operation.
 """
 from __future__ import annotations
@@ -175,9 +177,11 @@ def _candidates(spec, roles: list, exhaustive: bool, interpret: bool) -> list:
             final.pop("num_warps")
         return [Candidate(0, [kwargs, dict(final)]) for kwargs in
                 looped_configs(spec, exhaustive, interpret, row=spec.chunk)]
-    result = []
+    result, row_fits = [], not getattr(spec, "row_limit", 0) or spec.rnumel <= spec.row_limit
     for variant, role in enumerate(roles):
         strategy = spec.strategy if role == "main" else role
+        if strategy == "persistent" and not row_fits and len(roles) > 1:
+            continue    # a size bucket's row past the limit (triton_sizes.py): looped only
         build = looped_configs if strategy == "looped" else persistent_configs
         result += [Candidate(variant, [kwargs]) for kwargs in build(spec, exhaustive, interpret)]
     return result

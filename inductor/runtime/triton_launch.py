@@ -10,9 +10,15 @@ interpreted kernels that report errors, raises what eager raises.
 After tuning, a GPU launcher calls Triton's compiled kernel directly (`CompiledKernel[grid]`)
 when the tensors' 16-byte alignment is what the kernel was compiled for; otherwise, and on
 Triton versions without that entry point, it goes through the `@triton.jit` function.
+
+A kernel over symbolic sizes (issue 23) takes its size symbols as int64 arguments after its
+buffers; `triton_sizes.SizedLauncher` keeps one `Launcher` per size bucket (`sized=True`),
+called with the buffers, the sizes and the call's extents (xnumel, ynumel, rnumel), from
+which it computes the grid on every call.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from typing import Optional
@@ -30,14 +36,36 @@ def cdiv(numerator: int, denominator: int) -> int:
     return -(-numerator // denominator)
 
 
+# What a size argument stands for when functions are compiled ahead of a call: the
+# parameters are annotated int64 and not specialised, so any int compiles the same kernel.
+SIZE_ARGUMENT = 2
+
+
 class Launcher:
-    """Runs one kernel plan's Triton functions (see the module docstring)."""
+    """Runs one kernel plan's Triton functions (see the module docstring). `spec`: the
+    `LaunchSpec` to choose candidates from (a size bucket's, for a sized launcher) where it
+    is not the source's."""
+
+    sized = False       # called with (*buffers, *sizes, xnumel, ynumel, rnumel)
+
+    def __new__(cls, source=None, *arguments, spec=None, **keywords):
+        """A kernel over symbolic sizes (its source names size symbols) gets a
+        `triton_sizes.SizedLauncher`, which makes one `Launcher` per size bucket."""
+        if cls is Launcher and spec is None and getattr(source, "size_symbols", None):
+            from inductor.runtime.triton_sizes import SizedLauncher
+
+            def make(bucket_spec):
+                return Launcher(source, *arguments, spec=bucket_spec, **keywords)
+            return SizedLauncher(source, make, getattr(source, "size_hints", {}))
+        return super().__new__(cls)
 
     def __init__(self, source, module, device: torch.device, argument_dtypes: list,
                  exhaustive: bool, interpret: bool, outside: Optional[list] = None,
-                 programmatic_first: bool = False):
+                 programmatic_first: bool = False, spec=None):
         self.name = source.plan_name
-        self.spec = source.spec
+        self.spec = source.spec if spec is None else spec
+        sizes = list(getattr(source, "size_symbols", ()))
+        self.sized = bool(sizes)
         self.device = device
         self.interpret = interpret
         self.exhaustive = exhaustive
@@ -49,11 +77,13 @@ class Launcher:
         self.variants = self._variants([function.role for function in functions])
         roles = [function.role for function in functions]
         self.candidates = autotune.candidates(self.spec, roles, exhaustive, interpret)
-        self.argument_dtypes = list(argument_dtypes) + list(self.spec.workspaces)
+        self.argument_dtypes = list(argument_dtypes) + [SIZE_ARGUMENT] * len(sizes) + \
+            list(self.spec.workspaces)
         if not config.autotune and not interpret:
             self.candidates = self.candidates[:1]
         self.choice: Optional[autotune.Candidate] = \
             self.candidates[0] if len(self.candidates) == 1 or interpret else None
+        self.extents = (self.spec.xnumel, self.spec.ynumel, self.spec.rnumel)
         self.fast: Optional[list] = None
         self.alignment: Optional[tuple] = None
         # Arguments whose alignment can vary between calls (graph inputs, which may be
@@ -120,11 +150,15 @@ class Launcher:
     def _call(self, *tensors) -> None:
         """The general path: tuning, the jit launch, and proving the direct one. Replaced
         per instance by a generated function once the direct launch has worked."""
-        if self.spec.xnumel == 0:
-            return
+        if self.sized:      # (*buffers, *sizes, xnumel, ynumel, rnumel)
+            tensors, extents = tensors[:-3], tensors[-3:]
+        else:
+            if self.spec.xnumel == 0:
+                return
+            extents = self.extents
         if self.fast is not None and self._aligned(tensors) == self.alignment:
             try:        # the first direct launch: a Triton whose launcher differs fails here
-                self._run_fast(tensors)
+                self._run_fast(tensors, extents=extents)
             except Exception as error:  # noqa: BLE001  (go back to the jit path for good)
                 log.info("direct Triton launch unavailable (%s: %s)", type(error).__name__,
                          error)
@@ -133,20 +167,23 @@ class Launcher:
                 self._call = self._direct_function()
                 return
         if self.choice is None:
-            self._tune_once(tensors)
-        self._launch(self.choice, tensors)
+            self._tune_once(tensors, extents)
+        self._launch(self.choice, tensors, extents=extents)
 
-    def _tune_once(self, tensors) -> None:
+    def _tune_once(self, tensors, extents: tuple) -> None:
         """Pick `self.choice` (tuning on `tensors`) unless another thread did meanwhile."""
         with self._tuning:
             if self.choice is None:
-                self.choice = self._tune(tensors)
+                self.choice = self._tune(tensors, extents)
 
     def _general(self, *tensors) -> None:
         """Launch without the direct path's assumptions (a misaligned input)."""
+        extents = self.extents
+        if self.sized:
+            tensors, extents = tensors[:-3], tensors[-3:]
         if self.choice is None:
-            self._tune_once(tensors)
-        self._launch(self.choice, tensors, record=False)
+            self._tune_once(tensors, extents)
+        self._launch(self.choice, tensors, record=False, extents=extents)
 
     def _direct_function(self):
         """A function made for this kernel's direct launches: the grid, the block sizes and
@@ -156,14 +193,15 @@ class Launcher:
         launches per call)."""
         count = len(self.spec_arguments())
         names = [f"t{position}" for position in range(count)]
+        parameters = names + (["xnumel", "ynumel", "rnumel"] if self.sized else [])
         # A kernel compiled for a misaligned pointer also runs on an aligned one; the other
         # way round, the general path compiles the variant the pointer needs.
         aligned = [position for position, ok in zip(self.outside, self.alignment) if ok]
-        lines = [f"def direct({', '.join(names)}):"]
+        lines = [f"def direct({', '.join(parameters)}):"]
         if aligned:
             pointers = " | ".join(f"t{position}.data_ptr()" for position in aligned)
             lines.append(f"    if ({pointers}) & 15:")
-            lines.append(f"        return general({', '.join(names)})")
+            lines.append(f"        return general({', '.join(parameters)})")
         lines.append(f"    stream = current_stream({self._device_index()})")
         scratch = ""
         if self.needs_scratch:
@@ -201,33 +239,46 @@ class Launcher:
             extra.append(torch.zeros(1, dtype=torch.int32, device=self.device))
         return extra
 
-    def _grid(self, role: str, kwargs: dict) -> tuple:
+    def _grid(self, role: str, kwargs: dict, extents: Optional[tuple] = None) -> tuple:
+        """The grid of the function of `role` over `extents` (xnumel, ynumel, rnumel; by
+        default the spec's): ints, or for `grid_text` the Python text computing them."""
         spec = self.spec
+        xnumel, ynumel, rnumel = self.extents if extents is None else extents
         if spec.kind == "tiled":
-            return (cdiv(spec.xnumel, kwargs["XBLOCK"]), cdiv(spec.ynumel, kwargs["YBLOCK"]))
+            return (cdiv(xnumel, kwargs["XBLOCK"]), cdiv(ynumel, kwargs["YBLOCK"]))
         if role == "partial":
-            return (cdiv(spec.xnumel, kwargs["XBLOCK"]), spec.split)
+            return (cdiv(xnumel, kwargs["XBLOCK"]), spec.split)
         if role == "write":
-            return (cdiv(spec.rnumel, kwargs["XBLOCK"]),)
-        return (cdiv(spec.xnumel, kwargs["XBLOCK"]),)
+            return (cdiv(rnumel, kwargs["XBLOCK"]),)
+        return (cdiv(xnumel, kwargs["XBLOCK"]),)
 
-    def _launch(self, candidate, tensors, record: bool = True) -> None:
+    def grid_text(self, role: str, kwargs: dict) -> tuple:
+        """`_grid` as Python text over the names `xnumel`, `ynumel`, `rnumel` (a sized
+        launcher's direct function computes its grid per call)."""
+        return tuple(_GridText(text) for text in
+                     self._grid(role, kwargs, tuple(map(_GridText, ("xnumel", "ynumel",
+                                                                   "rnumel")))))
+
+    def _launch(self, candidate, tensors, record: bool = True,
+                extents: Optional[tuple] = None) -> None:
         if self.interpret:      # the interpreter's state is process-wide (runtime/locks.py)
             with interpreter_lock:
-                return self._launch_now(candidate, tensors, record)
-        return self._launch_now(candidate, tensors, record)
+                return self._launch_now(candidate, tensors, record, extents)
+        return self._launch_now(candidate, tensors, record, extents)
 
-    def _launch_now(self, candidate, tensors, record: bool) -> list:
+    def _launch_now(self, candidate, tensors, record: bool,
+                    extents: Optional[tuple] = None) -> list:
+        extents = self.extents if extents is None else extents
         extra = self._scratch()
         compiled = []
         for order, (position, kwargs) in enumerate(zip(self.variants[candidate.variant],
                                                        candidate.arguments)):
             role, function, _name = self.functions[position]
-            if role == "write" and self.spec.rnumel == 0:
+            if role == "write" and extents[2] == 0:
                 continue
-            grid = self._grid(role, kwargs)
+            grid = self._grid(role, kwargs, extents)
             compiled.append((function[grid](*tensors, *extra, **kwargs, **self._options(order)),
-                             grid, kwargs))
+                             grid, kwargs, role))
         if self.spec.status:
             status = int(extra[-1].item())
             if status:
@@ -257,24 +308,29 @@ class Launcher:
         if self.spec.status or self.interpret:
             return None
         runners = []
-        for kernel, grid, kwargs in compiled:
+        for kernel, grid, kwargs, role in compiled:
             launch = compiled_launcher(kernel, grid)
             if launch is None:      # an older or newer Triton: keep the jit path
                 return None
+            if self.sized:          # computed per call from the extents
+                grid = self.grid_text(role, kwargs)
             grid = tuple(grid) + (1,) * (3 - len(grid))
             blocks = [value for key, value in kwargs.items() if key.endswith("BLOCK")]
             runners.append((launch, grid, blocks))
         return runners
 
-    def _run_fast(self, tensors, runners: Optional[list] = None) -> None:
+    def _run_fast(self, tensors, runners: Optional[list] = None,
+                  extents: Optional[tuple] = None) -> None:
         stream = _current_stream(self.device)
         scratch = self._scratch()
         for (run, function, metadata), grid, blocks in runners or self.fast:
+            if self.sized:
+                grid = [_grid_value(text, *(extents or self.extents)) for text in grid]
             run(grid[0], grid[1], grid[2], stream, function, metadata, None, None, None,
                 *tensors, *scratch, *blocks)
 
     # -- tuning ---------------------------------------------------------------------------
-    def _tune(self, tensors) -> autotune.Candidate:
+    def _tune(self, tensors, extents: tuple) -> autotune.Candidate:
         device_name = torch.cuda.get_device_name(self.device)
         key = autotune.record_key(self.source_text, self.spec, device_name, self.exhaustive)
         known = autotune.recorded(key, self.candidates)
@@ -286,12 +342,13 @@ class Launcher:
             try:
                 # timed through the compiled kernels' own launchers where they work: the
                 # jit path's host time would hide short kernels' device time
-                runners = self._runners(self._launch(candidate, tensors, record=False))
+                runners = self._runners(self._launch(candidate, tensors, False, extents))
                 if runners is None:
                     elapsed = autotune.time_launch(
-                        lambda: self._launch(candidate, tensors, record=False))
+                        lambda: self._launch(candidate, tensors, False, extents))
                 else:   # time_launch runs it before timing: no warm-up call of our own
-                    elapsed = autotune.time_launch(lambda: self._run_fast(tensors, runners))
+                    elapsed = autotune.time_launch(
+                        lambda: self._run_fast(tensors, runners, extents))
             except Exception as error:  # noqa: BLE001  (e.g. out of resources: skip it)
                 log.debug("Triton config %s of %s failed: %s", candidate.describe(),
                           self.name, error)
@@ -304,6 +361,31 @@ class Launcher:
         autotune.remember(key, best, timings)
         log.debug("tuned %s: %s (%.4f ms)", self.name, best.describe(), best_time)
         return best
+
+
+@functools.lru_cache(maxsize=None)
+def _grid_function(text: str):
+    return eval(f"lambda xnumel, ynumel, rnumel: {text}")  # noqa: S307  (our own text)
+
+
+def _grid_value(text, xnumel: int, ynumel: int, rnumel: int) -> int:
+    """A grid extent printed by `Launcher.grid_text` for the given extents."""
+    if isinstance(text, int):
+        return text
+    return _grid_function(str(text))(xnumel, ynumel, rnumel)
+
+
+class _GridText(str):
+    """A grid extent as Python text: `cdiv` of two of them is the text computing it."""
+
+    def __neg__(self):
+        return _GridText(f"-{self}")
+
+    def __floordiv__(self, other):
+        return _GridText(f"({self} // {other})")
+
+    def __rfloordiv__(self, other):
+        return _GridText(f"({other} // {self})")
 
 
 def programmatic_steps(kernels: list) -> set:

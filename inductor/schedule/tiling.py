@@ -15,6 +15,12 @@ anything itself:
   (softmax, log-softmax, logsumexp) joins that max's loop as an online softmax (a running
   maximum and a rescaled running sum), saving one pass over the row;
 - indices are 32-bit unless some buffer or iteration space needs 64.
+
+Over symbolic sizes (issue 23) the decisions read the example call's sizes
+(`GraphPlan.size_hints`) and stay right for every size: indices are 64-bit, a symbolic row
+that fits a persistent block also gets the looped variant (the runtime takes it for size
+buckets past the limit), rows are never split (the chunk would be a runtime value), and a
+transposing tile's Y axis must be static (the grid's second dimension is bounded).
 """
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ from typing import Optional
 import sympy
 
 from inductor.ir.ops import OpsHandler, use_handler
-from inductor.ir.symbols import linear_coefficient, substitute
+from inductor.ir.symbols import hint, is_static, linear_coefficient, substitute
 from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 
 INDEX_32_LIMIT = 2 ** 31 - 2 ** 20   # head room for a block past the last element
@@ -55,6 +61,8 @@ class Tiling:
     outer_contiguous: bool = False  # reduction whose reads walk the rows, not the row
     index_bits: int = 32
     online: dict = dataclasses.field(default_factory=dict)  # sum member -> its max member
+    # symbolic row: the longest the persistent variant takes (longer size buckets loop)
+    row_limit: int = 0
 
     def describe(self) -> str:
         """One line for `GraphPlan.describe()`."""
@@ -75,25 +83,34 @@ class Tiling:
 
 def tile(plan: GraphPlan, target: Target) -> None:
     """Set `tiling` on every kernel of `plan` (scatter kernels run over a flat index)."""
+    hints = plan.size_hints
     for kernel in plan.kernels():
         bits = _index_bits(kernel, plan.buffers)
         if isinstance(kernel, ScatterPlan):
             kernel.tiling = Tiling("pointwise", index_bits=bits)
         elif kernel.inner_sizes:
-            kernel.tiling = _reduction_tiling(kernel, target, bits)
+            kernel.tiling = _reduction_tiling(kernel, target, bits, hints)
         else:
-            kernel.tiling = _pointwise_tiling(kernel, bits)
+            kernel.tiling = _pointwise_tiling(kernel, bits, hints)
 
 
-def _product(sizes) -> int:
+def _product(sizes, hints: Optional[dict] = None) -> int:
+    """The product of `sizes`, symbolic ones taken at their example value (`hints`)."""
     result = 1
     for size in sizes:
-        result *= int(size)
+        result *= int(size) if hints is None else hint(size, hints)
     return result
 
 
 def _index_bits(kernel: KernelPlan, buffers: dict) -> int:
-    """32 unless an iteration space or a touched buffer's storage needs 64-bit offsets."""
+    """32 unless an iteration space or a touched buffer's storage needs 64-bit offsets (any
+    symbolic size: a later call's may)."""
+    if not is_static(list(kernel.outer_sizes) + list(kernel.inner_sizes)):
+        return 64
+    for name in list(kernel.loads) + list(kernel.stores):
+        layout = getattr(buffers.get(name), "layout", None)
+        if layout is not None and not is_static(layout.storage_size()):
+            return 64
     largest = _product(kernel.outer_sizes) * max(1, _product(kernel.inner_sizes))
     for name in list(kernel.loads) + list(kernel.stores):
         buffer = buffers.get(name)
@@ -125,8 +142,10 @@ def _fastest(expression, variables: list) -> Optional[int]:
     return found
 
 
-def _pointwise_tiling(kernel: KernelPlan, bits: int) -> Tiling:
+def _pointwise_tiling(kernel: KernelPlan, bits: int, hints: dict) -> Tiling:
     variables, sizes = kernel.outer_vars(), kernel.outer_sizes
+    if not is_static(sizes):
+        sizes = [hint(size, hints) for size in sizes]
     if len(sizes) < 2:
         return Tiling("pointwise", index_bits=bits)
     reads, writes = _accesses(kernel)
@@ -141,6 +160,8 @@ def _pointwise_tiling(kernel: KernelPlan, bits: int) -> Tiling:
     if not votes or sizes[last] < 16:
         return Tiling("pointwise", index_bits=bits)
     split = max(votes, key=lambda position: (votes[position], position)) + 1
+    if not is_static(kernel.outer_sizes[:split]):
+        return Tiling("pointwise", index_bits=bits)
     y_extent = _product(sizes[:split])
     if -(-y_extent // 16) > GRID_Y_LIMIT:
         return Tiling("pointwise", index_bits=bits)
@@ -239,13 +260,15 @@ def online_softmax_pairs(kernel: KernelPlan) -> dict:
     return pairs
 
 
-def _reduction_tiling(kernel: KernelPlan, target: Target, bits: int) -> Tiling:
-    rows, row = _product(kernel.outer_sizes), _product(kernel.inner_sizes)
+def _reduction_tiling(kernel: KernelPlan, target: Target, bits: int, hints: dict) -> Tiling:
+    static = is_static(list(kernel.outer_sizes) + list(kernel.inner_sizes))
+    rows = _product(kernel.outer_sizes, None if static else hints)
+    row = _product(kernel.inner_sizes, None if static else hints)
     outer_contiguous = _outer_contiguous(kernel)
     rows_per_program = OUTER_CONTIGUOUS_ROWS if outer_contiguous else 1
     programs = -(-rows // rows_per_program)
     if target.split_reductions and splittable(kernel) and row >= target.split_min_row \
-            and programs < target.processors:
+            and programs < target.processors and static:
         # at most four programs per processor: one wave. A few programs past a wave leave a
         # tail (sum over the first dim of 16384 x 4096 bf16 on an H100: split 9, 576 programs,
         # 0.82 of the copy bandwidth; split 8, 512 programs, 0.89)
@@ -255,9 +278,11 @@ def _reduction_tiling(kernel: KernelPlan, target: Target, bits: int) -> Tiling:
     persistent_limit = 64 if outer_contiguous else target.persistent_limit
     online = online_softmax_pairs(kernel)
     if row <= persistent_limit:
-        alternatives = ("looped",) if row > 1024 and not outer_contiguous else ()
+        alternatives = ("looped",) if (row > 1024 and not outer_contiguous) or \
+            not is_static(kernel.inner_sizes) else ()
         return Tiling("reduction", strategy="persistent", alternatives=alternatives,
-                      outer_contiguous=outer_contiguous, index_bits=bits, online=online)
+                      outer_contiguous=outer_contiguous, index_bits=bits, online=online,
+                      row_limit=0 if is_static(kernel.inner_sizes) else persistent_limit)
     return Tiling("reduction", strategy="looped", outer_contiguous=outer_contiguous,
                   index_bits=bits, online=online)
 

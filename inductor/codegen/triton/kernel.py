@@ -16,6 +16,12 @@ the scratch memory each needs:
 
 Names inside a function depend only on its content, so identical kernels (repeated layers)
 print identically and share one compilation.
+
+Over symbolic sizes (issue 23) the plan's extents and indices hold the graph's size symbols:
+each function takes them after its buffer pointers as int64 arguments (`s0: tl.int64`,
+never specialised by Triton, so one compilation serves every size), every axis whose extent
+is symbolic keeps its mask, and the runtime computes the grid per call
+(`runtime/triton_sizes.py`). A plan without symbols prints exactly as before.
 """
 from __future__ import annotations
 
@@ -33,10 +39,13 @@ from inductor.codegen.triton.reductions import (Accumulator, OnlineSoftmax, Shar
                                                  identity_lanes, result_dtype, row_mean,
                                                  whole_row)
 from inductor.ir.ops import use_handler
-from inductor.ir.symbols import simplify_index, substitute
+from inductor.ir.symbols import simplify_index, size_symbols, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
 
 NAME = "KERNEL_NAME"     # placeholder for the function name in `KernelFunction.text`
+SIZES = "SIZE_PARAMETERS"   # placeholder for the size parameters of a symbolic plan
+# Names the shape environment gives size symbols (`s0`; unbacked `u0`)
+SIZE_NAME = re.compile(r"[su][0-9]+")
 
 
 @dataclasses.dataclass
@@ -65,6 +74,8 @@ class LaunchSpec:
     status: bool = False    # the functions report errors through a status word
     even: tuple = ()        # blocks that must divide their extent: their axis has no mask
     programmatic: bool = False  # launched with `launch_pdl` (each function waits first)
+    # symbolic row: the longest a persistent block takes (`Tiling.row_limit`; 0: no limit)
+    row_limit: int = dataclasses.field(default=0, repr=False)
 
 
 class Lines:
@@ -91,16 +102,31 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 LANE_NAMES = {f"{axis}{suffix}": axis for axis in "yxrs" for suffix in ("index", "mask")}
 
 
-def _divisible(extent: int) -> bool:
-    """Whether every power-of-two block up to min(extent, EVEN_EXTENT) divides `extent`."""
+def _divisible(extent) -> bool:
+    """Whether every power-of-two block up to min(extent, EVEN_EXTENT) divides `extent` (never
+    for a symbolic extent: its axis keeps its mask)."""
+    if not isinstance(extent, int):
+        return False
     return extent > 0 and (extent & (extent - 1) == 0 or extent % EVEN_EXTENT == 0)
 
 
-def _product(sizes) -> int:
+def _product(sizes):
+    """The product of `sizes`: an int, or a sympy expression where a size is symbolic."""
     result = 1
     for size in sizes:
-        result *= int(size)
+        if isinstance(size, sympy.Basic) and not size.is_Integer:
+            result = sympy.sympify(result) * size
+        else:
+            result *= int(size)
     return result
+
+
+def size_text(size) -> str:
+    """An extent as Triton text: an int as itself, a symbolic one parenthesised."""
+    if isinstance(size, int) or (isinstance(size, sympy.Basic) and size.is_Integer):
+        return str(int(size))
+    text = index_text(size)
+    return text if IDENTIFIER.fullmatch(text) else f"({text})"
 
 
 class TritonKernel:
@@ -123,6 +149,8 @@ class TritonKernel:
                          for position, name in enumerate(self.arguments())}
         self.local_names = {member.name: f"m{position}"
                             for position, member in enumerate(plan.members())}
+        # the size symbols the functions take (`functions` adds any a body printed)
+        self.size_names = [symbol.name for symbol in plan.size_symbols()]
         self.spec = self._launch_spec()
         self.spec.programmatic = self.wait_for_prior
         self.extents: Optional[dict] = None   # buffer -> elements it spans (bounds.py)
@@ -150,7 +178,25 @@ class TritonKernel:
 
     def functions(self) -> list[KernelFunction]:
         """The functions of this plan (two for a split reduction; a persistent reduction
-        with a looped alternative also gets the looped one)."""
+        with a looped alternative also gets the looped one). Over symbolic sizes, every
+        function takes the same size parameters: the plan's symbols and any other one a
+        body printed (a bound of an indirect index), sorted by name."""
+        found = self._functions()
+        if not self.size_names:
+            return found
+        names = set(self.size_names)
+        for function in found:
+            names |= {token for token in IDENTIFIER.findall(function.text)
+                      if SIZE_NAME.fullmatch(token)}
+        self.size_names = sorted(names)
+        parameters = ", ".join(f"{name}: tl.int64" for name in self.size_names)
+        unspecialised = ", ".join(f'"{name}"' for name in self.size_names)
+        for function in found:
+            function.text = function.text.replace(SIZES, parameters).replace(
+                "@triton.jit\n", f"@triton.jit(do_not_specialize=[{unspecialised}])\n", 1)
+        return found
+
+    def _functions(self) -> list[KernelFunction]:
         tiling = self.tiling
         if tiling.kind == "pointwise":
             return [self._function("main", self._pointwise, ["XBLOCK"])]
@@ -180,14 +226,15 @@ class TritonKernel:
             return spec
         rnumel = _product(plan.inner_sizes)
         spec = LaunchSpec("reduction", xnumel, rnumel=rnumel,
-                          outer_contiguous=tiling.outer_contiguous, strategy=tiling.strategy)
+                          outer_contiguous=tiling.outer_contiguous, strategy=tiling.strategy,
+                          row_limit=tiling.row_limit)
         if tiling.strategy == "split":
             spec.kind, spec.split = "split", tiling.split
             spec.chunk = -(-rnumel // tiling.split)
             for accumulator in self._accumulators(plan.stages[0].members):
                 spec.workspaces += [dtype for _name, dtype in accumulator.variables()]
             row_even = _divisible(spec.chunk) and spec.chunk * spec.split == rnumel
-        elif rnumel & (rnumel - 1) == 0:
+        elif isinstance(rnumel, int) and rnumel & (rnumel - 1) == 0:
             row_even = True      # a persistent block is the row itself
         else:
             row_even = _divisible(rnumel) and "persistent" not in \
@@ -199,7 +246,8 @@ class TritonKernel:
     def _function(self, role: str, body, blocks: list) -> KernelFunction:
         self._reset()
         extra = body()
-        parameters = [self.pointers[name] for name in self.arguments()] + list(extra or [])
+        parameters = [self.pointers[name] for name in self.arguments()] + \
+            ([SIZES] if self.size_names else []) + list(extra or [])
         if self.checks:  # every function takes the status word, used or not
             parameters.append("status_pointer")
             self.spec.status = True
@@ -352,31 +400,28 @@ class TritonKernel:
 
     def _decompose(self, index: str, variables: list, sizes: list, axis: str) -> None:
         """Define each loop variable of `variables` from the flat `index`."""
-        stride = _product(sizes)
+        strides = _strides(sizes)
         for position, (symbol, size) in enumerate(zip(variables, sizes)):
-            stride //= int(size) or 1   # a zero-size loop (no element): the grid is empty
+            stride = strides[position]
             if len(variables) == 1:
                 text = index
             elif position == 0:
-                text = f"{index} // {stride}"
+                text = f"{index} // {size_text(stride)}"
             elif stride == 1:
-                text = f"{index} % {size}"
+                text = f"{index} % {size_text(size)}"
             else:
-                text = f"({index} // {stride}) % {size}"
+                text = f"({index} // {size_text(stride)}) % {size_text(size)}"
             self.add_line(f"{symbol.name} = {text}")
             self.axes[symbol] = axis
         if len(variables) > 1:
             flat = sympy.Symbol(index, integer=True, nonnegative=True)
             self.axes[flat] = axis
-            strides, stride = {}, _product(sizes)
-            for symbol, size in zip(variables, sizes):
-                stride //= int(size) or 1
-                strides[symbol] = sympy.Integer(stride)
-            self.flat_indices.append((flat, strides))
+            self.flat_indices.append((flat, {symbol: sympy.sympify(stride) for symbol, stride
+                                             in zip(variables, strides)}))
 
     def _x_axis(self, shape: str) -> None:
         plan = self.plan
-        self.add_line(f"xnumel = {_product(plan.outer_sizes)}",
+        self.add_line(f"xnumel = {size_text(_product(plan.outer_sizes))}",
                       f"xoffset = {self._program_offset(0, 'XBLOCK')}",
                       f"xindex = xoffset + tl.arange(0, XBLOCK){shape}",
                       "xmask = xindex < xnumel")
@@ -478,8 +523,8 @@ class TritonKernel:
         plan, split = self.plan, self.tiling.y_loops
         variables, sizes = plan.outer_vars(), plan.outer_sizes
         self.scope_axes = ("y", "x")
-        self.add_line(f"ynumel = {_product(sizes[:split])}",
-                      f"xnumel = {_product(sizes[split:])}",
+        self.add_line(f"ynumel = {size_text(_product(sizes[:split]))}",
+                      f"xnumel = {size_text(_product(sizes[split:]))}",
                       f"yoffset = {self._program_offset(1, 'YBLOCK')}",
                       "yindex = yoffset + tl.arange(0, YBLOCK)[:, None]",
                       "ymask = yindex < ynumel",
@@ -495,7 +540,7 @@ class TritonKernel:
     # -- persistent reductions ---------------------------------------------------------------
     def _persistent(self):
         self._x_axis("[:, None]")
-        self.add_line(f"rnumel = {_product(self.plan.inner_sizes)}")
+        self.add_line(f"rnumel = {size_text(_product(self.plan.inner_sizes))}")
         self._r_axis()
         handler = self._handler()
         sources = {member.name: member.node.buffer.data.reduction_type
@@ -519,14 +564,14 @@ class TritonKernel:
                     sources[member.shares], f"{self.local_names[member.shares]}_value")
                 self.add_line(*whole_row(data.reduction_type, dtype, value, mask,
                                          self._reduction_index(member),
-                                         _product(self.plan.inner_sizes), result,
+                                         size_text(_product(self.plan.inner_sizes)), result,
                                          shared or None))
                 self._result(member, dtype, handler)
 
     # -- looped reductions -------------------------------------------------------------------
     def _looped(self):
         self._x_axis("[:, None]")
-        self.add_line(f"rnumel = {_product(self.plan.inner_sizes)}")
+        self.add_line(f"rnumel = {size_text(_product(self.plan.inner_sizes))}")
         outer_handler = self._handler()
         for stage in self.plan.stages:
             if stage.kind == "outer":
@@ -540,7 +585,7 @@ class TritonKernel:
 
     def _open_row_loop(self, end: Optional[str] = None, base: str = "roffset",
                        limit=None) -> None:
-        end = end or str(_product(self.plan.inner_sizes))
+        end = end or size_text(_product(self.plan.inner_sizes))
         self.add_line(f"for roffset in range(0, {end}, RBLOCK):")
         self.lines.depth += 1
         self._r_axis(base, limit)
@@ -650,6 +695,20 @@ class TritonKernel:
             for member in stage.members:
                 self._compute_and_store(member, handler)
         return self._workspace_names()
+
+
+def _strides(sizes: list) -> list:
+    """The step of each loop of a flat index over `sizes` (the last loop moves fastest): ints
+    for static sizes (a zero-size loop, whose grid is empty, keeps the others' steps), sympy
+    products where a later size is symbolic."""
+    product = _product(sizes)
+    if isinstance(product, int):
+        strides, stride = [], product
+        for size in sizes:
+            stride //= int(size) or 1
+            strides.append(stride)
+        return strides
+    return [_product(sizes[position + 1:]) for position in range(len(sizes))]
 
 
 def _compute(dtype: torch.dtype) -> torch.dtype:

@@ -15,12 +15,15 @@ from inductor.codegen.triton.kernel import LaunchSpec, TritonKernel, _product
 from inductor.codegen.triton.expressions import triton_type
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import index_symbol
+from inductor.size_variants import NotSymbolic
 
 
 class TritonScatterKernel(TritonKernel):
     """Prints one scatter plan (same interface as `TritonKernel`)."""
 
     def _launch_spec(self) -> LaunchSpec:
+        if self.size_names:     # its loop variables are named `s0, s1, ...`: sizes' names
+            raise NotSymbolic("Triton scatter kernels over symbolic sizes are not generated")
         buffer = self.plan.node.buffer
         return LaunchSpec("scatter", _product(buffer.layout.size),
                           rnumel=_product(buffer.data.ranges))

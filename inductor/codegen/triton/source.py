@@ -4,7 +4,8 @@ functions.
 Input: a `GraphPlan` whose kernels carry a `tiling`. Output: a `TritonModule`: the module text
 (the prelude, then each distinct function once, named by a hash of its text so repeated
 layers share one function and one compilation) and, per kernel plan, a `TritonKernelSource`
-naming its functions, the graph buffers it takes, and its `LaunchSpec`.
+naming its functions, the graph buffers it takes, the size symbols it takes after them
+(graphs with symbolic sizes: the wrapper passes their values) and its `LaunchSpec`.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from inductor.codegen.triton.scatter import TritonScatterKernel
 from inductor.config import config
 from inductor.ir.nodes import ConstantBuffer, InputBuffer
 from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
+from inductor.size_variants import NotSymbolic
 
 
 @dataclasses.dataclass
@@ -33,6 +35,8 @@ class TritonKernelSource:
     functions: list             # KernelFunction, named
     spec: LaunchSpec
     in_place: list              # positions of arguments the kernel both reads and writes
+    size_symbols: list = dataclasses.field(default_factory=list)  # names, after the buffers
+    size_hints: dict = dataclasses.field(default_factory=dict)    # name -> example value
 
     def source(self) -> str:
         """The text of this kernel's functions (the autotuning cache key hashes it)."""
@@ -61,9 +65,14 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
     graph's (default: that of its first input or buffer), where every kernel argument must
     live (else `codegen/devices.py`'s `DeviceMismatch`, at compile time)."""
     device = device if device is not None else graph_device(plan)
+    symbolic = bool(plan.size_hints)
+    if symbolic and config.bounds_check:
+        raise NotSymbolic("bounds mode (JIT_BOUNDS_CHECK) over symbolic sizes")
     extents = buffer_extents(plan)
     kernels, texts = [], {}
     inputs = {name for name, buffer in plan.buffers.items() if isinstance(buffer, InputBuffer)}
+    bound = {symbol.name for symbol in plan.symbol_bindings}
+    hints = {symbol.name: int(value) for symbol, value in plan.size_hints.items()}
     for position, step in enumerate(plan.steps):
         if not isinstance(step, KernelPlan):
             continue
@@ -81,8 +90,13 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
         # per candidate on the GPU).
         in_place = [index for index, name in enumerate(arguments)
                     if name in step.stores and (name in step.loads or name in inputs)]
+        unbound = [name for name in printer.size_names if name not in bound]
+        if unbound:
+            raise NotSymbolic(f"kernel {step.name} prints size symbols the wrapper cannot "
+                              f"bind from the inputs: {', '.join(unbound)}")
         kernels.append(TritonKernelSource(step.name, position, arguments, functions,
-                                          printer.spec, in_place))
+                                          printer.spec, in_place, list(printer.size_names),
+                                          {name: hints.get(name, 1) for name in printer.size_names}))
     written = frozenset(name for step in plan.kernels() for name in step.stores)
     check_kernel_arguments(plan, device, [(kernel.plan_name, kernel.arguments)
                                           for kernel in kernels], written)

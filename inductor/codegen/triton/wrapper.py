@@ -5,9 +5,13 @@ and logs) and the function compiled from it. It is `codegen/wrapper.py`'s wrappe
 allocated with `empty_strided` on the kernels' device, dead buffers reused, library calls
 and fallbacks through ATen, frees at last use) with each kernel step a launcher call, which
 runs on the current stream. A 0-d CPU buffer a kernel reads (eager reads one beside GPU
-tensors as a scalar) is copied to the GPU before its first launch.
+tensors as a scalar) is copied to the GPU before its first launch. A kernel over symbolic sizes also takes the
+values of its size symbols after its buffers; the wrapper binds them from the inputs at the
+top of each call (`s0 = arg0.shape[0]`, the symbolic-plan contract).
 """
 from __future__ import annotations
+
+from typing import Optional
 
 from inductor.codegen.devices import host_scalar_argument
 from inductor.codegen.wrapper import WrapperWriter
@@ -17,10 +21,12 @@ from inductor.schedule.plans import GraphPlan
 class TritonWrapperWriter(WrapperWriter):
     """Writes kernel steps as calls of their launchers."""
 
-    def __init__(self, plan: GraphPlan, launchers: dict, arguments: dict):
+    def __init__(self, plan: GraphPlan, launchers: dict, arguments: dict,
+                 sizes: Optional[dict] = None):
         super().__init__(plan, [], [])
         self.launchers = launchers      # step index -> Launcher
         self.arguments = arguments      # step index -> graph buffer names
+        self.size_arguments = sizes or {}   # step index -> size symbol names it takes
         self._copied: set = set()       # 0-d CPU buffers copied to the device (`_on_device`)
 
     def _write_body(self) -> str:
@@ -36,7 +42,8 @@ class TritonWrapperWriter(WrapperWriter):
         launcher = f"launch{len(self.globals)}"
         self.globals[launcher] = self.launchers[position]
         names = [self._on_device(name, self.launchers[position].device)
-                 for name in self.arguments[position]]
+                 for name in self.arguments[position]] + \
+            list(self.size_arguments.get(position) or getattr(self.launchers[position], "size_names", ()))
         self.lines.append(f"    {launcher}({', '.join(names)})  # {step.name}")
         return position
 
@@ -54,9 +61,10 @@ class TritonWrapperWriter(WrapperWriter):
         return f"{name}_on_device"
 
 
-def generate(plan: GraphPlan, launchers: dict, arguments: dict):
-    """(wrapper source, the `call` function compiled from it)."""
-    writer = TritonWrapperWriter(plan, launchers, arguments)
+def generate(plan: GraphPlan, launchers: dict, arguments: dict, sizes: Optional[dict] = None):
+    """(wrapper source, the `call` function compiled from it); `sizes`: step index -> the
+    size symbols its kernel takes after its buffers."""
+    writer = TritonWrapperWriter(plan, launchers, arguments, sizes)
     source = writer.write()
     namespace = dict(writer.globals)
     exec(compile(source, "<framejit triton wrapper>", "exec"), namespace)

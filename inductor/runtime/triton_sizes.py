@@ -1,0 +1,112 @@
+"""Launching Triton kernels over symbolic sizes (issue 23): one launcher per size bucket.
+
+Input: a kernel's functions and its `LaunchSpec`, whose extents (`xnumel`, `ynumel`,
+`rnumel`) are sympy expressions in the graph's size symbols, and the example call's sizes
+(`GraphPlan.size_hints`). Output: a `SizedLauncher`, called by the wrapper with the kernel's
+buffers, then one int per size symbol (`KernelPlan.size_symbols()` order).
+
+Per call it evaluates the extents from the sizes, returns without launching where the grid
+is empty (a size 0), and hands the call to the `Launcher` of the extents' size bucket: the
+next power of two of each symbolic extent. Block sizes, the persistent-or-looped choice and
+autotuning depend on the bucket only (every candidate masks the symbolic axes, so it is
+right for any size in it): two sizes in one bucket tune once, and the record on disk is
+keyed by the bucket. At most `TUNED_BUCKETS` buckets per kernel are timed; later buckets
+launch their first candidate untimed (counted in `untuned_buckets`, logged once).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+
+import sympy
+
+from inductor.runtime import triton_autotune as autotune
+from inductor.runtime.triton_launch import Launcher
+
+log = logging.getLogger("framejit.inductor")
+
+TUNED_BUCKETS = 16      # size buckets timed per kernel (docs/triton.md, "Symbolic sizes")
+EXTENTS = ("xnumel", "ynumel", "rnumel")
+
+
+def bucket_value(extent: int) -> int:
+    """The bucket of one extent: its next power of two (0 stays 0: nothing launches)."""
+    return 0 if extent <= 0 else autotune.power_of_two(extent)
+
+
+def extent_function(spec, names: list):
+    """A function of the size values (named `names`, in order) returning (xnumel, ynumel,
+    rnumel) as ints. The expressions hold products, sums and the loop IR's `FloorDiv` /
+    `ModularIndexing`, printed as Python integer arithmetic."""
+    from inductor.codegen.expressions import index_text
+
+    texts = [index_text(sympy.sympify(getattr(spec, field)), "//") for field in EXTENTS]
+    source = f"lambda {', '.join(names) or '*_'}: ({', '.join(texts)},)"
+    return eval(compile(source, "<framejit launch extents>", "eval"))  # noqa: S307
+
+
+class SizedLauncher:
+    """Runs a kernel over symbolic sizes (see the module docstring). `make_launcher(spec)`
+    builds the `Launcher` of a bucket from that bucket's spec; `hints`: size name -> the
+    example call's value (the bucket whose functions compile ahead of the first call)."""
+
+    def __init__(self, source, make_launcher, hints: dict):
+        self.name = source.plan_name
+        self.symbolic_spec = source.spec
+        self.size_names = list(source.size_symbols)     # names, in argument order
+        self.buffer_count = len(source.arguments)
+        self.extents = extent_function(source.spec, self.size_names)
+        self.symbolic_axes = [position for position, field in enumerate(EXTENTS)
+                              if not sympy.sympify(getattr(source.spec, field)).is_Integer]
+        self.make_launcher = make_launcher
+        self.launchers: dict = {}       # bucket -> Launcher
+        self.untuned_buckets = 0
+        self._creating = threading.Lock()
+        example = self.extents(*[hints.get(name, 1) for name in self.size_names])
+        self.example = self._launcher(self._bucket(example), example)
+
+    @property
+    def device(self):
+        return self.example.device
+
+    def compile_tasks(self) -> dict:
+        """The example bucket's compilations (other buckets compile on first use)."""
+        return self.example.compile_tasks()
+
+    def _bucket(self, extents: tuple) -> tuple:
+        return tuple(bucket_value(extents[axis]) for axis in self.symbolic_axes)
+
+    def bucket_spec(self, extents: tuple):
+        """The spec candidates are chosen from for the bucket of `extents`: each symbolic
+        extent replaced by its bucket value, so any size of the bucket gives the same."""
+        values = {EXTENTS[axis]: max(1, bucket_value(extents[axis]))
+                  for axis in self.symbolic_axes}
+        return dataclasses.replace(self.symbolic_spec, **values)
+
+    def _launcher(self, bucket: tuple, extents: tuple) -> Launcher:
+        with self._creating:
+            launcher = self.launchers.get(bucket)
+            if launcher is None:
+                launcher = self.make_launcher(self.bucket_spec(extents))
+                tuned = sum(1 for known in self.launchers.values() if known.tuned_here)
+                launcher.tuned_here = launcher.choice is None
+                if launcher.tuned_here and tuned >= TUNED_BUCKETS:
+                    if not self.untuned_buckets:
+                        log.warning("Triton kernel %s: %d size buckets tuned (TUNED_BUCKETS); "
+                                    "further buckets launch untimed configurations",
+                                    self.name, tuned)
+                    self.untuned_buckets += 1
+                    launcher.choice, launcher.tuned_here = launcher.candidates[0], False
+                self.launchers[bucket] = launcher
+            return launcher
+
+    def __call__(self, *arguments) -> None:
+        extents = self.extents(*arguments[self.buffer_count:])
+        if extents[0] == 0 or extents[1] == 0:      # an empty grid: nothing to launch
+            return
+        bucket = self._bucket(extents)
+        launcher = self.launchers.get(bucket)
+        if launcher is None:
+            launcher = self._launcher(bucket, extents)
+        launcher._call(*arguments, *extents)

@@ -128,3 +128,16 @@ def test_readme_use_block_compiles_what_it_says(capsys):
     torch.testing.assert_close(namespace["step"](x, w), expected)
     import dynamo
     assert dynamo.is_jitted(namespace["step"]) and dynamo.is_jitted(namespace["fast"])
+
+
+def test_the_demos_graph_break_part(capsys):
+    """`python -m benchmarks.demo` (the README's first command) ends with a program with a graph
+    break, its explain() and the hint applied: cheap enough to run here (the speed part is not)."""
+    from benchmarks import demo
+
+    demo.show_graph_break()
+    printed = capsys.readouterr().out
+    assert "framejit explain: 2 graph(s), 1 graph break(s)" in printed
+    assert "GB003 tensor to Python value at demo.py:" in printed
+    assert "hint: keep the value as a 0-d tensor" in printed
+    assert printed.rstrip().endswith("framejit explain: 1 graph(s), 0 graph break(s)")

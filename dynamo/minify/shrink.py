@@ -47,6 +47,13 @@ class Case:
     def input_list(self) -> list:
         return [self.inputs[node.name] for node in self.graph.nodes if node.op == "placeholder"]
 
+    def size(self) -> tuple:
+        """What shrinking lowers, most important first: nodes, outputs, inputs, input
+        elements, keyword arguments."""
+        keywords = sum(len(node.kwargs) for node in self.graph.nodes if node.op in COMPUTE)
+        return (self.node_count(), len(_output_names(self)), len(self.inputs),
+                self.input_elements(), keywords)
+
     def input_elements(self) -> int:
         return sum(value.numel() for value in self.inputs.values()
                    if isinstance(value, torch.Tensor))
@@ -65,8 +72,8 @@ def minimize(case: Case, signature: str, check: Callable[[Case], Optional[str]],
     while improved and checks < budget:
         improved = False
         for step, candidate in candidates(current):
-            if not _runs_eagerly(candidate):
-                continue
+            if candidate.size() >= current.size() or not _runs_eagerly(candidate):
+                continue  # only strictly smaller candidates: the search cannot cycle
             checks += 1
             if check(candidate) == signature:
                 current, improved = candidate, True

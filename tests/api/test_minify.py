@@ -58,6 +58,15 @@ def raises_when_run_after_relu(gm, example_inputs):
     return gm.forward
 
 
+def drops_writes(gm, example_inputs):
+    """Runs in-place tensor methods out of place: the writes into inputs are lost."""
+    for node in gm.graph.nodes:
+        if node.op == "call_method" and node.target in ("add_", "mul_"):
+            node.target = node.target[:-1]
+    gm.recompile()
+    return gm.forward
+
+
 def correct(gm, example_inputs):
     return gm.forward
 
@@ -224,6 +233,43 @@ def test_a_graph_raising_when_it_runs_ends_the_script_and_is_shrunk(folder, caps
     assert sorted(compute_targets(repro_graph(out))) == ["add", "relu", "sum"]  # both live
     failure = check_with(out, "raises_when_run_after_relu", folder)
     assert failure.signature == "error:FloatingPointError", failure
+    assert check_with(out, "correct", folder) is None
+
+
+MUTATING = '''
+import os
+import sys
+
+import torch
+
+import dynamo
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import planted_minify_backends as planted
+
+
+@dynamo.jit(backend=planted.drops_writes)
+def update(state, x):
+    y = torch.tanh(x) * 2
+    state.add_(y)
+    return y.sum() + 1
+
+
+if __name__ == "__main__":
+    state = torch.zeros(4, 3)
+    for _ in range(2):
+        update(state, torch.randn(4, 3))
+'''
+
+
+def test_a_lost_write_into_an_input_is_a_mismatch(folder, capsys):
+    script = folder / "mutating_script.py"
+    script.write_text(MUTATING)
+    out = folder / "repro_mutating.py"
+    assert minify(script, "--out", str(out), "--no-verify") == 0
+    assert "update graph 0 fails: input (after the call) 1" in capsys.readouterr().out
+    assert compute_targets(repro_graph(out)) == ["add_"]
+    assert check_with(out, "drops_writes", folder).signature == "mismatch"
     assert check_with(out, "correct", folder) is None
 
 

@@ -326,3 +326,34 @@ def test_jit_disable_environment_variable():
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "0", "1"]
+
+
+# -- a disabled function called from an inlined helper ---------------------------------------
+def _through_helper(x, function):
+    y = x.sin()
+    y = function(y)
+    return y.cos()
+
+
+def _outer(x, function):
+    return _through_helper(x + 1, function) - 1
+
+
+@pytest.mark.parametrize("function", [_eager_only, _by_compiler],
+                         ids=["dynamo.disable", "torch.compiler.disable"])
+def test_disabled_function_called_from_an_inlined_helper(function):
+    _INNER_BACKEND.__init__()
+    backend = Counting()
+    jitted = dynamo.jit(_outer, backend=backend)
+    x = torch.randn(3)
+    expected, expected_out = _printed(_outer, x, function)
+    for _ in range(2):
+        result, out = _printed(jitted, x, function)
+        torch.testing.assert_close(result, expected)
+        assert out == expected_out
+    assert len(backend.graphs) == 2  # x + 1, sin | cos, - 1
+    assert "tanh" not in str(backend.ops()) and "mul" not in str(backend.ops())
+    assert _INNER_BACKEND.graphs == []
+    report = dynamo.explain(_outer)(x, function)
+    (info,) = report.breaks
+    assert info.kind == breaks.DISABLED.id and "is marked" in info.reason

@@ -89,7 +89,8 @@ def _no_failing_graph(recording: Recording, options, arguments: list) -> int:
         for call in calls:
             say(f"{call.label}: {call.failure.detail}")
         say("no graph fails on its own: the difference is in capture, not in a backend "
-            "(try --backend eager, and dynamo.explain)")
+            "(try --backend eager, and dynamo.explain), unless the function changes Python "
+            "state (globals, counters) that its eager rerun then changed a second time")
         return 1
     say(f"no jitted graph or call failed ({options.check}): nothing to minify")
     return 0

@@ -10,8 +10,9 @@ While the script runs, `dynamo.jit` is replaced by a version that wraps the chos
 a `RecordingBackend`. That backend notes each graph and its example inputs, and the callable
 it returns runs the graph eagerly beside the compiled code on copies of every call's inputs,
 so a failure is pinned on one graph. A jitted function's call is also rerun eagerly (capture
-off, printed output swallowed) on deep copies of its arguments: a difference no graph shows
-is in capture, not in the backend.
+off, printed output swallowed, torch's and `random`'s generators reset) on deep copies of its
+arguments: a difference no graph shows is in capture, not in the backend, or comes from a
+side effect on Python state the rerun made a second time.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import copy
 import dataclasses
 import functools
 import io
+import random
 import runpy
 import sys
 import threading
@@ -161,7 +163,7 @@ def _compared_function(function: Callable, jitted: Callable, label: str,
         if getattr(_eager_reference, "active", False):
             return function(*args, **kwargs)  # inside another function's eager rerun
         arguments = _deep_copy((args, kwargs))
-        state = torch.get_rng_state()
+        state = (torch.get_rng_state(), random.getstate())
         try:
             result = jitted(*args, **kwargs)
         except Exception as error:
@@ -181,8 +183,9 @@ def _deep_copy(value):
 
 
 def _compare_call(eager, arguments, state, result, error, label, recording) -> None:
-    after = torch.get_rng_state()
-    torch.set_rng_state(state)
+    after = (torch.get_rng_state(), random.getstate())
+    torch.set_rng_state(state[0])
+    random.setstate(state[1])
     args, kwargs = arguments
     _eager_reference.active = True
     try:
@@ -192,7 +195,8 @@ def _compare_call(eager, arguments, state, result, error, label, recording) -> N
         expected, eager_error = None, caught
     finally:
         _eager_reference.active = False
-        torch.set_rng_state(after)
+        torch.set_rng_state(after[0])
+        random.setstate(after[1])
     failure = _call_failure(expected, eager_error, result, error)
     if failure is not None and not any(call.label == label for call in recording.calls):
         recording.calls.append(CallRecord(label, failure))

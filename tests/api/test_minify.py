@@ -273,11 +273,51 @@ def test_a_lost_write_into_an_input_is_a_mismatch(folder, capsys):
     assert check_with(out, "correct", folder) is None
 
 
+COUNTING = '''
+import torch
+
+import dynamo
+
+calls = 0
+
+
+@dynamo.jit(backend="eager")
+def counted(x):
+    global calls
+    calls += 1
+    return x + calls
+
+
+if __name__ == "__main__":
+    counted(torch.ones(3))
+'''
+
+
+def test_a_call_differing_from_its_eager_rerun_with_no_failing_graph(folder, capsys):
+    """The call-level check: no graph differs, the jitted call's result does (here because
+    the eager rerun bumps the counter a second time: the caveat the message names)."""
+    script = folder / "counting_script.py"
+    script.write_text(COUNTING)
+    assert minify(script, "--out", str(folder / "unused.py")) == 1
+    printed = capsys.readouterr().out
+    assert "1 graph(s) compiled, 0 failing" in printed, printed
+    assert "counted: output 0: values differ" in printed, printed
+    assert "the difference is in capture, not in a backend" in printed
+    assert "changed a second time" in printed
+    assert not (folder / "unused.py").exists()
+
+
 def test_a_mismatch_is_not_an_error(folder, capsys):
     script = write_script(folder, "sub_script_errors_only", "miscompiles_sub")
     assert minify(script, "--out", str(folder / "unused.py"), "--check", "error") == 0
     assert "nothing to minify" in capsys.readouterr().out
     assert not (folder / "unused.py").exists()
+
+
+def test_the_backend_option_replaces_each_jit_calls_backend(folder, capsys):
+    script = write_script(folder, "sub_script_as_eager", "miscompiles_sub")
+    assert minify(script, "--backend", "eager", "--out", str(folder / "unused.py")) == 0
+    assert "nothing to minify" in capsys.readouterr().out
 
 
 def test_a_script_that_fails_eagerly_too_has_nothing_to_minify(folder, capsys):

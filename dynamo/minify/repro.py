@@ -54,7 +54,8 @@ SCRIPT = {script!r}
 
 _MAKE_INPUT = '''
 
-def make_input(shape, stride, offset, dtype, requires_grad=False, storage=None, seed=0):
+def make_input(shape, stride, offset, dtype, requires_grad=False, storage=None, seed=0,
+               device="cpu"):
     """A tensor of the recorded layout: `storage` holds its storage's elements from offset 0
     (None: random numbers from `seed`)."""
     extent = offset + 1 + sum((size - 1) * step for size, step in zip(shape, stride)) \\
@@ -71,7 +72,7 @@ def make_input(shape, stride, offset, dtype, requires_grad=False, storage=None, 
             base = torch.randint(0, 2, (extent,), generator=generator).bool()
         else:
             base = torch.randint(-5, 6, (extent,), generator=generator).to(dtype)
-    value = base.as_strided(shape, stride, offset)
+    value = base.to(device).as_strided(shape, stride, offset)
     return value.detach().requires_grad_(True) if requires_grad else value
 '''
 
@@ -167,14 +168,14 @@ def _value_source(value, seed: int) -> str:
 
 def _tensor_source(value: torch.Tensor, seed: int) -> str:
     value = value.detach()
-    place = f".to({str(value.device)!r})" if value.device.type != "cpu" else ""
+    place = f", device={str(value.device)!r}" if value.device.type != "cpu" else ""
     extent = storage_extent(value)
     storage = None
     if extent <= EMBEDDED_ELEMENTS and value.layout == torch.strided:
         storage = torch.as_strided(value, (extent,), (1,), 0).cpu().tolist()
     return (f"make_input({tuple(value.shape)}, {tuple(value.stride())}, "
             f"{value.storage_offset()}, torch.{str(value.dtype).split('.')[-1]}, "
-            f"{value.requires_grad}, {storage!r}, {seed}){place}")
+            f"{value.requires_grad}, {storage!r}, {seed}{place})")
 
 
 def _backend_source(backend: Callable, script: str) -> str:

@@ -247,14 +247,16 @@ def forget(helper: NativeHelper) -> None:
         _errors.pop(helper.module, None)
 
 
-def build_all(helpers: Optional[Sequence[NativeHelper]] = None) -> dict[str, str]:
+def build_all(helpers: Optional[Sequence[NativeHelper]] = None,
+              progress: bool = False) -> dict[str, str]:
     """Build every registered helper (or `helpers`) now, at once, and load each; module name
-    -> the path of its library, or `not built: <reason>`."""
+    -> the path of its library, or `not built: <reason>`. `progress`: the progress line on
+    stderr while compilers run (`python -m dynamo build`)."""
     helpers = registered() if helpers is None else list(helpers)
     with _lock:
         for helper in helpers:
             forget(helper)
-        _build(helpers, notice=False)
+        _build(helpers, notice=False, progress=progress)
         return {helper.module: library_path(helper) if load(helper) is not None
                 else f"not built: {_errors[helper.module]}" for helper in helpers}
 
@@ -262,7 +264,7 @@ def build_all(helpers: Optional[Sequence[NativeHelper]] = None) -> dict[str, str
 def main() -> int:
     """Build every registered helper, print each one's library (or why not); 0 if all built."""
     begun = time.perf_counter()
-    results = build_all()
+    results = build_all(progress=True)
     for name, result in results.items():
         print(f"{name}: {result}")
     failed = [name for name in results if name in _errors]
@@ -317,7 +319,7 @@ class _Build:
             self.lock.release()
 
 
-def _build(helpers: Sequence[NativeHelper], notice: bool) -> None:
+def _build(helpers: Sequence[NativeHelper], notice: bool, progress: bool = False) -> None:
     """Build the missing libraries of `helpers` concurrently, each under its folder's lock
     (taken in order, so that two processes building the same set never deadlock)."""
     started, begun = [], time.perf_counter()
@@ -326,7 +328,7 @@ def _build(helpers: Sequence[NativeHelper], notice: bool) -> None:
             build = _start(helper, notice and not started)
             if build is not None:
                 started.append(build)
-        if notice and started:
+        if (notice or progress) and started:
             show_progress(started, begun, sys.stderr)
     finally:
         for build in started:

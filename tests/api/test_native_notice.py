@@ -91,3 +91,12 @@ def test_nothing_when_already_built_or_built_ahead(tmp_path, monkeypatch):
     build.forget(tiny)  # as a new process would: on disk, not loaded
     assert build.load(tiny) is not None and os.path.exists(build.library_path(tiny))
     assert stream.getvalue() == ""
+
+
+def test_python_m_dynamo_build_shows_progress_too(tmp_path, monkeypatch):
+    stream = io.StringIO()
+    monkeypatch.setattr(build.sys, "stderr", stream)
+    tiny = helper(tmp_path, "_cli", "gcc")
+    assert build.build_all([tiny], progress=True) == {tiny.module: build.library_path(tiny)}
+    assert re.fullmatch(r"framejit: built native helpers \(once per machine, \d+ s\): "
+                        r"tests_notice\._cli done in [0-9.]+ s\n", stream.getvalue())

@@ -15,6 +15,9 @@ step size and bias correction) are 0-d float64 inputs, and the op taking them is
 rounding is eager's: `p.add_(g, alpha=s)` is `p.addcmul_(g, s)` (one fused multiply-add) and
 `p.addcdiv_(a, d, value=s)` is `p.add_(a * s / d)` on CPU, where the kernel computes
 `p + s * a / d`; on CUDA the kernel computes `p + s * (a / d)`, written `p.addcmul_(a / d, s)`.
+On CUDA, where the foreach functions have kernels of their own, two of them round otherwise
+than the per-tensor ops (`_Ops.divide`, `_Ops.add_square_scaled_`). The CPU forms are tested
+bit for bit here; the CUDA forms follow the kernels' source and await a GPU run.
 """
 from __future__ import annotations
 
@@ -59,6 +62,27 @@ class _Ops:
     def add_scaled_(self, target, tensor, scalar):
         """`target.add_(tensor, alpha=scalar)`: one fused multiply-add, as addcmul's."""
         return self.method(target, "addcmul_", tensor, self.near(scalar, target))
+
+    def divide(self, tensor, scalar, foreach: bool):
+        """`tensor / scalar` (a Python float in eager). CUDA's kernel multiplies by the
+        scalar's reciprocal (computed in the op's math type) when the divisor is a CPU scalar;
+        the CUDA foreach kernel divides."""
+        if tensor.example.device.type == "cpu":
+            return self.method(tensor, "div", scalar)
+        if foreach:
+            return self.method(tensor, "div", self.near(scalar, tensor))
+        math = torch.float64 if tensor.example.dtype == torch.float64 else torch.float32
+        reciprocal = self.method(self.method(scalar, "to", math), "reciprocal")
+        return self.method(tensor, "mul", reciprocal)
+
+    def add_square_scaled_(self, target, tensor, value: float, foreach: bool):
+        """`target.addcmul_(tensor, tensor, value=value)`: the kernel computes
+        `target + value * tensor * tensor`; CUDA's foreach kernel `target + value * (tensor *
+        tensor)`, written `target.add_(tensor * tensor, alpha=value)`."""
+        if foreach and target.example.device.type != "cpu":
+            square = self.method(tensor, "mul", tensor)
+            return self.method(target, "add_", square, alpha=value)
+        return self.method(target, "addcmul_", tensor, tensor, value=value)
 
     def add_quotient_scaled_(self, target, numerator, denominator, scalar):
         """`target.addcdiv_(numerator, denominator, value=scalar)`."""
@@ -198,13 +222,13 @@ class AdamUpdate:
                                                     options["weight_decay"]))
         lr = traced.scalar(functools.partial(_lr, group)) if capturable else None
         for entry in entries:
-            _adam_moments(ops, entry, options, decay, decoupled)
+            _adam_moments(ops, entry, options, decay, decoupled, foreach)
             if capturable and foreach:
                 _capturable_foreach_update(ops, entry, options, lr)
             elif capturable:
                 _capturable_update(ops, entry, options, lr)
             else:
-                _update(ops, traced, group, entry, options)
+                _update(ops, traced, group, entry, options, foreach)
 
 
 def _check_capturable(entry: ParamEntry, capturable: bool) -> None:
@@ -219,7 +243,8 @@ def _check_capturable(entry: ParamEntry, capturable: bool) -> None:
                           "a device eager refuses (it raises there)")
 
 
-def _adam_moments(ops: _Ops, entry: ParamEntry, options: dict, decay, decoupled: bool) -> None:
+def _adam_moments(ops: _Ops, entry: ParamEntry, options: dict, decay, decoupled: bool,
+                  foreach: bool) -> None:
     """`step_t += 1`, weight decay, then the first and second moments."""
     beta1, beta2 = options["betas"]
     grad = entry.grad if not options["maximize"] else ops.function(torch.neg, entry.grad)
@@ -231,7 +256,7 @@ def _adam_moments(ops: _Ops, entry: ParamEntry, options: dict, decay, decoupled:
             grad = ops.method(grad, "add", entry.param, alpha=options["weight_decay"])
     ops.method(entry.state["exp_avg"], "lerp_", grad, 1 - beta1)
     squares = ops.method(entry.state["exp_avg_sq"], "mul_", beta2)
-    ops.method(squares, "addcmul_", grad, grad, value=1 - beta2)
+    ops.add_square_scaled_(squares, grad, 1 - beta2, foreach)
 
 
 def _second_moment(ops: _Ops, entry: ParamEntry, options: dict):
@@ -244,7 +269,8 @@ def _second_moment(ops: _Ops, entry: ParamEntry, options: dict):
     return maximum
 
 
-def _update(ops: _Ops, traced, group: int, entry: ParamEntry, options: dict) -> None:
+def _update(ops: _Ops, traced, group: int, entry: ParamEntry, options: dict,
+            foreach: bool) -> None:
     """Not capturable: eager's float64 Python scalars, per param (its own step count)."""
     beta1, beta2 = options["betas"]
     dtype = entry.state["step"].example.dtype
@@ -254,7 +280,8 @@ def _update(ops: _Ops, traced, group: int, entry: ParamEntry, options: dict) -> 
                                                          beta1))
     correction2_sqrt = traced.scalar(functools.partial(_adam_correction2_sqrt, *where, beta2))
     root = ops.method(_second_moment(ops, entry, options), "sqrt")
-    denominator = ops.method(ops.method(root, "div", correction2_sqrt), "add_", options["eps"])
+    quotient = ops.divide(root, correction2_sqrt, foreach)
+    denominator = ops.method(quotient, "add_", options["eps"])
     ops.add_quotient_scaled_(entry.param, entry.state["exp_avg"], denominator,
                              negative_step_size)
 

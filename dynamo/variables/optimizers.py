@@ -46,7 +46,8 @@ from typing import Any, Callable, Optional
 import torch
 
 from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
-from dynamo.variables.base import NotConstant, Variable
+from dynamo.variables.attributes import preexisting_box
+from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.contexts import set_grad_enabled
 from dynamo.variables.tensor import TensorVariable
@@ -382,6 +383,9 @@ class TracedOptimizer:
         base = ObjectSource.of(maker, f"optimizer state maker {group_index}")
         examples = maker.make(param)   # what the compiled code will make: for the fakes
         self.record.made.add(id(param))
+        # the trace no longer knows `optimizer.state`'s entries: later reads break the graph
+        box = preexisting_box(self.tx, self.optimizer, self.source)
+        box.contents["state"] = StateMadeAtRunTime()
         return {name: self.tx.graph.add_input(example,
                                               NewStateSource(base, group_index, index, name))
                 for name, example in examples.items()}
@@ -439,6 +443,16 @@ class ParamStateSource(Source):
         optimizer = self.base.fetch(L, G)
         return optimizer.state.get(optimizer.param_groups[self.group]["params"][self.index]) \
             or {}
+
+
+@variable
+class StateMadeAtRunTime(Variable):
+    """`optimizer.state` read after a compiled step that makes state when the compiled code
+    runs: its entries are not known while tracing, so any use of it breaks the graph (the
+    base class refuses every operation)."""
+
+    def describe(self) -> str:
+        return "optimizer.state, read after a step() that creates state in the same graph"
 
 
 class StateMaker:

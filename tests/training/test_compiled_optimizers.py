@@ -364,3 +364,16 @@ def test_capturable_adam(backend, foreach, monkeypatch):
                             devices)
     run_differential(torch.optim.Adam, {"lr": 0.01, "capturable": True, "foreach": foreach,
                                         "amsgrad": True}, backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_state_read_after_the_step_that_makes_it(backend):
+    """The first step's state is made when the compiled code runs: a later read of
+    `opt.state` in the same function sees it (the read runs after a graph break)."""
+    seen = []
+
+    def program(optimizer):
+        optimizer.step()
+        seen.append(len(optimizer.state))
+    run_differential(torch.optim.Adam, {"lr": 0.01}, backend, program=program, steps=3)
+    assert seen == [3, 3, 3, 3, 3, 3]

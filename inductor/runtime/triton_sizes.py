@@ -46,6 +46,15 @@ def extent_function(spec, names: list):
     return eval(compile(source, "<framejit launch extents>", "eval"))  # noqa: S307
 
 
+def bucket_spec(spec, extents: tuple):
+    """The `LaunchSpec` candidates are chosen from for the bucket of `extents` (ints): each
+    symbolic extent of `spec` replaced by its bucket value, so every size of the bucket gives
+    the same candidates and the same tuning record."""
+    values = {field: max(1, bucket_value(extent)) for field, extent in zip(EXTENTS, extents)
+              if not sympy.sympify(getattr(spec, field)).is_Integer}
+    return dataclasses.replace(spec, **values)
+
+
 class SizedLauncher:
     """Runs a kernel over symbolic sizes (see the module docstring). `make_launcher(spec)`
     builds the `Launcher` of a bucket from that bucket's spec; `hints`: size name -> the
@@ -77,18 +86,11 @@ class SizedLauncher:
     def _bucket(self, extents: tuple) -> tuple:
         return tuple(bucket_value(extents[axis]) for axis in self.symbolic_axes)
 
-    def bucket_spec(self, extents: tuple):
-        """The spec candidates are chosen from for the bucket of `extents`: each symbolic
-        extent replaced by its bucket value, so any size of the bucket gives the same."""
-        values = {EXTENTS[axis]: max(1, bucket_value(extents[axis]))
-                  for axis in self.symbolic_axes}
-        return dataclasses.replace(self.symbolic_spec, **values)
-
     def _launcher(self, bucket: tuple, extents: tuple) -> Launcher:
         with self._creating:
             launcher = self.launchers.get(bucket)
             if launcher is None:
-                launcher = self.make_launcher(self.bucket_spec(extents))
+                launcher = self.make_launcher(bucket_spec(self.symbolic_spec, extents))
                 tuned = sum(1 for known in self.launchers.values() if known.tuned_here)
                 launcher.tuned_here = launcher.choice is None
                 if launcher.tuned_here and tuned >= TUNED_BUCKETS:

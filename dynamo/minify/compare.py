@@ -104,23 +104,24 @@ def _same_plain(want, got) -> bool:
         return type(want) is type(got)
 
 
-def error_fallbacks() -> int:
-    """Graphs inductor gave up on with a compiler error so far (0 if inductor is not loaded:
-    dynamo reaches inductor only through the backend registry)."""
-    module = sys.modules.get("inductor.runtime.fallbacks")
-    return module.total(["error"]) if module is not None else 0
-
-
-def _error_fallback_reasons(before: dict) -> list:
+def error_fallback_reasons(before: dict) -> list:
+    """inductor's compiler-error fallback reasons recorded since `before`
+    (a `fallback_counts()`)."""
     module = sys.modules.get("inductor.runtime.fallbacks")
     if module is None:
         return []
     return [reason for reason in module.since(before) if reason.startswith("error:")]
 
 
-def _fallback_counts() -> dict:
+def fallback_counts() -> dict:
+    """inductor's compiler-error fallbacks so far, by reason ({} if inductor is not loaded)."""
     module = sys.modules.get("inductor.runtime.fallbacks")
     return module.fallbacks(["error"]) if module is not None else {}
+
+
+def fallback_failure(reasons: list) -> Failure:
+    return Failure("error", "fallback:error",
+                   f"inductor gave the graph up with a compiler error: {reasons[0]}")
 
 
 def run_eager(gm: torch.fx.GraphModule, inputs: Sequence):
@@ -147,7 +148,7 @@ def check_graph(gm: torch.fx.GraphModule, inputs: Sequence, backend: Callable,
     expected, eager_error = run_eager(gm, eager_inputs)
     if eager_error is not None and eager_must_run:
         return None
-    before = _fallback_counts()
+    before = fallback_counts()
     compiled_inputs = [clone_value(value) for value in inputs]
     try:
         compiled = backend(gm, [clone_value(value) for value in inputs])
@@ -158,10 +159,9 @@ def check_graph(gm: torch.fx.GraphModule, inputs: Sequence, backend: Callable,
         actual, compiled_error = compiled(*compiled_inputs), None
     except Exception as error:  # noqa: BLE001
         actual, compiled_error = None, error
-    reasons = _error_fallback_reasons(before)
+    reasons = error_fallback_reasons(before)
     if reasons:
-        return Failure("error", "fallback:error",
-                       f"inductor gave the graph up with a compiler error: {reasons[0]}")
+        return fallback_failure(reasons)
     return compare_runs(expected, eager_error, actual, compiled_error,
                         eager_inputs, compiled_inputs)
 

@@ -32,7 +32,8 @@ import torch
 import dynamo.api
 from dynamo.backends import lookup_backend
 from dynamo.minify.compare import (Failure, clone_value, compare_runs, differences,
-                                   error_failure, error_fallbacks, run_eager)
+                                   error_failure, error_fallback_reasons, fallback_counts,
+                                   fallback_failure, run_eager)
 
 
 @dataclasses.dataclass
@@ -73,8 +74,8 @@ _eager_reference = threading.local()  # set while a jitted call is rerun eagerly
 class RecordingBackend:
     """Wraps a backend: records each graph, and checks each compiled call against eager."""
 
-    def __init__(self, inner: Callable, label: str, recording: Recording, check: str):
-        self.inner, self.label, self.recording, self.check = inner, label, recording, check
+    def __init__(self, inner: Callable, label: str, recording: Recording):
+        self.inner, self.label, self.recording = inner, label, recording
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs):
         number = sum(1 for graph in self.recording.graphs if graph.label.startswith(
@@ -84,16 +85,16 @@ class RecordingBackend:
                              [clone_value(_concrete(value)) for value in example_inputs],
                              self.inner)
         self.recording.graphs.append(record)
-        before = error_fallbacks()
+        before = fallback_counts()
         try:
             compiled = self.inner(gm, example_inputs)
         except Exception as error:
             record.failure = error_failure(error, "compiling the graph")
             raise  # dynamo runs the frame eagerly, as it would without the minifier
-        if error_fallbacks() > before:
-            record.failure = Failure("error", "fallback:error",
-                                     "inductor gave the graph up with a compiler error")
-        return functools.partial(_checked_call, compiled, record, self.check, before)
+        reasons = error_fallback_reasons(before)
+        if reasons:
+            record.failure = fallback_failure(reasons)
+        return functools.partial(_checked_call, compiled, record)
 
 
 def _concrete(value):
@@ -103,25 +104,24 @@ def _concrete(value):
     return value
 
 
-def _checked_call(compiled: Callable, record: GraphRecord, check: str, before: int, *args):
-    """Run the compiled graph on the real arguments and, the first times, eager beside it."""
+def _checked_call(compiled: Callable, record: GraphRecord, *args):
+    """Run the compiled graph on the real arguments and eager beside it on copies, until the
+    graph has failed once."""
     if record.failure is not None:
         return compiled(*args)  # one failure per graph is enough
     inputs = [clone_value(value) for value in args]
     state = torch.get_rng_state()
-    fallbacks_before = error_fallbacks()
+    fallbacks_before = fallback_counts()
     try:
         result, compiled_error = compiled(*args), None
     except Exception as error:  # noqa: BLE001  (compared with eager below, then re-raised)
         result, compiled_error = None, error
     after = torch.get_rng_state()
-    if record.failure is None:
-        if error_fallbacks() > fallbacks_before:  # compiled lazily, at its first call
-            record.inputs = inputs
-            record.failure = Failure("error", "fallback:error",
-                                     "inductor gave the graph up with a compiler error")
-        else:
-            _compare_with_eager(record, inputs, state, result, compiled_error, args)
+    reasons = error_fallback_reasons(fallbacks_before)  # compiled lazily, at its first call
+    if reasons:
+        record.inputs, record.failure = inputs, fallback_failure(reasons)
+    else:
+        _compare_with_eager(record, inputs, state, result, compiled_error, args)
     torch.set_rng_state(after)
     if compiled_error is not None:
         raise compiled_error
@@ -146,7 +146,7 @@ def recording_jit(recording: Recording, backend_override, check: str, original: 
         if mode not in (None, "default"):
             chosen = functools.partial(chosen, mode=mode)
         label = getattr(fn_or_module, "__qualname__", type(fn_or_module).__qualname__)
-        wrapped = RecordingBackend(chosen, label, recording, check)
+        wrapped = RecordingBackend(chosen, label, recording)
         jitted = original(fn_or_module, backend=wrapped, **options)
         if isinstance(fn_or_module, torch.nn.Module) or check == "error":
             return jitted

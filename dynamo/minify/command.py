@@ -6,7 +6,7 @@ eager: `record.py`), pick the first failing graph (frame level), shrink it (grap
 op level: `shrink.py`), write the repro (`repro.py`) and run it in a new process to confirm
 it shows the failure. Exit status 0: a repro that reproduces was written, or nothing failed
 ("nothing to minify"); 1: a failure was found that could not be made into a working repro
-(the reason is printed); 2: a bad command line.
+(the reason is printed); 2: a bad command line (or a `--graph` no failing graph has).
 """
 from __future__ import annotations
 
@@ -38,6 +38,9 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--check", choices=CHECKS, default="any",
                        help="error: the jitted run raises or inductor records a compiler "
                             "error; mismatch: results differ from eager; any: either")
+    parse.add_argument("--graph", default=None, metavar="LABEL",
+                       help="minimize this failing graph (as the output names it: "
+                            "'FUNCTION graph N') instead of the first")
     parse.add_argument("--budget", type=int, default=300,
                        help="at most this many candidate graphs are checked")
     parse.add_argument("--no-verify", action="store_true",
@@ -66,9 +69,15 @@ def main(argv: list) -> int:
     if recording.script_error is not None:
         error = recording.script_error
         say(f"the jitted run ended with {type(error).__name__}: {error}")
-    for record in failing[1:]:
-        say(f"also failing (not minimized): {record.label}: {record.failure.detail}")
-    return _minify_graph(failing[0], options)
+    chosen = [record for record in failing if options.graph in (None, record.label)]
+    if not chosen:
+        say(f"no failing graph is labelled {options.graph!r}; failing: "
+            + ", ".join(record.label for record in failing))
+        return 2
+    for record in failing:
+        if record is not chosen[0]:
+            say(f"also failing (not minimized): {record.label}: {record.failure.detail}")
+    return _minify_graph(chosen[0], options)
 
 
 def _no_failing_graph(recording: Recording, options, arguments: list) -> int:

@@ -195,6 +195,19 @@ def test_a_miscompiled_sub_shrinks_to_the_mul_and_sub(folder, capsys):
     assert "reproduced (the failure minimized): mismatch" in result.stdout
 
 
+def test_another_failing_graph_is_chosen_by_its_label(folder, capsys):
+    script = write_script(folder, "sub_script_third", "miscompiles_sub")
+    out = folder / "repro_sub_third.py"
+    assert minify(script, "--graph", "third graph 1", "--out", str(out), "--no-verify") == 0
+    printed = capsys.readouterr().out
+    assert "third graph 1 fails" in printed and "also failing (not minimized): second graph 1" \
+        in printed, printed
+    assert sorted(compute_targets(repro_graph(out))) == ["mul", "sub"]
+    assert check_with(out, "miscompiles_sub", folder).signature == "mismatch"
+    assert minify(script, "--graph", "first graph 0", "--no-verify") == 2
+    assert "no failing graph is labelled 'first graph 0'" in capsys.readouterr().out
+
+
 def test_a_backend_raising_on_cos_shrinks_to_the_cos(folder, capsys):
     script = write_script(folder, "cos_script", "raises_on_cos")
     out = folder / "repro_cos.py"

@@ -380,7 +380,7 @@ class TracedOptimizer:
         if maker is None:
             maker = StateMaker(self.optimizer, functools.partial(update.new_state, options))
             self.record.makers[key] = maker
-        base = ObjectSource.of(maker, f"optimizer state maker {group_index}")
+        base = ObjectSource.of(maker, f"optimizer state maker {id(maker):#x}")
         examples = maker.make(param)   # what the compiled code will make: for the fakes
         self.record.made.add(id(param))
         # the trace no longer knows `optimizer.state`'s entries: later reads break the graph
@@ -398,8 +398,9 @@ class TracedOptimizer:
         if table is None:
             table = self.record.tables[id(self.optimizer)] = StepScalars(self.optimizer)
         position = table.add(rule)
-        source = ItemSource(MethodCallSource(ObjectSource.of(table, "optimizer scalars"),
-                                             "values"), position)
+        # (sources compare by name: one name per table)
+        holder = ObjectSource.of(table, f"optimizer scalars {id(table):#x}")
+        source = ItemSource(MethodCallSource(holder, "values"), position)
         value = torch.scalar_tensor(rule(self.optimizer), dtype=torch.float64)
         return self.tx.graph.add_input(value, source)
 

@@ -407,3 +407,27 @@ def test_step_matches_eager_for_any_options(case, lr):
     counting = run_differential(cls, dict(options, lr=lr), "eager", steps=3,
                                 none=lambda step: (1,) if step == 0 else ())
     assert 1 <= len(counting.graphs) <= 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_optimizers_in_one_function(backend):
+    """Two optimizers (a GAN's pattern) stepping in one graph keep their own scalars and
+    state makers."""
+    def program(optimizers):
+        for optimizer in optimizers:
+            optimizer.step()
+    params, twins = make_params(), make_params()
+    pairs = [(torch.optim.Adam(params[:2], lr=0.01), torch.optim.Adam(twins[:2], lr=0.01)),
+             (torch.optim.SGD(params[2:], lr=0.1, momentum=0.9),
+              torch.optim.SGD(twins[2:], lr=0.1, momentum=0.9))]
+    counting = Counting(backend)
+    jitted = dynamo.jit(program, backend=counting)
+    for step in range(4):
+        set_grads(params, twins, step)
+        program([pair[1] for pair in pairs])
+        jitted([pair[0] for pair in pairs])
+        for optimizer, twin_optimizer in pairs:
+            assert_same(params, twins, optimizer, twin_optimizer, step)
+        pairs[1][0].param_groups[0]["lr"] *= 0.5
+        pairs[1][1].param_groups[0]["lr"] *= 0.5
+    assert len(counting.graphs) == 2

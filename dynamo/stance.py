@@ -55,7 +55,8 @@ def _set(stance: str) -> str:
     return previous
 
 
-class set_stance:
+def set_stance(stance: str = "default", *, skip_guard_eval_unsafe: bool = False,
+               force_backend: Optional[object] = None) -> "StanceSetting":
     """Set the stance of every jitted function: as a call, a context manager or a decorator.
 
         dynamo.set_stance("force_eager")         # from now on, until set again
@@ -70,20 +71,28 @@ class set_stance:
     "fail_on_recompile" (a call that would compile raises `RecompileError`, naming the
     function and the guard that failed). The stance is process-wide, as torch's is.
     """
+    if stance not in STANCES:
+        raise ValueError(f"unknown stance {stance!r}; expected one of {STANCES} "
+                         "(torch's 'eager_then_compile' and 'aot_eager_then_compile' "
+                         "are not supported)")
+    if skip_guard_eval_unsafe:
+        raise ValueError("skip_guard_eval_unsafe=True is not supported: framejit always "
+                         "checks every guard")
+    if force_backend is not None:
+        raise ValueError("force_backend is not supported: pass backend= to dynamo.jit")
+    return StanceSetting(stance, _set(stance))  # the call form takes effect at once, as torch's
 
-    def __init__(self, stance: str = "default", *, skip_guard_eval_unsafe: bool = False,
-                 force_backend: Optional[object] = None):
-        if stance not in STANCES:
-            raise ValueError(f"unknown stance {stance!r}; expected one of {STANCES} "
-                             "(torch's 'eager_then_compile' and 'aot_eager_then_compile' "
-                             "are not supported)")
-        if skip_guard_eval_unsafe:
-            raise ValueError("skip_guard_eval_unsafe=True is not supported: framejit always "
-                             "checks every guard")
-        if force_backend is not None:
-            raise ValueError("force_backend is not supported: pass backend= to dynamo.jit")
+
+set_stance._framejit_stance = True  # a call inside a jitted function: `dynamo.variables.disabled`
+
+
+class StanceSetting:
+    """What `set_stance(...)` returns: already in force; a `with` block or a decorated
+    function puts the previous stance back when it ends."""
+
+    def __init__(self, stance: str, previous: str):
         self.stance = stance
-        self.previous = _set(stance)  # the call form takes effect at once, as torch's does
+        self.previous = previous
 
     def __enter__(self) -> None:
         _set(self.stance)

@@ -5,7 +5,8 @@ Input: a real function the traced program calls, and its arguments. Output: a gr
 `torch._dynamo.disable` (read from the attributes torch 2.11-2.14 set on the wrapper they
 return, `_torchdynamo_disable` and friends; `torch._dynamo` is never imported), the variable
 of a `dynamo.disable()` scope object (entering it is the one break of a `with dynamo.disable():`
-block), or None for any other function.
+block), a graph break with a plain reason for `dynamo.set_stance(...)`, or None for any
+other function.
 
 At run time the break's call runs the function with capture off (`dynamo.driver` answers
 torch's wrapper frames with `hook.DISABLE`; `dynamo.disable` wrappers turn it off themselves).
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from dynamo.breaks import DISABLED, Unsupported
+from dynamo.breaks import DISABLED, UNSUPPORTED_CALL, Unsupported
 from dynamo.variables.base import Variable, variable
 
 
@@ -40,6 +41,9 @@ def disabled_call(function: Any, args: list, kwargs: dict) -> Optional[Variable]
             raise Unsupported(DISABLED, "dynamo.disable(...) applied inside a jitted function "
                               "(decorate the function where it is defined instead)")
         return DisableScopeVariable(function())
+    if attributes.get("_framejit_stance") is True:
+        raise Unsupported(UNSUPPORTED_CALL, "dynamo.set_stance(...) inside a jitted function "
+                          "runs eagerly; the new stance applies from the next frame on")
     if attributes.get("_framejit_disabled") is True:
         raise Unsupported(DISABLED, f"{_name(function)} is marked dynamo.disable")
     marks = torch_disable_marks(function)

@@ -163,3 +163,27 @@ def test_torch_compile_options_without_counterpart_name_the_accepted_keys():
     assert "recompile_limit" in message
     with pytest.raises(ValueError, match="give one or the other"):
         dynamo.jit(scaled, mode="reduce-overhead", options={"max_autotune": True})
+
+
+def _switches_stance(x):
+    y = x + 1
+    dynamo.set_stance("force_eager")
+    z = torch.sin(y) * 2
+    dynamo.set_stance("default")
+    return z - 1
+
+
+def test_set_stance_inside_a_jitted_function_is_a_plain_break():
+    x = torch.randn(3)
+    expected = _switches_stance(x)
+    backend = Counting()
+    jitted = dynamo.jit(_switches_stance, backend=backend)
+    for _ in range(2):
+        torch.testing.assert_close(jitted(x), expected)
+    assert stance.current() == "default"
+    assert len(backend.graphs) == 1  # x + 1; after the call the frame ran eagerly
+    report = dynamo.explain(_switches_stance)(x)
+    assert report.graph_break_count == 1
+    (info,) = report.breaks
+    assert "dynamo.set_stance(...) inside a jitted function runs eagerly" in info.reason
+    assert "framejit itself" not in str(report) and "__init__" not in info.reason

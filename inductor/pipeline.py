@@ -117,11 +117,9 @@ def _symbolic_or_per_size(gm: torch.fx.GraphModule, example_inputs: Sequence,
 
 
 def _refuse_symbolic_triton(example_inputs: Sequence, gm: torch.fx.GraphModule) -> None:
-    """The one place the Triton backend is kept off the symbolic path (until its kernels
-    take sizes as arguments: S2's part of issue 23)."""
-    if config.uses_triton(_device_of(example_inputs, gm)):
-        raise NotSymbolic("the Triton backend does not generate kernels over symbolic "
-                          "sizes yet")
+    """Where the Triton backend was kept off the symbolic path: its kernels now take sizes
+    as arguments (docs/triton.md, "Symbolic sizes"); what it cannot print yet (scatter
+    kernels, bounds mode) raises `NotSymbolic` from `codegen/triton` itself."""
 
 
 def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,

@@ -70,9 +70,11 @@ def kernel_source(compiled) -> str:
 
 
 def launchers(compiled) -> list:
-    """The kernel launchers of a compiled graph (found through its wrapper's globals)."""
+    """The kernel launchers of a compiled graph (found through its wrapper's globals; for a
+    kernel over symbolic sizes, the launcher of each size bucket met so far)."""
     from inductor.runtime.compiled_graph import CompiledGraph
     from inductor.runtime.triton_launch import Launcher
+    from inductor.runtime.triton_sizes import SizedLauncher
 
     seen, pending, found = set(), [compiled], []
     while pending:
@@ -86,8 +88,10 @@ def launchers(compiled) -> list:
             pending.append(value.compiled)
         globals_ = getattr(value, "__globals__", None)
         if globals_ is not None and "__builtins__" in globals_ and \
-                any(isinstance(item, Launcher) for item in globals_.values()):
+                any(isinstance(item, (Launcher, SizedLauncher)) for item in globals_.values()):
             found += [item for item in globals_.values() if isinstance(item, Launcher)]
+            found += [launcher for item in globals_.values() if isinstance(item, SizedLauncher)
+                      for launcher in item.launchers.values()]
         for cell in getattr(value, "__closure__", None) or ():
             pending.append(cell.cell_contents)
     return found

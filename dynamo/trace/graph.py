@@ -263,10 +263,20 @@ def _element_offsets(tensor: torch.Tensor) -> torch.Tensor:
                                            tensor.storage_offset())
 
 
+def _symbolic_geometry(tensor: torch.Tensor) -> bool:
+    """Whether a size, stride or the storage offset of `tensor` is a `torch.SymInt`."""
+    return any(isinstance(number, torch.SymInt) for number in
+               (*tensor.shape, *tensor.stride(), tensor.storage_offset()))
+
+
 def _share_elements(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether two views of one storage share an element (`x[:, 0]` and `x[:, 1]` do not:
     writing one while reading the other is what eager computes too). Large views are taken
-    to share (a graph break, never a wrong value)."""
+    to share (a graph break, never a wrong value), and so are views with symbolic sizes,
+    strides or offsets: an answer for the traced sizes need not hold for the others (and
+    concrete kernels refuse SymInts: program fuzzer seed 60167, `--dynamic true`)."""
+    if _symbolic_geometry(a) or _symbolic_geometry(b):
+        return True
     if a.numel() > 1 << 16 or b.numel() > 1 << 16:
         return True
     with torch._subclasses.fake_tensor.unset_fake_temporarily():

@@ -55,6 +55,39 @@ def _clone_tensor(value):
     return copy
 
 
+def clone_inputs(values: Sequence) -> list:
+    """Copies of a call's values (`clone_value`), where tensors that share a storage share one
+    copy of it, so a backend meets the same aliasing as in the program."""
+    extents: dict = {}
+    for value in values:
+        key = storage_key(value)
+        if key is not None:
+            extents[key] = max(extents.get(key, (0, value))[0], storage_extent(value)), value
+    bases = {key: torch.as_strided(value.detach(), (extent,), (1,), 0).clone()
+             for key, (extent, value) in extents.items()}
+    copies = []
+    for value in values:
+        key = storage_key(value)
+        if key is None:
+            copies.append(clone_value(value))
+            continue
+        copy = bases[key].as_strided(value.shape, value.stride(), value.storage_offset())
+        copies.append(copy.detach().requires_grad_(True) if value.requires_grad else copy)
+    return copies
+
+
+def storage_key(value):
+    """What tensors sharing one storage have in common (None: not a plain tensor with a
+    storage of its own)."""
+    if not isinstance(value, torch.Tensor) or _is_fake(value) \
+            or value.layout != torch.strided or value.is_quantized:
+        return None
+    storage = value.untyped_storage()
+    if storage.nbytes() == 0:
+        return None
+    return storage.data_ptr(), value.dtype, value.device
+
+
 def _is_fake(value) -> bool:
     return type(value).__name__ in ("FakeTensor", "FunctionalTensor") or value.is_meta
 
@@ -144,14 +177,14 @@ def check_graph(gm: torch.fx.GraphModule, inputs: Sequence, backend: Callable,
     differ (None: no difference). With `eager_must_run`, a graph eager cannot run is None
     (a shrinking step that broke the program, not the failure looked for)."""
     state = torch.get_rng_state()
-    eager_inputs = [clone_value(value) for value in inputs]
+    eager_inputs = clone_inputs(inputs)
     expected, eager_error = run_eager(gm, eager_inputs)
     if eager_error is not None and eager_must_run:
         return None
     before = fallback_counts()
-    compiled_inputs = [clone_value(value) for value in inputs]
+    compiled_inputs = clone_inputs(inputs)
     try:
-        compiled = backend(gm, [clone_value(value) for value in inputs])
+        compiled = backend(gm, clone_inputs(inputs))
     except Exception as error:  # noqa: BLE001  (the failure looked for)
         return error_failure(error, "compiling the graph")
     torch.set_rng_state(state)

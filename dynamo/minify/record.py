@@ -31,9 +31,9 @@ import torch
 
 import dynamo.api
 from dynamo.backends import lookup_backend
-from dynamo.minify.compare import (Failure, clone_value, compare_runs, differences,
-                                   error_failure, error_fallback_reasons, fallback_counts,
-                                   fallback_failure, run_eager)
+from dynamo.minify.compare import (Failure, clone_inputs, clone_value, compare_runs,
+                                   differences, error_failure, error_fallback_reasons,
+                                   fallback_counts, fallback_failure, run_eager)
 
 
 @dataclasses.dataclass
@@ -82,7 +82,7 @@ class RecordingBackend:
             self.label + " graph "))
         pristine = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))  # backends may edit gm
         record = GraphRecord(f"{self.label} graph {number}", pristine,
-                             [clone_value(_concrete(value)) for value in example_inputs],
+                             clone_inputs([_concrete(value) for value in example_inputs]),
                              self.inner)
         self.recording.graphs.append(record)
         before = fallback_counts()
@@ -109,7 +109,7 @@ def _checked_call(compiled: Callable, record: GraphRecord, *args):
     graph has failed once."""
     if record.failure is not None:
         return compiled(*args)  # one failure per graph is enough
-    inputs = [clone_value(value) for value in args]
+    inputs = clone_inputs(args)
     state = torch.get_rng_state()
     fallbacks_before = fallback_counts()
     try:
@@ -130,7 +130,7 @@ def _checked_call(compiled: Callable, record: GraphRecord, *args):
 
 def _compare_with_eager(record, inputs, state, result, compiled_error, args) -> None:
     torch.set_rng_state(state)
-    eager_inputs = [clone_value(value) for value in inputs]
+    eager_inputs = clone_inputs(inputs)
     expected, eager_error = run_eager(record.gm, eager_inputs)
     failure = compare_runs(expected, eager_error, result, compiled_error, eager_inputs, args)
     if failure is not None:

@@ -17,7 +17,7 @@ from typing import Callable
 
 import torch
 
-from dynamo.minify.compare import storage_extent
+from dynamo.minify.compare import storage_extent, storage_key
 from dynamo.minify.shrink import Case
 
 EMBEDDED_ELEMENTS = 4096
@@ -147,11 +147,40 @@ def _module_source(gm: torch.fx.GraphModule) -> str:
 
 
 def _inputs_source(case: Case) -> str:
-    lines = ["", "", "def make_inputs():", "    return ["]
-    for seed, value in enumerate(case.input_list()):
-        lines.append(f"        {_value_source(value, seed)},")
+    """`make_inputs()`: tensors sharing a storage are views of one made storage."""
+    values = case.input_list()
+    shared = _shared_storages(values)
+    lines = ["", "", "def make_inputs():"]
+    for number, (key, (extent, value)) in enumerate(shared.items()):
+        base = torch.as_strided(value.detach(), (extent,), (1,), 0)
+        lines.append(f"    storage{number} = {_tensor_source(base, 100 + number)}")
+    lines.append("    return [")
+    names = {key: f"storage{number}" for number, key in enumerate(shared)}
+    for seed, value in enumerate(values):
+        key = storage_key(value)
+        if key in names:
+            lines.append(f"        {_view_source(names[key], value)},")
+        else:
+            lines.append(f"        {_value_source(value, seed)},")
     lines.append("    ]")
     return "\n".join(lines) + "\n"
+
+
+def _shared_storages(values: list) -> dict:
+    """storage key -> (extent, a tensor) for storages two or more inputs share."""
+    found: dict = {}
+    for value in values:
+        key = storage_key(value)
+        if key is not None:
+            extent, count, _ = found.get(key, (0, 0, None))
+            found[key] = (max(extent, storage_extent(value)), count + 1, value)
+    return {key: (extent, value) for key, (extent, count, value) in found.items() if count > 1}
+
+
+def _view_source(storage: str, value: torch.Tensor) -> str:
+    view = (f"{storage}.as_strided({tuple(value.shape)}, {tuple(value.stride())}, "
+            f"{value.storage_offset()})")
+    return f"{view}.detach().requires_grad_(True)" if value.requires_grad else view
 
 
 def _value_source(value, seed: int) -> str:

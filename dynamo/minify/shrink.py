@@ -19,7 +19,7 @@ from typing import Callable, Iterator, Optional
 
 import torch
 
-from dynamo.minify.compare import clone_value
+from dynamo.minify.compare import clone_inputs, clone_value
 
 COMPUTE = ("call_function", "call_method", "call_module")
 
@@ -107,7 +107,7 @@ def node_values(case: Case) -> dict:
             found[node.name] = clone_value(value) if isinstance(value, torch.Tensor) else value
             return value
     try:
-        Recorder(case.module()).run(*[clone_value(value) for value in case.input_list()])
+        Recorder(case.module()).run(*clone_inputs(case.input_list()))
     except Exception:  # noqa: BLE001  (values after a failing node are unknown)
         pass
     return found
@@ -115,7 +115,7 @@ def node_values(case: Case) -> dict:
 
 def _runs_eagerly(case: Case) -> bool:
     try:
-        case.module()(*[clone_value(value) for value in case.input_list()])
+        case.module()(*clone_inputs(case.input_list()))
     except Exception:  # noqa: BLE001  (a candidate that broke the program)
         return False
     return True

@@ -67,6 +67,16 @@ def drops_writes(gm, example_inputs):
     return gm.forward
 
 
+def wrong_when_inputs_alias(gm, example_inputs):
+    """Adds one to every output when two tensor inputs share a storage."""
+    def run(*args):
+        tensors = [value for value in args if isinstance(value, torch.Tensor)]
+        shared = len({value.untyped_storage().data_ptr() for value in tensors}) < len(tensors)
+        outputs = gm(*args)
+        return tuple(output + 1 for output in outputs) if shared else outputs
+    return run
+
+
 def correct(gm, example_inputs):
     return gm.forward
 
@@ -318,6 +328,43 @@ def test_a_call_differing_from_its_eager_rerun_with_no_failing_graph(folder, cap
     assert "the difference is in capture, not in a backend" in printed
     assert "changed a second time" in printed
     assert not (folder / "unused.py").exists()
+
+
+ALIASING = '''
+import os
+import sys
+
+import torch
+
+import dynamo
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import planted_minify_backends as planted
+
+
+@dynamo.jit(backend=planted.wrong_when_inputs_alias)
+def halves(a, b):
+    return torch.tanh(a) * 2 + b.sum()
+
+
+if __name__ == "__main__":
+    base = torch.randn(10)
+    halves(base[:5], base[5:])
+    halves(torch.randn(5), torch.randn(5))
+'''
+
+
+def test_inputs_sharing_a_storage_share_it_in_the_repro(folder, capsys):
+    script = folder / "aliasing_script.py"
+    script.write_text(ALIASING)
+    out = folder / "repro_aliasing.py"
+    assert minify(script, "--out", str(out), "--no-verify") == 0
+    assert "halves graph 0 fails" in capsys.readouterr().out
+    namespace = runpy.run_path(str(out), run_name="not_main")
+    first, second = namespace["make_inputs"]()
+    assert first.untyped_storage().data_ptr() == second.untyped_storage().data_ptr()
+    assert check_with(out, "wrong_when_inputs_alias", folder).signature == "mismatch"
+    assert check_with(out, "correct", folder) is None
 
 
 def test_a_mismatch_is_not_an_error(folder, capsys):

@@ -7,7 +7,6 @@ kind and carries its hint (or a reason-specific one). Each `breaks.REASON_HINTS`
 program whose break gets exactly that entry's hint, so a changed reason text cannot silently
 send users back to the kind's hint.
 """
-import io
 import os
 import sys
 import threading

@@ -54,8 +54,8 @@ class _Ops:
 
     # eager's kernels taking a run-time Python scalar, with the same rounding ----------------
     def near(self, scalar, tensor):
-        """A 0-d CPU scalar where a ternary kernel needs it on the tensor's device."""
-        if tensor.example.device.type == "cpu":
+        """A run-time scalar (0-d float64) on the tensor's device."""
+        if scalar.example.device == tensor.example.device:
             return scalar
         return self.method(scalar, "to", tensor.example.device)
 
@@ -73,7 +73,7 @@ class _Ops:
             return self.method(tensor, "div", self.near(scalar, tensor))
         math = torch.float64 if tensor.example.dtype == torch.float64 else torch.float32
         reciprocal = self.method(self.method(scalar, "to", math), "reciprocal")
-        return self.method(tensor, "mul", reciprocal)
+        return self.method(tensor, "mul", self.near(reciprocal, tensor))
 
     def add_square_scaled_(self, target, tensor, value: float, foreach: bool):
         """`target.addcmul_(tensor, tensor, value=value)`: the kernel computes
@@ -107,7 +107,7 @@ def _resolve_foreach(options: dict, entries: list[ParamEntry]) -> bool:
 # -- SGD ---------------------------------------------------------------------------------------
 
 
-def _negative_lr(group: int, optimizer) -> float:
+def _negative_lr(group: int, optimizer, memo: dict) -> float:
     return -optimizer.param_groups[group]["lr"]
 
 
@@ -117,6 +117,10 @@ class SgdUpdate:
     @staticmethod
     def state_names(options: dict) -> tuple:
         return ("momentum_buffer",) if options["momentum"] != 0 else ()
+
+    @staticmethod
+    def scalar_count(traced, options: dict, entries: list) -> int:
+        return 1 if entries else 0
 
     @staticmethod
     def new_state(options: dict, param: torch.Tensor) -> dict:
@@ -152,32 +156,36 @@ class SgdUpdate:
 # -- Adam, AdamW -------------------------------------------------------------------------------
 
 
-def _step_value(group: int, index: int, steps: int, dtype, optimizer) -> float:
+def _step_value(group: int, index: int, steps: int, dtype, optimizer, memo: dict) -> float:
     """The float eager's `_get_value(step_t)` returns in this step: the step tensor as the
     graph finds it, plus the increments of this step and of the graph's earlier ones."""
-    param = optimizer.param_groups[group]["params"][index]
-    state = optimizer.state.get(param)   # read before its maker ran: eager's new step is 0
-    start = state["step"].item() if state and "step" in state else 0.0
-    return float_step(start, steps, dtype)
+    key = (group, index, steps)
+    value = memo.get(key)
+    if value is None:
+        param = optimizer.param_groups[group]["params"][index]
+        state = optimizer.state.get(param)   # read before its maker ran: eager's new step is 0
+        start = state["step"].item() if state and "step" in state else 0.0
+        value = memo[key] = float_step(start, steps, dtype)
+    return value
 
 
-def _adam_negative_step_size(group, index, steps, dtype, beta1, optimizer) -> float:
-    step = _step_value(group, index, steps, dtype, optimizer)
+def _adam_negative_step_size(group, index, steps, dtype, beta1, optimizer, memo) -> float:
+    step = _step_value(group, index, steps, dtype, optimizer, memo)
     bias_correction1 = 1 - beta1 ** step
     return -(optimizer.param_groups[group]["lr"] / bias_correction1)
 
 
-def _adam_correction2_sqrt(group, index, steps, dtype, beta2, optimizer) -> float:
-    step = _step_value(group, index, steps, dtype, optimizer)
+def _adam_correction2_sqrt(group, index, steps, dtype, beta2, optimizer, memo) -> float:
+    step = _step_value(group, index, steps, dtype, optimizer, memo)
     bias_correction2 = 1 - beta2 ** step
     return bias_correction2 ** 0.5
 
 
-def _decay_factor(group: int, weight_decay: float, optimizer) -> float:
+def _decay_factor(group: int, weight_decay: float, optimizer, memo: dict) -> float:
     return 1 - optimizer.param_groups[group]["lr"] * weight_decay
 
 
-def _lr(group: int, optimizer) -> float:
+def _lr(group: int, optimizer, memo: dict) -> float:
     return optimizer.param_groups[group]["lr"]
 
 
@@ -189,6 +197,15 @@ class AdamUpdate:
     def state_names(options: dict) -> tuple:
         return ("step", "exp_avg", "exp_avg_sq") + \
             (("max_exp_avg_sq",) if options["amsgrad"] else ())
+
+    @staticmethod
+    def scalar_count(traced, options: dict, entries: list) -> int:
+        if not entries:
+            return 0
+        count = 1 if options["weight_decay"] != 0 and _decoupled(traced, options) else 0
+        if options.get("capturable"):
+            return count + 1
+        return count + 2 * len(entries)
 
     @staticmethod
     def new_state(options: dict, param: torch.Tensor) -> dict:
@@ -211,8 +228,7 @@ class AdamUpdate:
         if not all(type(beta) in (float, int) for beta in (beta1, beta2)):
             raise Unsupported(UNSUPPORTED_CALL, "Adam with tensor betas")
         capturable = options.get("capturable", False)
-        decoupled = options.get("decoupled_weight_decay",
-                                type(traced.optimizer).__name__ == "AdamW")
+        decoupled = _decoupled(traced, options)
         foreach = _resolve_foreach(options, entries)
         for entry in entries:
             _check_capturable(entry, capturable)
@@ -229,6 +245,12 @@ class AdamUpdate:
                 _capturable_update(ops, entry, options, lr)
             else:
                 _update(ops, traced, group, entry, options, foreach)
+
+
+def _decoupled(traced, options: dict) -> bool:
+    """AdamW's weight decay (torch 2.14 keeps it as the group's `decoupled_weight_decay`;
+    older AdamW classes have their own step and no such key)."""
+    return options.get("decoupled_weight_decay", type(traced.optimizer).__name__ == "AdamW")
 
 
 def _check_capturable(entry: ParamEntry, capturable: bool) -> None:

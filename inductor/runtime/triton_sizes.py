@@ -21,7 +21,6 @@ import threading
 
 import sympy
 
-from inductor.runtime import triton_autotune as autotune
 from inductor.runtime.triton_launch import Launcher
 
 log = logging.getLogger("framejit.inductor")
@@ -32,7 +31,7 @@ EXTENTS = ("xnumel", "ynumel", "rnumel")
 
 def bucket_value(extent: int) -> int:
     """The bucket of one extent: its next power of two (0 stays 0: nothing launches)."""
-    return 0 if extent <= 0 else autotune.power_of_two(extent)
+    return 0 if extent <= 0 else 1 << (extent - 1).bit_length()
 
 
 def extent_function(spec, names: list):

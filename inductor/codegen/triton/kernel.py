@@ -4,7 +4,7 @@ functions.
 Input: a kernel plan whose `tiling` (`schedule/tiling.py`) says how it maps onto programs,
 and the dtypes of the buffers it touches. Output: `KernelFunction`s (source text with a
 placeholder name) and a `LaunchSpec` telling the runtime the grid, the block parameters and
-the scratch memory each needs:
+the scratch memory each needs (both defined in `spec.py`, with the extents' printing):
 
 - "pointwise": one flat index `xindex` over the outer loops, masked past the end;
 - "tiled": a `[YBLOCK, XBLOCK]` tile, the leading loops on Y and the rest on X;
@@ -25,7 +25,6 @@ is symbolic keeps its mask, and the runtime computes the grid per call
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Optional
 
@@ -38,95 +37,16 @@ from inductor.codegen.triton.ops import TritonOpsHandler, TritonValue
 from inductor.codegen.triton.reductions import (Accumulator, OnlineSoftmax, SharedPass,
                                                  identity_lanes, result_dtype, row_mean,
                                                  whole_row)
+from inductor.codegen.triton.spec import (EVEN_EXTENT, NAME, SIZE_NAME, SIZES,  # noqa: F401
+                                          KernelFunction, LaunchSpec, Lines, divisible,
+                                          loop_steps, product, size_text)
 from inductor.ir.ops import use_handler
-from inductor.ir.symbols import simplify_index, size_symbols, substitute
+from inductor.ir.symbols import simplify_index, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
-
-NAME = "KERNEL_NAME"     # placeholder for the function name in `KernelFunction.text`
-SIZES = "SIZE_PARAMETERS"   # placeholder for the size parameters of a symbolic plan
-# Names the shape environment gives size symbols (`s0`; unbacked `u0`)
-SIZE_NAME = re.compile(r"[su][0-9]+")
-
-
-@dataclasses.dataclass
-class KernelFunction:
-    """One `@triton.jit` function: its role, source (named `NAME`) and block parameters."""
-
-    role: str               # "main", "looped", "partial" or "combine"
-    text: str
-    blocks: list            # constexpr block parameters, e.g. ["XBLOCK", "RBLOCK"]
-    name: str = ""          # the final name, set when the module is assembled
-
-
-@dataclasses.dataclass
-class LaunchSpec:
-    """What the runtime needs to launch a kernel plan's functions."""
-
-    kind: str               # "pointwise", "tiled", "reduction", "split" or "scatter"
-    xnumel: int
-    ynumel: int = 1
-    rnumel: int = 1
-    split: int = 1
-    chunk: int = 0          # split: reduction elements per partial program
-    outer_contiguous: bool = False
-    strategy: str = ""      # reduction: the strategy of the "main" function
-    workspaces: list = dataclasses.field(default_factory=list)   # dtypes, xnumel*split each
-    status: bool = False    # the functions report errors through a status word
-    even: tuple = ()        # blocks that must divide their extent: their axis has no mask
-    programmatic: bool = False  # launched with `launch_pdl` (each function waits first)
-    # symbolic row: the longest a persistent block takes (`Tiling.row_limit`; 0: no limit)
-    row_limit: int = dataclasses.field(default=0, repr=False)
-
-
-class Lines:
-    """Indented Python lines."""
-
-    def __init__(self, depth: int = 1):
-        self.lines: list[str] = []
-        self.depth = depth
-
-    def add(self, *texts: str) -> None:
-        for text in texts:
-            self.lines.append("    " * self.depth + text)
-
-
-# An axis whose extent is a power of two or a multiple of this loses its mask: every block size
-# the autotuner tries for it is then cut to a divisor of the extent (`LaunchSpec.even`). A
-# runtime mask that is always true still costs: the split sum over the first dim of a
-# 16384 x 4096 bfloat16 tensor moved 0.83 of an H100's copy bandwidth with its row mask and
-# 0.93 without (`benchmarks/experiments/diag_streaming.py --cases sum_generated`).
-EVEN_EXTENT = 1024
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Names every function defines for its lanes: the axis whose lanes they vary over.
 LANE_NAMES = {f"{axis}{suffix}": axis for axis in "yxrs" for suffix in ("index", "mask")}
-
-
-def _divisible(extent) -> bool:
-    """Whether every power-of-two block up to min(extent, EVEN_EXTENT) divides `extent` (never
-    for a symbolic extent: its axis keeps its mask)."""
-    if not isinstance(extent, int):
-        return False
-    return extent > 0 and (extent & (extent - 1) == 0 or extent % EVEN_EXTENT == 0)
-
-
-def _product(sizes):
-    """The product of `sizes`: an int, or a sympy expression where a size is symbolic."""
-    result = 1
-    for size in sizes:
-        if isinstance(size, sympy.Basic) and not size.is_Integer:
-            result = sympy.sympify(result) * size
-        else:
-            result *= int(size)
-    return result
-
-
-def size_text(size) -> str:
-    """An extent as Triton text: an int as itself, a symbolic one parenthesised."""
-    if isinstance(size, int) or (isinstance(size, sympy.Basic) and size.is_Integer):
-        return str(int(size))
-    text = index_text(size)
-    return text if IDENTIFIER.fullmatch(text) else f"({text})"
 
 
 class TritonKernel:
@@ -214,17 +134,17 @@ class TritonKernel:
 
     def _launch_spec(self) -> LaunchSpec:
         tiling, plan = self.tiling, self.plan
-        xnumel = _product(plan.outer_sizes)
+        xnumel = product(plan.outer_sizes)
         if tiling.kind == "pointwise":
-            return LaunchSpec("pointwise", xnumel, even=("XBLOCK",) if _divisible(xnumel) else ())
+            return LaunchSpec("pointwise", xnumel, even=("XBLOCK",) if divisible(xnumel) else ())
         if tiling.kind == "tiled":
-            spec = LaunchSpec("tiled", _product(plan.outer_sizes[tiling.y_loops:]),
-                              ynumel=_product(plan.outer_sizes[:tiling.y_loops]))
+            spec = LaunchSpec("tiled", product(plan.outer_sizes[tiling.y_loops:]),
+                              ynumel=product(plan.outer_sizes[:tiling.y_loops]))
             spec.even = tuple(block for block, extent in (("YBLOCK", spec.ynumel),
                                                           ("XBLOCK", spec.xnumel))
-                              if _divisible(extent))
+                              if divisible(extent))
             return spec
-        rnumel = _product(plan.inner_sizes)
+        rnumel = product(plan.inner_sizes)
         spec = LaunchSpec("reduction", xnumel, rnumel=rnumel,
                           outer_contiguous=tiling.outer_contiguous, strategy=tiling.strategy,
                           row_limit=tiling.row_limit)
@@ -233,13 +153,13 @@ class TritonKernel:
             spec.chunk = -(-rnumel // tiling.split)
             for accumulator in self._accumulators(plan.stages[0].members):
                 spec.workspaces += [dtype for _name, dtype in accumulator.variables()]
-            row_even = _divisible(spec.chunk) and spec.chunk * spec.split == rnumel
+            row_even = divisible(spec.chunk) and spec.chunk * spec.split == rnumel
         elif isinstance(rnumel, int) and rnumel & (rnumel - 1) == 0:
             row_even = True      # a persistent block is the row itself
         else:
-            row_even = _divisible(rnumel) and "persistent" not in \
+            row_even = divisible(rnumel) and "persistent" not in \
                 (tiling.strategy,) + tuple(tiling.alternatives)
-        spec.even = (("XBLOCK",) if _divisible(xnumel) else ()) + \
+        spec.even = (("XBLOCK",) if divisible(xnumel) else ()) + \
             (("RBLOCK",) if row_even else ())
         return spec
 
@@ -400,9 +320,9 @@ class TritonKernel:
 
     def _decompose(self, index: str, variables: list, sizes: list, axis: str) -> None:
         """Define each loop variable of `variables` from the flat `index`."""
-        strides = _strides(sizes)
+        steps = loop_steps(sizes)
         for position, (symbol, size) in enumerate(zip(variables, sizes)):
-            stride = strides[position]
+            stride = steps[position]
             if len(variables) == 1:
                 text = index
             elif position == 0:
@@ -417,11 +337,11 @@ class TritonKernel:
             flat = sympy.Symbol(index, integer=True, nonnegative=True)
             self.axes[flat] = axis
             self.flat_indices.append((flat, {symbol: sympy.sympify(stride) for symbol, stride
-                                             in zip(variables, strides)}))
+                                             in zip(variables, steps)}))
 
     def _x_axis(self, shape: str) -> None:
         plan = self.plan
-        self.add_line(f"xnumel = {size_text(_product(plan.outer_sizes))}",
+        self.add_line(f"xnumel = {size_text(product(plan.outer_sizes))}",
                       f"xoffset = {self._program_offset(0, 'XBLOCK')}",
                       f"xindex = xoffset + tl.arange(0, XBLOCK){shape}",
                       "xmask = xindex < xnumel")
@@ -523,8 +443,8 @@ class TritonKernel:
         plan, split = self.plan, self.tiling.y_loops
         variables, sizes = plan.outer_vars(), plan.outer_sizes
         self.scope_axes = ("y", "x")
-        self.add_line(f"ynumel = {size_text(_product(sizes[:split]))}",
-                      f"xnumel = {size_text(_product(sizes[split:]))}",
+        self.add_line(f"ynumel = {size_text(product(sizes[:split]))}",
+                      f"xnumel = {size_text(product(sizes[split:]))}",
                       f"yoffset = {self._program_offset(1, 'YBLOCK')}",
                       "yindex = yoffset + tl.arange(0, YBLOCK)[:, None]",
                       "ymask = yindex < ynumel",
@@ -540,7 +460,7 @@ class TritonKernel:
     # -- persistent reductions ---------------------------------------------------------------
     def _persistent(self):
         self._x_axis("[:, None]")
-        self.add_line(f"rnumel = {size_text(_product(self.plan.inner_sizes))}")
+        self.add_line(f"rnumel = {size_text(product(self.plan.inner_sizes))}")
         self._r_axis()
         handler = self._handler()
         sources = {member.name: member.node.buffer.data.reduction_type
@@ -564,14 +484,14 @@ class TritonKernel:
                     sources[member.shares], f"{self.local_names[member.shares]}_value")
                 self.add_line(*whole_row(data.reduction_type, dtype, value, mask,
                                          self._reduction_index(member),
-                                         size_text(_product(self.plan.inner_sizes)), result,
+                                         size_text(product(self.plan.inner_sizes)), result,
                                          shared or None))
                 self._result(member, dtype, handler)
 
     # -- looped reductions -------------------------------------------------------------------
     def _looped(self):
         self._x_axis("[:, None]")
-        self.add_line(f"rnumel = {size_text(_product(self.plan.inner_sizes))}")
+        self.add_line(f"rnumel = {size_text(product(self.plan.inner_sizes))}")
         outer_handler = self._handler()
         for stage in self.plan.stages:
             if stage.kind == "outer":
@@ -585,7 +505,7 @@ class TritonKernel:
 
     def _open_row_loop(self, end: Optional[str] = None, base: str = "roffset",
                        limit=None) -> None:
-        end = end or size_text(_product(self.plan.inner_sizes))
+        end = end or size_text(product(self.plan.inner_sizes))
         self.add_line(f"for roffset in range(0, {end}, RBLOCK):")
         self.lines.depth += 1
         self._r_axis(base, limit)
@@ -654,7 +574,7 @@ class TritonKernel:
         members = self.plan.stages[0].members
         accumulators = self._accumulators(members)
         self._x_axis("[:, None]")
-        self.add_line(f"rnumel = {_product(self.plan.inner_sizes)}",
+        self.add_line(f"rnumel = {product(self.plan.inner_sizes)}",
                       f"rstart = {self._program_offset(1, str(self.spec.chunk))}")
         self._fold_loop(members, accumulators, str(self.spec.chunk), "rstart + roffset",
                         limit=f"rindex < rstart + {self.spec.chunk}")
@@ -695,20 +615,6 @@ class TritonKernel:
             for member in stage.members:
                 self._compute_and_store(member, handler)
         return self._workspace_names()
-
-
-def _strides(sizes: list) -> list:
-    """The step of each loop of a flat index over `sizes` (the last loop moves fastest): ints
-    for static sizes (a zero-size loop, whose grid is empty, keeps the others' steps), sympy
-    products where a later size is symbolic."""
-    product = _product(sizes)
-    if isinstance(product, int):
-        strides, stride = [], product
-        for size in sizes:
-            stride //= int(size) or 1
-            strides.append(stride)
-        return strides
-    return [_product(sizes[position + 1:]) for position in range(len(sizes))]
 
 
 def _compute(dtype: torch.dtype) -> torch.dtype:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import sympy
 
 from inductor.codegen.bounds import is_empty
-from inductor.codegen.triton.kernel import LaunchSpec, TritonKernel, _product
+from inductor.codegen.triton.kernel import TritonKernel
+from inductor.codegen.triton.spec import LaunchSpec, product
 from inductor.codegen.triton.expressions import triton_type
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import index_symbol
@@ -25,8 +26,8 @@ class TritonScatterKernel(TritonKernel):
         if self.size_names:     # its loop variables are named `s0, s1, ...`: sizes' names
             raise NotSymbolic("Triton scatter kernels over symbolic sizes are not generated")
         buffer = self.plan.node.buffer
-        return LaunchSpec("scatter", _product(buffer.layout.size),
-                          rnumel=_product(buffer.data.ranges))
+        return LaunchSpec("scatter", product(buffer.layout.size),
+                          rnumel=product(buffer.data.ranges))
 
     def functions(self) -> list:
         return [self._function("copy", self._copy, ["XBLOCK"]),
@@ -35,7 +36,7 @@ class TritonScatterKernel(TritonKernel):
     def _flat_loop(self, sizes: list, prefix: str) -> list:
         symbols = [index_symbol(prefix, position) for position in range(len(sizes))]
         self.ranges = dict(zip(symbols, [sympy.Integer(int(size)) for size in sizes]))
-        self.add_line(f"xnumel = {_product(sizes)}",
+        self.add_line(f"xnumel = {product(sizes)}",
                       f"xoffset = {self._program_offset(0, 'XBLOCK')}",
                       "xindex = xoffset + tl.arange(0, XBLOCK)",
                       "xmask = xindex < xnumel")

@@ -11,7 +11,8 @@ On these per-param paths the foreach functions run the per-tensor kernels eager'
 path runs (one difference is observable and kept: foreach SGD with nesterov adds the momentum
 into the gradient tensors themselves). Scalars eager passes as Python numbers stay constants
 when they are options; those that change between calls (`-lr`, `1 - lr * weight_decay`, Adam's
-step size and bias correction) are 0-d float64 inputs, and the op taking them is the one whose
+step size and bias correction) are run-time inputs (0-d float64 elements of one vector per
+step), and the op taking them is the one whose
 rounding is eager's: `p.add_(g, alpha=s)` is `p.addcmul_(g, s)` (one fused multiply-add) and
 `p.addcdiv_(a, d, value=s)` is `p.add_(a * s / d)` on CPU, where the kernel computes
 `p + s * a / d`; on CUDA the kernel computes `p + s * (a / d)`, written `p.addcmul_(a / d, s)`.

@@ -15,10 +15,10 @@ differ from eager in the last bits (and its `_use_grad` calls `torch._dynamo.gra
 Here the update is a transcription of eager's `_single_tensor_*` / `_multi_tensor_*` code, op
 for op, and its scalars are eager's own Python floats.
 
-The learning rate and the step-dependent scalars are graph inputs, not constants: 0-d float64
-CPU tensors that `StepScalars.values()` computes when the compiled code is called (before the
-graph runs) from the optimizer's current `param_groups` and `state`, with eager's float64
-arithmetic. No guard reads `lr`: a scheduler changing it recompiles nothing. Every other option
+The learning rate and the step-dependent scalars are graph inputs, not constants: the elements
+of a float64 vector (one per step) that `StepScalars.values()` computes when the compiled code
+is called (before the graph runs) from the optimizer's current `param_groups` and `state`, with
+eager's float64 arithmetic. No guard reads `lr`: a scheduler changing it recompiles nothing. Every other option
 of a group is guarded by value (changing `momentum`, `betas`, `weight_decay`... recompiles).
 
 Guards: the optimizer's identity (its scalar table reads that object); per group, its keys, its
@@ -541,8 +541,12 @@ class StepScalars:
         if self.mark_called:
             optimizer._opt_called = True
         memo: dict = {}   # values shared by rules (a param's step count)
-        return (torch.tensor([rule(optimizer, memo) for rule in self.rules],
-                             dtype=torch.float64, device=self.device),)
+        values = [rule(optimizer, memo) for rule in self.rules]
+        if self.device.type == "cpu":
+            return (torch.tensor(values, dtype=torch.float64),)
+        # pinned and non-blocking: a copy from pageable memory would wait for the device
+        vector = torch.tensor(values, dtype=torch.float64, pin_memory=True)
+        return (vector.to(self.device, non_blocking=True),)
 
 
 def _no_scalar(optimizer, memo: dict) -> float:

@@ -94,6 +94,12 @@ def _no_failing_graph(recording: Recording, options, arguments: list) -> int:
                 "no graph fails on its own: the failure is in capture, not in a backend "
                 "(try --backend eager, and dynamo.explain)")
             return 1
+    if recording.internal_errors and options.check in ("error", "any"):
+        for text in recording.internal_errors:
+            say(text)
+        say("framejit's capture failed on a frame (which then ran eagerly) before any backend "
+            "saw a graph: not shrunk; please report it with the script")
+        return 1
     if calls:
         for call in calls:
             say(f"{call.label}: {call.failure.detail}")

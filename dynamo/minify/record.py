@@ -25,6 +25,7 @@ import random
 import runpy
 import sys
 import threading
+import warnings
 from typing import Any, Callable, Optional
 
 import torch
@@ -62,12 +63,14 @@ class Recording:
     graphs: list = dataclasses.field(default_factory=list)  # GraphRecord, in compile order
     calls: list = dataclasses.field(default_factory=list)  # CallRecord
     script_error: Optional[BaseException] = None
+    internal_errors: list = dataclasses.field(default_factory=list)  # dynamo's, by warning
 
     def failing_graphs(self, check: str) -> list:
         return [graph for graph in self.graphs
                 if graph.failure is not None and graph.failure.wanted(check)]
 
 
+INTERNAL_ERROR = "framejit: internal error while compiling"  # dynamo/driver.py's warning
 _eager_reference = threading.local()  # set while a jitted call is rerun eagerly
 
 
@@ -242,7 +245,15 @@ def record_script(path: str, arguments: list, backend_override: Optional[str],
     original = dynamo.api.jit
     dynamo.api.reset()
     jit = recording_jit(recording, backend_override, check, original)
-    recording.script_error = run_script(path, arguments, jit)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        recording.script_error = run_script(path, arguments, jit)
+    for warning in caught:  # shown as they would have been, and capture's errors kept
+        text = str(warning.message)
+        if text.startswith(INTERNAL_ERROR):
+            recording.internal_errors.append(text.splitlines()[0])
+        warnings.showwarning(warning.message, warning.category, warning.filename,
+                             warning.lineno)
     return recording
 
 

@@ -367,6 +367,58 @@ def test_inputs_sharing_a_storage_share_it_in_the_repro(folder, capsys):
     assert check_with(out, "correct", folder) is None
 
 
+CAPTURE_ERROR = '''
+import torch
+
+import dynamo
+import dynamo.driver
+
+compile_frame = dynamo.driver.compile_frame
+
+
+def planted_compile_frame(view, driver, reason):
+    if view.f_code.co_name == "broken":
+        raise RuntimeError("planted capture bug")
+    return compile_frame(view, driver, reason)
+
+
+dynamo.driver.compile_frame = planted_compile_frame
+
+
+@dynamo.jit(backend="eager")
+def broken(x):
+    return x * 2
+
+
+@dynamo.jit(backend="eager")
+def fine(x):
+    return x + 1
+
+
+if __name__ == "__main__":
+    suppress_errors = dynamo.config.suppress_errors
+    dynamo.config.suppress_errors = True  # as for users (the test suite raises instead)
+    try:
+        print(broken(torch.ones(2)), fine(torch.ones(2)))
+    finally:
+        dynamo.driver.compile_frame = compile_frame
+        dynamo.config.suppress_errors = suppress_errors
+'''
+
+
+def test_an_internal_capture_error_is_reported_at_frame_level(folder, capsys):
+    script = folder / "capture_error_script.py"
+    script.write_text(CAPTURE_ERROR)
+    with pytest.warns(RuntimeWarning, match="internal error while compiling broken"):
+        assert minify(script, "--out", str(folder / "unused.py")) == 1
+    printed = capsys.readouterr().out
+    assert "1 graph(s) compiled, 0 failing" in printed, printed
+    assert "internal error while compiling broken" in printed
+    assert "RuntimeError: planted capture bug" in printed
+    assert "framejit's capture failed on a frame" in printed
+    assert not (folder / "unused.py").exists()
+
+
 def test_a_mismatch_is_not_an_error(folder, capsys):
     script = write_script(folder, "sub_script_errors_only", "miscompiles_sub")
     assert minify(script, "--out", str(folder / "unused.py"), "--check", "error") == 0

@@ -18,8 +18,9 @@ for op, and its scalars are eager's own Python floats.
 The learning rate and the step-dependent scalars are graph inputs, not constants: the elements
 of a float64 vector (one per step) that `StepScalars.values()` computes when the compiled code
 is called (before the graph runs) from the optimizer's current `param_groups` and `state`, with
-eager's float64 arithmetic. No guard reads `lr`: a scheduler changing it recompiles nothing. Every other option
-of a group is guarded by value (changing `momentum`, `betas`, `weight_decay`... recompiles).
+eager's float64 arithmetic. No guard reads `lr`: a scheduler changing it recompiles nothing.
+Every other option of a group is guarded by value (changing `momentum`, `betas`,
+`weight_decay`... recompiles).
 
 Guards: the optimizer's identity (its scalar table reads that object); per group, its keys, its
 options, its number of params; every param (a tensor input), its grad (None, or a tensor

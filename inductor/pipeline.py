@@ -31,9 +31,12 @@ from inductor.runtime import fallbacks
 from inductor.runtime.compiled_graph import (CompiledGraph, GraphReport, Specialized,
                                              StoragePattern)
 from inductor.runtime.locks import serialized
-from inductor.size_variants import (NotSymbolic, bind_symbols, compile_per_size,
-                                    concrete_inputs, evaluated, has_symbolic_sizes,
-                                    per_size_reason, specialize, specialize_aten)
+from inductor.ir.symbols import hints_in_effect
+from inductor.size_variants import (NotSymbolic, SymbolicSizes, bind_symbols,
+                                    compile_per_size, concrete_inputs, evaluated,
+                                    has_symbolic_sizes, int_sizes_not_symbolic,
+                                    per_size_reason, specialize, specialize_aten,
+                                    symbol_bindings, symbol_hints)
 
 log = logging.getLogger("framejit.inductor")
 output_code = logging.getLogger("framejit.output_code")
@@ -124,17 +127,88 @@ def _refuse_symbolic_triton(example_inputs: Sequence, gm: torch.fx.GraphModule) 
 
 def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,
                       mode: Optional[str]) -> CompiledGraph:
-    """One compile of a torch-level inference graph with symbolic sizes, for every size."""
+    """One compile of a torch-level inference graph with symbolic sizes, for every size:
+    traced in the graph's own fake mode (`decompose_symbolic.py`), then
+    `_compile_symbolic_aten`."""
     _refuse_symbolic_triton(example_inputs, gm)
-    raise NotSymbolic("the symbolic C++ path is not built yet")
+    from inductor.decompose_symbolic import trace_aten_symbolic
+    try:
+        aten_graph = trace_aten_symbolic(gm, example_inputs)
+    except UnsupportedGraph as error:
+        raise NotSymbolic(str(error)) from error
+    inner = _compile_symbolic_aten(_without_alias_outputs(aten_graph), aten_graph.fake_inputs,
+                                   aten_graph.output_strides, mode, layout_fallback=False)
+    requires_grad = _requires_grad(gm, example_inputs)
+    run = _wrap_observable_behaviour(aten_graph, inner, requires_grad)
+    # another input layout: per-size variants of the torch-level graph (eager's strides)
+    variants = functools.partial(
+        compile_per_size, gm, concrete_inputs(example_inputs),
+        lambda static, inputs, _: compile_fx(static, inputs, mode=mode),
+        reason=per_size_reason("an input laid out otherwise than traced"))
+    compiled = CompiledGraph(_with_layout_fallback(run, variants), inner.report)
+    if not requires_grad:
+        return compiled
+    # compiled for this grad mode: a call under another gets its own compile
+    return CompiledGraph(Specialized(compiled.run, torch.is_grad_enabled(), None,
+                                     lambda inputs: compile_fx(gm, inputs, mode=mode),
+                                     gm.forward), compiled.report)
 
 
 def _compile_symbolic_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
                            output_strides: Optional[Sequence],
-                           mode: Optional[str]) -> CompiledGraph:
-    """One compile of a functional ATen graph with symbolic sizes, for every size."""
+                           mode: Optional[str], layout_fallback: bool = True) -> CompiledGraph:
+    """One compile of a functional ATen graph with symbolic sizes, for every size: the
+    loop IR, plans and kernels over the graph's ShapeEnv symbols, which the wrapper binds
+    from each call's input sizes (docs/inductor.md, "Symbolic sizes"). A call whose inputs
+    are laid out otherwise runs per-size variants (`layout_fallback`; else the wrapper's
+    `InputLayoutChanged` reaches the caller)."""
     _refuse_symbolic_triton(example_inputs, gm)
-    raise NotSymbolic("the symbolic C++ path is not built yet")
+    fakes = _fakes_for(gm, example_inputs)
+    stray = next((value for value in fakes if not isinstance(value, torch.Tensor)), None)
+    if stray is not None:
+        raise NotSymbolic(f"a graph input of type {type(stray).__name__} (SymInt graph "
+                          "inputs are bound per size)")
+    if _eager_only_reason(example_inputs) is not None:
+        raise NotSymbolic(_eager_only_reason(example_inputs))
+    if output_strides is None:
+        output_strides = recorded_output_strides(gm)
+    symbols = SymbolicSizes(symbol_hints(fakes), symbol_bindings(fakes))
+    with hints_in_effect(symbols.hints), int_sizes_not_symbolic():
+        compiled = _generate(gm, fakes, output_strides, mode, symbols)
+    if not layout_fallback:
+        return compiled
+    variants = functools.partial(compile_per_size, gm, concrete_inputs(example_inputs),
+                                 _static_aten(gm, output_strides, mode),
+                                 reason=per_size_reason("an input laid out otherwise than "
+                                                        "traced"),
+                                 specializer=specialize_aten)
+    return CompiledGraph(_with_layout_fallback(compiled.run, variants), compiled.report)
+
+
+def _with_layout_fallback(run: Callable, variants: Callable) -> Callable:
+    """`run`, or where a call's input strides are not the traced ones (the wrapper's
+    `InputLayoutChanged`, raised before any work), per-size variants made on first need."""
+    from inductor.codegen.wrapper import InputLayoutChanged
+    made: list = []
+
+    def fallback(arguments: list):
+        if not made:
+            made.append(variants())
+        return made[0].with_argument_list(arguments)
+
+    def call(*inputs):
+        try:
+            return run(*inputs)
+        except InputLayoutChanged:
+            return fallback(list(inputs))
+
+    def call_with_argument_list(arguments: list):
+        try:
+            return run.with_argument_list(arguments)
+        except InputLayoutChanged:
+            return fallback(arguments)
+    call.with_argument_list = call_with_argument_list
+    return call
 
 
 def _training_takes_symbolic_sizes() -> bool:
@@ -291,8 +365,10 @@ def _device_of(example_inputs: Sequence, gm: Optional[torch.fx.GraphModule] = No
 
 
 def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
-              output_strides: Optional[Sequence], mode: Optional[str] = None) -> CompiledGraph:
-    """lower -> schedule -> codegen -> build (the stages of `compile_aten`)."""
+              output_strides: Optional[Sequence], mode: Optional[str] = None,
+              symbols: Optional[SymbolicSizes] = None) -> CompiledGraph:
+    """lower -> schedule -> codegen -> build (the stages of `compile_aten`); `symbols`:
+    the hints and bindings of a graph compiled over symbolic sizes."""
     from inductor import lower as lowering
     from inductor.codegen import wrapper
     from inductor.codegen.cpp import source as cpp_source
@@ -309,6 +385,8 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
     if config.verify_ir:
         verify_graph(loop_graph)
     plan = schedule(loop_graph)
+    if symbols is not None:
+        plan.size_hints, plan.symbol_bindings = dict(symbols.hints), dict(symbols.bindings)
     if config.verify_ir:
         verify_plan(plan)
     dtype_of = _dtype_lookup(plan)

@@ -21,8 +21,11 @@ issue 23's open part (docs/inductor.md, "Symbolic sizes").
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import threading
+import traceback
 from typing import Callable, Optional, Sequence
 
 import torch
@@ -58,6 +61,81 @@ class NotSymbolic(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+@dataclasses.dataclass
+class SymbolicSizes:
+    """What a compile over symbolic sizes knows of them: example values (`hints`, for
+    heuristics only) and how each symbol is read off a call's inputs (`bindings`)."""
+
+    hints: dict
+    bindings: dict
+
+
+_INT_OF_A_SYMBOL = ("Cannot convert symbols to int", "Argument of Integer should be of numeric",
+                    "cannot determine truth value of Relational")
+
+
+@contextlib.contextmanager
+def int_sizes_not_symbolic():
+    """Turn a stage's `int()` of a symbolic size (sympy's "Cannot convert symbols to int")
+    into `NotSymbolic`, naming the site: a stage that still needs int sizes."""
+    try:
+        yield
+    except (TypeError, RuntimeError) as error:
+        if not any(message in str(error) for message in _INT_OF_A_SYMBOL):
+            raise
+        raise NotSymbolic(f"a stage needs an int size at {_inductor_site(error)}") from error
+
+
+def _inductor_site(error: BaseException) -> str:
+    """`file:function` of the innermost inductor frame the error passed through."""
+    site = "an unknown place"
+    while error is not None:
+        for frame in traceback.extract_tb(error.__traceback__):
+            if "/inductor/" in frame.filename:
+                site = f"{frame.filename.split('/inductor/')[-1]}:{frame.name}"
+        error = error.__cause__ or error.__context__
+    return site
+
+
+def symbol_hints(values: Sequence) -> dict:
+    """{symbol: example value} for every symbol of the ShapeEnv behind `values` (fake
+    tensors or SymInts): the contract's `GraphPlan.size_hints`, for heuristics only."""
+    for value in values:
+        numbers = [value] if isinstance(value, torch.SymInt) else \
+            list(value.shape) + list(value.stride()) if isinstance(value, torch.Tensor) else []
+        for number in numbers:
+            if isinstance(number, torch.SymInt):
+                environment = number.node.shape_env
+                values = getattr(environment, "backed_var_to_val", None)
+                if values is None:      # torch before 2.14
+                    values = environment.var_to_val
+                return {symbol: int(hint) for symbol, hint in values.items()}
+    return {}
+
+
+def symbol_bindings(values: Sequence) -> dict:
+    """The contract's `GraphPlan.symbol_bindings` for placeholders' example `values`:
+    {symbol: (input position, "size" | "stride" | "int", dim)}, each symbol bound by the
+    first input size that is exactly it, else the first such stride, else a SymInt input."""
+    import sympy
+    found: dict = {}
+    for kind in ("int", "size", "stride"):
+        for position, value in enumerate(values):
+            if isinstance(value, torch.SymInt) and kind == "int":
+                numbers = [value]
+            elif isinstance(value, torch.Tensor) and kind != "int":
+                numbers = list(value.shape if kind == "size" else value.stride())
+            else:
+                continue
+            for dim, number in enumerate(numbers):
+                if isinstance(number, torch.SymInt) and \
+                        isinstance(number.node.expr, sympy.Symbol):
+                    found.setdefault(number.node.expr, (position, kind, dim))
+    order = {"size": 0, "stride": 1, "int": 2}
+    return dict(sorted(found.items(), key=lambda item: (order[item[1][1]], item[1][0],
+                                                         item[1][2])))
 
 
 def _is_symbolic(value) -> bool:

@@ -67,12 +67,12 @@ def index_text(expr, division: str) -> str:
         return expr.name
     if isinstance(expr, FloorDiv):
         return f"({index_text(expr.args[0], division)} {division} " \
-               f"{index_text(expr.args[1], division)})"
+               f"{_operand_text(expr.args[1], division)})"
     if isinstance(expr, ModularIndexing):
         base, divisor, modulus = expr.args
         inner = index_text(base, division) if divisor == 1 else \
-            f"({index_text(base, division)} {division} {index_text(divisor, division)})"
-        return f"({inner} % {index_text(modulus, division)})"
+            f"({index_text(base, division)} {division} {_operand_text(divisor, division)})"
+        return f"({inner} % {_operand_text(modulus, division)})"
     if isinstance(expr, sympy.Add):
         return _sum_text(expr, division)
     if isinstance(expr, sympy.Mul):
@@ -86,6 +86,14 @@ def index_text(expr, division: str) -> str:
     if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
         return "*".join([index_text(expr.base, division)] * int(expr.exp))
     raise NotImplementedError(f"cannot print index {expr}")
+
+
+def _operand_text(expr, division: str) -> str:
+    """A divisor or modulus: parenthesised unless a number or a symbol (a symbolic size's
+    product, `x / (2*s0)`, would otherwise divide by 2 and multiply by s0)."""
+    text = index_text(expr, division)
+    return text if expr.is_Integer or isinstance(expr, sympy.Symbol) or \
+        text.startswith("(") and text.endswith(")") and text.count("(") == 1 else f"({text})"
 
 
 def _sum_text(expr: sympy.Add, division: str) -> str:

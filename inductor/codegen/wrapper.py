@@ -31,11 +31,25 @@ import math
 from typing import Optional
 
 import numpy
+import sympy
 import torch
+
+from inductor.codegen.expressions import index_text
+from inductor.ir.symbols import size_hint
 
 from inductor.ir.nodes import (Buffer, ConstantBuffer, MultiOutput, ReinterpretView,
                                TensorArgument)
 from inductor.schedule.plans import ExternStep, GraphPlan, KernelPlan
+
+
+class InputLayoutChanged(Exception):
+    """A call's input is laid out otherwise than a graph compiled over symbolic sizes
+    assumed (its strides, as expressions of the sizes): raised before the call touches
+    anything, so the caller can run a variant for it (`pipeline._with_layout_fallback`)."""
+
+
+def _layout_changed():
+    raise InputLayoutChanged()
 
 
 class KernelError:
@@ -70,8 +84,8 @@ OUT_PRODUCTS = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default,
 
 def _significant(layout) -> list:
     """(extent, stride) of the dimensions longer than one: the others address nothing."""
-    return [(int(extent), int(stride)) for extent, stride in zip(layout.size, layout.stride)
-            if int(extent) != 1]
+    return [(_number(extent), _number(stride))
+            for extent, stride in zip(layout.size, layout.stride) if extent != 1]
 
 
 def view_kind(base, view) -> Optional[str]:
@@ -79,20 +93,39 @@ def view_kind(base, view) -> Optional[str]:
     relates to the buffer's own layout `base`: "same" (all of it, as it lies), "transpose"
     (a 2-D buffer transposed), "reshape" (both contiguous over the same elements), else
     None."""
-    if int(view.offset) != 0 or int(base.offset) != 0:
+    if view.offset != 0 or base.offset != 0:
         return None
-    base_size = [int(extent) for extent in base.size]
-    view_size = [int(extent) for extent in view.size]
+    base_size = [_number(extent) for extent in base.size]
+    view_size = [_number(extent) for extent in view.size]
     if base_size == view_size and _significant(base) == _significant(view):
         return "same"
     if len(base_size) == 2 and view_size == base_size[::-1] and all(
-            extent == 1 or int(view.stride[dim]) == int(base.stride[1 - dim])
+            extent == 1 or _number(view.stride[dim]) == _number(base.stride[1 - dim])
             for dim, extent in enumerate(view_size)):
         return "transpose"
-    if base.is_contiguous() and view.is_contiguous() and math.prod(base_size) == \
-            math.prod(view_size) > 0:
+    if base.is_contiguous() and view.is_contiguous() and _same_count(base_size, view_size):
         return "reshape"
     return None
+
+
+def _number(value):
+    """A size or stride: an int where static, else its (canonical) sympy expression."""
+    value = sympy.sympify(value)
+    return int(value) if value.is_Integer else sympy.expand(value)
+
+
+def _same_count(first: list, second: list) -> bool:
+    """Whether two sizes hold the same (non-zero, where static) number of elements."""
+    if all(isinstance(value, int) for value in first + second):
+        return math.prod(first) == math.prod(second) > 0
+    return sympy.expand(sympy.Mul(*first) - sympy.Mul(*second)) == 0
+
+
+def size_text(value) -> str:
+    """A size, stride or offset as Python: the int, or its expression over the symbols the
+    wrapper binds at the top of each call (`s0 = arg0.shape[0]`)."""
+    value = _number(value)
+    return str(value) if isinstance(value, int) else index_text(value, "//")
 
 
 # torch's own bindings of the matrix products: they reach the same ATen kernels as the
@@ -126,7 +159,7 @@ def raw_callable(kernel, keywords=()):
 def _size_text(size) -> str:
     """The arguments of a `.view(...)` call to `size` (`()` for a 0-d view: `.view()` with no
     argument is a TypeError)."""
-    return ", ".join(str(int(extent)) for extent in size) if len(size) else "()"
+    return ", ".join(size_text(extent) for extent in size) if len(size) else "()"
 
 
 def _restride(value: torch.Tensor, size, stride) -> torch.Tensor:
@@ -160,8 +193,15 @@ def _returns_fresh(buffer) -> bool:
         schema.returns[0].alias_info is None
 
 
-def _nbytes(layout) -> int:
-    return int(layout.storage_size()) * torch.empty((), dtype=layout.dtype).element_size()
+def _nbytes(layout):
+    """Bytes of a layout's storage: an int, or an expression of the size symbols."""
+    return _number(layout.storage_size() *
+                   torch.empty((), dtype=layout.dtype).element_size())
+
+
+def _nbytes_hint(layout) -> int:
+    """`_nbytes` at the example sizes (peak planning: a heuristic, never correctness)."""
+    return size_hint(_nbytes(layout))
 
 
 def _viewed_by_library_calls(plan: GraphPlan) -> set:
@@ -268,7 +308,7 @@ class WrapperWriter:
         self.globals: dict = {"torch": torch, "empty_strided": native.empty_strided(),
                               "as_strided": torch.as_strided, "kernel_error": KernelError.raise_for,
                               "restride": _restride, "own_tensor": _own_tensor,
-                              "unwritten": _unwritten,
+                              "unwritten": _unwritten, "layout_changed": _layout_changed,
                               "device": torch.device,
                               "inf": math.inf, "nan": math.nan}
         self.allocated = set(plan.allocated)
@@ -314,19 +354,28 @@ class WrapperWriter:
         if isinstance(value, ReinterpretView):
             base = value.data.get_name()
             layout = value.layout
-            return (f"as_strided({base}, {self.constant(tuple(int(s) for s in layout.size))}, "
-                    f"{self.constant(tuple(int(s) for s in layout.stride))}, "
-                    f"{self.offset_text(base, layout.offset)})")
+            return (f"as_strided({base}, {self.sizes(layout.size)}, "
+                    f"{self.sizes(layout.stride)}, {self.offset_text(base, layout.offset)})")
         return value.get_name()
 
     def offset_text(self, base: str, offset) -> str:
         """The storage offset of element `offset` of buffer `base`: a literal where the
         wrapper knows the tensor starts its storage, else read from the tensor (inputs, and
         results of eager ops that may return views, such as a fallback `slice`)."""
-        offset = int(offset)
+        offset = size_text(offset)
         if base in self.fresh:
-            return str(offset)
-        return f"{base}.storage_offset() + {offset}" if offset else f"{base}.storage_offset()"
+            return offset
+        return f"{base}.storage_offset() + {offset}" if offset != "0" else \
+            f"{base}.storage_offset()"
+
+    def sizes(self, values) -> str:
+        """A tuple of sizes or strides as Python: a constant where static, else a tuple
+        expression over the bound symbols."""
+        numbers = [_number(value) for value in values]
+        if all(isinstance(number, int) for number in numbers):
+            return self.constant(tuple(numbers))
+        texts = [size_text(number) for number in numbers]
+        return f"({', '.join(texts)}{',' if len(texts) == 1 else ''})"
 
     def library_reference(self, value) -> str:
         """A library call's tensor argument: the tensor itself where the view is all of it
@@ -361,6 +410,7 @@ class WrapperWriter:
                 name not in self.plan.in_place.values() and \
                 isinstance(buffer, Buffer) and buffer.layout:
             layout = buffer.layout
+            # memory passes only between buffers whose byte counts are equal for every size
             return (_nbytes(layout), layout.dtype, layout.device)
         if name in self.viewed or name in self.plan.in_place.values():
             return None
@@ -381,16 +431,15 @@ class WrapperWriter:
         layout = getattr(buffer, "layout", None)
         if layout is None or isinstance(buffer, ConstantBuffer):
             return 0
-        return _nbytes(layout)
+        return _nbytes_hint(layout)
 
     def allocate(self, name: str) -> None:
         buffer = self.plan.buffers[name]
         layout = buffer.layout
-        size = self.constant(tuple(int(s) for s in layout.size))
-        stride = self.constant(tuple(int(s) for s in layout.stride))
+        size, stride = self.sizes(layout.size), self.sizes(layout.stride)
         in_place = self.plan.in_place.get(name)     # a buffer dying in the same kernel
         if self.recorder is not None:
-            self.recorder.allocate(name, _nbytes(layout),
+            self.recorder.allocate(name, _nbytes_hint(layout),
                                    None if in_place else self._poolable(name))
         if in_place is not None:
             self.lines.append(f"    {name} = {self.donated(in_place, layout, name)}")
@@ -420,8 +469,7 @@ class WrapperWriter:
         caller sees `_base`, `is_view()` and the version counter a view shares with its base."""
         donor_layout = self.plan.buffers[donor].layout
         kind = view_kind(donor_layout, layout)
-        size = self.constant(tuple(int(s) for s in layout.size))
-        stride = self.constant(tuple(int(s) for s in layout.stride))
+        size, stride = self.sizes(layout.size), self.sizes(layout.stride)
         if kind == "same" and donor not in self.views:
             # a returned buffer reads version 0, as eager's fresh one: the dead buffer's
             # object may carry a library product's `out=` write (program fuzzer seed 23912)
@@ -455,7 +503,8 @@ class WrapperWriter:
                 if name in self.allocated and name not in self._defined:
                     self.allocate(name)
                     self._defined.add(name)
-        pointers = ", ".join(f"{name}.data_ptr()" for name in segment.arguments)
+        pointers = ", ".join([f"{name}.data_ptr()" for name in segment.arguments] +
+                             [symbol.name for symbol in segment.size_symbols])
         self.lines.append(f"    status = {entry_name}({pointers})")
         self.lines.append("    if status:")
         self.lines.append("        kernel_error(status)")
@@ -532,25 +581,26 @@ class WrapperWriter:
         name, layout = buffer.get_name(), buffer.layout
         if getattr(buffer, "kernel", None) in CONTIGUOUS_RESULT_OPS and layout.is_contiguous():
             return
-        dims = [dim for dim, extent in enumerate(layout.size) if int(extent) > 1]
+        # symbolic extents are checked as if above 1 (a size-1 dim may then restride: a copy)
+        dims = [dim for dim, extent in enumerate(layout.size)
+                if not isinstance(_number(extent), int) or int(extent) > 1]
         conditions = []
         if dims and dims == list(range(dims[0], dims[-1] + 1)):
             # one call and one tuple comparison (a check per dimension called stride() each)
-            expected = tuple(int(layout.stride[dim]) for dim in dims)
+            expected = self.sizes([layout.stride[dim] for dim in dims])
             picked = f"{name}.stride()[{dims[0]}:{dims[-1] + 1}]" if \
                 (dims[0], dims[-1] + 1) != (0, len(layout.size)) else f"{name}.stride()"
-            conditions.append(f"{picked} != {self.constant(expected)}")
+            conditions.append(f"{picked} != {expected}")
         elif dims:
-            conditions += [f"{name}.stride()[{dim}] != {int(layout.stride[dim])}"
+            conditions += [f"{name}.stride()[{dim}] != {size_text(layout.stride[dim])}"
                            for dim in dims]
-        if _returns_fresh(buffer) and int(layout.offset) == 0:
+        if _returns_fresh(buffer) and layout.offset == 0:
             conditions.append(f"{name}.storage_offset() or {name}.untyped_storage().nbytes() "
-                              f"!= {_nbytes(layout)}")
+                              f"!= {size_text(_nbytes(layout))}")
         if not conditions:
             return
         condition = " or ".join(conditions)
-        size = self.constant(tuple(int(s) for s in layout.size))
-        stride = self.constant(tuple(int(s) for s in layout.stride))
+        size, stride = self.sizes(layout.size), self.sizes(layout.stride)
         self.lines.append(f"    if {condition}:")
         self.lines.append(f"        {name} = restride({name}, {size}, {stride})")
 
@@ -562,9 +612,8 @@ class WrapperWriter:
             text = self.output(value)
             if text in seen and isinstance(value, Buffer) and value.layout is not None:
                 layout = value.layout
-                text = (f"as_strided({text}, {self.constant(tuple(int(s) for s in layout.size))}"
-                        f", {self.constant(tuple(int(s) for s in layout.stride))}, "
-                        f"{text}.storage_offset())")
+                text = (f"as_strided({text}, {self.sizes(layout.size)}, "
+                        f"{self.sizes(layout.stride)}, {text}.storage_offset())")
             seen.add(text)
             texts.append(text)
         return texts
@@ -577,9 +626,8 @@ class WrapperWriter:
         31255, 31328: `torch.matmul(v, w.T)` of a 1-D `v` viewed the (1, n) product)."""
         if isinstance(value, ReinterpretView) and value.data.get_name() not in self.inputs:
             base, layout = value.data.get_name(), value.layout
-            return (f"own_tensor({base}, {self.constant(tuple(int(s) for s in layout.size))}, "
-                    f"{self.constant(tuple(int(s) for s in layout.stride))}, "
-                    f"{self.offset_text(base, layout.offset)})")
+            return (f"own_tensor({base}, {self.sizes(layout.size)}, "
+                    f"{self.sizes(layout.stride)}, {self.offset_text(base, layout.offset)})")
         if isinstance(value, (Buffer, ReinterpretView)):
             return self.reference(value)
         return self.constant(value)
@@ -602,6 +650,7 @@ class WrapperWriter:
         self.lines = ["def call_with_argument_list(arguments):"]
         if names:
             self.lines.append(f"    {', '.join(names)}, = arguments")
+            self.lines += self._bind_symbols(names)     # (before the list is emptied)
             self.lines.append("    arguments.clear()")
         freed_later = {name for group in self.input_frees.values() for name in group}
         kept = _output_names(self.plan)
@@ -629,6 +678,25 @@ class WrapperWriter:
                        "    return call_with_argument_list(list(arguments))", "",
                        "", "call.with_argument_list = call_with_argument_list"]
         return "\n".join(self.lines) + "\n"
+
+    def _bind_symbols(self, names: list) -> list:
+        """The contract's symbol binding, once per call: each size symbol read off an
+        input's size or stride (`s0 = arg0.shape[0]`) or a SymInt input's value."""
+        lines = []
+        for symbol, (position, kind, dim) in self.plan.symbol_bindings.items():
+            if kind == "int":
+                raise NotImplementedError("SymInt graph inputs are bound per size")
+            read = "shape" if kind == "size" else "stride()"
+            lines.append(f"    {symbol.name} = {names[position]}.{read}[{dim}]")
+        for buffer in self.plan.inputs if self.plan.symbol_bindings else ():
+            layout = buffer.layout
+            if isinstance(buffer, ConstantBuffer) or layout is None or \
+                    all(isinstance(_number(extent), int) for extent in layout.size):
+                continue
+            # kernels index with these strides: another layout runs another variant
+            lines.append(f"    if {buffer.get_name()}.stride() != {self.sizes(layout.stride)}:")
+            lines.append("        layout_changed()")
+        return lines
 
     def _free_inputs(self, names) -> None:
         """Drop the wrapper's references to inputs after their last reader."""

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 import sympy
 import torch
 
-from inductor.ir.symbols import Expr, product, to_expr
+from inductor.ir.symbols import Expr, product, stride_expr, to_expr
 
 
 def contiguous_strides(size: Sequence) -> list:
@@ -32,7 +32,7 @@ class Layout:
         self.device = device
         self.dtype = dtype
         self.size = [to_expr(value) for value in size]
-        self.stride = [to_expr(value) for value in stride] if stride is not None \
+        self.stride = [stride_expr(value) for value in stride] if stride is not None \
             else contiguous_strides(self.size)
         self.offset = to_expr(offset)
         self.fixed = fixed
@@ -49,7 +49,7 @@ class Layout:
     def decide(self, stride: Sequence) -> None:
         """Give a flexible layout these strides (ignored once fixed)."""
         if not self.fixed:
-            self.stride = [to_expr(value) for value in stride]
+            self.stride = [stride_expr(value) for value in stride]
 
     def freeze(self) -> "Layout":
         """Promise the current strides from now on."""

@@ -10,8 +10,10 @@ example call's values (for heuristics only, never for correctness).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import threading
 from typing import Iterable, Mapping
 
 import sympy
@@ -73,6 +75,99 @@ def hint(expr, hints: Mapping) -> int:
     return int(value)
 
 
+_current = threading.local()
+
+
+@contextlib.contextmanager
+def hints_in_effect(hints: Mapping):
+    """Make `hints` (symbol -> example value) the ones `size_hint` reads while compiling
+    one graph with symbolic sizes."""
+    saved = getattr(_current, "hints", None)
+    _current.hints = dict(hints)
+    try:
+        yield
+    finally:
+        _current.hints = saved
+
+
+def size_hint(expr) -> int:
+    """A size's value for heuristics: the int itself for a static size, else its example
+    value (`hints_in_effect`). Never use it where the answer must hold for every size."""
+    return hint(expr, getattr(_current, "hints", None) or {})
+
+
+def from_shape_env(expr) -> Expr:
+    """A ShapeEnv expression (a SymInt's `.node.expr`) in this module's functions: torch's
+    `FloorDiv`/`CleanDiv`/`ModularIndexing` become ours; `Mod`/`PythonMod` of non-negative
+    values become a `ModularIndexing`. Anything else not plain arithmetic raises
+    `NotImplementedError` (the caller compiles the graph per size)."""
+    from torch.utils._sympy import functions as torch_functions
+    if not isinstance(expr, sympy.Basic):
+        return to_expr(expr)
+    if expr.is_number or isinstance(expr, sympy.Symbol):
+        return expr
+    arguments = [from_shape_env(argument) for argument in expr.args]
+    if isinstance(expr, (torch_functions.FloorDiv, torch_functions.CleanDiv)):
+        return FloorDiv(*arguments)
+    if isinstance(expr, torch_functions.ModularIndexing):
+        return ModularIndexing(*arguments)
+    if isinstance(expr, (torch_functions.Mod, torch_functions.PythonMod)):
+        return ModularIndexing(arguments[0], sympy.Integer(1), arguments[1])
+    if isinstance(expr, (sympy.Add, sympy.Mul)):
+        return expr.func(*arguments)
+    if isinstance(expr, sympy.Pow) and arguments[1].is_Integer and int(arguments[1]) > 0:
+        return expr.func(*arguments)
+    raise NotImplementedError(f"size expression {expr} ({type(expr).__name__})")
+
+
+def is_size(expr) -> bool:
+    """Whether `expr` is built from size symbols and integers only (no loop variable)."""
+    expr = to_expr(expr)
+    return expr.is_Integer or all(not is_loop_variable(symbol) for symbol in expr.free_symbols)
+
+
+def above_one(expr) -> bool:
+    """Whether a size may exceed 1: an int above 1, or any symbolic size (plans built on
+    it hold for every value, 0 and 1 included)."""
+    expr = to_expr(expr)
+    return int(expr) > 1 if expr.is_Integer else True
+
+
+def exact_quotient(total, divisor):
+    """`total / divisor` where it divides exactly for every value of the symbols (a
+    polynomial with integer coefficients), else None."""
+    total, divisor = to_expr(total), to_expr(divisor)
+    if total.is_Integer and divisor.is_Integer:
+        if int(divisor) == 0 or int(total) % int(divisor):
+            return None
+        return sympy.Integer(int(total) // int(divisor))
+    if divisor == 0:
+        return None
+    quotient = sympy.cancel(total / divisor)
+    if not quotient.free_symbols:
+        return quotient if quotient.is_Integer else None
+    if not quotient.is_polynomial(*quotient.free_symbols):
+        return None
+    polynomial = sympy.Poly(quotient, *sorted(quotient.free_symbols, key=str))
+    if not all(coefficient.is_Integer for coefficient in polynomial.coeffs()):
+        return None
+    return sympy.expand(quotient)
+
+
+def stride_expr(value) -> Expr:
+    """A stride as an expression: `to_expr`, where torch's `Max(1, e)` (a contiguous stride
+    past a dimension that may be empty) is `e`: the two differ only where the tensor has no
+    element, and then no stride is ever used."""
+    node = getattr(value, "node", None)
+    expr = node.expr if node is not None and hasattr(node, "expr") else value
+    if isinstance(expr, sympy.Basic) and not expr.is_number:   # sympy's Max or torch's
+        expr = expr.replace(
+            lambda part: type(part).__name__ == "Max" and len(part.args) == 2 and
+            sympy.Integer(1) in part.args,
+            lambda part: next(argument for argument in part.args if argument != 1))
+    return from_shape_env(expr) if isinstance(expr, sympy.Basic) else to_expr(expr)
+
+
 def is_static(expr_or_exprs) -> bool:
     """Whether no size symbol appears (an int, or an expression in loop variables only)."""
     return not size_symbols(expr_or_exprs)
@@ -84,7 +179,7 @@ def to_expr(value) -> Expr:
         return value
     node = getattr(value, "node", None)
     if node is not None and hasattr(node, "expr"):    # a torch.SymInt
-        return node.expr
+        return from_shape_env(node.expr)
     return sympy.Integer(int(value))
 
 
@@ -110,6 +205,10 @@ class FloorDiv(sympy.Function):
             return sympy.Integer(0)
         if base.is_Integer and divisor.is_Integer:
             return sympy.Integer(int(base) // int(divisor))
+        if not divisor.is_Integer and not base.has(FloorDiv, ModularIndexing):
+            quotient = exact_quotient(base, divisor)    # symbolic sizes: (6*s0) // (2*s0)
+            if quotient is not None:
+                return quotient
         if isinstance(base, FloorDiv):
             return FloorDiv(base.args[0], base.args[1] * divisor)
         if isinstance(base, sympy.Add):
@@ -189,6 +288,8 @@ def upper_bound(expr: Expr, ranges: Mapping[sympy.Symbol, Expr]):
         return total + 1
     if isinstance(expr, sympy.Mul):
         coefficient, rest = expr.as_coeff_Mul()
+        if rest == expr:    # a product of symbols (a size times a loop variable): unknown
+            return None
         bound = upper_bound(rest, ranges)
         if bound is None or not coefficient.is_Integer or coefficient < 0:
             return None

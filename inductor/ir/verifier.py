@@ -8,8 +8,11 @@ buffer read outside its kernel.
 """
 from __future__ import annotations
 
+import sympy
+
 from inductor.ir.nodes import (ComputedBuffer, ExternKernel, MultiOutput, ReinterpretView,
                                ScatterBuffer)
+from inductor.ir.symbols import is_loop_variable, to_expr
 
 
 class IRVerificationError(AssertionError):
@@ -34,7 +37,9 @@ def verify_graph(graph) -> None:
             _check(buffer.layout.fixed, f"{name}: layout still flexible after lowering")
         elif isinstance(buffer, ComputedBuffer):
             data = buffer.data
-            _check([int(s) for s in data.get_size()] == [int(s) for s in buffer.layout.size],
+            _check(len(data.get_size()) == len(buffer.layout.size) and all(
+                sympy.expand(to_expr(a) - to_expr(b)) == 0
+                for a, b in zip(data.get_size(), buffer.layout.size)),
                    f"{name}: loop ranges {data.get_size()} differ from layout "
                    f"{buffer.layout.size}")
             _check(buffer.layout.fixed, f"{name}: layout still flexible after lowering")
@@ -50,7 +55,8 @@ def verify_graph(graph) -> None:
                 _check(access.name in known, f"{name} reads {access.name} before it exists")
                 if access.index is not None:
                     stray = {symbol for symbol in access.index.free_symbols
-                             if not symbol.name.startswith("t")} - allowed
+                             if not symbol.name.startswith("t") and
+                             is_loop_variable(symbol)} - allowed   # (sizes may be symbols)
                     _check(not stray, f"{name} reads {access.name} at an index over unknown "
                                       f"variables {sorted(map(str, stray))}")
         elif isinstance(buffer, ExternKernel):

@@ -16,7 +16,7 @@ import torch
 from inductor.config import config
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import OpsHandler, ops, use_handler
-from inductor.ir.symbols import index_symbol, to_expr
+from inductor.ir.symbols import index_symbol, size_hint, to_expr
 
 HALF_TYPES = (torch.float16, torch.bfloat16)
 
@@ -75,8 +75,8 @@ def _key(value) -> tuple:
     # Names, not sample values: 1 == 1.0 == True would collide in the cache key.
     if isinstance(value, bool):
         return ("scalar", "bool")
-    if isinstance(value, int):
-        return ("scalar", "int")
+    if isinstance(value, int) or (isinstance(value, sympy.Expr) and value.is_integer):
+        return ("scalar", "int")    # (a symbolic size is an int)
     if isinstance(value, float):
         return ("scalar", "float")
     if isinstance(value, complex):
@@ -163,10 +163,10 @@ def _realize_if_broadcast(value, size: Sequence) -> None:
         return
     source = 1
     for extent in value.get_size():
-        source *= int(extent)
+        source *= size_hint(extent)    # a heuristic: symbolic sizes at their example values
     target = 1
     for extent in size:
-        target *= int(extent)
+        target *= size_hint(extent)
     if target >= BROADCAST_REALIZE_RATIO * max(source, 1) and body_cost(storage.data)[1] > 1:
         storage.realize()
 
@@ -184,6 +184,11 @@ def value_loader(value, size: Sequence, dtype: torch.dtype,
         if opmath_dtype(source) == dtype or source == dtype:
             return inner
         return lambda index: ops.to_dtype(inner(index), dtype)
+    if isinstance(value, sympy.Expr) and not value.is_number:   # a symbolic size
+        if through is not None:
+            return lambda index: ops.to_dtype(ops.to_dtype(
+                ops.index_expr(value, torch.int64), through), dtype)
+        return lambda index: ops.to_dtype(ops.index_expr(value, torch.int64), dtype)
     constant = value
     if through is not None:
         constant = float(torch.tensor(value).to(through))

@@ -354,6 +354,9 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     """A library call fed channels-last activations and weights (in graphs the lowering
     switched to channels-last: its output then comes out channels-last too), or contiguous
     ones where the weight outweighs the activations."""
+    if not all(to_expr(extent).is_Integer for extent in list(x.get_size()) +
+               list(weight.get_size())):
+        raise NotImplementedError("symbolic sizes: a plain library call")
     from inductor.lower.convolution import lower_without_library
     lowered = lower_without_library(x, weight, bias, stride, padding, dilation, transposed,
                                     output_padding, groups)

@@ -14,6 +14,7 @@ import dataclasses
 import operator
 from typing import Any, Optional, Sequence
 
+import sympy
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
@@ -21,6 +22,7 @@ import torch.utils._pytree as pytree
 from inductor.aliasing import memory_root
 from inductor.config import config
 from inductor.ir.layout import Layout
+from inductor.ir.symbols import stride_expr, to_expr
 from inductor.ir.nodes import (Buffer, ComputedBuffer, ConstantBuffer, InputBuffer, Pointwise,
                                ReinterpretView, StorageBox, TensorBox, building)
 from inductor.ir.ops import ops
@@ -103,6 +105,9 @@ class GraphLowering(torch.fx.Interpreter):
 
     def run_node(self, node: torch.fx.Node) -> Any:
         self.current = node
+        recorded = node.meta.get("val")
+        if node.op == "call_function" and isinstance(recorded, torch.SymInt):
+            return to_expr(recorded)    # size arithmetic: its ShapeEnv expression
         result = super().run_node(node)
         if node.op == "call_function" and len(node.users) > 1:
             for box in pytree.tree_leaves(result):
@@ -301,7 +306,7 @@ class GraphLowering(torch.fx.Interpreter):
 
 
 def _strides_match(layout: Layout, stride: Sequence) -> bool:
-    return all(extent == 1 or int(actual) == int(wanted)
+    return all(extent == 1 or sympy.expand(stride_expr(actual) - stride_expr(wanted)) == 0
                for extent, actual, wanted in zip(layout.size, layout.stride, stride))
 
 
@@ -370,6 +375,8 @@ def prefers_channels_last(gm: torch.fx.GraphModule) -> bool:
                   for argument in node.args[:2]] + [node.meta.get("val")]
         if not all(isinstance(value, torch.Tensor) and value.dim() == 4 for value in values):
             continue
+        if any(isinstance(value.numel(), torch.SymInt) for value in values):
+            continue    # symbolic sizes: contiguous (comparing them would add guards)
         devices = {value.device.type for value in values}
         if devices == {"cuda"} and config.gpu_channels_last:
             if node.args[8] > 1 and values[1].shape[1] > 1:

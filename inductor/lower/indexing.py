@@ -20,6 +20,7 @@ from inductor.ir.symbols import FloorDiv
 from inductor.lower.elementwise import (broadcast_loader, broadcast_shapes, opmath_dtype,
                                         result_type)
 from inductor.lower.registry import register_lowering
+from inductor.size_variants import NotSymbolic
 
 aten = torch.ops.aten
 
@@ -126,12 +127,20 @@ def constant_pad_nd(x, pad, value=0):
 def arange(start, end=None, step=1, *, dtype=None, device=None, **_ignored):
     if end is None:
         start, end = 0, start
-    integral = all(isinstance(value, int) for value in (start, end, step))
+    symbolic = isinstance(end, sympy.Expr) and not end.is_number
+    integral = all(isinstance(value, int) or symbolic and value is end
+                   for value in (start, end, step))
     if dtype is None:
         dtype = torch.int64 if integral else torch.get_default_dtype()
-    # eager: ceil((end - start) / step) elements in double, then for an integer dtype the
-    # start and step truncated to it (arange(0.1, 8.0001, 1, dtype=int64) is 0..7)
-    length = max(0, -(-(end - start) // step) if integral else math.ceil((end - start) / step))
+    if symbolic:    # `arange(n)` of a size n (non-negative): n elements
+        if start != 0 or step != 1:
+            raise NotSymbolic("arange with a symbolic end and a start or step")
+        length = end
+    else:
+        # eager: ceil((end - start) / step) elements in double, then for an integer dtype
+        # the start and step truncated to it (arange(0.1, 8.0001, 1, dtype=int64) is 0..7)
+        length = max(0, -(-(end - start) // step) if integral else
+                     math.ceil((end - start) / step))
     if not dtype.is_floating_point:
         start, step = int(start), int(step)
     device = device or torch.device("cpu")

@@ -14,6 +14,7 @@ from inductor.config import config
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import ops
 from inductor.lower.elementwise import opmath_dtype
+from inductor.ir.symbols import to_expr
 from inductor.lower.registry import register_lowering
 
 aten = torch.ops.aten
@@ -44,12 +45,20 @@ def _materialized(x: TensorBox) -> TensorBox:
     return x
 
 
+def _extent(size):
+    """An int where static, else the symbolic size's expression."""
+    size = to_expr(size)
+    return int(size) if size.is_Integer else size
+
+
 def _geometry(x, kernel_size, stride, padding, dilation, ceil_mode):
     kernel = _pair(kernel_size)
     stride = _pair(stride, kernel)
     padding = _pair(padding, [0, 0])
     dilation = _pair(dilation, [1, 1])
-    size = [int(extent) for extent in x.get_size()]
+    # leading dims (batch, channels) may be symbolic; the window geometry needs ints
+    size = [_extent(extent) for extent in x.get_size()[:-2]] + \
+        [int(extent) for extent in x.get_size()[-2:]]
     height, width = size[-2], size[-1]
     out = [_output_extent(extent, kernel[axis], stride[axis], padding[axis], dilation[axis],
                           ceil_mode) for axis, extent in enumerate((height, width))]

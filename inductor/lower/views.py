@@ -18,6 +18,7 @@ from inductor.ir.nodes import (Pointwise, ReinterpretView, StorageBox, TensorBox
                                current_graph)
 from inductor.ir.symbols import FloorDiv, ModularIndexing, product, to_expr
 from inductor.lower.registry import register_lowering
+from inductor.size_variants import NotSymbolic
 
 aten = torch.ops.aten
 
@@ -132,10 +133,38 @@ def _clamp_slice(start, end, extent: int):
     return max(0, min(start, extent)), max(0, min(end, extent))
 
 
+def _symbolic_slice(extent, start, end, step: int):
+    """(start, length) of a slice over a symbolic extent (or with symbolic bounds), under
+    the front end's guards (which order the bounds: torch's meta decided them)."""
+    if not isinstance(step, int) or step < 1:
+        raise NotSymbolic("a slice with a symbolic step")
+    extent = to_expr(extent)
+    start = sympy.Integer(0) if start is None else to_expr(start)
+    start = start + extent if start.is_Integer and int(start) < 0 else start
+    if end is None or (to_expr(end).is_Integer and int(end) >= 2 ** 62):
+        end = extent
+    end = to_expr(end)
+    end = end + extent if end.is_Integer and int(end) < 0 else end
+    if end.is_Integer and not extent.is_Integer:
+        raise NotSymbolic("a slice ending at a constant of a symbolic extent (clamping)")
+    return start, FloorDiv(end - start + step - 1, step) if step > 1 else end - start
+
+
 @register_lowering(aten.slice, aten.slice_copy)
 def slice_(x, dim=0, start=None, end=None, step=1):
     size = list(x.get_size())
     dim = _wrap_dim(dim, len(size))
+    if not all(to_expr(value).is_Integer for value in (size[dim], start or 0, end or 0)):
+        start, length = _symbolic_slice(size[dim], start, end, step)
+        if start == 0 and sympy.expand(length - size[dim]) == 0:
+            return x
+        size[dim] = length
+
+        def symbolic_reindex(index):
+            source = list(index)
+            source[dim] = start + index[dim] * step
+            return source
+        return make_view(x, size, symbolic_reindex)
     extent = int(size[dim])
     start, end = _clamp_slice(start, end, extent)
     length = max(0, (end - start + step - 1) // step)
@@ -154,7 +183,7 @@ def slice_(x, dim=0, start=None, end=None, step=1):
 def select(x, dim, index):
     size = list(x.get_size())
     dim = _wrap_dim(dim, len(size))
-    position = index + int(size[dim]) if index < 0 else index
+    position = index + to_expr(size[dim]) if index < 0 else index
     del size[dim]
     return make_view(x, size, lambda idx: idx[:dim] + [sympy.Integer(position)] + idx[dim:])
 
@@ -203,6 +232,9 @@ def _reshape_blocks(old: list, new: list) -> list:
             blocks.append(([], [new_position]))
             new_position += 1
             continue
+        if not all(extent.is_Integer for extent in old[old_position:] + new[new_position:]):
+            blocks.append(_symbolic_blocks(old, new, old_position, new_position))
+            break
         old_block, new_block = [old_position], [new_position]
         old_product, new_product = int(old[old_position]), int(new[new_position])
         old_position, new_position = old_position + 1, new_position + 1
@@ -217,6 +249,12 @@ def _reshape_blocks(old: list, new: list) -> list:
                 new_position += 1
         blocks.append((old_block, new_block))
     return blocks
+
+
+def _symbolic_blocks(old: list, new: list, old_position: int, new_position: int) -> tuple:
+    """The remaining dimensions as one block (its row-major linear index is right for every
+    size; finer blocks of symbolic sizes would need products known equal)."""
+    return (list(range(old_position, len(old))), list(range(new_position, len(new))))
 
 
 def reshape_indexer(old: Sequence, new: Sequence):

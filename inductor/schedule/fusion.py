@@ -22,8 +22,14 @@ from typing import Optional
 import sympy
 
 from inductor.config import config
-from inductor.ir.symbols import index_symbol, simplify_index, substitute
-from inductor.schedule.nodes import SchedulerNode
+from inductor.ir.symbols import (above_one, exact_quotient, index_symbol, simplify_index,
+                                 size_hint, substitute, to_expr)
+from inductor.schedule.nodes import SchedulerNode, extent_of
+
+
+def _equal(first, second) -> bool:
+    """Whether two sizes are equal for every value of their symbols."""
+    return sympy.expand(to_expr(first) - to_expr(second)) == 0
 
 
 def prefix_products(dims: list[int]) -> list[int]:
@@ -35,19 +41,27 @@ def prefix_products(dims: list[int]) -> list[int]:
     return products
 
 
-def refine(first: list[int], second: list[int]) -> Optional[list[int]]:
-    """The coarsest dims that split both row-major factorizations of one total, or None."""
+def refine(first: list, second: list) -> Optional[list]:
+    """The coarsest dims that split both row-major factorizations of one total, or None.
+    Symbolic dims refine only where every quotient is exact for all sizes (boundaries
+    ordered by their example values, then checked)."""
     total_first = prefix_products(first)[-1] if first else 1
     total_second = prefix_products(second)[-1] if second else 1
-    if total_first != total_second:
+    if sympy.expand(to_expr(total_first) - to_expr(total_second)) != 0:
         return None
-    boundaries = sorted(set(prefix_products(first)) | set(prefix_products(second)))
+    boundaries = set(prefix_products(first)) | set(prefix_products(second))
+    if all(to_expr(boundary).is_Integer for boundary in boundaries):
+        boundaries = sorted(boundaries)
+    else:
+        boundaries = sorted({sympy.expand(to_expr(boundary)) for boundary in boundaries},
+                            key=lambda boundary: (size_hint(boundary), str(boundary)))
     dims, previous = [], 1
     for boundary in boundaries:
-        if boundary % previous:
+        quotient = exact_quotient(boundary, previous)
+        if quotient is None:
             return None
-        if boundary != previous:
-            dims.append(boundary // previous)
+        if quotient != 1:
+            dims.append(extent_of(quotient))
         previous = boundary
     return dims
 
@@ -57,7 +71,9 @@ def express(node_dims: list[int], kernel_dims: list[int], kernel_vars: list) -> 
     result, position = [], 0
     for size in node_dims:
         members, covered = [], 1
-        while covered < size:
+        while sympy.expand(to_expr(covered) - to_expr(size)) != 0:
+            if position >= len(kernel_dims):
+                raise AssertionError(f"kernel dims {kernel_dims} do not refine {node_dims}")
             members.append(position)
             covered *= kernel_dims[position]
             position += 1
@@ -119,28 +135,28 @@ class FusedGroup:
         if not self.nodes:
             numel, rnumel = node.numel(), node.rnumel() if node.is_reduction() else 1
         if node.is_reduction():
-            if rnumel == 1 and node.rnumel() > 1 and \
+            if rnumel == 1 and above_one(node.rnumel()) and \
                     any(member.is_reduction() for member in self.nodes):
                 # A member reducing over one element would run over the new inner loop and
                 # combine its value once per inner point (`v[None].sum(-1)` next to
                 # `v.expand(2).sum()` came out twice the value).
                 return None
-            if rnumel == 1 and self.nodes and node.numel() * node.rnumel() == numel \
-                    and node.rnumel() > 1:
+            if rnumel == 1 and self.nodes and _equal(node.numel() * node.rnumel(), numel) \
+                    and above_one(node.rnumel()):
                 numel, rnumel = node.numel(), node.rnumel()
                 for member in self.nodes:
                     split = _split(member, numel, rnumel)
                     if split is None:
                         return None
                     replaced[member] = split
-            elif rnumel == 1 and node.numel() == numel:
+            elif rnumel == 1 and _equal(node.numel(), numel):
                 rnumel = node.rnumel()
-            if node.numel() != numel or node.rnumel() != rnumel:
+            if not _equal(node.numel(), numel) or not _equal(node.rnumel(), rnumel):
                 return None
             placement = Placement("reduction", node.outer_sizes, node.inner_sizes)
-        elif node.numel() == numel:
+        elif _equal(node.numel(), numel):
             placement = Placement("outer", node.outer_sizes, [])
-        elif rnumel > 1 and node.numel() == numel * rnumel:
+        elif above_one(rnumel) and _equal(node.numel(), numel * rnumel):
             placement = _split(node, numel, rnumel)
             if placement is None:
                 return None
@@ -220,8 +236,8 @@ class FusedGroup:
 
     @staticmethod
     def _same_element(write, write_map, read, read_map, outer, inner) -> bool:
-        ranges = {OUTER_VARS[n]: sympy.Integer(size) for n, size in enumerate(outer)}
-        ranges.update({INNER_VARS[n]: sympy.Integer(size) for n, size in enumerate(inner)})
+        ranges = {OUTER_VARS[n]: to_expr(size) for n, size in enumerate(outer)}
+        ranges.update({INNER_VARS[n]: to_expr(size) for n, size in enumerate(inner)})
         first = simplify_index(sympy.expand(substitute(write, write_map)), ranges)
         second = simplify_index(sympy.expand(substitute(read, read_map)), ranges)
         return sympy.expand(first - second) == 0
@@ -257,16 +273,16 @@ def _common_dims(placements: dict) -> Optional[tuple[list[int], list[int]]]:
 
 def _split(node: SchedulerNode, numel: int, rnumel: int) -> Optional[Placement]:
     """Place a pointwise node over numel*rnumel as an inner stage, if its loops split."""
-    dims = refine(node.outer_sizes, [numel, rnumel] if numel > 1 else [rnumel])
+    dims = refine(node.outer_sizes, [numel, rnumel] if above_one(numel) else [rnumel])
     if dims is None:
         return None
     outer, running = [], 1
     for position, size in enumerate(dims):
-        if running == numel:
+        if _equal(running, numel):
             return Placement("inner", outer, dims[position:])
         outer.append(size)
         running *= size
-    return Placement("inner", outer, []) if running == numel else None
+    return Placement("inner", outer, []) if _equal(running, numel) else None
 
 
 def fuse(nodes: list[SchedulerNode], dependencies: dict) -> list:

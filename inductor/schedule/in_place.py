@@ -98,8 +98,8 @@ def _same_storage(first, second) -> bool:
     if first is None or second is None:
         return False
     return (first.dtype == second.dtype and first.device == second.device
-            and int(first.offset) == 0 and int(second.offset) == 0
-            and int(first.storage_size()) == int(second.storage_size()))
+            and first.offset == 0 and second.offset == 0
+            and sympy.expand(first.storage_size() - second.storage_size()) == 0)
 
 
 def _fresh_memory(plan: GraphPlan, name: str) -> bool:

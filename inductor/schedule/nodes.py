@@ -15,8 +15,9 @@ import sympy
 from inductor.ir.nodes import (Buffer, ComputedBuffer, ExternKernel, MultiOutput, Reduction,
                                ReinterpretView, ScatterBuffer)
 from inductor.ir.ops import OpsHandler, use_handler
-from inductor.ir.symbols import (FloorDiv, ModularIndexing, index_symbol, linear_coefficient,
-                                 simplify_index, substitute)
+from inductor.ir.symbols import (FloorDiv, ModularIndexing, index_symbol, is_size,
+                                 linear_coefficient, product, simplify_index, size_hint,
+                                 substitute, to_expr)
 
 
 @dataclasses.dataclass
@@ -111,8 +112,8 @@ class SchedulerNode:
     # -- loops ---------------------------------------------------------------------------
     def _analyse_loops(self) -> None:
         data = self.buffer.data
-        outer = [int(size) for size in data.ranges]
-        inner = [int(size) for size in getattr(data, "reduction_ranges", [])]
+        outer = [extent_of(size) for size in data.ranges]
+        inner = [extent_of(size) for size in getattr(data, "reduction_ranges", [])]
         outer_vars = [index_symbol("i", n) for n in range(len(outer))]
         inner_vars = [index_symbol("r", n) for n in range(len(inner))]
         write = self.buffer.layout.index(outer_vars)
@@ -150,7 +151,7 @@ class SchedulerNode:
             buffer.data.inner_fn(source_vars)
         self.reads = [Access(access.name, None) for access in recorder.reads]
         self.write = Access(self.name, None)
-        self.outer_sizes = [int(size) for size in buffer.layout.size]
+        self.outer_sizes = [extent_of(size) for size in buffer.layout.size]
 
     def _record(self, outer_vars, inner_vars):
         recorder = AccessRecorder()
@@ -164,9 +165,9 @@ class SchedulerNode:
 
     def variable_ranges(self) -> dict:
         """Loop variable -> extent, for this node's own (merged) loops."""
-        ranges = {index_symbol("i", n): sympy.Integer(size)
+        ranges = {index_symbol("i", n): to_expr(size)
                   for n, size in enumerate(self.outer_sizes)}
-        ranges.update({index_symbol("r", n): sympy.Integer(size)
+        ranges.update({index_symbol("r", n): to_expr(size)
                        for n, size in enumerate(self.inner_sizes)})
         return ranges
 
@@ -178,11 +179,16 @@ def _base_name(value) -> str:
     return value.data.get_name() if isinstance(value, ReinterpretView) else value.get_name()
 
 
-def _product(sizes) -> int:
-    result = 1
-    for size in sizes:
-        result *= int(size)
-    return result
+def extent_of(size):
+    """A loop extent: an int where static (as before symbolic sizes), else an expression."""
+    size = to_expr(size)
+    return int(size) if size.is_Integer else size
+
+
+def _product(sizes):
+    """The product of sizes: an int where all are static, else a sympy expression."""
+    result = product(sizes)
+    return int(result) if result.is_Integer else result
 
 
 def _main_read(reads: list[Access], inner_vars: list):
@@ -203,9 +209,10 @@ def _order_by_strides(expression, variables: list, sizes: list) -> list[int]:
     keys = []
     for position, symbol in enumerate(variables):
         coefficient = linear_coefficient(expression, symbol)
-        if coefficient is None or not coefficient.is_Integer:
+        if coefficient is None or not (coefficient.is_Integer or is_size(coefficient)):
             return list(range(len(variables)))
-        keys.append(0 if sizes[position] == 1 else int(coefficient))
+        # a heuristic: symbolic strides order by their example values
+        keys.append(0 if sizes[position] == 1 else size_hint(coefficient))
     return sorted(range(len(variables)), key=lambda position: (-keys[position], position))
 
 
@@ -250,16 +257,20 @@ def _merge_plan(sizes: list[int], symbols: list, expressions: list, prefix: str)
     for position, group in enumerate(groups):
         new_symbol = index_symbol(prefix, position)
         extent = _product(size for size, _symbol in group)
-        stride = extent
-        for size, symbol in group:
-            stride //= size
+        for member, (size, symbol) in enumerate(group):
+            stride = _product(inner for inner, _symbol in group[member + 1:])
             value = new_symbol if len(group) == 1 else _piece(new_symbol, stride, size, extent)
             replacements[symbol] = value
         new_sizes.append(extent)
     return new_sizes, replacements
 
 
-def _piece(symbol, stride: int, size: int, extent: int):
-    if stride * size == extent:
+def member_is_outermost(stride, size, extent) -> bool:
+    """Whether `stride * size` is the whole merged `extent` (for every size)."""
+    return sympy.expand(to_expr(stride) * to_expr(size) - to_expr(extent)) == 0
+
+
+def _piece(symbol, stride, size, extent):
+    if member_is_outermost(stride, size, extent):
         return FloorDiv(symbol, stride)
     return ModularIndexing(symbol, stride, size)

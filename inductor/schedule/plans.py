@@ -19,9 +19,9 @@ from inductor.ir.nodes import WELFORD
 from inductor.ir.ops import use_handler
 from inductor.ir.printer import TextHandler
 from inductor.ir.symbols import (FloorDiv, ModularIndexing, index_symbol, linear_coefficient,
-                                 simplify_index, size_symbols, substitute)
+                                 simplify_index, size_symbols, substitute, to_expr)
 from inductor.schedule.fusion import INNER_VARS, OUTER_VARS, FusedGroup
-from inductor.schedule.nodes import SchedulerNode
+from inductor.schedule.nodes import SchedulerNode, extent_of, member_is_outermost
 
 
 @dataclasses.dataclass
@@ -87,9 +87,9 @@ class KernelPlan:
         return INNER_VARS[:len(self.inner_sizes)]
 
     def variable_ranges(self) -> dict:
-        ranges = {symbol: sympy.Integer(size) for symbol, size in
+        ranges = {symbol: to_expr(size) for symbol, size in
                   zip(self.outer_vars(), self.outer_sizes)}
-        ranges.update({symbol: sympy.Integer(size) for symbol, size in
+        ranges.update({symbol: to_expr(size) for symbol, size in
                        zip(self.inner_vars(), self.inner_sizes)})
         return ranges
 
@@ -186,8 +186,8 @@ def build_kernel(group: FusedGroup, name: str, users: dict, outputs: set) -> Ker
     inner_sizes, inner_map = _merge_loops(inner_sizes, INNER_VARS,
                                           [substitute(expr, outer_map) for expr in expressions])
     final = {**outer_map, **inner_map}
-    ranges = {OUTER_VARS[n]: sympy.Integer(size) for n, size in enumerate(outer_sizes)}
-    ranges.update({INNER_VARS[n]: sympy.Integer(size) for n, size in enumerate(inner_sizes)})
+    ranges = {OUTER_VARS[n]: to_expr(size) for n, size in enumerate(outer_sizes)}
+    ranges.update({INNER_VARS[n]: to_expr(size) for n, size in enumerate(inner_sizes)})
     for member in members:
         member.replacements = {symbol: simplify_index(substitute(value, final), ranges)
                                for symbol, value in member.replacements.items()}
@@ -240,13 +240,14 @@ def _merge_loops(sizes: list, variables: list, expressions: list):
         new_symbol = variables[position]
         extent = 1
         for size, _symbol in group:
-            extent *= size
-        stride = extent
-        for size, symbol in group:
-            stride //= size
+            extent = extent_of(extent * size)
+        for member, (size, symbol) in enumerate(group):
+            stride = 1
+            for inner, _symbol in group[member + 1:]:
+                stride = extent_of(stride * inner)
             if len(group) == 1:
                 replacements[symbol] = new_symbol
-            elif stride * size == extent:
+            elif member_is_outermost(stride, size, extent):
                 replacements[symbol] = FloorDiv(new_symbol, stride)
             else:
                 replacements[symbol] = ModularIndexing(new_symbol, stride, size)

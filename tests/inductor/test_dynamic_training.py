@@ -5,7 +5,6 @@ outputs, every gradient, updated buffers, `requires_grad`/`grad_fn` and a second
 error equal eager's at sizes 2, 3, 5, 16 and 33 (traced at 4), with `compile_inner` the graph
 runner of `aot_eager` (no code generation) and inductor's `compile_aten`."""
 import copy
-import dataclasses
 import functools
 import math
 
@@ -14,13 +13,14 @@ import sympy
 import torch
 import torch.fx
 import torch.nn.functional as F
-from torch._guards import GuardSource, Source
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv,
                                                    StatelessSymbolicContext)
 
 from inductor.autograd import compile_training, run_graph
 from inductor.pipeline import compile_aten
+from tests.inductor.symbolic_graphs import LocalSource, shape_env_of
+from tests.inductor.symbolic_graphs import symbolic_graph as shared_symbolic_graph
 
 SIZES = (2, 3, 5, 16, 33)
 TRACED = 4
@@ -28,32 +28,12 @@ TRACED = 4
 GRADIENT_TOLERANCE = 1e-5
 
 
-@dataclasses.dataclass(frozen=True)
-class _Source(Source):
-    text: str
-
-    def name(self):
-        return self.text
-
-    def guard_source(self):
-        return GuardSource.LOCAL
-
-
 def symbolic_graph(function, inputs, dynamic):
     """`function` traced by torch.fx, its placeholders' `example_value` fakes of `inputs`
-    from one ShapeEnv, the dims in `dynamic[i]` of input i symbolic (the contract)."""
-    environment = ShapeEnv()
-    mode = FakeTensorMode(shape_env=environment)
-    graph = torch.fx.symbolic_trace(function)
-    placeholders = [node for node in graph.graph.nodes if node.op == "placeholder"]
-    for position, (node, value) in enumerate(zip(placeholders, inputs)):
-        dims = dynamic[position] if position < len(dynamic) else ()
-        context = StatelessSymbolicContext(dynamic_sizes=[
-            DimDynamic.DYNAMIC if dim in dims else DimDynamic.STATIC
-            for dim in range(value.dim())])
-        node.meta["example_value"] = mode.from_tensor(
-            value, source=_Source(f"L['{node.name}']"), symbolic_context=context)
-    return graph, environment
+    from one ShapeEnv, the dims in `dynamic[i]` of input i symbolic (the contract); with
+    that ShapeEnv."""
+    graph = shared_symbolic_graph(function, inputs, dynamic, every_node=False)
+    return graph, shape_env_of(graph)
 
 
 def _guards_hold(guards, fakes_and_values):
@@ -333,7 +313,7 @@ def test_symint_placeholder_graph():
     mode = FakeTensorMode(shape_env=environment)
     graph = torch.fx.symbolic_trace(_with_size_input)
     example = torch.randn(TRACED, 6, requires_grad=True)
-    fake = mode.from_tensor(example, source=_Source("L['x']"),
+    fake = mode.from_tensor(example, source=LocalSource("L['x']"),
                             symbolic_context=StatelessSymbolicContext(
                                 dynamic_sizes=[DimDynamic.DYNAMIC, DimDynamic.STATIC]))
     size_node, x_node = [node for node in graph.graph.nodes if node.op == "placeholder"]
@@ -404,7 +384,7 @@ def test_guards_a_later_compile_adds_are_checked_per_call():
     from inductor.runtime import fallbacks
     environment = ShapeEnv()
     mode = FakeTensorMode(shape_env=environment)
-    fake = mode.from_tensor(torch.randn(TRACED, 3), source=_Source("L['x']"),
+    fake = mode.from_tensor(torch.randn(TRACED, 3), source=LocalSource("L['x']"),
                             symbolic_context=StatelessSymbolicContext(
                                 dynamic_sizes=[DimDynamic.DYNAMIC, DimDynamic.STATIC]))
     guard = sympy.Gt(fake.shape[0].node.expr, 10)

@@ -29,7 +29,7 @@ from inductor.codegen.cpp.reductions import (LANES, WIDE_LANES, Accumulator, Sha
 from inductor.codegen.cpp.reuse import StructureTracker, find_reuses
 from inductor.ir.nodes import WELFORD
 from inductor.ir.ops import use_handler
-from inductor.ir.symbols import linear_coefficient, simplify_index, substitute
+from inductor.ir.symbols import linear_coefficient, simplify_index, size_hint, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
 
 
@@ -56,6 +56,8 @@ class CppKernel:
         self.reciprocals: dict = {}   # per-row float value -> its reciprocal (see truediv)
         self.reuses: list = []        # summands stored into a later loop's output (reuse.py)
         self.extents: Optional[dict] = None   # buffer -> elements it spans (bounds.py)
+        # symbolic sizes the kernel takes after its pointers, in this order (the contract)
+        self.size_symbols = plan.size_symbols()
 
     # -- interface -------------------------------------------------------------------------
     def arguments(self) -> list[str]:
@@ -72,6 +74,7 @@ class CppKernel:
             qualifier = "" if name in stored else "const "
             parameters.append(f"{qualifier}{storage_type(self.dtype_of(name))}* "
                               f"__restrict__ {self.pointers[name]}")
+        parameters += [f"const int64_t {symbol.name}" for symbol in self.size_symbols]
         body = self._body()
         head = f"static void {function_name or self.plan.name}({', '.join(parameters)}) {{"
         return "\n".join([head] + body + ["}"])
@@ -80,7 +83,7 @@ class CppKernel:
     def _work(self) -> int:
         work = 1
         for size in self.plan.outer_sizes + self.plan.inner_sizes:
-            work *= size
+            work *= size_hint(size)     # a heuristic: symbolic sizes at their example values
         return work
 
     def _parallel_level(self, sizes: list) -> Optional[int]:
@@ -89,7 +92,7 @@ class CppKernel:
             return None
         running = 1
         for level, size in enumerate(sizes):
-            running *= size
+            running *= size_hint(size)
             if running >= self.threads:
                 return level
         return None
@@ -100,7 +103,7 @@ class CppKernel:
             return "pointwise"
         outer = 1
         for size in plan.outer_sizes:
-            outer *= size
+            outer *= size_hint(size)
         kinds = [stage.kind for stage in plan.stages]
         if self._outer_lanes_fit(kinds):
             return "outer_lanes"
@@ -111,7 +114,7 @@ class CppKernel:
 
     def _outer_lanes_fit(self, kinds: list) -> bool:
         plan = self.plan
-        if not self.vectorize or not plan.outer_sizes or plan.outer_sizes[-1] < LANES:
+        if not self.vectorize or not plan.outer_sizes or size_hint(plan.outer_sizes[-1]) < LANES:
             return False
         if "inner" in kinds or kinds.count("reduction") != 1 or kinds[0] != "reduction":
             return False
@@ -169,7 +172,8 @@ class CppKernel:
             if pragma:
                 self.lines.add(pragma)
             name = variables[position].name
-            self.lines.open(f"for (int64_t {name} = 0; {name} < {sizes[position]}; ++{name})")
+            self.lines.open(f"for (int64_t {name} = 0; {name} < {_text(sizes[position])}; "
+                            f"++{name})")
         return count
 
     def _pointwise(self) -> None:
@@ -201,7 +205,7 @@ class CppKernel:
     def _open_sequential(self, sizes: list) -> int:
         for position, size in enumerate(sizes):
             name = self.plan.outer_vars()[position].name
-            self.lines.open(f"for (int64_t {name} = 0; {name} < {size}; ++{name})")
+            self.lines.open(f"for (int64_t {name} = 0; {name} < {_text(size)}; ++{name})")
         return len(sizes)
 
     # -- members ---------------------------------------------------------------------------
@@ -262,7 +266,7 @@ class CppKernel:
             elif last and simd and self.vectorize:
                 self.lines.add("#pragma omp simd")
             name = variables[position].name
-            self.lines.open(f"for (int64_t {name} = 0; {name} < {size}; ++{name})")
+            self.lines.open(f"for (int64_t {name} = 0; {name} < {_text(size)}; ++{name})")
         return len(sizes)
 
     def _inner_stage(self, members: list, parallel: bool) -> None:
@@ -294,7 +298,7 @@ class CppKernel:
         if terms is None:
             terms = 1
             for size in self.plan.inner_sizes:
-                terms *= size
+                terms *= size_hint(size)    # a heuristic (float sums' blocking)
         accumulators = []
         for member in members:
             data = member.node.buffer.data
@@ -334,15 +338,15 @@ class CppKernel:
             return
         sizes, variables = self.plan.inner_sizes, self.plan.inner_vars()
         innermost = sizes[-1]
-        lanes = lanes_for(innermost) if self.vectorize else 0
+        lanes = lanes_for(size_hint(innermost)) if self.vectorize else 0
         accumulators = self._accumulators(members, lanes)
         for accumulator in accumulators:
             self.lines.add(*accumulator.declare())
         for position, size in enumerate(sizes[:-1]):
             name = variables[position].name
-            self.lines.open(f"for (int64_t {name} = 0; {name} < {size}; ++{name})")
+            self.lines.open(f"for (int64_t {name} = 0; {name} < {_text(size)}; ++{name})")
         self._innermost_reduction_loop(members, accumulators, variables[-1].name, 0,
-                                       innermost, lanes)
+                                       _text(innermost), lanes)
         for _ in sizes[:-1]:
             self.lines.close()
         self._finish_reductions(members, accumulators)
@@ -397,9 +401,10 @@ class CppKernel:
 
     def _split_reduction(self, members: list) -> None:
         """Each thread folds a chunk of the single inner loop; partials combine in order."""
-        size = self.plan.inner_sizes[0]
+        size_example = size_hint(self.plan.inner_sizes[0])
+        size = _text(self.plan.inner_sizes[0])
         name = self.plan.inner_vars()[0].name
-        lanes = lanes_for(size // self.threads) if self.vectorize else 0
+        lanes = lanes_for(size_example // self.threads) if self.vectorize else 0
         granule = max(lanes, 1)
         threads = "jit_teams"
         teams = self.threads if self.clause else "omp_get_max_threads()"
@@ -417,7 +422,7 @@ class CppKernel:
                        "const int64_t begin = thread * chunk;",
                        f"const int64_t end = begin + chunk < {size} ? begin + chunk : {size};")
         local = self._accumulators(members, lanes, suffix="_local",
-                                   terms=-(-size // self.threads))
+                                   terms=-(-size_example // self.threads))
         for accumulator in local:
             self.lines.add(*accumulator.declare())
         self._innermost_reduction_loop(members, local, name, "begin", "end", lanes)
@@ -440,10 +445,11 @@ class CppKernel:
         epilogue = [member for stage in plan.stages[1:] for member in stage.members]
         opened = self._open_outer_loops(sizes, simd_innermost=False, skip_last=True)
         block = f"{last}_block"
-        width = WIDE_LANES if extent >= 2 * WIDE_LANES else LANES
-        if opened == 0 and self._parallel_level([extent // width]) is not None:
+        width = WIDE_LANES if size_hint(extent) >= 2 * WIDE_LANES else LANES
+        if opened == 0 and self._parallel_level([size_hint(extent) // width]) is not None:
             self.lines.add(f"#pragma omp parallel for{self.clause} schedule(static)")
-        self.lines.open(f"for (int64_t {block} = 0; {block} < {extent - extent % width}; "
+        blocks_end = _whole_blocks(extent, width)
+        self.lines.open(f"for (int64_t {block} = 0; {block} < {blocks_end}; "
                         f"{block} += {width})")
         accumulators = self._accumulators(reductions, width)
         for accumulator in accumulators:
@@ -467,9 +473,9 @@ class CppKernel:
             self._compute_and_store(member, handler)
         self.lines.close()
         self.lines.close()
-        if extent % width:
-            self.lines.open(f"for (int64_t {last} = {extent - extent % width}; {last} < "
-                            f"{extent}; ++{last})")
+        if not isinstance(extent, int) or extent % width:
+            self.lines.open(f"for (int64_t {last} = {blocks_end}; {last} < "
+                            f"{_text(extent)}; ++{last})")
             self._rows_tail(reductions, epilogue)
             self.lines.close()
         for _ in range(opened):
@@ -500,6 +506,18 @@ class CppKernel:
         handler = self._handler()
         for member in epilogue:
             self._compute_and_store(member, handler)
+
+
+def _text(size) -> str:
+    """A loop extent as C++: the int, or the symbolic size's expression (int64_t)."""
+    return str(size) if isinstance(size, int) else index_text(size)
+
+
+def _whole_blocks(extent, width: int) -> str:
+    """Where the blocks of `width` iterations of a loop over `extent` end (C++ text)."""
+    if isinstance(extent, int):
+        return str(extent - extent % width)
+    return f"({index_text(extent)} / {width} * {width})"
 
 
 class _LineSink(list):

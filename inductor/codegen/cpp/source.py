@@ -54,6 +54,12 @@ class Segment:
     arguments: list         # graph buffer names, in parameter order
     kernels: list           # kernel plan names, in order
     first_step: int         # index of its first kernel in the graph plan's steps
+    # size symbols its entry takes after the buffers (int64_t, sorted by name): the union of
+    # its kernels' (`KernelPlan.size_symbols`); empty for static graphs
+    size_symbols: list = dataclasses.field(default_factory=list)
+
+    def parameter_count(self) -> int:
+        return len(self.arguments) + len(self.size_symbols)
 
 
 @dataclasses.dataclass
@@ -97,23 +103,29 @@ def _segment(kernels: list, first: int, dtype_of, threads, threshold, vectorize,
             if name not in arguments:
                 arguments.append(name)
     parameter = {name: f"a{position}" for position, name in enumerate(arguments)}
-    functions, calls = [], []
+    functions, calls, symbols = [], [], set()
     for position, kernel in enumerate(kernels):
         kind = CppScatterKernel if isinstance(kernel, ScatterPlan) else CppKernel
         printer = kind(kernel, dtype_of, threads, threshold, vectorize)
         printer.extents = extents
         functions.append(printer.source(f"kernel{position}"))
-        call_arguments = ", ".join(parameter[name] for name in printer.arguments())
+        kernel_symbols = [symbol.name for symbol in getattr(printer, "size_symbols", [])]
+        symbols.update(getattr(printer, "size_symbols", []))
+        call_arguments = ", ".join([parameter[name] for name in printer.arguments()] +
+                                   kernel_symbols)
         calls.append(f"  kernel{position}({call_arguments});")
     stored = {name for kernel in kernels for name in kernel.stores}
+    size_symbols = sorted(symbols, key=lambda symbol: symbol.name)
     signature = ", ".join(
-        f"{'' if name in stored else 'const '}{storage_type(dtype_of(name))}* {parameter[name]}"
-        for name in arguments)
+        [f"{'' if name in stored else 'const '}{storage_type(dtype_of(name))}* "
+         f"{parameter[name]}" for name in arguments] +
+        [f"int64_t {symbol.name}" for symbol in size_symbols])
     reset = ["  jit_bounds_reported = 0;"] if config.bounds_check else []
     entry = [f"static int segment_run({signature}) {{", "  jit_error = 0;", *reset, *calls,
              "  return jit_error;", "}"]
     body = "\n\n".join(functions + ["\n".join(entry)]) + "\n"
-    return Segment(body, signature, arguments, [kernel.name for kernel in kernels], first)
+    return Segment(body, signature, arguments, [kernel.name for kernel in kernels], first,
+                   size_symbols)
 
 
 def translation_units(segments: list, count: int) -> list[TranslationUnit]:
@@ -142,11 +154,12 @@ def translation_units(segments: list, count: int) -> list[TranslationUnit]:
             parts.append(_vml_declarations(used))
         for number, body in enumerate(sorted(bucket)):
             segment = segments[distinct[body][0]]
-            call = ", ".join(f"a{position}" for position in range(len(segment.arguments)))
+            call = ", ".join([f"a{position}" for position in range(len(segment.arguments))] +
+                             [symbol.name for symbol in segment.size_symbols])
             parts.append(f"namespace segment{number} {{\n{body}}}\n"
                          f'extern "C" int {ENTRY_POINT}_{number}({segment.signature}) {{\n'
                          f"  return segment{number}::segment_run({call});\n}}\n")
-            entries.append((f"{ENTRY_POINT}_{number}", len(segment.arguments)))
+            entries.append((f"{ENTRY_POINT}_{number}", segment.parameter_count()))
             for position in distinct[body]:
                 segment_entry[position] = number
         units.append(TranslationUnit("\n\n".join(parts), entries, segment_entry))

@@ -1,0 +1,119 @@
+"""One compile over symbolic sizes on the C++ backend (issue 23): the zoo's dynamic-batch
+graph kinds compile once, with kernels taking sizes as `int64_t` arguments, and match eager at
+every size (0, 1, primes, below and above the vector widths, large). A graph kind the symbolic
+path does not cover is compiled per size with the reason visible (`NotSymbolic`)."""
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import inductor
+from inductor.runtime import fallbacks
+from tests.inductor.symbolic_graphs import shape_env_of, symbolic_graph
+from tests.inductor.test_dynamic_sizes import assert_same
+
+SIZES = (5, 0, 1, 2, 3, 7, 16, 31, 97, 1000)
+
+
+def compile_once(function, make_inputs, dynamic, sizes=SIZES):
+    """Compile once at `sizes[0]`; every size must match eager, with no static variant and
+    no fallback of any kind. Returns the compiled graph."""
+    first = make_inputs(sizes[0])
+    before = fallbacks.fallbacks()
+    gm = symbolic_graph(function, first, dynamic)
+    guards = list(shape_env_of(gm).guards)
+    compiled = inductor.compile_fx(gm, copy.deepcopy(first))
+    assert list(shape_env_of(gm).guards) == guards     # the compile assumed nothing more
+    for size in sizes:
+        inputs = make_inputs(size)
+        assert_same(compiled(*copy.deepcopy(inputs)), function(*copy.deepcopy(inputs)),
+                    size > 1)
+    assert compiled.report.size_reason is None, compiled.report.size_reason
+    assert compiled.report.size_variants == 0
+    assert fallbacks.since(before) == {}
+    return compiled
+
+
+def test_kernels_take_sizes_as_arguments():
+    def function(x, y):
+        return torch.relu(x * 2 + y), (x - 1).to(torch.float64)
+    compiled = compile_once(function, lambda n: [torch.randn(n, 5), torch.randn(5)],
+                            [[0], []])
+    source = compiled.report.source
+    symbol = next(line.split(" = ")[0].strip() for line in source.splitlines()
+                  if ".shape[0]" in line)
+    assert f"const int64_t {symbol})" in source          # the kernel's parameter
+    assert f"< {symbol};" in source                      # a loop over it
+    assert f"empty_strided(({symbol}, 5), (5, 1)" in source
+
+
+def test_a_static_graph_takes_no_size_argument():
+    def function(x):
+        return x.sum(-1) * 2
+    compiled = inductor.compile_fx(torch.fx.symbolic_trace(function), [torch.randn(7, 9)])
+    assert "int64_t s" not in compiled.report.source
+    assert ".shape[" not in compiled.report.source
+
+
+def test_reductions_with_tails_below_and_above_the_vector_width():
+    def function(x):
+        return x.sum(0), x.amax(1), x.mean(), (x * x).sum(-1, keepdim=True), x.argmax(1)
+    compile_once(function, lambda n: [torch.randn(n, n + 3)], [[0, 1]],
+                 sizes=(9, 0, 1, 2, 3, 7, 8, 15, 16, 17, 33, 64, 97, 300))
+
+
+def test_softmax_layer_norm_and_linear():
+    def function(x, weight, bias, gamma, beta):
+        hidden = torch.softmax(F.linear(x, weight, bias), -1)
+        return F.layer_norm(hidden, (12,), gamma, beta), hidden.var(-1)
+    compile_once(function, lambda n: [torch.randn(n, 12), torch.randn(12, 12), torch.randn(12),
+                                      torch.randn(12), torch.randn(12)], [[0], [], [], [], []])
+
+
+def test_views_permutes_slices_and_expand():
+    def function(x):
+        rows = x.size(0)
+        return (x.reshape(rows * 2, -1).t() * 2, x.view(rows, 3, 2).permute(2, 0, 1) + 1,
+                x[1:, :3] * 3, x[:, None, :].expand(rows, 4, 6).sum(1), x.t().contiguous())
+    compile_once(function, lambda n: [torch.randn(n, 6)], [[0]], sizes=(5, 2, 3, 7, 97))
+
+
+def test_arange_of_a_size_and_broadcasting():
+    def function(x, y):
+        return x + torch.arange(x.size(0), dtype=x.dtype)[:, None] * y, x * x.size(0)
+    compile_once(function, lambda n: [torch.randn(n, 6), torch.randn(1, 6)], [[0], []])
+
+
+def test_library_calls_with_symbolic_shapes():
+    def function(x, weight, bias):
+        hidden = torch.addmm(bias, x, weight).relu()
+        return hidden @ weight.t(), torch.bmm(x[None], weight[None].expand(1, 8, 8))
+    compile_once(function, lambda n: [torch.randn(n, 8), torch.randn(8, 8), torch.randn(8)],
+                 [[0], [], []], sizes=(5, 0, 1, 2, 7, 33))
+
+
+def test_convolution_pooling_and_attention_over_a_symbolic_batch():
+    def function(x, weight, q):
+        features = F.conv2d(x, weight, padding=1).relu()
+        pooled = F.max_pool2d(features, 2) + F.avg_pool2d(features, 3, 1, 1)[:, :, ::2, ::2]
+        return pooled.mean((2, 3)), F.scaled_dot_product_attention(q, q, q)
+    compile_once(function, lambda n: [torch.randn(n, 3, 6, 6), torch.randn(4, 3, 3, 3),
+                                      torch.randn(n, 2, 5, 8)], [[0], [], [0]],
+                 sizes=(4, 1, 2, 7))
+
+
+@pytest.mark.expect_fallback("per_size", reason="a graph the symbolic path refuses")
+def test_a_refused_graph_is_compiled_per_size_with_its_reason():
+    def function(x):
+        return x.sum(0), x[:, 1]     # an output viewing the input: NotSymbolic
+    before = fallbacks.fallbacks()
+    x = torch.randn(4, 3)
+    compiled = inductor.compile_fx(symbolic_graph(function, [x], [[0]]), [x])
+    for size in (4, 9, 4):
+        y = torch.randn(size, 3)
+        assert_same(compiled(y), function(y))
+    assert compiled.report.size_variants == 2
+    assert "aliases an input" in compiled.report.size_reason
+    assert any(reason.startswith("per_size") and "aliases an input" in reason
+               for reason in fallbacks.since(before))

@@ -23,6 +23,9 @@ import inductor
 from dynamo.backends import lookup_backend
 
 BACKENDS = ["eager", "inductor"]
+# CUDA runs the CUDA forms of the scalar ops and the foreach kernels' own rounding (foreach is
+# the default there); they are untested where no GPU is present
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 STEPS = 5
 SHAPES = [(6, 4), (4,), (3, 2, 2)]
 
@@ -53,15 +56,15 @@ class Counting:
                 if node.op in ("call_method", "call_function")}
 
 
-def make_params(shapes=SHAPES) -> list:
+def make_params(shapes=SHAPES, device="cpu") -> list:
     torch.manual_seed(0)
-    return [torch.randn(shape, requires_grad=True) for shape in shapes]
+    return [torch.randn(shape).to(device).requires_grad_() for shape in shapes]
 
 
 def set_grads(params, twins, step: int, none=()) -> None:
     generator = torch.Generator().manual_seed(1000 + step)
     for index, (param, twin) in enumerate(zip(params, twins)):
-        grad = torch.randn(param.shape, generator=generator)
+        grad = torch.randn(param.shape, generator=generator).to(param.device)
         param.grad = None if index in none else grad.clone()
         twin.grad = None if index in none else grad.clone()
 
@@ -120,9 +123,9 @@ def _case_id(case) -> str:
 
 
 def run_differential(cls, options, backend, program=step_once, steps=STEPS, none=lambda s: (),
-                     between=None, setup=None):
+                     between=None, setup=None, device="cpu"):
     """`program(optimizer)` eagerly and jitted, `steps` times; returns the counting backend."""
-    params, twins = make_params(), make_params()
+    params, twins = make_params(device=device), make_params(device=device)
     optimizer, twin_optimizer = cls(params, **options), cls(twins, **options)
     if setup is not None:
         setup(optimizer, twin_optimizer)
@@ -138,11 +141,12 @@ def run_differential(cls, options, backend, program=step_once, steps=STEPS, none
     return counting
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
-def test_step_matches_eager(backend, case):
+def test_step_matches_eager(backend, case, device):
     cls, options = case
-    counting = run_differential(cls, options, backend)
+    counting = run_differential(cls, options, backend, device=device)
     stateless = cls is torch.optim.SGD and not options.get("momentum")
     # the first step makes the state inside the graph; the second finds it (guarded keys)
     assert len(counting.graphs) == (1 if stateless else 2)
@@ -355,9 +359,10 @@ def test_closure_runs_eagerly(backend):
     run_differential(torch.optim.SGD, {"lr": 0.1, "momentum": 0.9}, backend, program=program)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("foreach", [False, True])
-def test_capturable_adam(backend, foreach, monkeypatch):
+def test_capturable_adam(backend, foreach, device, monkeypatch):
     """capturable=True keeps the corrections on the step tensor. Eager allows it on CUDA
     only; both sides are told CPU is allowed, to compare the arithmetic here."""
     devices = lambda supports_xla=True: ["cpu", "cuda"]  # noqa: E731
@@ -365,7 +370,7 @@ def test_capturable_adam(backend, foreach, monkeypatch):
         monkeypatch.setattr(importlib.import_module(module), "_get_capturable_supported_devices",
                             devices)
     run_differential(torch.optim.Adam, {"lr": 0.01, "capturable": True, "foreach": foreach,
-                                        "amsgrad": True}, backend)
+                                        "amsgrad": True}, backend, device=device)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -137,7 +137,7 @@ def _scheduled_optimizer(function: Any) -> Optional[torch.optim.Optimizer]:
 
 def _argument(tx, args: list, kwargs: dict, name: str, default: Any) -> Any:
     if len(args) > 2 or set(kwargs) - {name}:
-        raise Unsupported(UNSUPPORTED_CALL, f"optimizer call with unexpected arguments")
+        raise Unsupported(UNSUPPORTED_CALL, "optimizer call with unexpected arguments")
     value = args[1] if len(args) == 2 else kwargs.get(name)
     if value is None:
         return default

@@ -308,9 +308,11 @@ class WrapperWriter:
         self.globals: dict = {"torch": torch, "empty_strided": native.empty_strided(),
                               "as_strided": torch.as_strided, "kernel_error": KernelError.raise_for,
                               "restride": _restride, "own_tensor": _own_tensor,
-                              "unwritten": _unwritten, "layout_changed": _layout_changed,
+                              "unwritten": _unwritten,
                               "device": torch.device,
                               "inf": math.inf, "nan": math.nan}
+        if plan.symbol_bindings:    # (only then: static wrappers keep their global names)
+            self.globals["layout_changed"] = _layout_changed
         self.allocated = set(plan.allocated)
         self.input_frees = input_last_uses(plan)
         self.recorder: Optional[ReusePlanner] = None   # set while recording (first pass)

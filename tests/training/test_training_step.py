@@ -1,9 +1,9 @@
 """`dynamo.jit` on a whole training step: forward, `loss.backward()`, `optimizer.step()`.
 
 Capture breaks the graph at `backward()` (graph breaks, issue 5); the forward graph goes
-through training compilation and the backward runs the compiled backward. Capturing the
-optimizer update after the break is still a strict xfail (it fails as XPASS the day it works,
-so that the mark gets removed)."""
+through training compilation and the backward runs the compiled backward. The optimizer
+update after the break is captured too: a graph of in-place parameter updates (its strict
+xfail turned XPASS when compiled optimizer steps landed, and was removed)."""
 import copy
 
 import pytest
@@ -14,9 +14,6 @@ import torch.nn.functional as F
 import dynamo
 from tests.training.harness import RecordingBackend, assert_close
 
-NEEDS_BREAKS = pytest.mark.xfail(
-    strict=True, reason="optimizer.step() after the break at loss.backward() runs eagerly: "
-    "torch.optim is not traced into yet")
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 
 
@@ -94,7 +91,6 @@ def test_jitted_training_step_matches_eager_whatever_is_compiled():
     compare(jit_model, model, jit_losses, eager_losses)
 
 
-@NEEDS_BREAKS
 def test_optimizer_update_is_compiled_after_the_backward():
     """After the break at backward(), the resumed code (optimizer.step) is captured too; the
     update runs under no_grad on leaves that require grad (mutations hidden from autograd)."""
@@ -108,6 +104,11 @@ def test_optimizer_update_is_compiled_after_the_backward():
                                                               momentum=0.9), x, target)
     compare(jit_model, model, jit_losses, eager_losses)
     assert len(backend.compiled) >= 2, "the optimizer update was not captured"
+    written = [node for compiled in backend.compiled for node in compiled.owner.graph.nodes
+               if node.op in ("call_function", "call_method") and
+               str(getattr(node.target, "__name__", node.target)).endswith("_") and
+               not str(getattr(node.target, "__name__", node.target)).startswith("_")]
+    assert written, "no compiled graph updates the parameters in place (optimizer.step())"
 
 
 def test_compiled_optimizer_style_update_on_parameters():

@@ -158,6 +158,29 @@ def test_kernels_over_symbolic_sizes_compile_for_sm_90(monkeypatch):
     assert compiled >= 3
 
 
+def test_random_sizes_give_eager_answers():
+    """One compile, then sizes drawn by hypothesis (small, primes) for both symbols. From 2
+    up: the ShapeEnv traces dynamic sizes as at least 2 (0/1 specialisation) and the graph may
+    use it (`var`'s divisor `max(0, n - 1)` traced as `n - 1`: a (0, 1) input gave -0.0 where
+    eager gives nan), so a size 0 or 1 is the frontend's to specialise."""
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    def function(x):
+        return torch.softmax(x, -1), x.sum(0), x * 2 + 1, torch.var(x, 0)
+    first = [torch.randn(6, 10)]
+    compiled = inductor.compile_fx(symbolic_graph(function, first, [[0, 1]]), first)
+    extents = st.one_of(st.integers(2, 70), st.sampled_from([97, 257, 1031]))
+
+    @hypothesis.given(rows=extents, columns=extents)
+    @hypothesis.settings(max_examples=20, deadline=None)
+    def check(rows, columns):
+        x = torch.randn(rows, columns)
+        assert_same(compiled(x.clone()), function(x))
+    check()
+    assert compiled.report.size_variants == 0
+
+
 # -- launching: grids, buckets, the tuning bound (stand-ins, no Triton) --------------------------
 class StandIn:
     """A bucket's launcher: records its calls; `choice` None means it would tune."""

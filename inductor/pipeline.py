@@ -402,6 +402,8 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
         for segment_index, position in unit.segment_entry.items():
             entries[segment_index] = unit_functions[position]
     text, run = wrapper.generate(plan, segments, entries)
+    if symbols is not None:
+        _check_bound(text, plan.symbol_bindings)
     source = "\n".join([text] + [segment.body for segment in segments])
     output_code.debug("generated code for a graph:\n%s", source)
     report = GraphReport(kernel_count=len(plan.kernels()),
@@ -409,6 +411,15 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
                          library_calls=dict(loop_graph.library_calls), source=source,
                          channels_last=loop_graph.channels_last)
     return CompiledGraph(run, report)
+
+
+def _check_bound(text: str, bindings: dict) -> None:
+    """Every size symbol the wrapper reads is bound from the inputs, else `NotSymbolic`
+    (a symbol only an input's size expression holds, `2*s0`, is not read off it)."""
+    import re
+    used = set(re.findall(r"\bs\d+\b", text)) - {symbol.name for symbol in bindings}
+    if used:
+        raise NotSymbolic(f"sizes {sorted(used)} are bound by no input size")
 
 
 def _generate_triton(plan, loop_graph, dtype_of, device: torch.device,

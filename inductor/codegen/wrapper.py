@@ -333,6 +333,8 @@ class WrapperWriter:
         """A Python expression for a constant argument (simple ones inline)."""
         if value is None or isinstance(value, (bool, int, str)):
             return repr(value)
+        if isinstance(value, sympy.Expr) and not value.is_number:
+            return size_text(value)     # a symbolic size argument (bound at the top)
         if isinstance(value, float):
             return repr(value) if math.isfinite(value) else \
                 ("nan" if math.isnan(value) else ("inf" if value > 0 else "-inf"))

@@ -29,6 +29,7 @@ from inductor.ir.ops import ops
 from inductor.lower import extern
 from inductor.lower.elementwise import body_cost, opmath_dtype, value_loader
 from inductor.lower.registry import lowering_for
+from inductor.size_variants import NotSymbolic
 
 aten = torch.ops.aten
 
@@ -108,6 +109,8 @@ class GraphLowering(torch.fx.Interpreter):
         recorded = node.meta.get("val")
         if node.op == "call_function" and isinstance(recorded, torch.SymInt):
             return to_expr(recorded)    # size arithmetic: its ShapeEnv expression
+        if isinstance(recorded, (torch.SymFloat, torch.SymBool)):
+            raise NotSymbolic(f"a size computed as a {type(recorded).__name__} ({node.name})")
         result = super().run_node(node)
         if node.op == "call_function" and len(node.users) > 1:
             for box in pytree.tree_leaves(result):

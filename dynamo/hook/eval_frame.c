@@ -373,12 +373,14 @@ static PyObject *eval_frame(PyThreadState *tstate, Frame *frame, int throw_flag)
     PyObject *callback = thread_callback;
     if (callback == NULL || thread_busy || thread_disabled || process_disabled)
         return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
-    CodeExtra *extra = get_extra(FRAME_CODE(frame), 1);
-    if (extra == NULL) {  /* no memory for the mark: run the frame as is */
-        PyErr_Clear();
+    /* a throw carries its exception in the thread state: no Python runs, nothing is cleared */
+    CodeExtra *extra = get_extra(FRAME_CODE(frame), !throw_flag);
+    if (extra == NULL) {  /* no mark yet, or no memory for one: run the frame as is */
+        if (!throw_flag) PyErr_Clear();
         return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
     }
-    if (!extra->filtered && disable_filter != NULL) apply_disable_filter(FRAME_CODE(frame), extra);
+    if (!extra->filtered && disable_filter != NULL && !throw_flag)
+        apply_disable_filter(FRAME_CODE(frame), extra);
     if (extra->skip == SKIP_DISABLED) return run_disabled(tstate, frame, throw_flag);
     if (extra->skip || !frame_is_interceptable(tstate, frame, throw_flag))
         return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);

@@ -94,6 +94,24 @@ def test_a_filter_that_raises_is_reported_and_the_frame_is_captured(install, dis
     assert reported and isinstance(reported[0].exc_value, ValueError)
 
 
+def test_a_throw_into_a_generator_reaches_it_with_its_exception(install, disable_filter):
+    """A throw carries its exception in the thread state: the hook runs no filter then."""
+    def steps():
+        try:
+            yield 1
+        except KeyError as error:
+            yield ("caught", error.args)
+
+    started = steps()
+    assert next(started) == 1   # started with no callback: its code is not classified yet
+    asked = []
+    disable_filter(lambda code: asked.append(code.co_name) and False)
+    install(Recorder())
+    assert started.throw(KeyError("k")) == ("caught", ("k",))
+    install(None)
+    assert "steps" not in asked
+
+
 def test_unmarking_a_code_object_asks_the_filter_again(install, disable_filter):
     def compiler(x):
         return plain(x)

@@ -74,10 +74,25 @@ class CppKernel:
             qualifier = "" if name in stored else "const "
             parameters.append(f"{qualifier}{storage_type(self.dtype_of(name))}* "
                               f"__restrict__ {self.pointers[name]}")
-        parameters += [f"const int64_t {symbol.name}" for symbol in self.size_symbols]
         body = self._body()
+        self._add_printed_symbols(body)
+        parameters += [f"const int64_t {symbol.name}" for symbol in self.size_symbols]
         head = f"static void {function_name or self.plan.name}({', '.join(parameters)}) {{"
         return "\n".join([head] + body + ["}"])
+
+    def _add_printed_symbols(self, body: list) -> None:
+        """Size symbols the body prints beyond the plan's (an indirect index's bound check):
+        parameters too, so the kernel never names an undeclared size."""
+        if not self.size_symbols and not any(" s" in line or "(s" in line for line in body):
+            return
+        import re
+        known = {symbol.name for symbol in self.size_symbols}
+        printed = set(re.findall(r"\bs\d+\b", "\n".join(body))) - known
+        if printed:
+            self.size_symbols = sorted(self.size_symbols + [sympy.Symbol(name, integer=True,
+                                                                         positive=True)
+                                                            for name in printed],
+                                       key=lambda symbol: symbol.name)
 
     # -- shape of the nest -----------------------------------------------------------------
     def _work(self) -> int:

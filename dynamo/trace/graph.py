@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import operator
 import re
+import threading
 from typing import Any, Callable, Optional
 
 import torch
@@ -114,7 +116,7 @@ class GraphBuilder:
         node_kwargs, fake_kwargs = _lower(kwargs)
         versions = _versions(fake_args, fake_kwargs)
         try:
-            with self.fake_mode, self._dispatcher():
+            with self.fake_mode, self._dispatcher(), _QUIET_FAKE_FAILURES:
                 fake = _run(kind, target, fake_args, fake_kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException) as error:
             kind_of_break = SCALAR_OUT if _is_scalar_read(target) else DYNAMIC_SHAPE_OP
@@ -194,6 +196,31 @@ def _argument_with_example(args: tuple, fake: torch.Tensor):
 def _is_impure(node: torch.fx.Node) -> bool:
     return node.op in ("placeholder", "output") or node.target in EFFECTFUL or \
         node.meta.get("mutates", False)
+
+
+class _QuietFakeFailures(logging.Filter):
+    """While an operation runs on fake tensors for the trace, drops the records torch's fake
+    tensor logger writes about it: a meta kernel raising (`x.amax(0)` of an empty `x`) is
+    logged at ERROR level with a traceback on stderr, where eager prints nothing; the failure
+    becomes a graph break and eager then raises its own error in the user's frame."""
+
+    def __init__(self):
+        super().__init__()
+        self._local = threading.local()
+
+    def __enter__(self):
+        self._local.depth = getattr(self._local, "depth", 0) + 1
+
+    def __exit__(self, *exc_info):
+        self._local.depth -= 1
+        return False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self._local, "depth", 0)
+
+
+_QUIET_FAKE_FAILURES = _QuietFakeFailures()
+logging.getLogger("torch._subclasses.fake_tensor").addFilter(_QUIET_FAKE_FAILURES)
 
 
 def _written_overlap(target: Any, args: tuple, kwargs: dict) -> str:

@@ -8,8 +8,9 @@ on the first call's real tensors, the fastest, remembered in memory and under
 needs, the device name and the Triton version. A small set is timed by default; `exhaustive`
 (`mode="max-autotune"`) times more. A kernel over symbolic sizes is tuned once per size
 bucket (`triton_sizes.py`): its spec here is the bucket's, each symbolic extent replaced by
-its next power of two, so the candidates and the record's key are the bucket's. Interpreted (CPU) kernels take one configuration chosen
-for few, large programs, since the interpreter's cost is per program and per operation.
+its next power of two, so the candidates and the record's key are the bucket's. Interpreted
+(CPU) kernels take one configuration chosen for few, large programs, since the
+interpreter's cost is per program and per operation.
 """
 from __future__ import annotations
 

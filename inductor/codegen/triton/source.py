@@ -96,7 +96,8 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
                               f"bind from the inputs: {', '.join(unbound)}")
         kernels.append(TritonKernelSource(step.name, position, arguments, functions,
                                           printer.spec, in_place, list(printer.size_names),
-                                          {name: hints.get(name, 1) for name in printer.size_names}))
+                                          {name: hints.get(name, 1)
+                                           for name in printer.size_names}))
     written = frozenset(name for step in plan.kernels() for name in step.stores)
     check_kernel_arguments(plan, device, [(kernel.plan_name, kernel.arguments)
                                           for kernel in kernels], written)

@@ -5,9 +5,10 @@ and logs) and the function compiled from it. It is `codegen/wrapper.py`'s wrappe
 allocated with `empty_strided` on the kernels' device, dead buffers reused, library calls
 and fallbacks through ATen, frees at last use) with each kernel step a launcher call, which
 runs on the current stream. A 0-d CPU buffer a kernel reads (eager reads one beside GPU
-tensors as a scalar) is copied to the GPU before its first launch. A kernel over symbolic sizes also takes the
-values of its size symbols after its buffers; the wrapper binds them from the inputs at the
-top of each call (`s0 = arg0.shape[0]`, the symbolic-plan contract).
+tensors as a scalar) is copied to the GPU before its first launch. A kernel over symbolic
+sizes also takes the values of its size symbols after its buffers; the wrapper binds them
+from the inputs at the top of each call (`s0 = arg0.shape[0]`, the symbolic-plan
+contract).
 """
 from __future__ import annotations
 
@@ -41,9 +42,10 @@ class TritonWrapperWriter(WrapperWriter):
                 self._defined.add(name)
         launcher = f"launch{len(self.globals)}"
         self.globals[launcher] = self.launchers[position]
-        names = [self._on_device(name, self.launchers[position].device)
-                 for name in self.arguments[position]] + \
-            list(self.size_arguments.get(position) or getattr(self.launchers[position], "size_names", ()))
+        kernel = self.launchers[position]
+        sizes = self.size_arguments.get(position) or getattr(kernel, "size_names", ())
+        names = [self._on_device(name, kernel.device)
+                 for name in self.arguments[position]] + list(sizes)
         self.lines.append(f"    {launcher}({', '.join(names)})  # {step.name}")
         return position
 

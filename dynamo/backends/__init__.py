@@ -50,19 +50,9 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: Sequence, mode=None) -> C
     """framejit's own code generator (C++/OpenMP on CPU, Triton on GPU); `mode` is
     `dynamo.jit`'s: "reduce-overhead" (CUDA graphs), "max-autotune"..."""
     import inductor as inductor_package  # imported only when asked for
-    _backward_outside_capture()
     if mode in (None, "default"):
         return inductor_package.compile_fx(gm, example_inputs)
     return inductor_package.compile_fx(gm, example_inputs, mode=mode)
-
-
-def _backward_outside_capture() -> None:
-    """Compiled backwards run (and compile, on their first call) with frame capture off, as
-    compiled forwards do: the autograd engine calls them from the user's `loss.backward()`,
-    inside a jitted region, where sympy and the code generator's frames were captured."""
-    from dynamo import _C
-    from inductor.autograd import runtime
-    runtime.outside_capture = lambda function: _C.ScopedCall(function, None)
 
 
 def with_mode(backend, mode) -> Backend:

@@ -63,6 +63,19 @@ def test_two_symbols_and_a_large_size(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_a_transpose_tiles_over_a_static_y_axis(device):
+    def function(x):
+        return (x.t() * 3).contiguous()
+    # no size 1: eager's (20, 1) result keeps the strides (1, 20) of x.t() (a size-1 dim
+    # makes it contiguous already), the symbolic graph's are (1, 1); the frontend specialises
+    # sizes 0 and 1 (the ShapeEnv's 0/1 rule), so only a direct inductor call meets this
+    compiled = _check(function, lambda n, device: [torch.randn(n, 20, device=device)], [[0]],
+                      (33, 0, 2, 17, 300), device)
+    source = kernel_source(compiled)      # [YBLOCK, XBLOCK] tiles: 20 rows on Y, n on X
+    assert "ynumel = 20" in source and re.search(r"xnumel = s[0-9]+\n", source)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_sums_over_a_symbolic_and_a_static_axis(device):
     def function(x):
         return x.sum(-1), x.sum(0), x.amax(0), x.argmax(-1)

@@ -77,15 +77,27 @@ _compilers: tuple = ()
 _run_time: tuple = ()
 
 
+# Libraries only compilers call: sympy (torch's size reasoning), Triton (kernel builds) and
+# filelock (Triton's cache; its fork-safety audit runs when a kernel build forks, and was
+# captured on the H100 during a backward compile: tests/hook/test_compiler_frames.py).
+_COMPILER_LIBRARIES = ("sympy", "triton", "filelock")
+
+
+def _library_dir(name: str) -> tuple:
+    """The folders of package `name` (not imported here), or () where it is not installed."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    return tuple(os.path.abspath(path) + os.sep for path in spec.submodule_search_locations)
+
+
 def _compiler_prefixes() -> tuple:
     global _compilers, _run_time
     if not _compilers and "torch" in sys.modules:  # no torch code runs before torch loads
         torch_dir = _package_dir(sys.modules["torch"])
         _run_time = tuple(os.path.join(torch_dir, name) for name in _TORCH_RUN_TIME)
-        sympy = importlib.util.find_spec("sympy")  # torch's size reasoning (not imported here)
-        sympy_dir = () if sympy is None or not sympy.submodule_search_locations else \
-            tuple(os.path.abspath(path) + os.sep for path in sympy.submodule_search_locations)
-        _compilers = _COMPILER_PACKAGES + sympy_dir + \
+        libraries = tuple(_library_dir(name) for name in _COMPILER_LIBRARIES)
+        _compilers = _COMPILER_PACKAGES + tuple(path for dirs in libraries for path in dirs) + \
             tuple(os.path.join(torch_dir, name) for name in _TORCH_COMPILERS)
     return _compilers or _COMPILER_PACKAGES
 
@@ -93,7 +105,8 @@ def _compiler_prefixes() -> tuple:
 def is_compiler(code: CodeType) -> bool:
     """Code of a compiler: framejit's `inductor` and `guards`, torch's compile-time machinery
     (`torch._dynamo`, `torch._inductor`, aot_autograd, fake tensors, `make_fx`, symbolic
-    shapes, decompositions, `torch._compile`'s never-compile wrapper) and sympy, less
+    shapes, decompositions, `torch._compile`'s never-compile wrapper), sympy, Triton and
+    filelock, less
     `torch._dynamo`'s run-time helpers that call user code. Its frames, and everything they
     call, run with capture off (the hook's disable filter)."""
     filename = code.co_filename

@@ -233,6 +233,7 @@ class TracedOptimizer:
         from dynamo.variables.optimizer_updates import UPDATES
         self._guard_structure()
         self._guard_no_hooks()
+        self._refuse_devices_not_checked()
         update = UPDATES[type(self.optimizer).__name__]
         groups = []
         for group_index, group in enumerate(self.optimizer.param_groups):
@@ -253,6 +254,20 @@ class TracedOptimizer:
                     update(self, group_index, options, entries)
         assert self._table is None or len(self._table.rules) == self._table.size
         return ConstantVariable(None)
+
+    def _refuse_devices_not_checked(self) -> None:
+        """Compiled steps are checked bit for bit against eager on CPU parameters only: on an
+        H100 (torch 2.11) CUDA steps differed from eager's foreach kernels in the last bits
+        and a non-capturable Adam's CPU step counters made inductor refuse the graph
+        (benchmarks/results/wave2-gpu/tests-optimizers-cuda-*.log). Such a step runs
+        eagerly (a graph break) until the CUDA forms are matched."""
+        devices = {param.device.type for group in self.optimizer.param_groups
+                   for param in group["params"] if isinstance(param, torch.Tensor)}
+        if devices - {"cpu"}:
+            raise Unsupported(UNSUPPORTED_CALL, "optimizer.step() of parameters on "
+                              f"{', '.join(sorted(devices - {'cpu'}))}: compiled optimizer "
+                              "steps are matched with eager on the CPU only; the step runs "
+                              "eagerly")
 
     def _guard_structure(self) -> None:
         tx, source = self.tx, self.source

@@ -138,6 +138,10 @@ def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,
         raise NotSymbolic(str(error)) from error
     inner = _compile_symbolic_aten(_without_alias_outputs(aten_graph), aten_graph.fake_inputs,
                                    aten_graph.output_strides, mode, layout_fallback=False)
+    if mode in ("reduce-overhead", "max-autotune") and inner.report.reason is None and \
+            _device_of(example_inputs).type == "cuda":   # one recording per size (bounded)
+        from inductor.runtime.cudagraphs import CudaGraphRunner
+        inner = CompiledGraph(CudaGraphRunner(inner, aten_graph), inner.report)
     requires_grad = _requires_grad(gm, example_inputs)
     run = _wrap_observable_behaviour(aten_graph, inner, requires_grad)
     # another input layout: per-size variants of the torch-level graph (eager's strides)

@@ -73,6 +73,7 @@ class SymbolicSizes:
 
 
 _INT_OF_A_SYMBOL = ("Cannot convert symbols to int", "Argument of Integer should be of numeric",
+                    "Cannot convert expression to float",
                     "cannot determine truth value of Relational")
 
 

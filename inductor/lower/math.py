@@ -7,12 +7,14 @@ floor/trunc rules and NaN propagates through `maximum`, `minimum` and `clamp`.
 """
 from __future__ import annotations
 
+import sympy
 import torch
 
 from inductor.config import config
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import ops
 from inductor.ir.primitives import FLOAT, PRIMITIVES
+from inductor.ir.symbols import to_expr
 from inductor.lower.elementwise import (broadcast_shapes, cast, constant_box, is_scalar,
                                         is_tensor, make_pointwise, opmath_dtype,
                                         result_type, value_loader)
@@ -490,6 +492,10 @@ def identity(x):
 @register_lowering(aten.full)
 def full(size, fill_value, *, dtype=None, device=None, **_ignored):
     dtype = dtype or result_type(fill_value)
+    if isinstance(fill_value, sympy.Expr) and not fill_value.is_number:    # a size's value
+        loader = value_loader(fill_value, size, dtype)
+        return TensorBox.create(Pointwise(device or torch.device("cpu"), dtype, loader,
+                                          [to_expr(extent) for extent in size]))
     return constant_box(fill_value, dtype, size, device or torch.device("cpu"))
 
 

@@ -117,3 +117,12 @@ def test_a_refused_graph_is_compiled_per_size_with_its_reason():
     assert "aliases an input" in compiled.report.size_reason
     assert any(reason.startswith("per_size") and "aliases an input" in reason
                for reason in fallbacks.since(before))
+
+
+def test_indexing_a_symbolic_table_checks_bounds_with_its_size():
+    def function(x, index):
+        return x[index] * 2, torch.embedding(x, index[None])
+    compiled = compile_once(function, lambda n: [torch.randn(n, 4), torch.tensor([0, 1, 1])],
+                            [[0], []], sizes=(5, 2, 3, 7, 97))
+    with pytest.raises(IndexError):
+        compiled(torch.randn(1, 4), torch.tensor([0, 1, 1]))    # row 1 of a 1-row table

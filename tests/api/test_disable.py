@@ -18,26 +18,9 @@ import torch
 import dynamo
 from dynamo import breaks, hook
 
+from tests.api.counting import Counting
+
 pytestmark = pytest.mark.skipif(not hook.SUPPORTED, reason=str(hook.unsupported_reason()))
-
-
-class Counting:
-    """A backend recording each graph compiled (`graphs`) and each run of one (`runs`)."""
-
-    def __init__(self):
-        self.graphs, self.runs = [], 0
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-
-        def run(*args):
-            self.runs += 1
-            return gm(*args)
-        return run
-
-    def ops(self) -> set:
-        return {str(node.target) for gm in self.graphs for node in gm.graph.nodes
-                if node.op in ("call_function", "call_method")}
 
 
 @pytest.fixture(autouse=True)

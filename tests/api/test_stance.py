@@ -12,22 +12,9 @@ import torch
 import dynamo
 from dynamo import hook, stance
 
+from tests.api.counting import Counting
+
 pytestmark = pytest.mark.skipif(not hook.SUPPORTED, reason=str(hook.unsupported_reason()))
-
-
-class Counting:
-    """A backend recording each graph compiled (`graphs`) and each run of one (`runs`)."""
-
-    def __init__(self):
-        self.graphs, self.runs = [], 0
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-
-        def run(*args):
-            self.runs += 1
-            return gm(*args)
-        return run
 
 
 @pytest.fixture(autouse=True)

@@ -287,10 +287,29 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
             if alias is not None and not alias.same_object and \
                     isinstance(eager[position], torch.Tensor) and eager[position]._base is None:
                 alias.detached = True
+        _views_of_detached_outputs(aliases, eager)
     if hidden or replaced:
         output_node.args = (arguments + hidden,)
         decomposed.recompile()
     return aliases, strides, len(hidden)
+
+
+def _views_of_detached_outputs(aliases: list, eager: list) -> None:
+    """An output eager views through another output that is a detached alias of an input
+    (`t = x.detach(); return t, t[-2]`): eager's view has that output as `_base`, a tensor of
+    its own, where rebuilt over the input it had the input (program fuzzer seed 92052). Such
+    views are rebuilt over that output (the wrapper rebuilds input aliases first)."""
+    detached = {id(eager[position]): position for position, alias in enumerate(aliases)
+                if alias is not None and alias.detached and alias.base_kind == "input"}
+    for position, alias in enumerate(aliases):
+        value = eager[position]
+        if alias is None or alias.base_kind != "input" or alias.same_object or \
+                not isinstance(value, torch.Tensor) or id(value._base) not in detached:
+            continue
+        owner = detached[id(value._base)]
+        aliases[position] = OutputAlias(
+            "output", owner, tuple(value.shape), tuple(value.stride()),
+            value.storage_offset() - eager[owner].storage_offset(), False)
 
 
 def _detached_over(eager, value, base) -> bool:

@@ -584,7 +584,9 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
     constants = tuple(aten_graph.constants)
     spec = aten_graph.output_spec
     aliases = aten_graph.output_aliases
-    rebuilt = [(position, alias) for position, alias in enumerate(aliases) if alias is not None]
+    # input aliases first: an output may view another output that aliases an input
+    rebuilt = sorted(((position, alias) for position, alias in enumerate(aliases)
+                      if alias is not None), key=lambda item: item[1].base_kind != "input")
     count = len(aliases)
     grad_mode = aten_graph.grad_mode_after
     rebuild = _fast_unflatten(spec)

@@ -36,7 +36,7 @@ from typing import Any, Optional
 
 import torch
 
-from dynamo import _C, hook, logs, rewrite, skips, stance
+from dynamo import _C, debug, hook, logs, rewrite, skips, stance
 from dynamo.breaks import UNSUPPORTED_BYTECODE, GraphBreakError, Unsupported
 from dynamo.resume import regions
 from dynamo.resume.stops import StopPlanner, forget_stops, skeleton_replacement, stop_state
@@ -194,6 +194,7 @@ class FrameDriver:
                                   code.co_filename, code.co_firstlineno, reason)
         if policy == "fail_on_recompile" and _may_do_tensor_work(view):
             raise stance.recompile_error(code, reason)
+        debug.start_frame()  # the debug dump (JIT_DEBUG_DIR): nothing when off
         try:
             record = compile_frame(view, self, reason)
         except UnboundSymbol as error:  # facts no guard here can read: specialise the code
@@ -202,6 +203,7 @@ class FrameDriver:
             state.static_sizes = True
             record = compile_frame(view, self, reason)
         self.records.append(record)
+        debug.frame_compiled(record)
         if record.failure is not None:
             _eager_after_failure(code, record.failure)
         if record.replacement is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from guards.environment import Settings
+from guards.environment import Settings, setting
 
 
 @dataclasses.dataclass
@@ -36,6 +36,11 @@ class Config(Settings):
     disable: bool = False
     """Capture nothing: every jitted function and module runs eagerly (`JIT_DISABLE=1`),
     in every thread, from the next call on; compiled entries stay cached but unused."""
+
+    debug_dir: str = setting("", kind="path")
+    """Write a debug dump of every compiled frame under this folder (`JIT_DEBUG_DIR`): bytecode,
+    graphs, guards, loop IR, kernels, timings, graph breaks and an index.html per run
+    (`dynamo/debug/`, docs/troubleshooting.md); empty: nothing is written."""
 
     def __setattr__(self, name: str, value) -> None:
         super().__setattr__(name, value)

@@ -23,6 +23,7 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
+from inductor import debug_artifacts
 from inductor.config import config
 from inductor.graph_calls import hookless
 from inductor.decompose import (GRAD_MODE_CALLS, AtenGraph, SharedInputWrites, UnsupportedGraph,
@@ -385,10 +386,12 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
     device = _device_of(example_inputs, gm)
     place_traced_constants(gm, device)     # `torch.tensor(data, device=...)` (devices.py)
     eliminate_common_subexpressions(gm)
-    loop_graph = lowering.lower(gm, _fakes_for(gm, example_inputs), output_strides, device)
+    loop_graph = debug_artifacts.timed("lower", lowering.lower, gm, _fakes_for(gm, example_inputs),
+                                       output_strides, device)
+    debug_artifacts.lowered(loop_graph)
     if config.verify_ir:
         verify_graph(loop_graph)
-    plan = schedule(loop_graph)
+    plan = debug_artifacts.timed("schedule", schedule, loop_graph)
     if symbols is not None:
         plan.size_hints, plan.symbol_bindings = dict(symbols.hints), dict(symbols.bindings)
     if config.verify_ir:
@@ -400,7 +403,7 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
                                    config.parallel_threshold, config.vectorize)
     workers = config.compile_workers or os.cpu_count() or 1
     units = cpp_source.translation_units(segments, 2 * workers)
-    functions = build.build(units)
+    functions = debug_artifacts.timed("build", build.build, units)
     entries = [None] * len(segments)
     for unit, unit_functions in zip(units, functions):
         for segment_index, position in unit.segment_entry.items():
@@ -410,6 +413,7 @@ def _generate(gm: torch.fx.GraphModule, example_inputs: Sequence,
         _check_bound(text, plan.symbol_bindings)
     source = "\n".join([text] + [segment.body for segment in segments])
     output_code.debug("generated code for a graph:\n%s", source)
+    debug_artifacts.generated(plan, source)
     report = GraphReport(kernel_count=len(plan.kernels()),
                          fallback_ops=dict(loop_graph.fallback_ops),
                          library_calls=dict(loop_graph.library_calls), source=source,
@@ -450,10 +454,12 @@ def _generate_triton(plan, loop_graph, dtype_of, device: torch.device,
                             exhaustive, interpret, outside, kernel.step in programmatic)
         launchers[kernel.step], arguments[kernel.step] = launcher, kernel.arguments
         tasks.update(launcher.compile_tasks())
-    triton_build.precompile(list(tasks.values()), config.compile_workers or os.cpu_count() or 1)
+    debug_artifacts.timed("build", triton_build.precompile, list(tasks.values()),
+                          config.compile_workers or os.cpu_count() or 1)
     text, run = triton_wrapper.generate(plan, launchers, arguments)
     output_code.debug("generated code for a graph:\n%s\n%s\n%s", text, plan.describe(),
                       module.text)
+    debug_artifacts.generated(plan, text + "\n" + module.text)
     report = GraphReport(kernel_count=len(plan.kernels()),
                          fallback_ops=dict(loop_graph.fallback_ops),
                          library_calls=dict(loop_graph.library_calls),

@@ -60,6 +60,7 @@ DYNAMO_LAYERS = (  # top to bottom
     ("minifier", {"dynamo.minify"}),
     ("public API", {"dynamo.api"}),
     ("per-frame driver", {"dynamo.driver"}),
+    ("debug dump", {"dynamo.debug"}),
     ("capture policy", {"dynamo.stance"}),
     ("graph breaks", {"dynamo.resume"}),
     ("code assembly", {"dynamo.rewrite"}),

@@ -1,0 +1,210 @@
+"""Debug dump: every compiled frame's artefacts written to files.
+
+Input: `dynamo.config.debug_dir` (`JIT_DEBUG_DIR`), the per-frame driver's calls
+`start_frame()` before compiling a frame and `frame_compiled(record)` after, and inductor's
+artefacts of the graphs compiled in between (`inductor.debug_artifacts`, a listener
+registry). Output: under `<debug_dir>/<run id>/<frame n>_<function>/`:
+
+    original.dis.txt      dis listing of the frame's code
+    rewritten.dis.txt     dis listing of the replacement code (nested code included)
+    rewritten.py.txt      its Python-like rendering (`rendering.python_like`) and the glue
+    graph.py              the FX graph's readable code        graph_table.txt  its node table
+    guards.txt            the guards by source, and the compiled check
+    loop_ir.txt           inductor's loop IR                  kernels.txt  loop IR per kernel
+    kernels.cpp / kernels_triton.py   the generated source (wrapper and kernels)
+    timings.txt           compile seconds per stage (dynamo's and inductor's)
+    breaks.txt            each graph break: kind, reason, user line, hint
+    recompile.txt         why this frame was compiled again (recompiles only)
+
+and `<debug_dir>/<run id>/index.html` (`report.py`), rewritten after every frame. With the
+setting empty nothing is written or imported. A failure while dumping is one warning, never
+an exception in the user's program, and the compile goes on unchanged.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+import time
+import warnings
+from typing import Optional
+
+from dynamo.debug import rendering, report
+from dynamo.resume import regions
+from dynamo.settings import config
+
+_lock = threading.Lock()
+_state = {"run": None, "frame": None, "warned": False, "listening": False, "failed": None}
+
+
+class FrameArtefacts:
+    """What inductor handed over while one frame compiled: name -> list of values."""
+
+    def __init__(self):
+        self.values: dict = {}
+
+    def add(self, name: str, value) -> None:
+        self.values.setdefault(name, []).append(value)
+
+
+class Run:
+    """One process's dump under one folder: its frames, for the index."""
+
+    def __init__(self, root: str):
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        self.root = root
+        self.directory = os.path.join(root, f"run-{stamp}-{os.getpid()}")
+        self.frames: list = []
+        self.fallbacks_before = _fallbacks()
+        os.makedirs(self.directory, exist_ok=True)
+
+
+def start_frame() -> None:
+    """Before a frame compiles: collect inductor's artefacts for it (when dumping)."""
+    if not config.debug_dir or config.debug_dir == _state["failed"]:
+        return
+    try:
+        _listen_to_inductor()
+        _state["frame"] = FrameArtefacts()
+    except Exception as error:  # noqa: BLE001  (a dump never breaks the program)
+        _warn_once(error)
+
+
+def frame_compiled(record) -> None:
+    """After a frame compiled: write its files and the run's index (when dumping)."""
+    artefacts, _state["frame"] = _state["frame"], None
+    directory = config.debug_dir
+    if not directory or directory == _state["failed"]:
+        return
+    try:
+        with _lock:
+            run = _state["run"]
+            if run is None or run.root != directory:
+                run = _state["run"] = Run(directory)
+            entry = write_frame(run, record, artefacts or FrameArtefacts())
+            run.frames.append(entry)
+            report.write_index(run, _fallbacks())
+    except Exception as error:  # noqa: BLE001
+        _warn_once(error)
+
+
+def _warn_once(error: Exception) -> None:
+    _state["failed"] = config.debug_dir  # skipped from now on, until the setting changes
+    if _state["warned"]:
+        return
+    _state["warned"] = True
+    try:
+        warnings.warn(f"framejit: the debug dump (dynamo.config.debug_dir / JIT_DEBUG_DIR = "
+                      f"{config.debug_dir!r}) could not be written, and is skipped from now "
+                      f"on: {type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
+    except Warning:  # warnings turned into errors: still never raise into the program
+        pass
+
+
+def _listen_to_inductor() -> None:
+    """Register the collector with inductor's artefact registry (inductor never imports
+    dynamo; this loads inductor, only while dumping)."""
+    if _state["listening"]:
+        return
+    import inductor.debug_artifacts as artifacts  # only with the dump on
+    artifacts.add_listener(_collect)
+    _state["listening"] = True
+
+
+def _collect(name: str, value) -> None:
+    frame = _state["frame"]
+    if frame is not None and config.debug_dir:
+        frame.add(name, value)
+
+
+def _fallbacks() -> dict:
+    module = sys.modules.get("inductor.runtime.fallbacks")
+    return module.fallbacks() if module is not None else {}
+
+
+def write_frame(run: Run, record, artefacts: FrameArtefacts) -> dict:
+    """The files of one frame; the index's entry for it."""
+    code = record.code
+    number = len(run.frames)
+    origin = regions.origin_of(code)
+    resumed = "_resumed" if origin is not code else ""  # a region after a graph break
+    name = f"{number:03d}_{re.sub(r'[^A-Za-z0-9_]+', '_', code.co_name)[:60]}{resumed}"
+    directory = os.path.join(run.directory, name)
+    os.makedirs(directory, exist_ok=True)
+    files = {}
+    for filename, text in frame_texts(record, artefacts).items():
+        if text is None:
+            continue
+        with open(os.path.join(directory, filename), "w", encoding="utf-8") as file:
+            file.write(text)
+        files[filename] = f"{name}/{filename}"
+    return {"number": number, "name": name, "code": code, "origin": origin,
+            "status": _status(record), "reason": record.reason, "breaks": list(record.breaks),
+            "files": files}
+
+
+def _status(record) -> str:
+    if record.failure is not None:
+        return f"runs eagerly: {record.failure}"
+    if record.replacement is None:
+        return "no tensor work: runs as is, never intercepted again"
+    if record.runs_as_is:
+        return "cached as is (no graph)"
+    return "compiled" + (" (resumes after a graph break)" if record.stops else "")
+
+
+def frame_texts(record, artefacts: FrameArtefacts) -> dict:
+    """File name -> text (None: nothing to write) for one frame."""
+    values = artefacts.values
+    texts = {"original.dis.txt": rendering.disassembly(record.code),
+             "timings.txt": _timings(record, values.get("timing", []))}
+    if record.replacement is not None:
+        texts["rewritten.dis.txt"] = rendering.disassembly(record.replacement)
+        texts["rewritten.py.txt"] = rendering.python_like(record.replacement) + (
+            f"\n# the glue function the rewritten code calls\n{record.glue_source}\n"
+            if record.glue_source else "")
+        texts["guards.txt"] = rendering.guard_tree(record.compiled, record.guards)
+    if record.graph is not None:
+        texts["graph.py"] = record.graph.code
+        texts["graph_table.txt"] = rendering.graph_table(record.graph)
+    texts["loop_ir.txt"] = _joined(values.get("loop_ir"))
+    texts["kernels.txt"] = _joined(values.get("kernels"))
+    sources = values.get("source") or []
+    triton = any("@triton.jit" in source for source in sources)
+    texts["kernels_triton.py" if triton else "kernels.cpp"] = _joined(sources)
+    texts["breaks.txt"] = _breaks_text(record.breaks) if record.breaks else None
+    texts["recompile.txt"] = f"{record.reason}\n" if record.reason else None
+    return texts
+
+
+def _joined(values: Optional[list]) -> Optional[str]:
+    """Several graphs' texts (a training forward and backward, size variants) in one file."""
+    if not values:
+        return None
+    if len(values) == 1:
+        return f"{values[0]}\n"
+    return "\n".join(f"# ---- graph {index} ----\n{value}" for index, value in
+                     enumerate(values)) + "\n"
+
+
+def _timings(record, inductor_timings: list) -> str:
+    lines = [f"dynamo {stage}: {seconds * 1000:.2f} ms" for stage, seconds in
+             record.seconds.items()]
+    lines += [f"inductor {stage}: {seconds * 1000:.2f} ms" for stage, seconds in
+              inductor_timings]
+    return "\n".join(lines or ["(nothing timed)"]) + "\n"
+
+
+def _breaks_text(breaks: list) -> str:
+    parts = []
+    for met in breaks:
+        lines = [f"{met.kind_id} {met.title} at {met.location or '<unknown location>'}",
+                 f"    {report.source_line(met.location)}",
+                 f"    reason: {met.detail}"]
+        lines += [f"    called from {where}" for where in met.frames[1:]]
+        if not met.resumed:
+            lines.append("    (the frame ran eagerly: framejit could not resume after it)")
+        lines.append(f"    hint: {met.hint}")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"

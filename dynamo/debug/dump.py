@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from typing import Optional
 
 from dynamo.debug import rendering, report
@@ -35,6 +36,9 @@ from dynamo.resume import regions
 from dynamo.settings import config
 
 _lock = threading.Lock()
+_known_breaks: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+"""code -> the breaks its last compile that met any met: a later compile (a recompile, or one
+after `explain`) halts at the stops they planned without meeting them again."""
 _state = {"run": None, "frame": None, "warned": False, "listening": False, "failed": None}
 
 
@@ -74,6 +78,8 @@ def start_frame() -> None:
 def frame_compiled(record) -> None:
     """After a frame compiled: write its files and the run's index (when dumping)."""
     artefacts, _state["frame"] = _state["frame"], None
+    if record.breaks:
+        _known_breaks[record.code] = list(record.breaks)
     directory = config.debug_dir
     if not directory or directory == _state["failed"]:
         return
@@ -127,20 +133,23 @@ def write_frame(run: Run, record, artefacts: FrameArtefacts) -> dict:
     """The files of one frame; the index's entry for it."""
     code = record.code
     number = len(run.frames)
+    breaks, earlier = list(record.breaks), False
+    if not breaks and record.stops:  # stops planned by an earlier compile of this code
+        breaks, earlier = _known_breaks.get(code, []), True
     origin = regions.origin_of(code)
     resumed = "_resumed" if origin is not code else ""  # a region after a graph break
     name = f"{number:03d}_{re.sub(r'[^A-Za-z0-9_]+', '_', code.co_name)[:60]}{resumed}"
     directory = os.path.join(run.directory, name)
     os.makedirs(directory, exist_ok=True)
     files = {}
-    for filename, text in frame_texts(record, artefacts).items():
+    for filename, text in frame_texts(record, artefacts, breaks, earlier).items():
         if text is None:
             continue
         with open(os.path.join(directory, filename), "w", encoding="utf-8") as file:
             file.write(text)
         files[filename] = f"{name}/{filename}"
     return {"number": number, "name": name, "code": code, "origin": origin,
-            "status": _status(record), "reason": record.reason, "breaks": list(record.breaks),
+            "status": _status(record), "reason": record.reason, "breaks": breaks,
             "files": files}
 
 
@@ -154,8 +163,9 @@ def _status(record) -> str:
     return "compiled" + (" (resumes after a graph break)" if record.stops else "")
 
 
-def frame_texts(record, artefacts: FrameArtefacts) -> dict:
-    """File name -> text (None: nothing to write) for one frame."""
+def frame_texts(record, artefacts: FrameArtefacts, breaks: list, earlier: bool) -> dict:
+    """File name -> text (None: nothing to write) for one frame; `breaks` met by an
+    `earlier` compile of the code when this one halted at the stops they planned."""
     values = artefacts.values
     texts = {"original.dis.txt": rendering.disassembly(record.code),
              "timings.txt": _timings(record, values.get("timing", []))}
@@ -173,7 +183,9 @@ def frame_texts(record, artefacts: FrameArtefacts) -> dict:
     sources = values.get("source") or []
     triton = any("@triton.jit" in source for source in sources)
     texts["kernels_triton.py" if triton else "kernels.cpp"] = _joined(sources)
-    texts["breaks.txt"] = _breaks_text(record.breaks) if record.breaks else None
+    texts["breaks.txt"] = None if not breaks else (
+        "# met by an earlier compile of this code; this one halts at the same places\n"
+        if earlier else "") + _breaks_text(breaks)
     texts["recompile.txt"] = f"{record.reason}\n" if record.reason else None
     return texts
 

@@ -199,3 +199,17 @@ def test_the_environment_variable_turns_it_on(tmp_path):
     run = the_run(tmp_path)
     assert (run / "index.html").is_file()
     assert "cos" in (frames(run)[0] / "graph.py").read_text()
+
+
+def test_breaks_met_by_an_earlier_compile_are_shown(tmp_path, monkeypatch):
+    """`explain` first (dump off): the jitted call then halts at the stops it planned without
+    meeting the break again; the dump still names it and marks its line."""
+    report = dynamo.explain(program)(torch.randn(4, 5), 2)
+    assert report.graph_break_count == 1
+    monkeypatch.setattr(dynamo.config, "debug_dir", str(tmp_path))
+    run_program("eager")
+    run = the_run(tmp_path)
+    first = frames(run)[0]
+    breaks = (first / "breaks.txt").read_text()
+    assert breaks.startswith("# met by an earlier compile") and "GB001" in breaks
+    assert f"id='break-{break_line()}'" in (run / "index.html").read_text()

@@ -213,3 +213,19 @@ def test_breaks_met_by_an_earlier_compile_are_shown(tmp_path, monkeypatch):
     breaks = (first / "breaks.txt").read_text()
     assert breaks.startswith("# met by an earlier compile") and "GB001" in breaks
     assert f"id='break-{break_line()}'" in (run / "index.html").read_text()
+
+
+def test_triton_kernels_are_dumped(tmp_path, monkeypatch):
+    """The Triton path (run on CPU by Triton's interpreter): its source and loop IR."""
+    pytest.importorskip("triton")
+    import inductor
+    monkeypatch.setattr(inductor.config, "cpu_backend", "triton")
+    monkeypatch.setattr(dynamo.config, "debug_dir", str(tmp_path))
+    jitted = dynamo.jit(lambda x: (x.sin() * 2).sum(-1), backend="inductor")
+    x = torch.randn(8, 16)
+    torch.testing.assert_close(jitted(x), (x.sin() * 2).sum(-1))
+    first = frames(the_run(tmp_path))[0]
+    assert "@triton.jit" in (first / "kernels_triton.py").read_text()
+    assert not (first / "kernels.cpp").exists()
+    assert "Reduction sum over" in (first / "kernels.txt").read_text()
+    assert re.search(r"inductor build: [\d.]+ ms", (first / "timings.txt").read_text())

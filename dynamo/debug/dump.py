@@ -119,9 +119,54 @@ def _listen_to_inductor() -> None:
 
 
 def _collect(name: str, value) -> None:
+    if not config.debug_dir:
+        return
     frame = _state["frame"]
-    if frame is not None and config.debug_dir:
+    if frame is not None:
         frame.add(name, value)
+        return
+    # a graph compiled while the program runs (a training backward at its first backward
+    # call, a static variant at a new size): its own folder, once its source is in
+    late = _state.get("late")
+    if late is None:
+        late = _state["late"] = FrameArtefacts()
+    late.add(name, value)
+    if name == "source":
+        _state["late"] = None
+        _write_late(late)
+
+
+def _write_late(artefacts: FrameArtefacts) -> None:
+    """`<run>/<n>_graph_compiled_later/`: loop IR, kernels, source and timings."""
+    directory = config.debug_dir
+    if directory == _state["failed"]:
+        return
+    try:
+        with _lock:
+            run = _state["run"]
+            if run is None or run.root != directory:
+                run = _state["run"] = Run(directory)
+            name = f"{len(run.frames):03d}_graph_compiled_later"
+            files = _write_files(run, name, _late_texts(artefacts))
+            run.frames.append({"number": len(run.frames), "name": name, "code": None,
+                               "origin": None, "status": "a graph inductor compiled while the "
+                               "program ran (a training backward, a new size)",
+                               "reason": None, "breaks": [], "files": files})
+            report.write_index(run, _fallbacks())
+    except Exception as error:  # noqa: BLE001
+        _warn_once(error)
+
+
+def _late_texts(artefacts: FrameArtefacts) -> dict:
+    values = artefacts.values
+    sources = values.get("source") or []
+    triton = any("@triton.jit" in source for source in sources)
+    timings = "".join(f"inductor {stage}: {seconds * 1000:.2f} ms\n" for stage, seconds in
+                      values.get("timing", []))
+    return {"loop_ir.txt": _joined(values.get("loop_ir")),
+            "kernels.txt": _joined(values.get("kernels")),
+            "kernels_triton.py" if triton else "kernels.cpp": _joined(sources),
+            "timings.txt": timings or None}
 
 
 def _fallbacks() -> dict:
@@ -139,18 +184,25 @@ def write_frame(run: Run, record, artefacts: FrameArtefacts) -> dict:
     origin = regions.origin_of(code)
     resumed = "_resumed" if origin is not code else ""  # a region after a graph break
     name = f"{number:03d}_{re.sub(r'[^A-Za-z0-9_]+', '_', code.co_name)[:60]}{resumed}"
+    files = _write_files(run, name, frame_texts(record, artefacts, breaks, earlier))
+    return {"number": number, "name": name, "code": code, "origin": origin,
+            "status": _status(record), "reason": record.reason, "breaks": breaks,
+            "files": files}
+
+
+def _write_files(run: Run, name: str, texts: dict) -> dict:
+    """Write `texts` (file name -> text, None skipped) under `<run>/<name>/`; file name ->
+    path relative to the run."""
     directory = os.path.join(run.directory, name)
     os.makedirs(directory, exist_ok=True)
     files = {}
-    for filename, text in frame_texts(record, artefacts, breaks, earlier).items():
+    for filename, text in texts.items():
         if text is None:
             continue
         with open(os.path.join(directory, filename), "w", encoding="utf-8") as file:
             file.write(text)
         files[filename] = f"{name}/{filename}"
-    return {"number": number, "name": name, "code": code, "origin": origin,
-            "status": _status(record), "reason": record.reason, "breaks": breaks,
-            "files": files}
+    return files
 
 
 def _status(record) -> str:

@@ -65,10 +65,12 @@ def _frame_table(frames: list) -> str:
             "</th><th>status</th><th>recompile reason</th><th>files</th></tr>"]
     for frame in frames:
         code = frame["code"]
+        qualname, where = ("(inductor graph)", "") if code is None else \
+            (code.co_qualname, f"{code.co_filename}:{code.co_firstlineno}")
         links = " ".join(f"<a href='{html.escape(path)}'>{html.escape(name)}</a>"
                          for name, path in frame["files"].items())
-        rows.append(f"<tr><td>{frame['number']}</td><td>{html.escape(code.co_qualname)}</td>"
-                    f"<td>{html.escape(code.co_filename)}:{code.co_firstlineno}</td>"
+        rows.append(f"<tr><td>{frame['number']}</td><td>{html.escape(qualname)}</td>"
+                    f"<td>{html.escape(where)}</td>"
                     f"<td>{html.escape(frame['status'])}</td>"
                     f"<td>{html.escape(frame['reason'] or '')}</td><td>{links}</td></tr>")
     return "\n".join(rows) + "</table>"
@@ -77,7 +79,7 @@ def _frame_table(frames: list) -> str:
 def _sources(frames: list) -> str:
     """Each compiled function's source, once, with the breaks met in any of its frames."""
     origins: dict = {}
-    for frame in frames:
+    for frame in [frame for frame in frames if frame["origin"] is not None]:
         breaks = origins.setdefault(frame["origin"], [])
         breaks += [met for met in frame["breaks"] if met not in breaks]
     parts = ["<h2>Sources</h2>"]

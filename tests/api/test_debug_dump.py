@@ -229,3 +229,31 @@ def test_triton_kernels_are_dumped(tmp_path, monkeypatch):
     assert not (first / "kernels.cpp").exists()
     assert "Reduction sum over" in (first / "kernels.txt").read_text()
     assert re.search(r"inductor build: [\d.]+ ms", (first / "timings.txt").read_text())
+
+
+def test_a_backward_compiled_at_its_first_call_gets_its_own_folder(tmp_path, monkeypatch):
+    """inductor compiles a training graph's backward when it first runs, outside any frame's
+    compile: `<n>_graph_compiled_later/` holds its loop IR, kernels and timings, and the
+    gradients are eager's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    reference = __import__("copy").deepcopy(model)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+
+    def step(net, x, y):
+        loss = torch.nn.functional.mse_loss(net(x), y)
+        loss.backward()
+        return loss
+
+    monkeypatch.setattr(dynamo.config, "debug_dir", str(tmp_path))
+    got = dynamo.jit(step, backend="inductor")(model, x, y)
+    expected = step(reference, x, y)
+    torch.testing.assert_close(got, expected)
+    for mine, theirs in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(mine.grad, theirs.grad)
+    run = the_run(tmp_path)
+    later = [frame for frame in frames(run) if frame.name.endswith("_graph_compiled_later")]
+    assert later, [frame.name for frame in frames(run)]
+    assert "ComputedBuffer" in (later[0] / "loop_ir.txt").read_text()
+    assert (later[0] / "kernels.cpp").read_text()
+    assert f"href='{later[0].name}/loop_ir.txt'" in (run / "index.html").read_text()

@@ -173,6 +173,29 @@ def type_comparisons_as_bool() -> None:
     builder.comparisons_typed_bool = True
 
 
+def scalar_arguments_as_indices() -> None:
+    """Make an interpreted kernel's integer arguments usable as `range` bounds with NumPy 2.
+    Triton 3.6's interpreter wraps an int argument as a one-lane array (shape `(1,)`) and
+    converts it with `int(data)`, which NumPy 2 refuses ("only 0-dimensional arrays can be
+    converted to Python scalars"): `for roffset in range(0, s0, RBLOCK)` over a runtime size
+    failed. Later Triton squeezes first, as this does. Wraps the interpreter's per-kernel
+    patching of `tl.tensor`, so the fix is restored with it; process-wide and idempotent."""
+    from triton.runtime import interpreter
+
+    original = getattr(interpreter, "_patch_lang_tensor", None)
+    if original is None:
+        raise InterpreterChanged("Triton's interpreter has no _patch_lang_tensor")
+    if getattr(original, "squeezes_indices", False):
+        return
+
+    def patch_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+    patch_tensor.squeezes_indices = True
+    interpreter._patch_lang_tensor = patch_tensor
+
+
 @contextlib.contextmanager
 def interpreting():
     """Decorate the functions defined inside the block for Triton's interpreter."""
@@ -180,6 +203,7 @@ def interpreting():
     import triton.language  # noqa: F401
 
     type_comparisons_as_bool()
+    scalar_arguments_as_indices()
     saved = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     try:

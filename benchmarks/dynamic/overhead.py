@@ -1,0 +1,112 @@
+"""Per-call cost of a graph compiled once over symbolic sizes against one compiled per size.
+
+Input: the sweep's function (`subjects.pointwise_reduction`, width 512) at a few batch sizes
+(small ones, where the per-call Python path dominates). Output: a table of median (and best)
+microseconds per call for each level, interleaved trials (the machine may be loaded):
+- `compile_fx`: `inductor.compile_fx` of a static graph per size against one symbolic graph
+  (batch dim symbolic, as the front end hands it), called straight; `compile_fx_width`: the
+  width symbolic too (as `dynamic=True` makes every dim);
+- `jit`: `dynamo.jit(dynamic=False)` (one entry per size) against `dynamo.jit(dynamic=True)`,
+  the whole path a user gets (guards, the frame hook, the compiled graph).
+
+    python -m benchmarks.dynamic.overhead [--sizes 2,4,8,64] [--trials 15] [--levels compile_fx,compile_fx_width,jit]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+
+import torch
+
+from benchmarks.dynamic.subjects import pointwise_reduction
+from benchmarks.timing import calls_per_trial, interleaved_samples
+
+WIDTH = 512
+
+
+def _inputs(batch: int) -> list:
+    generator = torch.Generator().manual_seed(batch)
+    return [torch.randn(batch, WIDTH, generator=generator),
+            torch.randn(WIDTH, generator=generator), torch.randn(WIDTH, generator=generator)]
+
+
+def _compile_fx_pair(sizes: list, dims: tuple = (0,)) -> dict:
+    """{size: (static callable, symbolic callable)} over inductor.compile_fx, the input's
+    `dims` symbolic (the batch; with dynamic=True the front end makes the width one too)."""
+    import inductor
+    from tests.inductor.symbolic_graphs import symbolic_graph
+
+    width = (0,) if 1 in dims else ()
+    symbolic = inductor.compile_fx(symbolic_graph(pointwise_reduction, _inputs(sizes[0]),
+                                                  [dims, width, width]),
+                                   _inputs(sizes[0]))
+    pairs = {}
+    for size in sizes:
+        inputs = _inputs(size)
+        static = inductor.compile_fx(torch.fx.symbolic_trace(pointwise_reduction),
+                                     copy.deepcopy(inputs))
+        expected = pointwise_reduction(*inputs)
+        for compiled in (static, symbolic):
+            torch.testing.assert_close(compiled(*inputs), expected)
+        pairs[size] = (lambda s=static, i=inputs: s(*i), lambda s=symbolic, i=inputs: s(*i))
+    return pairs
+
+
+def _jit_pair(sizes: list) -> dict:
+    """{size: (static callable, dynamic callable)} over dynamo.jit."""
+    import dynamo
+
+    static = dynamo.jit(pointwise_reduction, dynamic=False)
+    dynamic = dynamo.jit(lambda x, w, b: pointwise_reduction(x, w, b), dynamic=True)
+    dynamo.config.recompile_limit = max(dynamo.config.recompile_limit, len(sizes) + 2)
+    pairs = {}
+    for size in sizes:
+        inputs = _inputs(size)
+        expected = pointwise_reduction(*inputs)
+        for compiled in (static, dynamic):
+            torch.testing.assert_close(compiled(*inputs), expected)
+        pairs[size] = (lambda i=inputs: static(*i), lambda i=inputs: dynamic(*i))
+    return pairs
+
+
+LEVELS = {"compile_fx": _compile_fx_pair, "jit": _jit_pair,
+          "compile_fx_width": lambda sizes: _compile_fx_pair(sizes, (0, 1))}
+
+
+def measure(level: str, sizes: list, trials: int) -> list:
+    """Rows (level, size, static us, symbolic us, ratio, best-trial ratio)."""
+    pairs = LEVELS[level](sizes)
+    rows = []
+    for size, (static, symbolic) in pairs.items():
+        variants = {"static": static, "symbolic": symbolic}
+        for function in variants.values():
+            for _ in range(20):
+                function()
+        counts = {name: calls_per_trial(function, budget=0.02)
+                  for name, function in variants.items()}
+        samples = interleaved_samples(variants, trials, counts)
+        median = {name: statistics.median(values) * 1e6 for name, values in samples.items()}
+        best = {name: min(values) * 1e6 for name, values in samples.items()}
+        rows.append((level, size, median["static"], median["symbolic"],
+                     median["symbolic"] / median["static"], best["symbolic"] / best["static"]))
+    return rows
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="2,4,8,64")
+    parser.add_argument("--trials", type=int, default=15)
+    parser.add_argument("--levels", default="compile_fx,compile_fx_width,jit")
+    arguments = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    sizes = [int(size) for size in arguments.sizes.split(",")]
+    print("| level | batch | static us | symbolic us | symbolic/static | best trials |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for level in arguments.levels.split(","):
+        for row in measure(level, sizes, arguments.trials):
+            print("| {} | {} | {:.1f} | {:.1f} | {:.3f} | {:.3f} |".format(*row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

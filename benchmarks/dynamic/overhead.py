@@ -8,14 +8,18 @@ microseconds per call for each level, interleaved trials (the machine may be loa
   width symbolic too (as `dynamic=True` makes every dim);
 - `jit`: `dynamo.jit(dynamic=False)` (one entry per size) against `dynamo.jit(dynamic=True)`,
   the whole path a user gets (guards, the frame hook, the compiled graph).
+Times are the process's CPU time by default (`--clock cpu`): on a machine shared with other
+jobs, wall time mostly measures them.
 
     python -m benchmarks.dynamic.overhead [--sizes 2,4,8,64] [--trials 15] [--levels compile_fx,compile_fx_width,jit]
+        [--clock cpu|wall]
 """
 from __future__ import annotations
 
 import argparse
 import copy
 import statistics
+import time
 
 import torch
 
@@ -74,7 +78,10 @@ LEVELS = {"compile_fx": _compile_fx_pair, "jit": _jit_pair,
           "compile_fx_width": lambda sizes: _compile_fx_pair(sizes, (0, 1))}
 
 
-def measure(level: str, sizes: list, trials: int) -> list:
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+
+
+def measure(level: str, sizes: list, trials: int, clock: str = "cpu") -> list:
     """Rows (level, size, static us, symbolic us, ratio, best-trial ratio)."""
     pairs = LEVELS[level](sizes)
     rows = []
@@ -85,7 +92,7 @@ def measure(level: str, sizes: list, trials: int) -> list:
                 function()
         counts = {name: calls_per_trial(function, budget=0.02)
                   for name, function in variants.items()}
-        samples = interleaved_samples(variants, trials, counts)
+        samples = interleaved_samples(variants, trials, counts, clock=CLOCKS[clock])
         median = {name: statistics.median(values) * 1e6 for name, values in samples.items()}
         best = {name: min(values) * 1e6 for name, values in samples.items()}
         rows.append((level, size, median["static"], median["symbolic"],
@@ -98,13 +105,15 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", default="2,4,8,64")
     parser.add_argument("--trials", type=int, default=15)
     parser.add_argument("--levels", default="compile_fx,compile_fx_width,jit")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
+                        help="cpu: the process's CPU time (steadier on a shared machine)")
     arguments = parser.parse_args(argv)
     torch.set_num_threads(1)
     sizes = [int(size) for size in arguments.sizes.split(",")]
     print("| level | batch | static us | symbolic us | symbolic/static | best trials |")
     print("|---|---:|---:|---:|---:|---:|")
     for level in arguments.levels.split(","):
-        for row in measure(level, sizes, arguments.trials):
+        for row in measure(level, sizes, arguments.trials, arguments.clock):
             print("| {} | {} | {:.1f} | {:.1f} | {:.3f} | {:.3f} |".format(*row), flush=True)
 
 

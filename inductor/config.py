@@ -24,6 +24,11 @@ class Config(Settings):
     fallback_only: bool = False
     """Run every ATen op through its eager kernel: no lowering, no code generation."""
 
+    backward_ahead_of_time: bool = True
+    """Training graphs: compile each autograd node's backward when its forward is compiled,
+    from examples made of the joint graph's metadata, not lazily inside the caller's
+    `loss.backward()` (docs/training.md, "Backward ahead of time")."""
+
     cpu_backend: str = setting("cpp", choices=("cpp", "triton"))
     """Code generator for CPU tensors: "cpp" (C++/OpenMP) or "triton" (Triton kernels run by
     Triton's interpreter, so every Triton path is testable without a GPU)."""

@@ -192,8 +192,9 @@ class EagerVariant:
 def compile_training(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                      compile_inner: Callable) -> Callable:
     """Compile `gm` for training: trace forward and backward ahead of time, partition them,
-    compile both graphs with `compile_inner` (the backward on first use). The result takes the
-    same flat positional inputs as `gm` and returns what `gm` returns."""
+    compile both graphs with `compile_inner` (the backward with the forward, or at its first
+    use: `runtime.TrainingVariant`). The result takes the same flat positional inputs as `gm`
+    and returns what `gm` returns."""
     return CompiledTraining(gm, example_inputs, compile_inner, decomposition_table())
 
 

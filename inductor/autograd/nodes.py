@@ -43,7 +43,7 @@ class Backward:
     the inputs it reads (saved, or the memory of saved values); `zeros_for`: tangent
     positions it takes as zeros, not absent."""
 
-    __slots__ = ("graph", "kept", "reads", "uses", "zeros_for", "run")
+    __slots__ = ("graph", "kept", "reads", "uses", "zeros_for", "run", "layout")
 
     def __init__(self, graph: torch.fx.GraphModule, partition,
                  zeros_for: frozenset = frozenset()):
@@ -52,6 +52,9 @@ class Backward:
         self.reads = sorted({partition.saved_reads[index] for index in self.kept} - {None})
         self.zeros_for = zeros_for
         self.run: Optional[Callable] = None
+        # compiled ahead of time: the strides of the example's tensors (None: compiled from
+        # the first call's own values, or symbolic)
+        self.layout: Optional[tuple] = None
 
     def with_zeros(self, zeros_for: frozenset) -> "Backward":
         """This backward, also taking zeros for the tangents at `zeros_for`."""
@@ -59,6 +62,7 @@ class Backward:
         copy.graph, copy.kept, copy.reads, copy.uses = self.graph, self.kept, self.reads, \
             self.uses
         copy.zeros_for, copy.run = self.zeros_for | zeros_for, self.run
+        copy.layout = self.layout
         return copy
 
 

@@ -6,7 +6,9 @@ inputs and returning what the original graph returns:
 
 - `TrainingVariant`: runs the compiled forward and gives each group of outputs an autograd
   node (`nodes.CompiledNodes`: a `torch.autograd.Function` saving what its backward reads);
-  backward graphs are compiled on first use; double backward is refused with
+  backward graphs are compiled with the forward (`config.backward_ahead_of_time`: from
+  examples made of the graph's metadata; recompiled at a call whose saved values or
+  gradients come laid out otherwise), else on first use; double backward is refused with
   `DoubleBackwardError`.
 - `InferenceVariant`: the compiled forward-only graph, for calls without autograd.
 
@@ -16,6 +18,7 @@ outputs as views of their bases, so aliasing and in-place semantics match eager.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import inspect
 import logging
@@ -33,11 +36,24 @@ from inductor.autograd.partition.absent import without_tangents
 from inductor.autograd.signature import (GraphSignature, OutputInfo, OutputKind, TensorMeta,
                                          ViewHistory)
 from inductor.autograd.symbols import (Binder, GuardedVariant, added_guards,
-                                       expected_strides, is_symbolic, stride_rule)
+                                       expected_strides, hint, is_symbolic, stride_rule)
+from inductor import config
 from inductor.runtime import fallbacks
 from inductor.autograd.versions import VersionPlan, name_node, set_versions
 
 log = logging.getLogger("framejit.training")
+
+# How each backward graph got compiled, process-wide: "ahead_of_time" (with its forward),
+# "at_first_call" (lazily, inside the autograd engine's call: the switch off, a node whose
+# tangents did not all arrive, or an ahead-of-time compile that failed), "relayout" (again,
+# for a call whose values came laid out unlike the ahead-of-time example),
+# "ahead_of_time_failed" (logged as a warning; the backward compiles at its first call).
+_backward_compiles: collections.Counter = collections.Counter()
+
+
+def backward_compiles() -> dict:
+    """The counts of backward compiles by how they happened (see `_backward_compiles`)."""
+    return dict(_backward_compiles)
 
 
 def invoke(compiled: Callable, arguments: list) -> Any:
@@ -342,7 +358,7 @@ class InferenceVariant:
 
 
 class TrainingVariant:
-    """A compiled forward, backwards compiled on first use, and the autograd glue: one
+    """A compiled forward, backwards compiled with it or on first use, and the autograd glue: one
     autograd node per group of outputs (`nodes.CompiledNodes`, `joint.output_groups`)."""
 
     def __init__(self, signature: GraphSignature, partition, compiled_forward: Callable,
@@ -366,6 +382,9 @@ class TrainingVariant:
         self.epilogue = Epilogue(signature, binder)
         self.differentiable = [output.differentiable for output in signature.function_outputs]
         self.nodes = CompiledNodes(self, output_groups, freeing_groups)
+        self.relaid: dict = {}   # (backward's id, arguments' layout) -> compiled again
+        if config.backward_ahead_of_time:
+            self.compile_backwards_ahead()
 
     def __call__(self, arguments: list) -> Any:
         if torch.is_grad_enabled():
@@ -397,10 +416,35 @@ class TrainingVariant:
             self.backwards[key] = backward
         return backward
 
-    def backward_callable(self, backward: Backward, example: list) -> Callable:
+    def compile_backwards_ahead(self) -> None:
+        """Compile the backward of each autograd node for calls where all of its outputs'
+        gradients arrive (what `loss.backward()` runs), from examples the graph's metadata
+        gives (`backward_example`), so no compile runs inside the caller's `backward()`.
+        Other backwards (some gradients missing) still compile at their first call."""
+        for group in self.nodes.groups:
+            backward = self.backward_for(group.absent, group.absent)
+            if backward.run is not None:
+                continue
+            example = backward_example(backward)
+            if example is None:
+                continue
+            try:
+                self.backward_callable(backward, example, "ahead_of_time")
+            except Exception as error:   # (raised again, if it is, at the first backward)
+                _backward_compiles["ahead_of_time_failed"] += 1
+                log.warning("backward not compiled ahead of time (%s: %s); it compiles at "
+                            "its first call", type(error).__name__, error)
+                backward.run = None
+                continue
+            if self.shape_env is None:
+                backward.layout = layout_of(example)
+
+    def backward_callable(self, backward: Backward, example: list,
+                          how: str = "at_first_call") -> Callable:
         """`backward` compiled as a `list_callable`, compiling it now on its first call."""
         if backward.run is None:
-            log.debug("compiling backward graph:\n%s", backward.graph.code)
+            log.debug("compiling backward graph (%s):\n%s", how, backward.graph.code)
+            _backward_compiles[how] += 1
             graph = backward.graph
             guards = len(self.shape_env.guards) if self.shape_env is not None else 0
             compiled = compile_graph(self.compile_inner, graph, list(example),
@@ -422,9 +466,71 @@ class TrainingVariant:
         a wrapper: the front end marks this package's code as a compiler's (dynamo's hook
         runs a compiler's frames, and everything they call, sympy and the code generator
         included, with capture off; docs/architecture.md, "Compilers run with capture
-        off"). Compiling stays lazy: docs/training.md, "Inside a jitted training step"."""
+        off"). Backwards are compiled ahead of time where they can be (docs/training.md,
+        "Backward ahead of time"); one compiled so whose arguments come laid out otherwise
+        than its example is compiled again for that layout (kept beside it)."""
         compiled = self.backward_callable(backward, arguments)
+        if backward.layout is not None:
+            layout = layout_of(arguments)
+            if layout != backward.layout:
+                compiled = self._relaid(backward, arguments, layout)
         return run_without_autocast(compiled, arguments)
+
+    def _relaid(self, backward: Backward, arguments: list, layout: tuple) -> Callable:
+        """`backward` compiled for arguments laid out as `layout` (once per layout)."""
+        key = (id(backward), layout)
+        compiled = self.relaid.get(key)
+        if compiled is None:
+            log.info("backward compiled ahead of time met arguments laid out otherwise; "
+                     "compiling it for their layout")
+            _backward_compiles["relayout"] += 1
+            compiled = list_callable(compile_graph(
+                self.compile_inner, backward.graph, list(arguments),
+                range(len(output_strides(backward.graph)))))
+            self.compiled_backwards.append(compiled)
+            self.relaid[key] = compiled
+        return compiled
+
+
+def layout_of(arguments: Sequence) -> tuple:
+    """The strides of the tensors among `arguments` (what a compiled graph may assume),
+    those of dims of size 1 left out (no index reads them)."""
+    return tuple(tuple(step if length != 1 else 0
+                       for length, step in zip(value.shape, value.stride()))
+                 if isinstance(value, torch.Tensor) else None for value in arguments)
+
+
+def backward_example(backward: Backward) -> Optional[list]:
+    """Example inputs for compiling `backward` before any call: per placeholder, zeros of
+    its traced size, dtype and device (sizes at their traced values where symbolic), with its
+    traced strides for saved values and contiguous for gradients (the nodes pass every
+    arriving gradient as `grad.contiguous()`, and zeros for missing ones); ints for sizes.
+    None where a placeholder has no traced value."""
+    example = []
+    placeholders = [node for node in backward.graph.graph.nodes if node.op == "placeholder"]
+    for position, node in enumerate(placeholders):
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor):
+            size = [hint(length) for length in value.shape]
+            stride = ([hint(step) for step in value.stride()] if position < len(backward.kept)
+                      else _contiguous_strides(size))
+            extent = 1 + sum((length - 1) * step for length, step in zip(size, stride)) \
+                if all(size) else 0
+            example.append(torch.zeros(extent, dtype=value.dtype, device=value.device)
+                           .as_strided(size, stride))
+        elif isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool):
+            example.append(hint(value))
+        else:
+            return None
+    return example
+
+
+def _contiguous_strides(size: Sequence[int]) -> list:
+    strides, step = [], 1
+    for length in reversed(size):
+        strides.append(step)
+        step *= max(length, 1)
+    return strides[::-1]
 
 
 def _guarded_backward(graph: torch.fx.GraphModule, example: list, run: Callable,

@@ -144,7 +144,11 @@ def _is_compiler_file(filename: str) -> bool:
                                                  "/dataclasses.py") + torch_machinery))
 
 
-def test_the_lazy_backward_compile_in_a_jitted_step_hands_no_frame_to_capture(monkeypatch):
+@pytest.mark.parametrize("ahead_of_time", [False, True], ids=["lazy", "ahead_of_time"])
+def test_the_lazy_backward_compile_in_a_jitted_step_hands_no_frame_to_capture(monkeypatch,
+                                                                              ahead_of_time):
+    """The backward compile, lazy (inside `loss.backward()`) or ahead of time (with the
+    forward, inside the jitted call: `inductor.config.backward_ahead_of_time`)."""
     torch = pytest.importorskip("torch")
     import copy
 
@@ -154,6 +158,7 @@ def test_the_lazy_backward_compile_in_a_jitted_step_hands_no_frame_to_capture(mo
     from inductor.autograd import runtime
 
     monkeypatch.setattr(inductor.config, "fallback_on_error", False)
+    monkeypatch.setattr(inductor.config, "backward_ahead_of_time", ahead_of_time)
     seen = []   # (filename, name, files on the Python stack) of frames handed to the jit
 
     original_call = driver.FrameDriver.__call__
@@ -170,12 +175,12 @@ def test_the_lazy_backward_compile_in_a_jitted_step_hands_no_frame_to_capture(mo
     compiles = []   # (callback installed, capture-off depth, frames seen before, after)
     original_compile = runtime.TrainingVariant.backward_callable
 
-    def recording(self, backward, example):
+    def recording(self, backward, example, *how):
         if backward.run is not None:
-            return original_compile(self, backward, example)
+            return original_compile(self, backward, example, *how)
         entry = [hook.get_callback(), _C.adjust_thread_disabled(0), len(seen)]
-        result = original_compile(self, backward, example)
-        compiles.append(entry + [len(seen)])
+        result = original_compile(self, backward, example, *how)
+        compiles.append(entry + [len(seen), how[0] if how else "at_first_call"])
         return result
     monkeypatch.setattr(runtime.TrainingVariant, "backward_callable", recording)
 
@@ -199,8 +204,9 @@ def test_the_lazy_backward_compile_in_a_jitted_step_hands_no_frame_to_capture(mo
     for mine, theirs in zip(model.parameters(), reference.parameters()):
         torch.testing.assert_close(mine, theirs)
 
-    assert compiles, "no backward was compiled lazily"
-    callback, depth, before, after = compiles[0]
+    assert compiles, "no backward was compiled"
+    callback, depth, before, after, how = compiles[0]
+    assert how == ("ahead_of_time" if ahead_of_time else "at_first_call"), how
     assert callback is jitted._framejit_driver, "the backward compiled outside the jitted call"
     assert depth > 0, "the backward compiled with capture on"
     assert after == before, "frames reached the callback while the backward compiled"

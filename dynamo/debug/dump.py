@@ -22,6 +22,7 @@ an exception in the user's program, and the compile goes on unchanged.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import sys
@@ -36,6 +37,8 @@ from dynamo.resume import regions
 from dynamo.settings import config
 
 _lock = threading.Lock()
+_INDEX_INTERVAL = 2.0  # seconds between rewrites of a run's index.html
+
 _known_breaks: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 """code -> the breaks its last compile that met any met: a later compile (a recompile, or one
 after `explain`) halts at the stops they planned without meeting them again."""
@@ -61,7 +64,27 @@ class Run:
         self.directory = os.path.join(root, f"run-{stamp}-{os.getpid()}")
         self.frames: list = []
         self.fallbacks_before = _fallbacks()
+        self.written_at = 0.0
+        self.pending = False
         os.makedirs(self.directory, exist_ok=True)
+        atexit.register(self.write_pending)
+
+    def index_changed(self) -> None:
+        """Rewrite index.html now, or (within `_INDEX_INTERVAL` of the last write) at the
+        next change after it or at exit: a long run's index costs no more than its frames."""
+        self.pending = True
+        if time.monotonic() - self.written_at >= _INDEX_INTERVAL or len(self.frames) < 8:
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        if not self.pending:
+            return
+        self.pending = False
+        try:
+            report.write_index(self, _fallbacks())
+        except Exception as error:  # noqa: BLE001  (at exit too: never an exception)
+            _warn_once(error)
+        self.written_at = time.monotonic()
 
 
 def start_frame() -> None:
@@ -90,7 +113,7 @@ def frame_compiled(record) -> None:
                 run = _state["run"] = Run(directory)
             entry = write_frame(run, record, artefacts or FrameArtefacts())
             run.frames.append(entry)
-            report.write_index(run, _fallbacks())
+            run.index_changed()
     except Exception as error:  # noqa: BLE001
         _warn_once(error)
 
@@ -152,7 +175,7 @@ def _write_late(artefacts: FrameArtefacts) -> None:
                                "origin": None, "status": "a graph inductor compiled while the "
                                "program ran (a training backward, a new size)",
                                "reason": None, "breaks": [], "files": files})
-            report.write_index(run, _fallbacks())
+            run.index_changed()
     except Exception as error:  # noqa: BLE001
         _warn_once(error)
 

@@ -231,10 +231,10 @@ def test_triton_kernels_are_dumped(tmp_path, monkeypatch):
     assert re.search(r"inductor build: [\d.]+ ms", (first / "timings.txt").read_text())
 
 
-def test_a_backward_compiled_at_its_first_call_gets_its_own_folder(tmp_path, monkeypatch):
-    """inductor compiles a training graph's backward when it first runs, outside any frame's
-    compile: `<n>_graph_compiled_later/` holds its loop IR, kernels and timings, and the
-    gradients are eager's."""
+def test_training_graphs_forward_and_backward_are_dumped(tmp_path, monkeypatch):
+    """A training step under inductor: the forward's and the backward's loop IR are dumped
+    (in the frame's folder when compiled with it, else in a `_graph_compiled_later` one),
+    and the gradients are eager's."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
     reference = __import__("copy").deepcopy(model)
@@ -251,9 +251,27 @@ def test_a_backward_compiled_at_its_first_call_gets_its_own_folder(tmp_path, mon
     torch.testing.assert_close(got, expected)
     for mine, theirs in zip(model.parameters(), reference.parameters()):
         torch.testing.assert_close(mine.grad, theirs.grad)
+    texts = [(frame / "loop_ir.txt").read_text() for frame in frames(the_run(tmp_path))
+             if (frame / "loop_ir.txt").exists()]
+    graphs = sum(max(1, text.count("# ---- graph ")) for text in texts)
+    assert graphs >= 2, texts
+
+
+def test_a_graph_compiled_outside_a_frame_compile_gets_its_own_folder(tmp_path, monkeypatch):
+    """inductor compiling while no frame compiles (a backward at its first backward call, a
+    size variant at a new size; here a direct compile_fx): `<n>_graph_compiled_later/`
+    holds its loop IR, kernels and timings, linked from the index."""
+    import inductor
+    monkeypatch.setattr(dynamo.config, "debug_dir", str(tmp_path))
+    run_program("inductor")
+    graph = torch.fx.symbolic_trace(lambda a: (a * 3).cos())
+    a = torch.randn(6)
+    result = inductor.compile_fx(graph, [a])(a)
+    torch.testing.assert_close(result, (a * 3).cos())
     run = the_run(tmp_path)
     later = [frame for frame in frames(run) if frame.name.endswith("_graph_compiled_later")]
-    assert later, [frame.name for frame in frames(run)]
-    assert "ComputedBuffer" in (later[0] / "loop_ir.txt").read_text()
-    assert (later[0] / "kernels.cpp").read_text()
+    assert len(later) == 1, [frame.name for frame in frames(run)]
+    assert "cos" in (later[0] / "loop_ir.txt").read_text()
+    assert "kernel0" in (later[0] / "kernels.cpp").read_text()
+    assert re.search(r"inductor lower: [\d.]+ ms", (later[0] / "timings.txt").read_text())
     assert f"href='{later[0].name}/loop_ir.txt'" in (run / "index.html").read_text()

@@ -35,9 +35,9 @@ class OutputAlias:
 
     base_kind: str          # "input" (index into constants + user inputs) or "output"
     base_index: int
-    size: tuple
+    size: tuple             # ints, or SymInts for a graph traced with symbolic sizes
     stride: tuple
-    storage_offset: int     # relative to the base's storage offset
+    storage_offset: int     # relative to the base's storage offset (or a SymInt)
     same_object: bool       # the very base object is returned (in-place ops led to it)
     detached: bool = False  # eager's is no view but a `detach()` of it (no autograd history)
 
@@ -270,7 +270,7 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
         if geometry is None:            # the decomposed graph's layout, base and views alike
             geometry = (tuple(base.stride()), {
                 position: (tuple(values[position].shape), tuple(values[position].stride()),
-                           int(values[position].storage_offset()) - int(base.storage_offset()))
+                           offset_between(values[position], base))
                 for position in positions})
         base_stride, views = geometry
         if base_position is None:
@@ -397,10 +397,9 @@ def _eager_geometry(eager: Optional[list], positions: list, base, base_position)
             or owner.dtype != base.dtype \
             or (base_position is not None and eager[base_position] is not owner):
         return None
-    start = int(owner.storage_offset())
     return tuple(owner.stride()), {
         position: (tuple(eager[position].shape), tuple(eager[position].stride()),
-                   int(eager[position].storage_offset()) - start)
+                   offset_between(eager[position], owner))
         for position in positions}
 
 
@@ -499,7 +498,16 @@ def _eager_base(value: torch.Tensor) -> torch.Tensor:
 
 def _alias(value, kind: str, index: int, base, same_object: bool) -> OutputAlias:
     return OutputAlias(kind, index, tuple(value.shape), tuple(value.stride()),
-                       int(value.storage_offset()) - int(base.storage_offset()), same_object)
+                       offset_between(value, base), same_object)
+
+
+def offset_between(value: torch.Tensor, base: torch.Tensor):
+    """`value`'s storage offset from `base`'s: an int, or a SymInt over the sizes of a
+    graph traced with symbolic sizes (never `int()` of one: that would specialise it)."""
+    offset = value.storage_offset() - base.storage_offset()
+    if isinstance(offset, torch.SymInt) and offset.node.expr.is_number:
+        return int(offset.node.expr)
+    return offset
 
 
 def aliased_argument(node: torch.fx.Node):

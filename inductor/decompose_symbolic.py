@@ -6,10 +6,12 @@ Output: an `AtenGraph` (as `decompose.trace_aten` makes) traced in the graph's o
 mode, so that sizes stay the ShapeEnv's symbols through the decomposition and every node's
 `meta["val"]` is symbolic; its output strides are eager's, as SymInts.
 
-What a symbolic trace does not cover raises `NotSymbolic` (the graph is then compiled per
-size, counted): graphs writing into their inputs, outputs aliasing inputs or each other,
-SymInt graph inputs, module state other than static tensors, and anything that specialises
-a symbol while tracing (a guard the front end never saw).
+Outputs that alias inputs or each other are found as for static graphs
+(`aliasing.observable_outputs`), their sizes, strides and offsets SymInts the runtime wrapper
+evaluates per call. What a symbolic trace does not cover raises `NotSymbolic` (the graph is
+then compiled per size, counted): graphs writing into their inputs, SymInt graph inputs,
+module state other than static tensors, and anything that specialises a symbol while tracing
+(a guard the front end never saw).
 """
 from __future__ import annotations
 
@@ -71,8 +73,10 @@ def trace_aten_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence) -> A
     if _mutates(lifted):
         raise NotSymbolic("the graph writes into its inputs")
     aliases, strides, hidden = observable_outputs(lifted, eager_outputs)
-    if any(alias is not None for alias in aliases) or hidden:
-        raise NotSymbolic("an output aliases an input or another output")
+    if len(environment.guards) != guards_before:
+        raise NotSymbolic("finding which outputs alias inputs or each other assumed more "
+                          f"about the sizes than the front end guards "
+                          f"({environment.guards[-1].expr})")
     lifted.graph.eliminate_dead_code()
     lifted.recompile()
     placeholder_fakes = [node.meta.get("val") for node in lifted.graph.nodes

@@ -37,7 +37,7 @@ from inductor.size_variants import (NotSymbolic, SymbolicSizes, bind_symbols,
                                     compile_per_size, concrete_inputs, evaluated,
                                     has_symbolic_sizes, int_sizes_not_symbolic,
                                     per_size_reason, specialize, specialize_aten,
-                                    symbol_bindings, symbol_hints)
+                                    symbol_bindings, symbol_hints, alias_geometry)
 
 log = logging.getLogger("framejit.inductor")
 output_code = logging.getLogger("framejit.output_code")
@@ -144,7 +144,8 @@ def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,
         from inductor.runtime.cudagraphs import CudaGraphRunner
         inner = CompiledGraph(CudaGraphRunner(inner, aten_graph), inner.report)
     requires_grad = _requires_grad(gm, example_inputs)
-    run = _wrap_observable_behaviour(aten_graph, inner, requires_grad)
+    geometry = alias_geometry(aten_graph.output_aliases, symbol_bindings(aten_graph.fake_inputs))
+    run = _wrap_observable_behaviour(aten_graph, inner, requires_grad, geometry=geometry)
     # another input layout: per-size variants of the torch-level graph (eager's strides)
     variants = functools.partial(
         compile_per_size, gm, concrete_inputs(example_inputs),
@@ -580,13 +581,16 @@ def _set_output_versions(results, output_versions: tuple) -> None:
 
 
 def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
-                               without_grad: bool, version_steps: tuple = ()) -> Callable:
+                               without_grad: bool, version_steps: tuple = (),
+                               geometry: Optional[Callable] = None) -> Callable:
     """Pass lifted constants, rebuild aliasing outputs (from their base: an input, or an
     output, hidden ones included, which are then dropped), set the grad mode the graph
     leaves, move written inputs' version counters as eager's in-place ops would
     (`version_steps`), unflatten. `without_grad`: an input requires grad but no op of the
     graph runs with grad mode on, so the call runs with grad mode off (library calls and
-    rebuilt views must not record autograd history)."""
+    rebuilt views must not record autograd history). `geometry`: for a graph compiled over
+    symbolic sizes, this call's (size, stride, offset) of the aliases that depend on them
+    (`size_variants.alias_geometry`)."""
     constants = tuple(aten_graph.constants)
     spec = aten_graph.output_spec
     aliases = aten_graph.output_aliases
@@ -617,12 +621,14 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
             results = inner_run(*arguments)
             if rebuilt:
                 results = list(results)
+                shapes = geometry(arguments) if geometry is not None else {}
                 for position, alias in rebuilt:
                     base = arguments[alias.base_index] if alias.base_kind == "input" \
                         else results[alias.base_index]
+                    size, stride, offset = shapes.get(position) or \
+                        (alias.size, alias.stride, alias.storage_offset)
                     results[position] = base if alias.same_object else torch.as_strided(
-                        base, alias.size, alias.stride,
-                        base.storage_offset() + alias.storage_offset)
+                        base, size, stride, base.storage_offset() + offset)
                     if alias.detached:
                         results[position] = results[position].detach()
                 if len(results) > count:

@@ -28,10 +28,12 @@ import threading
 import traceback
 from typing import Callable, Optional, Sequence
 
+import sympy
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
+from inductor.codegen.expressions import index_text
 from inductor.config import config
 from inductor.graph_calls import hookless
 from inductor.runtime import fallbacks
@@ -381,3 +383,44 @@ def compile_per_size(gm: torch.fx.GraphModule, example_inputs: Sequence,
                             specializer)
     variants._variant(size_key(example_inputs), list(example_inputs))
     return CompiledGraph(variants.dispatcher(), report)
+
+
+def alias_geometry(aliases: list, bindings: dict) -> Optional[Callable]:
+    """For a graph compiled once over symbolic sizes whose outputs view an input or another
+    output (`aliasing.OutputAlias`, whose sizes, strides and offset may be SymInts): a
+    function of a call's arguments (lifted constants, then inputs) returning {output
+    position: (size, stride, offset from the base)} for this call, the symbols read off the
+    arguments as the wrapper binds them (`bindings`: `symbol_bindings`); None where every
+    alias is static. A symbol no input binds raises `NotSymbolic`."""
+    entries, used = [], set()
+    for position, alias in enumerate(aliases):
+        if alias is None or alias.same_object:
+            continue
+        numbers = [*alias.size, *alias.stride, alias.storage_offset]
+        if not any(isinstance(number, torch.SymInt) for number in numbers):
+            continue
+        texts = []
+        for number in numbers:
+            expr = number.node.expr if isinstance(number, torch.SymInt) else sympy.Integer(number)
+            used |= expr.free_symbols
+            texts.append(str(int(expr)) if expr.is_Integer else
+                         index_text(sympy.expand(expr), "//"))
+        rank = len(alias.size)
+        entries.append(f"{position}: (({''.join(text + ', ' for text in texts[:rank])}), "
+                       f"({''.join(text + ', ' for text in texts[rank:2 * rank])}), "
+                       f"{texts[-1]})")
+    if not entries:
+        return None
+    missing = used - set(bindings)
+    if missing:
+        raise NotSymbolic(f"an output view's geometry uses sizes {sorted(map(str, missing))} "
+                          "bound by no input size")
+    lines = ["def geometry(arguments):"]
+    for symbol, (position, kind, dim) in bindings.items():
+        if symbol in used:
+            read = {"size": f".shape[{dim}]", "stride": f".stride()[{dim}]", "int": ""}[kind]
+            lines.append(f"    {symbol.name} = arguments[{position}]{read}")
+    lines.append(f"    return {{{', '.join(entries)}}}")
+    namespace: dict = {}
+    exec(compile("\n".join(lines) + "\n", "<framejit alias geometry>", "exec"), namespace)
+    return namespace["geometry"]

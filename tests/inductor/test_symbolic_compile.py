@@ -107,17 +107,32 @@ def test_convolution_pooling_and_attention_over_a_symbolic_batch():
 @pytest.mark.expect_fallback("per_size", reason="a graph the symbolic path refuses")
 def test_a_refused_graph_is_compiled_per_size_with_its_reason():
     def function(x):
-        return x.sum(0), x[:, 1]     # an output viewing the input: NotSymbolic
+        x.mul_(2)                    # a write into the input: NotSymbolic
+        return x.sum(0)
     before = fallbacks.fallbacks()
     x = torch.randn(4, 3)
     compiled = inductor.compile_fx(symbolic_graph(function, [x], [[0]]), [x])
     for size in (4, 9, 4):
         y = torch.randn(size, 3)
-        assert_same(compiled(y), function(y))
+        mine, theirs = y.clone(), y.clone()
+        assert_same(compiled(mine), function(theirs))
+        assert torch.equal(mine, theirs)
     assert compiled.report.size_variants == 2
-    assert "aliases an input" in compiled.report.size_reason
-    assert any(reason.startswith("per_size") and "aliases an input" in reason
+    assert "writes into its inputs" in compiled.report.size_reason
+    assert any(reason.startswith("per_size") and "writes into its inputs" in reason
                for reason in fallbacks.since(before))
+
+
+def test_an_output_viewing_its_input_compiles_once():
+    """The graph the test above used before outputs aliasing inputs compiled once: eager's
+    view of the input, its strides and offset, at every size (more in
+    test_symbolic_aliasing.py)."""
+    def function(x):
+        return x.sum(0), x[:, 1]
+    compiled = compile_once(function, lambda n: [torch.randn(n, 3)], [[0]], sizes=(4, 2, 9))
+    x = torch.randn(6, 3)
+    view = compiled(x)[1]
+    assert view._base is x and view.stride() == (3,) and view.storage_offset() == 1
 
 
 def test_indexing_a_symbolic_table_checks_bounds_with_its_size():

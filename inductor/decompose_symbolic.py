@@ -19,6 +19,7 @@ from typing import Sequence
 
 import torch
 import torch.fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException)
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -53,7 +54,9 @@ def trace_aten_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence) -> A
     flat_function, spec_box = _flattened(stateless)
     grad_before = torch.is_grad_enabled()
     try:
-        with symbolic.tracing(), _ZeroDimMaskAssignment():
+        # torch's Python dispatcher, as the front end's fake runs: C++ composite kernels
+        # (constant_pad_nd under F.pad or CUDA attention's mask padding) want concrete ints
+        with symbolic.tracing(), enable_python_dispatcher(), _ZeroDimMaskAssignment():
             decomposed = make_fx(flat_function, decomposition_table=_table(),
                                  tracing_mode="real")(*state_fakes, *fakes)
             eager_outputs = pytree.tree_leaves(stateless(*state_fakes, *fakes))

@@ -94,14 +94,18 @@ class DimensionPolicy:
 
     def dims(self, tensor: torch.Tensor, source: Source) -> dict[int, tuple]:
         """{dim: (min, max)} to trace symbolically (bounds None where unbounded)."""
-        if tensor.layout is not torch.strided or tensor._base is not None or \
-                tensor.dim() == 0:
+        if tensor.layout is not torch.strided or tensor.dim() == 0:
             return {}
         sizes = tuple(tensor.shape)
-        marked = dict(getattr(tensor, _DYNAMIC_MARK, {}))
-        static = getattr(tensor, _STATIC_MARK, frozenset())
         changed = self.history.changed_dims(source, sizes) \
             if self.dynamic is not False and self.history is not None else set()
+        if tensor._base is not None:
+            # a view stays static, but its sizes count as seen: a prefill's cache holding
+            # views of the projection, then tensors of their own, is symbolic at the third
+            # length, not the fourth (tests/dynamic/test_decode_cache.py)
+            return {}
+        marked = dict(getattr(tensor, _DYNAMIC_MARK, {}))
+        static = getattr(tensor, _STATIC_MARK, frozenset())
         if self.dynamic and not _module_state(tensor, source):
             chosen = set(range(len(sizes)))
         else:

@@ -81,16 +81,24 @@ def cat(tensors, dim=0):
 
 
 def _in_range(position, start, end):
-    """A bool value: start <= position < end (checks that are always true are skipped)."""
+    """A bool value: start <= position < end (checks that are always true are skipped);
+    the bounds may be size expressions (`cat` along a symbolic axis)."""
     index = ops.index_expr(position, torch.int64)
     checks = []
     if start != 0:
-        checks.append(ops.ge(index, ops.constant(int(start), torch.int64)))
-    checks.append(ops.lt(index, ops.constant(int(end), torch.int64)))
+        checks.append(ops.ge(index, _int_value(start)))
+    checks.append(ops.lt(index, _int_value(end)))
     result = checks[0]
     for check in checks[1:]:
         result = ops.logical_and(result, check)
     return result
+
+
+def _int_value(value):
+    """An int64 value of a bound: a constant, or a size expression read at run time."""
+    if isinstance(value, sympy.Expr) and not value.is_number:
+        return ops.index_expr(value, torch.int64)
+    return ops.constant(int(value), torch.int64)
 
 
 @register_lowering(aten.constant_pad_nd)
@@ -127,32 +135,39 @@ def constant_pad_nd(x, pad, value=0):
 def arange(start, end=None, step=1, *, dtype=None, device=None, **_ignored):
     if end is None:
         start, end = 0, start
-    symbolic = isinstance(end, sympy.Expr) and not end.is_number
-    integral = all(isinstance(value, int) or symbolic and value is end
+    symbolic = any(_is_symbol_expression(value) for value in (start, end, step))
+    integral = all(isinstance(value, int) or _is_symbol_expression(value)
                    for value in (start, end, step))
     if dtype is None:
         dtype = torch.int64 if integral else torch.get_default_dtype()
-    if symbolic:    # `arange(n)` of a size n (non-negative): n elements
-        if start != 0 or step != 1:
-            raise NotSymbolic("arange with a symbolic end and a start or step")
-        length = end
+    if symbolic:    # sizes: `arange(n)`, `arange(past, past + length)` (ints, n >= 0)
+        if not integral or _is_symbol_expression(step) or step <= 0:
+            raise NotSymbolic("arange over size expressions with a float or symbolic or "
+                              "negative step")
+        # the front end traced torch's own length check (its guards hold for every size)
+        length = end - start if step == 1 else FloorDiv(end - start + step - 1, step)
     else:
         # eager: ceil((end - start) / step) elements in double, then for an integer dtype
         # the start and step truncated to it (arange(0.1, 8.0001, 1, dtype=int64) is 0..7)
         length = max(0, -(-(end - start) // step) if integral else
                      math.ceil((end - start) / step))
-    if not dtype.is_floating_point:
+    if not dtype.is_floating_point and not symbolic:
         start, step = int(start), int(step)
     device = device or torch.device("cpu")
 
     def inner_fn(index):
         if dtype.is_floating_point:
             position = ops.index_expr(index[0], torch.float64)
-            value = ops.add(ops.constant(float(start), torch.float64),
-                            ops.mul(position, ops.constant(float(step), torch.float64)))
+            first = ops.index_expr(start, torch.float64) if _is_symbol_expression(start) \
+                else ops.constant(float(start), torch.float64)
+            value = ops.add(first, ops.mul(position, ops.constant(float(step), torch.float64)))
             return ops.to_dtype(value, dtype)
         return ops.index_expr(start + index[0] * step, dtype)
     return TensorBox.create(Pointwise(device, dtype, inner_fn, [length]))
+
+
+def _is_symbol_expression(value) -> bool:
+    return isinstance(value, sympy.Expr) and not value.is_number
 
 
 def advanced_indexing(x, indices, what: str):

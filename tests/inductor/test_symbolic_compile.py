@@ -86,6 +86,22 @@ def test_arange_of_a_size_and_broadcasting():
     compile_once(function, lambda n: [torch.randn(n, 6), torch.randn(1, 6)], [[0], []])
 
 
+def test_arange_between_sizes_and_cat_along_a_symbolic_axis():
+    """A decoder's position ids (`arange(past, past + new)`) and its growing KV cache (`cat`
+    along the sequence axis): the range's ends and the cat's boundaries are size
+    expressions read at run time. (A step of 2 compiles too, but torch's metadata step asks
+    whether its length `(past + 1) // 2` is 1: a guard the front end never saw, per size.)"""
+    def function(cache, new, x):
+        past = cache.size(1)
+        positions = torch.arange(past, past + new.size(1))
+        ramp = torch.arange(past, past + x.size(1), dtype=x.dtype)
+        return torch.cat([cache, new], 1) * 2, positions, x + ramp, \
+            torch.cat([new, cache, new], 1).sum(1)
+    compile_once(function, lambda n: [torch.randn(2, n, 4), torch.randn(2, 1, 4),
+                                      torch.randn(3, 5)], [[1], [], []],
+                 sizes=(5, 1, 2, 3, 7, 16, 97))   # an empty cache has other strides
+
+
 def test_library_calls_with_symbolic_shapes():
     def function(x, weight, bias):
         hidden = torch.addmm(bias, x, weight).relu()

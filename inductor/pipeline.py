@@ -116,6 +116,18 @@ def _symbolic_or_per_size(gm: torch.fx.GraphModule, example_inputs: Sequence,
         compiled = compile_per_size(gm, concrete_inputs(example_inputs), compile_static,
                                     reason=per_size_reason(error.reason),
                                     specializer=specializer)
+    except UnsupportedGraph:
+        raise                   # by design, for every size: the caller runs it as is
+    except Exception as error:  # noqa: BLE001  (a bug of the symbolic path: per size, counted)
+        if not config.fallback_on_error:
+            raise
+        log.warning("inductor could not compile a graph over symbolic sizes (%s: %s); "
+                    "compiling it per size", type(error).__name__, error)
+        fallbacks.record("error", f"symbolic compile failed: {type(error).__name__}: {error}")
+        compiled = compile_per_size(gm, concrete_inputs(example_inputs), compile_static,
+                                    reason=per_size_reason(
+                                        f"the symbolic compile failed: {type(error).__name__}"),
+                                    specializer=specializer)
     compiled.report.compile_seconds = time.perf_counter() - started
     return compiled
 

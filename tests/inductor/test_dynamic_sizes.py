@@ -402,3 +402,30 @@ def test_compile_aten_past_the_limit_returns_a_list(monkeypatch, per_size_only):
         result = compiled(x)
         assert isinstance(result, list) and len(result) == 1
         assert_same(result[0], function(x))
+
+
+@pytest.mark.expect_fallback("error", "per_size", reason="the test breaks the symbolic path")
+def test_a_bug_of_the_symbolic_path_is_counted_and_compiles_per_size(monkeypatch):
+    """Any exception but `NotSymbolic` out of the symbolic compile is a compiler bug: counted
+    as an `error` fallback, the graph compiled per size (generated code, eager's answers);
+    with `fallback_on_error` off it raises (it escaped to the front end as an internal
+    error that ran the whole frame eagerly: H2's decode run on the H200)."""
+    def broken(*_arguments, **_keywords):
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(pipeline, "_compile_symbolic", broken)
+    monkeypatch.setattr(inductor.config, "fallback_on_error", True)
+    before = fallbacks.fallbacks()
+    first = [torch.randn(5, 3)]
+    compiled = inductor.compile_fx(symbolic_graph(lambda x: x * 2 + 1, first, [[0]]),
+                                   copy.deepcopy(first))
+    for size in (5, 7):
+        x = torch.randn(size, 3)
+        assert_same(compiled(x.clone()), x * 2 + 1)
+    counted = fallbacks.since(before)
+    assert counted.get("error: symbolic compile failed: RuntimeError: a bug") == 1, counted
+    assert _per_size_count(before) == 2
+    assert compiled.report.kernel_count >= 1
+    monkeypatch.setattr(inductor.config, "fallback_on_error", False)
+    with pytest.raises(RuntimeError, match="a bug"):
+        inductor.compile_fx(symbolic_graph(lambda x: x * 2 + 1, first, [[0]]),
+                            copy.deepcopy(first))

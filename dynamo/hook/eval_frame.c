@@ -76,6 +76,7 @@ static PyObject *disable_sentinel;  /* dynamo._C.DISABLE */
 static __thread int thread_disabled = 0;  /* >0: capture off in this thread */
 static int process_disabled = 0;          /* capture off in every thread (GIL) */
 static PyObject *disable_filter = NULL;   /* filter(code) -> bool, or NULL */
+static int filter_generation = 1;          /* bumped by set_disable_filter */
 static unsigned long long counter_disabled_runs = 0;
 
 #if JIT_HOOK_SUPPORTED
@@ -83,7 +84,7 @@ static unsigned long long counter_disabled_runs = 0;
 typedef struct {
     PyObject *entries;  /* list of (check, code) tuples, or NULL */
     int skip;           /* SKIP_CODE: never intercept; SKIP_DISABLED: run with capture off */
-    int filtered;       /* disable_filter has answered for this code object */
+    int filtered;       /* the filter_generation whose filter answered (0: none) */
 } CodeExtra;
 
 #define SKIP_CODE 1
@@ -354,11 +355,14 @@ static PyObject *run_disabled(PyThreadState *tstate, Frame *frame, int throw_fla
     return result;
 }
 
-/* Ask the disable filter about a code object once (with the hook off for this thread); a
- * filter that raises is reported as unraisable and counts as "no". */
+/* Ask the disable filter about a code object once per filter (with the hook off for this
+ * thread); a filter that raises is reported as unraisable and counts as "no". A mark of an
+ * earlier filter goes when the current one (or none) does not give it again. */
 static void apply_disable_filter(PyCodeObject *code, CodeExtra *extra) {
+    extra->filtered = filter_generation;
+    if (extra->skip == SKIP_DISABLED) extra->skip = 0;
+    if (disable_filter == NULL) return;
     PyObject *filter = Py_NewRef(disable_filter);
-    extra->filtered = 1;
     thread_busy++;
     PyObject *answer = PyObject_CallOneArg(filter, (PyObject *)code);
     thread_busy--;
@@ -379,7 +383,7 @@ static PyObject *eval_frame(PyThreadState *tstate, Frame *frame, int throw_flag)
         if (!throw_flag) PyErr_Clear();
         return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
     }
-    if (!extra->filtered && disable_filter != NULL && !throw_flag)
+    if (extra->filtered != filter_generation && !throw_flag)
         apply_disable_filter(FRAME_CODE(frame), extra);
     if (extra->skip == SKIP_DISABLED) return run_disabled(tstate, frame, throw_flag);
     if (extra->skip || !frame_is_interceptable(tstate, frame, throw_flag))
@@ -614,12 +618,14 @@ static PyObject *set_process_disabled(PyObject *module, PyObject *arg) {
 }
 
 /* The filter marking code objects DISABLE on first sight (None: none from now on); returns
- * the previous one.  Code objects it already answered for keep their marks. */
+ * the previous one. Every code object is asked again on its next run: marks of the previous
+ * filter do not outlive it (a test's filter answered for code the real one would mark). */
 static PyObject *set_disable_filter(PyObject *module, PyObject *filter) {
     if (filter != Py_None && !PyCallable_Check(filter))
         return PyErr_Format(PyExc_TypeError, "set_disable_filter: expected a callable or None");
     PyObject *previous = disable_filter;
     disable_filter = filter == Py_None ? NULL : Py_NewRef(filter);
+    filter_generation++;
     return previous ? previous : Py_NewRef(Py_None);
 }
 

@@ -103,8 +103,11 @@ def test_every_artefact_of_a_program_with_a_break_and_a_recompile(backend, tmp_p
     assert "GB001" in breaks and where in breaks and 'print("between the graphs")' in breaks
     assert KINDS["GB001"].hint in breaks
     recompiled = [frame for frame in dumped if (frame / "recompile.txt").exists()]
-    assert recompiled and "L['n']" in read(recompiled[0], "recompile.txt")
-    assert "expected 2, got 3" in read(recompiled[0], "recompile.txt")
+    # any of them: under `python -m dynamo nop-rewrite` the first compile also records that
+    # the code was compiled through another wrapper (the NOP driver's)
+    assert any("L['n']" in read(frame, "recompile.txt") and
+               "expected 2, got 3" in read(frame, "recompile.txt") for frame in recompiled), \
+        recompiled
     if backend == "inductor":
         assert "Pointwise over" in read(first, "loop_ir.txt")
         assert "mul(" in read(first, "loop_ir.txt") and "load(arg0" in read(first, "loop_ir.txt")

@@ -16,13 +16,13 @@ with that wrapper's backend and options unless `explain` is given its own.
 from __future__ import annotations
 
 import dataclasses
-import linecache
 import sys
 from typing import Any, Callable, Optional
 
 import torch
 
 from dynamo.backends import CountingBackend, with_mode
+from dynamo.debug.report import source_line
 from dynamo.api import is_jitted, jit, reset
 
 
@@ -178,19 +178,9 @@ def _breaks(records: list) -> list:
                                                  resumed=found[key].resumed and met.resumed)
                 continue
             found[key] = BreakInfo(met.kind_id, met.title, met.detail, met.location,
-                                   _source_line(met.location), met.hint,
+                                   source_line(met.location), met.hint,
                                    tuple(met.frames[1:]), met.resumed)
     return list(found.values())
-
-
-def _source_line(location: Optional[str]) -> str:
-    if not location or ":" not in location:
-        return ""
-    filename, _, line = location.rpartition(":")
-    try:
-        return linecache.getline(filename, int(line)).strip()
-    except ValueError:
-        return ""
 
 
 def _ops(graph: torch.fx.GraphModule) -> list:

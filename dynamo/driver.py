@@ -500,7 +500,17 @@ def warn_at_user(message: str, category: type, code: Optional[CodeType] = None,
         if isinstance(f_globals, dict) else None
     warnings.warn_explicit(message, category, filename, lineno,
                            module=f_globals.get("__name__"), registry=registry,
-                           module_globals=f_globals)
+                           module_globals=_with_a_loader(f_globals))
+
+
+def _with_a_loader(f_globals: dict) -> Optional[dict]:
+    """The module globals warn_explicit may read the source line through; None for globals
+    without a loader (a script run by runpy.run_path: `__loader__` and `__spec__` None),
+    which CPython 3.12's warn_explicit refuses with a ValueError instead of warning."""
+    if not isinstance(f_globals, dict):
+        return None
+    loader = f_globals.get("__loader__") or getattr(f_globals.get("__spec__"), "loader", None)
+    return f_globals if loader is not None else None
 
 
 def _torch_disabled(function) -> Optional[object]:

@@ -108,16 +108,64 @@ def from_shape_env(expr) -> Expr:
         return expr
     arguments = [from_shape_env(argument) for argument in expr.args]
     if isinstance(expr, (torch_functions.FloorDiv, torch_functions.CleanDiv)):
-        return FloorDiv(*arguments)
+        return _python_floordiv(*arguments)
     if isinstance(expr, torch_functions.ModularIndexing):
-        return ModularIndexing(*arguments)
+        return ModularIndexing(*_nonnegative_base(arguments[0], expr), *arguments[1:])
     if isinstance(expr, (torch_functions.Mod, torch_functions.PythonMod)):
-        return ModularIndexing(arguments[0], sympy.Integer(1), arguments[1])
+        return _python_mod(*arguments)
     if isinstance(expr, (sympy.Add, sympy.Mul)):
         return expr.func(*arguments)
     if isinstance(expr, sympy.Pow) and arguments[1].is_Integer and int(arguments[1]) > 0:
         return expr.func(*arguments)
     raise NotImplementedError(f"size expression {expr} ({type(expr).__name__})")
+
+
+def _signed_parts(base: Expr) -> tuple:
+    """`base` as (P, N) with base == P - N and both non-negative by construction."""
+    terms = sympy.Add.make_args(base)
+    negative = [-term for term in terms if not is_nonnegative(term)]
+    positive = [term for term in terms if is_nonnegative(term)]
+    return sympy.Add(*positive), sympy.Add(*negative)
+
+
+def _nonnegative_base(base: Expr, whole) -> tuple:
+    if not is_nonnegative(base):
+        raise NotImplementedError(f"size expression {whole}: its base {base} may be negative")
+    return (base,)
+
+
+def _python_mod(base: Expr, modulus: Expr) -> Expr:
+    """Python's `base % modulus` (the sign of the modulus) for a positive integer modulus, in
+    `ModularIndexing`s of non-negative bases only: the generated C++ and Triton print those
+    as `%`, which truncates a negative base (`(-13) % 8` is -5 there, 3 in Python; the pad
+    of an attention mask to a multiple of 8, `(-s) % 8`, gave wrong logits). For a base
+    P - N: ((P mod m) + m - (N mod m)) mod m."""
+    if is_nonnegative(base):
+        return ModularIndexing(base, sympy.Integer(1), modulus)
+    if not (modulus.is_Integer and int(modulus) > 0):
+        raise NotImplementedError(f"size expression {base} % {modulus}: a base that may be "
+                                  "negative needs a positive integer modulus")
+    positive, negative = _signed_parts(base)
+    if not is_nonnegative(negative):
+        raise NotImplementedError(f"size expression {base} % {modulus}")
+    one = sympy.Integer(1)
+    return ModularIndexing(ModularIndexing(positive, one, modulus) + modulus
+                           - ModularIndexing(negative, one, modulus), one, modulus)
+
+
+def _python_floordiv(base: Expr, divisor: Expr) -> Expr:
+    """Python's `base // divisor` as a `FloorDiv` of a non-negative base (printed as C's and
+    Triton's truncating division). A base whose negative part is an integer c (a
+    convolution's `s - 3`) is shifted by a multiple of the divisor: exact for every size;
+    a symbolic negative part (`(-s) // 8`) raises (the graph compiles per size)."""
+    if is_nonnegative(base):
+        return FloorDiv(base, divisor)
+    positive, negative = _signed_parts(base)
+    if not (divisor.is_Integer and int(divisor) > 0 and negative.is_Integer):
+        raise NotImplementedError(f"size expression {base} // {divisor}: the base may be "
+                                  "negative")
+    shift = -(-int(negative) // int(divisor))       # ceil(c / divisor)
+    return FloorDiv(positive + shift * divisor - negative, divisor) - shift
 
 
 def is_size(expr) -> bool:

@@ -108,10 +108,13 @@ def constant_pad_nd(x, pad, value=0):
     pairs = [(pad[2 * k], pad[2 * k + 1]) for k in range(len(pad) // 2)]
     new_size = list(size)
     shifts = {}
+    padded = set()      # dims with positions outside `x` (amounts may be size expressions)
     for k, (before, after) in enumerate(pairs):
         dim = rank - 1 - k
         new_size[dim] = size[dim] + before + after
         shifts[dim] = before
+        if _may_be_positive(before) or _may_be_positive(after):
+            padded.add(dim)
     loader = x.make_loader()
     dtype = x.get_dtype()
 
@@ -120,8 +123,7 @@ def constant_pad_nd(x, pad, value=0):
         mask = None
         for dim, before in shifts.items():
             source[dim] = index[dim] - before
-            check = _in_range(index[dim], before, before + size[dim]) if before > 0 or \
-                before + size[dim] < new_size[dim] else None
+            check = _in_range(index[dim], before, before + size[dim]) if dim in padded else None
             if check is not None:
                 mask = check if mask is None else ops.logical_and(mask, check)
         if mask is None:
@@ -129,6 +131,14 @@ def constant_pad_nd(x, pad, value=0):
         loaded = ops.masked(mask, lambda: loader(source), value)
         return ops.where(mask, loaded, ops.constant(value, dtype))
     return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, new_size))
+
+
+def _may_be_positive(amount) -> bool:
+    """Whether a pad amount may add positions: a number > 0, or a size expression not known
+    to be <= 0 (a pad to a multiple of 8 by `(8 - s % 8) % 8`: masked, always correct)."""
+    if isinstance(amount, sympy.Expr) and not amount.is_number:
+        return amount.is_nonpositive is not True
+    return amount > 0
 
 
 @register_lowering(aten.arange)

@@ -121,12 +121,11 @@ def padded_bias(x, m):
     return x + padded
 
 
-@pytest.mark.expect_fallback(
-    "per_size", reason="inductor's lowering of constant_pad_nd by a symbolic amount needs int "
-    "sizes (lower/indexing.py: a stage needs an int size): a variant per size, counted")
 def test_padding_by_a_symbolic_amount_compiles_without_an_internal_error():
     """The pad amount reaches constant_pad_nd's C++ kernel only for some choices of the
-    representative of the two equal sizes (named `x`, `m`: yes; `scores`, `bias`: no)."""
+    representative of the two equal sizes (named `x`, `m`: yes; `scores`, `bias`: no).
+    Inductor lowers a pad by a size expression once for every size (masked positions; the
+    conftest fails the test on any fallback, `per_size` included)."""
     dynamo.reset()
     counting = counting_backend("inductor")
     jitted = dynamo.jit(padded_bias, backend=counting, dynamic=True)

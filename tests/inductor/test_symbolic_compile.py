@@ -158,3 +158,33 @@ def test_indexing_a_symbolic_table_checks_bounds_with_its_size():
                             [[0], []], sizes=(5, 2, 3, 7, 97))
     with pytest.raises(IndexError):
         compiled(torch.randn(1, 4), torch.tensor([0, 1, 1]))    # row 1 of a 1-row table
+
+
+def test_padding_by_size_expressions():
+    """Pads by amounts computed from sizes (attention masks padded to a multiple of 8 on
+    CUDA, H2's decode finding) and by constants along a symbolic axis: masked positions,
+    one compile (sizes that are multiples of 8 pad nothing)."""
+    from torch._dispatch.python import enable_python_dispatcher
+
+    def function(x, mask):
+        columns = x.size(1)
+        return F.pad(mask, (0, (8 - columns % 8) % 8), value=-1.0) * 2, F.pad(x, (1, 2)) + 1
+    with enable_python_dispatcher():     # as the front end's fake runs (F.pad of SymInts)
+        compile_once(function, lambda n: [torch.randn(3, n), torch.randn(3, n)], [[1], [1]],
+                     sizes=(5, 2, 3, 8, 9, 16, 97))
+
+
+def test_padding_a_mask_by_a_negated_size_modulo_8():
+    """The decode model's mask padding, `F.pad(bias, (0, (-total) % 8))[..., :total]`, and
+    the same pad kept whole: one compile, right for sizes that are and are not multiples of
+    8. `(-total) % 8` printed as C's `%` padded by -5 instead of 3 at 13 (wrong logits in
+    tests/dynamic/test_decode_cache.py; tests/inductor/test_size_expression_signs.py)."""
+    from torch._dispatch.python import enable_python_dispatcher
+
+    def function(x, mask):
+        n = x.size(1)
+        padded = F.pad(mask, (0, (-n) % 8), value=-1.0)
+        return padded[..., :n] * 2, padded + 1
+    with enable_python_dispatcher():     # as the front end's fake runs (F.pad of SymInts)
+        compile_once(function, lambda n: [torch.randn(3, n), torch.randn(3, n)], [[1], [1]],
+                     sizes=(5, 2, 3, 8, 9, 12, 13, 16, 97))

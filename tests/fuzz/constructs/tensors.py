@@ -201,6 +201,34 @@ def same_shape(gen, scope, slot, depth):
               gen.expr(scope, slot, depth - 1))
 
 
+PADDED = [  # pads by amounts computed from sizes (symbolic under dynamic shapes)
+    "torch.nn.functional.pad({0}, (0, (-{0}.shape[-1]) % 8), value={1})[..., :{0}.shape[-1]]",
+    "({0} + torch.nn.functional.pad({0}, (0, (-{0}.shape[-1]) % 8), value={1})"
+    ".sum(-1, keepdim=True))",
+    "({0} - torch.nn.functional.pad({0}, ((8 - {0}.shape[-1] % 8) % 8, 1), value={1})"
+    ".mean(-1, keepdim=True))",
+    "({0} + torch.nn.functional.pad({0}, ({0}.shape[-1] // 3, (-{0}.shape[-1]) // 4 + "
+    "{0}.shape[-1]), value={1}).amax(-1, keepdim=True))",
+]
+PADDED_ROWS = ("({0} * torch.nn.functional.pad({0}, (0, 0, 1, (-{0}.shape[0]) % 4), "
+               "value={1}).sum(0))")
+
+
+@expression("tensor", "tensor", 0.25)
+def padded(gen, scope, slot, depth):
+    """A pad whose amounts are size expressions, `(-n) % 8` (CUDA attention's mask padding)
+    and floor divisions of sizes, with padded positions read by a reduction: C's `%` of a
+    negative size expression padded by a negative amount (wrong values, issue 23)."""
+    if slot.dtype != "float" or not slot.shape:
+        return None
+    source = gen.leaf(scope, slot)
+    if source is None:
+        return None
+    formats = PADDED + ([PADDED_ROWS] if len(slot.shape) == 2 else [])
+    fmt = _text(gen.choice(formats), gen.choice(["0.0", "-1.0", "2.5"]))
+    return op(fmt, slot, source)
+
+
 @expression("tensor", "tensor", 0.3)
 def concatenated(gen, scope, slot, depth):
     if depth <= 0 or not slot.shape:

@@ -108,14 +108,21 @@ def frame_compiled(record) -> None:
         return
     try:
         with _lock:
-            run = _state["run"]
-            if run is None or run.root != directory:
-                run = _state["run"] = Run(directory)
+            run = _current_run(directory)
             entry = write_frame(run, record, artefacts or FrameArtefacts())
             run.frames.append(entry)
             run.index_changed()
     except Exception as error:  # noqa: BLE001
         _warn_once(error)
+
+
+def _current_run(directory: str) -> Run:
+    """The run folder of this process under `directory` (a new one when the setting changed);
+    callers hold `_lock`."""
+    run = _state["run"]
+    if run is None or run.root != directory:
+        run = _state["run"] = Run(directory)
+    return run
 
 
 def _warn_once(error: Exception) -> None:
@@ -166,9 +173,7 @@ def _write_late(artefacts: FrameArtefacts) -> None:
         return
     try:
         with _lock:
-            run = _state["run"]
-            if run is None or run.root != directory:
-                run = _state["run"] = Run(directory)
+            run = _current_run(directory)
             name = f"{len(run.frames):03d}_graph_compiled_later"
             files = _write_files(run, name, _late_texts(artefacts))
             run.frames.append({"number": len(run.frames), "name": name, "code": None,

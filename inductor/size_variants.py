@@ -36,6 +36,7 @@ import torch.utils._pytree as pytree
 from inductor.codegen.expressions import index_text
 from inductor.config import config
 from inductor.graph_calls import hookless
+from inductor.ir.symbols import from_shape_env
 from inductor.runtime import fallbacks
 from inductor.runtime.compiled_graph import CompiledGraph, GraphReport
 
@@ -385,6 +386,18 @@ def compile_per_size(gm: torch.fx.GraphModule, example_inputs: Sequence,
     return CompiledGraph(variants.dispatcher(), report)
 
 
+def _size_expression(number):
+    """A size, stride or offset as an expression `index_text` prints: torch's Python `%` and
+    `//` (`(-s) % 8` of a padded view) through `symbols.from_shape_env`, which keeps their
+    value under the printer's truncating operators; NotSymbolic where it cannot."""
+    if not isinstance(number, torch.SymInt):
+        return sympy.Integer(number)
+    try:
+        return from_shape_env(number.node.expr)
+    except NotImplementedError as error:
+        raise NotSymbolic(f"an output view's geometry: {error}") from error
+
+
 def alias_geometry(aliases: list, bindings: dict) -> Optional[Callable]:
     """For a graph compiled once over symbolic sizes whose outputs view an input or another
     output (`aliasing.OutputAlias`, whose sizes, strides and offset may be SymInts): a
@@ -401,7 +414,7 @@ def alias_geometry(aliases: list, bindings: dict) -> Optional[Callable]:
             continue
         texts = []
         for number in numbers:
-            expr = number.node.expr if isinstance(number, torch.SymInt) else sympy.Integer(number)
+            expr = _size_expression(number)
             used |= expr.free_symbols
             texts.append(str(int(expr)) if expr.is_Integer else
                          index_text(sympy.expand(expr), "//"))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import threading
 from typing import Any, Callable, Optional, Sequence
 
 import sympy
@@ -50,6 +51,39 @@ def is_symbolic(value: Any) -> bool:
 def _placeholder_value(node: Any) -> Any:
     meta = node.meta
     return meta["example_value"] if "example_value" in meta else meta.get("val")
+
+
+_metadata_tracing = threading.local()
+
+
+@contextlib.contextmanager
+def _no_layout_metadata():
+    """While this thread traces symbolically: make_fx's `meta["tensor_meta"]` of each node
+    without its memory format. torch finds that format by asking whether each stride equals
+    the contiguous one (`s0 - 1 != 1` for `x[1:]`, `s + (-s) % 8 != s` for a padded view),
+    and with backed sizes each answer becomes a guard the front end never saw, so the graph
+    went per size; nothing in framejit reads `tensor_meta` (`meta["val"]` is used)."""
+    _install_metadata_hook()
+    depth = getattr(_metadata_tracing, "depth", 0)
+    _metadata_tracing.depth = depth + 1
+    try:
+        yield
+    finally:
+        _metadata_tracing.depth = depth
+
+
+def _install_metadata_hook() -> None:
+    from torch.fx.experimental import proxy_tensor
+    original = getattr(proxy_tensor, "_extract_tensor_metadata", None)
+    if original is None or getattr(original, "framejit_wrapped", None) is not None:
+        return
+
+    def extract(value, include_contiguity=True):
+        if getattr(_metadata_tracing, "depth", 0):
+            include_contiguity = False
+        return original(value, include_contiguity=include_contiguity)
+    extract.framejit_wrapped = original
+    proxy_tensor._extract_tensor_metadata = extract
 
 
 @dataclasses.dataclass
@@ -85,14 +119,16 @@ class SymbolicInputs:
     @contextlib.contextmanager
     def tracing(self):
         """The graph's fake mode, letting real constants captured in the graph through (as
-        the static path's `functional.fake_mode` does)."""
+        the static path's `functional.fake_mode` does), with make_fx's node metadata made
+        without a memory format (`_no_layout_metadata`)."""
         allowed = self.mode.allow_non_fake_inputs
         self.mode.allow_non_fake_inputs = True
         try:
-            with self.mode:
+            with self.mode, _no_layout_metadata():
                 yield self.mode
         finally:
             self.mode.allow_non_fake_inputs = allowed
+
 
     def fakes(self, inputs: Sequence[Any]) -> list:
         """Per input, the value to trace with: its placeholder's fake (detached: a fresh

@@ -89,8 +89,7 @@ def test_arange_of_a_size_and_broadcasting():
 def test_arange_between_sizes_and_cat_along_a_symbolic_axis():
     """A decoder's position ids (`arange(past, past + new)`) and its growing KV cache (`cat`
     along the sequence axis): the range's ends and the cat's boundaries are size
-    expressions read at run time. (A step of 2 compiles too, but torch's metadata step asks
-    whether its length `(past + 1) // 2` is 1: a guard the front end never saw, per size.)"""
+    expressions read at run time."""
     def function(cache, new, x):
         past = cache.size(1)
         positions = torch.arange(past, past + new.size(1))
@@ -188,3 +187,31 @@ def test_padding_a_mask_by_a_negated_size_modulo_8():
     with enable_python_dispatcher():     # as the front end's fake runs (F.pad of SymInts)
         compile_once(function, lambda n: [torch.randn(3, n), torch.randn(3, n)], [[1], [1]],
                      sizes=(5, 2, 3, 8, 9, 12, 13, 16, 97))
+
+
+def test_an_output_viewing_a_padded_output():
+    """The padded mask returned with its slice (a view of another output, rebuilt per call
+    from size expressions): the view's stride `n + (-n) % 8` reached the printer as torch's
+    `PythonMod` ("cannot print index", program fuzzer seed 97023)."""
+    from torch._dispatch.python import enable_python_dispatcher
+
+    def function(x, mask):
+        padded = F.pad(mask * 2, (0, (-x.size(1)) % 8), value=-1.0)
+        return padded, padded[..., :x.size(1)]
+    with enable_python_dispatcher():
+        compiled = compile_once(function, lambda n: [torch.randn(3, n), torch.randn(3, n)],
+                                [[1], [1]], sizes=(5, 2, 3, 8, 9, 13, 16, 97))
+    padded, view = compiled(torch.randn(3, 13), torch.randn(3, 13))
+    assert view._base is padded and view.stride() == (16, 1)
+
+
+def test_torch_metadata_step_adds_no_guard():
+    """make_fx records each node's memory format by asking whether its strides are the
+    contiguous ones (`s0 - 1 != 1` for `x[1:]`, `(s0 + 1) // 2 == 1` for an arange of step
+    2): with backed sizes every answer was a guard the front end never saw and the graph
+    went per size. Those answers are no longer asked (nothing reads them)."""
+    def function(x, y):
+        ramp = torch.arange(0, x.size(0), 2, dtype=x.dtype)
+        return (x * 2)[1:], x[1:] + y[:-1], ramp * 3, torch.arange(1, y.size(0) + 1, 3)
+    compile_once(function, lambda n: [torch.randn(n, 3), torch.randn(n, 3)], [[0], [0]],
+                 sizes=(5, 2, 3, 4, 7, 16, 97))

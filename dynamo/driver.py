@@ -417,7 +417,8 @@ class JitScopeGuard(Guard):
 
 def _recompile_reason(state: _CodeState, view) -> Optional[str]:
     """Why no cached entry matched (None for the first compile): the first failing guard of
-    the closest entry (fewest failing guards; the most recently hit one among equals). When
+    the closest entry (fewest failing guards; the most recently hit one among equals), then
+    the first failing guard of each other entry, most recently hit first. When
     this wrapper's entries have all died (an object they guard by identity died, or
     `dynamo.reset()`), the closest of the last ones; when only other wrappers have entries
     for the code, that."""
@@ -434,7 +435,18 @@ def _recompile_reason(state: _CodeState, view) -> Optional[str]:
               else len(hit_order))
     failures = [guard_set.failures(view.f_locals, view.f_globals) for guard_set in live]
     closest = min(failures, key=len)
-    return closest[0] if closest else "a cached entry was dropped"
+    if not closest:
+        return "a cached entry was dropped"
+    others = [failed[0] for failed in failures if failed is not closest and failed]
+    if not others:
+        return closest[0]
+    shown = "; ".join(others[:OTHER_ENTRIES_SHOWN]) + \
+        ("; ..." if len(others) > OTHER_ENTRIES_SHOWN else "")
+    return f"{closest[0]} (and {len(others)} other entr{'y' if len(others) == 1 else 'ies'} " \
+           f"failed: {shown})"
+
+
+OTHER_ENTRIES_SHOWN = 3   # a recompile reason names the closest entry's failure, then these
 
 
 def _reason_of_dead(recent: list, view) -> str:

@@ -61,7 +61,8 @@ def test_recompile_limit_warns_once_naming_the_last_reason():
     messages = [str(warning.message) for warning in caught]
     assert len(messages) == 1, messages
     assert "reached dynamo.config.recompile_limit (2)" in messages[0]
-    assert messages[0].endswith("Last reason: L['x'].size()[0]: expected 2, got 3")
+    assert messages[0].endswith("Last reason: L['x'].size()[0]: expected 2, got 3 (and 1 "
+                                "other entry failed: L['x'].size()[0]: expected 1, got 3)")
     assert counting.frame_count == 2 and len(hook.entries(double.__code__)) == 2
 
 
@@ -73,7 +74,20 @@ def test_recompile_reasons_are_recorded_for_explain():
         jitted(torch.ones(2))
     reasons = [record.reason for record in jitted._framejit_driver.records]
     assert reasons == [None, "L['x'].dtype: expected torch.float32, got torch.float64",
-                       "grad mode: expected enabled, got disabled"]
+                       "grad mode: expected enabled, got disabled (and 1 other entry failed: "
+                       "L['x'].dtype: expected torch.float64, got torch.float32)"]
+
+
+def test_a_recompile_reason_names_every_entrys_failure():
+    """With several entries, the reason names the closest entry's failing guard, then each
+    other entry's (the first three), as torch.compile's recompile log lists them."""
+    jitted, _ = jit_counting(double)
+    for size in (1, 2, 3, 4, 5, 6):
+        jitted(torch.ones(size))
+    reasons = [record.reason for record in jitted._framejit_driver.records]
+    assert reasons[-1].startswith("L['x'].size()[0]: expected ")
+    assert "(and 4 other entries failed: " in reasons[-1] and reasons[-1].endswith("; ...)")
+    assert reasons[-1].count("got 6") == 4
 
 
 def test_recompiles_log_channel():

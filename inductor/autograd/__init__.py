@@ -10,6 +10,7 @@ Stages, in the order data flows (one module each):
     signature.analyze     graph + inputs -> GraphSignature (mutations, aliases)
     joint.trace_joint     -> JointGraph (functional ATen forward+backward, via make_fx)
     partition.partition   -> Partition (forward + backward graphs, saved values by min cut)
+    saved_layout          -> the strides saved values cross in (channels-last activations)
     runtime, nodes        -> the compiled forward, one autograd node per group of outputs
                              (`joint.output_groups`) running their backwards; epilogue
 
@@ -37,8 +38,9 @@ from inductor.autograd.joint import trace_inference, trace_joint
 from inductor.autograd.nodes import DoubleBackwardError
 from inductor.autograd.partition import PartitionPolicy, partition, policy
 from inductor.autograd.runtime import (InferenceVariant, TrainingVariant,
-                                       compile_graph, function_output_strides,
-                                       output_strides)
+                                       accepts_output_strides, compile_graph,
+                                       function_output_strides, output_strides)
+from inductor.autograd.saved_layout import forward_strides, relayout_backward, saved_layouts
 from inductor.autograd.signature import (SharedInputWrites, UnsupportedGraph, analyze,
                                          lift_attributes)
 from inductor.autograd.symbols import GuardedVariant, SymbolicInputs, added_guards
@@ -156,8 +158,13 @@ class CompiledTraining:
             parts = partition(joint, signature.mutated_inputs)
             log.debug("partitioned: %s", parts.describe())
             saved = range(parts.function_output_count, len(output_strides(parts.forward)))
+            strides = function_output_strides(signature)
+            if accepts_output_strides(self.compile_inner) and symbolic is None:
+                layouts = saved_layouts(parts)   # channels-last activations stay so
+                relayout_backward(parts, layouts)
+                strides = forward_strides(parts, layouts, strides)
             compiled = compile_graph(self.compile_inner, parts.forward, list(arguments), saved,
-                                     function_output_strides(signature))
+                                     strides)
             variant = TrainingVariant(signature, parts, compiled, self.compile_inner,
                                       joint.versions, joint.inputs_reached,
                                       joint.output_groups, joint.freeing_groups, binder,

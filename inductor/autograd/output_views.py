@@ -41,7 +41,8 @@ class RebuiltView:
     offset: int                 # storage offset relative to the base's
 
 
-def _is_view(node: torch.fx.Node) -> bool:
+def is_view_node(node: torch.fx.Node) -> bool:
+    """Whether `node` returns a view of its first argument (an aliasing, non-writing op)."""
     schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
     if schema is None or len(schema.returns) != 1:
         return False
@@ -50,7 +51,7 @@ def _is_view(node: torch.fx.Node) -> bool:
 
 
 def _view_base(node: torch.fx.Node) -> torch.fx.Node:
-    while _is_view(node) and isinstance(node.args[0], torch.fx.Node):
+    while is_view_node(node) and isinstance(node.args[0], torch.fx.Node):
         node = node.args[0]
     return node
 
@@ -103,7 +104,7 @@ class OutputViews:
         chosen = {}
         for position in positions:
             value = outputs[position]
-            if not isinstance(value, torch.fx.Node) or not _is_view(value):
+            if not isinstance(value, torch.fx.Node) or not is_view_node(value):
                 continue
             base = _view_base(value)
             view, fake_base = _fake(value), _fake(base)

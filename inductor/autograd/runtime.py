@@ -98,6 +98,15 @@ def _output_fakes(graph: torch.fx.GraphModule) -> list:
     return fakes
 
 
+def accepts_output_strides(compile_inner: Callable) -> bool:
+    """Whether `compile_inner` takes `output_strides` (a code generator returning its outputs
+    with the strides asked for), not only `(graph, example_inputs)`."""
+    try:
+        return "output_strides" in inspect.signature(compile_inner).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def compile_graph(compile_inner: Callable, graph: torch.fx.GraphModule,
                   example_inputs: list, view_positions: Sequence[int] = (),
                   eager_strides: Sequence = ()) -> Callable:
@@ -105,16 +114,14 @@ def compile_graph(compile_inner: Callable, graph: torch.fx.GraphModule,
     them: the traced strides (the backward reads saved values with the strides they had when
     traced, and views of outputs are rebuilt from those strides), except where
     `eager_strides` (per leading output position, or None) names eager's: the caller sees
-    those outputs, or views of them rebuilt from eager's geometry (`Epilogue`). In that case
+    those outputs, or views of them rebuilt from eager's geometry (`Epilogue`); or, past
+    the function outputs, the strides a saved value crosses to the backward in
+    (`saved_layout`: channels-last activations, the backward compiled for them). In that case
     the outputs at `view_positions` that are views come back as their bases and are rebuilt
     after each call (`output_views`), instead of being copied by the code generator. A
     `compile_inner` that takes no strides has its outputs copied to eager's where they differ.
     """
-    try:
-        accepts = "output_strides" in inspect.signature(compile_inner).parameters
-    except (TypeError, ValueError):
-        accepts = False
-    if not accepts:
+    if not accepts_output_strides(compile_inner):
         compiled = compile_inner(graph, example_inputs)
         if not any(stride is not None for stride in eager_strides):
             return compiled

@@ -24,7 +24,8 @@ aten = torch.ops.aten
 
 LIBRARY_OPS = {
     aten.mm, aten.bmm, aten.addmm, aten.baddbmm, aten.addmv, aten.mv, aten.dot,
-    aten.convolution, aten._convolution, aten.scaled_dot_product_attention,
+    aten.convolution, aten._convolution, aten.convolution_backward,
+    aten.scaled_dot_product_attention,
     aten._scaled_dot_product_flash_attention_for_cpu,
     aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_efficient_attention,
     aten._scaled_dot_product_cudnn_attention, aten._scaled_dot_product_attention_math,

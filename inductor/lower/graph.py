@@ -364,18 +364,18 @@ def convolution_prefers_channels_last(input_elements: int, weight_elements: int,
 def prefers_channels_last(gm: torch.fx.GraphModule) -> bool:
     """Whether a graph's 4-D activations should be kept channels-last.
 
-    CPU graphs (C++ backend): when a 2-D convolution prefers it (see
-    `convolution_prefers_channels_last`; the lowering decides per convolution). CUDA graphs,
-    only with `config.gpu_channels_last`: when they have a 2-D convolution and none is
-    grouped with several channels per group."""
+    CPU graphs (C++ backend): when a 2-D convolution, or the backward of one (a training
+    backward graph: `convolution_backward` reads the forward's input and the output's
+    gradient), prefers it (see `convolution_prefers_channels_last`; the lowering decides per
+    convolution). CUDA graphs, only with `config.gpu_channels_last`: when they have a 2-D
+    convolution and none is grouped with several channels per group."""
     from inductor.config import config
 
     found = False
     for node in gm.graph.nodes:
-        if node.op != "call_function" or node.target is not aten.convolution.default:
+        values = _convolution_values(node)
+        if values is None:
             continue
-        values = [argument.meta.get("val") if isinstance(argument, torch.fx.Node) else None
-                  for argument in node.args[:2]] + [node.meta.get("val")]
         if not all(isinstance(value, torch.Tensor) and value.dim() == 4 for value in values):
             continue
         if any(isinstance(value.numel(), torch.SymInt) for value in values):
@@ -391,6 +391,27 @@ def prefers_channels_last(gm: torch.fx.GraphModule) -> bool:
         found = found or convolution_prefers_channels_last(
             values[0].numel(), values[1].numel(), values[2].numel())
     return found
+
+
+def _convolution_values(node: torch.fx.Node) -> Optional[list]:
+    """(input, weight, output) example values of a convolution node, where the output of a
+    `convolution_backward` is the gradient it reads; None for other nodes. A backward only on
+    CPU tensors (CUDA graphs decide by their forward convolutions alone)."""
+    if node.op != "call_function":
+        return None
+    if node.target is aten.convolution.default:
+        arguments = [node.args[0], node.args[1], node]
+    elif node.target is aten.convolution_backward.default:
+        arguments = [node.args[1], node.args[2], node.args[0]]
+    else:
+        return None
+    values = [argument.meta.get("val") if isinstance(argument, torch.fx.Node) else None
+              for argument in arguments]
+    if node.target is aten.convolution_backward.default and not all(
+            isinstance(value, torch.Tensor) and value.device.type == "cpu"
+            for value in values):
+        return None
+    return values
 
 
 def _has_unsupported_arguments(args, kwargs, example=None) -> bool:

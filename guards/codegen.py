@@ -325,6 +325,18 @@ class CheckWriter:
         self.program.tensors([self._registers[variable] for variable in variables], specs, text)
         return True
 
+    def check_sizes(self, variables: list[str], reads: tuple, relations: tuple,
+                    text: str) -> bool:
+        """Check natively that the sizes read off the variables' tensors satisfy `relations`
+        (`guards.kinds.shapes`); returns False, writing nothing, unless every variable is
+        native."""
+        if not variables or not all(self.native(variable) for variable in variables):
+            return False
+        self._flush_native_comment()
+        self.program.sizes([self._registers[variable] for variable in variables], reads,
+                           relations, text)
+        return True
+
     def assign(self, expression: str, hint: str) -> str:
         """Emit `name = expression` into a fresh local and return the name."""
         name = self.fresh(_identifier(hint, "value"))

@@ -12,10 +12,15 @@ the values it traced with; the tensor match guard of each tensor leaves the boun
 
 The conditions are compiled once into one function of the bound values (`math` and `torch` are
 in its namespace: the printer writes `math.floor(...)`, `torch.sym_float(...)`), called from the
-check with the values read from the frame.
+check with the values read from the frame. Where every read is a tensor's and every condition
+is linear (`s1 == 2*s0`, `s0 >= 2`, `(s0 + s1) % 8 == 3`: `linear_relation`), the check runs
+them as one step of the native guard program instead (`guards/native/size_relations.h`: no
+Python read of `x.shape[0]`, no call of the compiled function); that function stays the
+reference the tests compare it with.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
 from typing import Any, Callable, Hashable
@@ -91,8 +96,28 @@ class ShapeGuard(Guard):
         """Whether the conditions hold for these values of the bound reads, in order."""
         return bool(self._holds(*values))
 
+    def native_form(self) -> tuple | None:
+        """(sources of the tensors read, reads, relations) as the native program's sizes step
+        takes them, or None where a read is not a tensor's or a condition is not linear."""
+        if any(read.kind == "value" for _, read in self.bindings):
+            return None
+        symbols = {symbol: position for position, (symbol, _) in enumerate(self.bindings)}
+        relations = [linear_relation(condition, symbols) for condition in self.conditions]
+        if None in relations:
+            return None
+        sources = list(dict.fromkeys(read.source for _, read in self.bindings))
+        reads = tuple((sources.index(read.source), READ_KINDS[read.kind], read.index or 0)
+                      for _, read in self.bindings)
+        return sources, reads, tuple(relations)
+
     def emit(self, writer: Any) -> None:
         writer.comment(self.describe())
+        form = self.native_form() if writer.program is not None else None
+        if form is not None:
+            sources, reads, relations = form
+            variables = [writer.value(source) for source in sources]
+            if writer.check_sizes(variables, reads, relations, "shape relations hold"):
+                return
         values = []
         for symbol, read in self.bindings:
             tensor = writer.fetch(read.source)
@@ -143,3 +168,76 @@ def _replace_name(text: str, name: str, replacement: str) -> str:
         else:
             out.append(text[position:found] + replacement)
         position = end
+
+
+READ_KINDS = {"size": 0, "stride": 1, "storage_offset": 2}
+"""A `SizeRead`'s kind as the native sizes step numbers it (size_relations.h `ReadKind`)."""
+
+COMPARISONS = {ast.Eq: 0, ast.NotEq: 1, ast.GtE: 2, ast.Gt: 3, ast.LtE: 4, ast.Lt: 5}
+_INT64 = 2 ** 63
+
+
+def linear_relation(condition: str, symbols: dict) -> tuple | None:
+    """`condition` as (comparison, modulus, constant, terms, right) meaning
+    `(sum(coefficient * read) + constant) [% modulus] <comparison> right`, terms being
+    (coefficient, read position) and `symbols` mapping names to positions; None where it is
+    not of that form (a floor division, a product of symbols, `math.floor`, `and`...)."""
+    try:
+        tree = ast.parse(condition, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(tree, ast.Compare) or len(tree.ops) != 1 or \
+            type(tree.ops[0]) not in COMPARISONS:
+        return None
+    comparison = COMPARISONS[type(tree.ops[0])]
+    left, right = tree.left, tree.comparators[0]
+    modulus = 0
+    if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod):
+        divisor, remainder = _linear(left.right, symbols), _linear(right, symbols)
+        if divisor is None or divisor[0] or not divisor[1] or remainder is None or remainder[0]:
+            return None
+        modulus, left, right = divisor[1], left.left, ast.Constant(remainder[1])
+    first, second = _linear(left, symbols), _linear(right, symbols)
+    if first is None or second is None:
+        return None
+    if modulus:
+        terms, constant, bound = first[0], first[1], second[1]
+    else:   # everything on the left: first - second <comparison> 0
+        terms = dict(first[0])
+        for position, coefficient in second[0].items():
+            terms[position] = terms.get(position, 0) - coefficient
+        constant, bound = first[1] - second[1], 0
+    numbers = [modulus, constant, bound, *terms.values()]
+    if any(not -_INT64 <= number < _INT64 for number in numbers):
+        return None
+    return (comparison, modulus, constant,
+            tuple((coefficient, position) for position, coefficient in sorted(terms.items())
+                  if coefficient), bound)
+
+
+def _linear(node: ast.expr, symbols: dict) -> tuple[dict, int] | None:
+    """({read position: coefficient}, constant) of an integer-linear expression, else None."""
+    if isinstance(node, ast.Name):
+        return ({symbols[node.id]: 1}, 0) if node.id in symbols else None
+    if isinstance(node, ast.Constant):
+        return ({}, node.value) if type(node.value) is int else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _linear(node.operand, symbols)
+        if inner is None or isinstance(node.op, ast.UAdd):
+            return inner
+        return {key: -value for key, value in inner[0].items()}, -inner[1]
+    if not isinstance(node, ast.BinOp) or not isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        return None
+    first, second = _linear(node.left, symbols), _linear(node.right, symbols)
+    if first is None or second is None:
+        return None
+    if isinstance(node.op, ast.Mult):
+        if first[0] and second[0]:
+            return None     # a product of symbols
+        scale, (terms, constant) = (first[1], second) if not first[0] else (second[1], first)
+        return {key: value * scale for key, value in terms.items()}, constant * scale
+    sign = 1 if isinstance(node.op, ast.Add) else -1
+    terms = dict(first[0])
+    for key, value in second[0].items():
+        terms[key] = terms.get(key, 0) + sign * value
+    return terms, first[1] + sign * second[1]

@@ -33,6 +33,7 @@ _enabled = environment.read("JIT_NATIVE_GUARDS", "bool", True)
 HELPER = build.register(build.NativeHelper(
     module="guards.native._tensor_match",
     source=os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensor_match.cpp"),
+    headers=(os.path.join(os.path.dirname(os.path.abspath(__file__)), "size_relations.h"),),
     folder="guards", unavailable="native guard checks unavailable, using Python checks",
     channel="framejit.guards", wanted=lambda: _enabled and _checks_guards()))
 

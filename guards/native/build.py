@@ -99,6 +99,8 @@ class NativeHelper:
     compiler: Callable[[], str] = lambda: settings.cxx
     wanted: Callable[[], bool] = lambda: True
     """Whether to build it alongside another helper's first-use build."""
+    headers: tuple = ()
+    """Paths of the headers `source` includes (their text is part of the cache key)."""
 
     @property
     def against_torch(self) -> bool:
@@ -189,8 +191,9 @@ def compiler_version(compiler: str) -> str:
 def cache_key(helper: NativeHelper) -> str:
     """Hash of the source, torch's and Python's versions, the compiler and its flags."""
     digest = hashlib.sha256()
-    with open(helper.source, "rb") as handle:
-        digest.update(handle.read())
+    for path in (helper.source, *helper.headers):
+        with open(path, "rb") as handle:
+            digest.update(handle.read())
     parts = [sys.version, compiler_version(helper.compiler()),
              " ".join(compile_command(helper, "out"))]
     if helper.against_torch:

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 (LOCAL, GLOBAL, ATTRIBUTE, ITEM, TYPE_OF, TYPE_IS, IDENTITY, IS, IS_NOT, LENGTH, EQUAL, FLOAT,
  TENSORS, FALSY, KEYS, CONSTANT, SAME, CONTAINS, FALSY_ITEMS, TYPE_ID, WEAK, PARTITION,
- GLOBALS) = range(23)
+ GLOBALS, SIZES) = range(24)
 
 BY_OBJECT, BY_STORAGE = 0, 1
 """What a PARTITION step groups registers by: the object itself, or the tensor's storage."""
@@ -65,6 +65,13 @@ class ProgramBuilder:
         """One step matching each register's tensor against its spec (see `TensorMatcher`)."""
         self.steps.append((TENSORS, -1, -1, None, 0, tuple(registers)))
         self.specs += specs
+        self.lines.append(text)
+
+    def sizes(self, registers: list[int], reads: tuple, relations: tuple, text: str) -> None:
+        """One step that holds when the integer reads of the tensors in `registers` (tensor
+        slot, kind, index) satisfy every relation (`guards.kinds.shapes.linear_relation`)."""
+        self.steps.append((SIZES, -1, -1, (tuple(reads), tuple(relations)), 0,
+                           tuple(registers)))
         self.lines.append(text)
 
     def export(self, register: int) -> None:

@@ -17,7 +17,8 @@
 // A program is straight-line: each step reads the frame or a register into a register
 // (locals, globals, attributes, items, type, a bound constant) or checks one (exact type,
 // identity, `is` against a constant or another register, length, constant equality, tensor
-// properties, which registers are one object or share one tensor storage). It replaces the interpreted lines of a generated check
+// properties, which registers are one object or share one tensor storage, relations between
+// the sizes and strides of tensors: size_relations.h). It replaces the interpreted lines of a generated check
 // (~20 ns each) for the guards that need nothing else; the rest stay Python (guards/codegen.py).
 #include <Python.h>
 
@@ -26,6 +27,8 @@
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Layout.h>
 #include <torch/csrc/autograd/python_variable.h>
+
+#include "size_relations.h"
 
 #include <cmath>
 #include <cstdint>
@@ -219,6 +222,8 @@ enum Operation : int {
   kPartition = 21,  // registers[i], registers[j] are one object (number 0) or share one storage
                     // (number 1) exactly when labels[i] == labels[j] (operand: tuple of labels)
   kGlobals = 22,    // target = G (the globals dict itself: a builtin not shadowed by a global)
+  kSizes = 23,      // the sizes/strides of the tensors in `registers` satisfy the relations in
+                    // operand (reads, relations): see size_relations.h
 };
 
 struct Step {
@@ -233,6 +238,7 @@ struct Step {
   PyTypeObject* seen_type = nullptr;
   unsigned int seen_version = 0;
   bool from_instance_dict = false;
+  size_relations::Relations relations;  // sizes steps
 };
 
 struct GuardProgram {
@@ -420,6 +426,7 @@ int run_step(const GuardProgram* self, Step& step, PyObject** registers, PyObjec
     case kPartition: return same_partition(step, registers);
     case kGlobals: result = Py_NewRef(G); break;
     case kSame: return value == registers[step.registers[0]];
+    case kSizes: return size_relations::holds(step.relations, step.registers, registers);
     case kContains: {
       int found = PyDict_CheckExact(value) ? PyDict_Contains(value, step.operand)
                                            : PySequence_Contains(value, step.operand);
@@ -473,12 +480,13 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
     return false;
   step.operand = operand;
   if (step.target >= register_count || step.source >= register_count ||
-      step.operation < kLocal || step.operation > kGlobals ||
+      step.operation < kLocal || step.operation > kSizes ||
       ((step.operation <= kTypeOf || step.operation == kConstant || step.operation == kWeak ||
         step.operation == kGlobals) && step.target < 0) ||
       (step.operation >= kAttribute && step.operation != kTensors &&
        step.operation != kConstant && step.operation != kWeak &&
-       step.operation != kPartition && step.operation != kGlobals && step.source < 0)) {
+       step.operation != kPartition && step.operation != kGlobals &&
+       step.operation != kSizes && step.source < 0)) {
     PyErr_SetString(PyExc_ValueError, "GuardProgram: a step's registers are out of range");
     return false;
   }
@@ -505,6 +513,9 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
     }
     step.registers.push_back(static_cast<int>(index));
   }
+  if (step.operation == kSizes &&
+      !size_relations::parse(operand, step.registers.size(), step.relations))
+    return false;
   if (step.operation == kSame && step.registers.size() != 1) {
     PyErr_SetString(PyExc_ValueError, "GuardProgram: a same-object step names one register");
     return false;

@@ -4,9 +4,12 @@
 Input: models (a ResNet-ish CNN of 4 blocks on 32x32, GPT-2 small from a transformers config
 with random weights, an MLP), each with an optimizer (SGD with momentum, Adam, AdamW), a
 device. Output: `<out-dir>/whole-step-<device>.{json,md}`: per model, median step ms
-(interleaved trials), compile seconds (the first step's time minus the median), frames
-compiled, graphs, graph breaks and inductor fallbacks of the jitted step, losses against eager
-after N steps, and whether the parameters after one step equal eager's bit for bit.
+(interleaved trials) in wall time and in the calling thread's CPU time (`time.thread_time`:
+time spent waiting for a core on a shared machine is not counted; with 1 thread on CPU, the
+column to compare between runs), compile seconds (the first step's time minus the median),
+frames compiled, graphs, graph breaks and inductor fallbacks of the jitted step, losses
+against eager after N steps, and whether the parameters after one step equal eager's bit for
+bit.
 
     python -m benchmarks.training.whole_step --quick --out-dir benchmarks/results
     python -m benchmarks.training.whole_step --device cuda --out-dir D
@@ -159,14 +162,16 @@ def run_case(case: tuple, device: str, steps: int, trials: int) -> dict:
     for mode in ("jit", "torch.compile"):
         result["modes"].setdefault(mode, {})["after_one_step"] = _params_equal(setups, mode)
     times = {mode: [] for mode in MODES}
+    cpu_times = {mode: [] for mode in MODES}
     for trial in range(max(trials, steps - 1)):
         batch = batches[1 + trial % (steps - 1)] if steps > 1 else batches[0]
         for mode in MODES:   # interleaved: each trial times every mode once
             step, model, optimizer = setups[mode]
             _synchronize(device)
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.thread_time()
             loss = step(model, optimizer, *batch)
             _synchronize(device)
+            cpu_times[mode].append(time.thread_time() - cpu_start)
             times[mode].append(time.perf_counter() - start)
             if trial < steps - 1:
                 losses[mode].append(float(loss.detach()))
@@ -174,6 +179,7 @@ def run_case(case: tuple, device: str, steps: int, trials: int) -> dict:
         median = statistics.median(times[mode])
         entry = result["modes"].setdefault(mode, {})
         entry.update(median_ms=1000 * median, compile_s=max(first[mode] - median, 0.0),
+                     median_thread_cpu_ms=1000 * statistics.median(cpu_times[mode]),
                      losses=losses[mode],
                      loss_max_rel_diff=max(abs(a - b) / max(abs(b), 1e-12) for a, b
                                            in zip(losses[mode], losses["eager"])))
@@ -227,8 +233,9 @@ def markdown(results: list, meta: dict) -> str:
              f"{meta['threads']} thread(s), arguments {meta['arguments']}", "",
              "| model | opt | eager ms | jit ms | torch.compile ms | jit compile s | "
              "torch.compile compile s | jit frames/graphs/breaks | optimizer compiled | "
-             "fallbacks | loss rel diff jit / tc | params after 1 step jit / tc |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "fallbacks | loss rel diff jit / tc | params after 1 step jit / tc | "
+             "thread CPU ms eager / jit / tc |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for result in results:
         modes = result["modes"]
         jit, anchor = modes["jit"], modes["torch.compile"]
@@ -242,7 +249,9 @@ def markdown(results: list, meta: dict) -> str:
             f"{anchor['compile_s']:.1f} | {jit['frames']}/{jit['graphs']}/{jit['breaks']} | "
             f"{jit['optimizer_compiled']} | {sum(jit['fallbacks'].values())} | "
             f"{jit['loss_max_rel_diff']:.1e} / {anchor['loss_max_rel_diff']:.1e} | "
-            f"{exact(jit)} / {exact(anchor)} |")
+            f"{exact(jit)} / {exact(anchor)} | " +
+            " / ".join(f"{modes[mode].get('median_thread_cpu_ms', float('nan')):.2f}"
+                       for mode in MODES) + " |")
     return "\n".join(lines) + "\n"
 
 

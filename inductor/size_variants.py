@@ -36,7 +36,7 @@ import torch.utils._pytree as pytree
 from inductor.codegen.expressions import index_text
 from inductor.config import config
 from inductor.graph_calls import hookless
-from inductor.ir.symbols import from_shape_env
+from inductor.ir.symbols import NotSymbolic, from_shape_env
 from inductor.runtime import fallbacks
 from inductor.runtime.compiled_graph import CompiledGraph, GraphReport
 
@@ -52,18 +52,6 @@ PER_SIZE_REASON = ("symbolic sizes: compiled as one static variant per distinct 
 def per_size_reason(reason: str) -> str:
     """The per-size fallback's reason for a graph the symbolic path refused (`NotSymbolic`)."""
     return f"symbolic sizes: a static variant per size ({reason})"
-
-
-class NotSymbolic(Exception):
-    """A graph with symbolic sizes that the symbolic path (one compile for every size)
-    cannot compile: raised anywhere in lowering, scheduling or code generation with the
-    reason. `compile_fx` / `compile_aten` then compile it per size (static variants, counted
-    as `per_size` fallbacks with this reason on the report), so a result is never wrong.
-    Fix: teach the stage named in the reason symbolic sizes (docs/inductor.md)."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclasses.dataclass
@@ -392,10 +380,7 @@ def _size_expression(number):
     value under the printer's truncating operators; NotSymbolic where it cannot."""
     if not isinstance(number, torch.SymInt):
         return sympy.Integer(number)
-    try:
-        return from_shape_env(number.node.expr)
-    except NotImplementedError as error:
-        raise NotSymbolic(f"an output view's geometry: {error}") from error
+    return from_shape_env(number.node.expr)   # NotSymbolic where it cannot
 
 
 def alias_geometry(aliases: list, bindings: dict) -> Optional[Callable]:

@@ -96,6 +96,24 @@ def size_hint(expr) -> int:
     return hint(expr, getattr(_current, "hints", None) or {})
 
 
+class NotSymbolic(Exception):
+    """A graph with symbolic sizes that the symbolic path (one compile for every size)
+    cannot compile: raised anywhere in lowering, scheduling or code generation with the
+    reason. `compile_fx` / `compile_aten` then compile it per size (static variants, counted
+    as `per_size` fallbacks with this reason on the report), so a result is never wrong.
+    Fix: teach the stage named in the reason symbolic sizes (docs/inductor.md)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class UnsupportedSizeExpression(NotSymbolic, NotImplementedError):
+    """A ShapeEnv size expression `from_shape_env` cannot express with its value kept under
+    the generated code's operators: the graph goes per size (`NotSymbolic`); a lowering
+    catching `NotImplementedError` runs its op through the eager kernel instead."""
+
+
 def from_shape_env(expr) -> Expr:
     """A ShapeEnv expression (a SymInt's `.node.expr`) in this module's functions: torch's
     `FloorDiv`/`CleanDiv`/`ModularIndexing` become ours; `Mod`/`PythonMod` of non-negative
@@ -117,7 +135,7 @@ def from_shape_env(expr) -> Expr:
         return expr.func(*arguments)
     if isinstance(expr, sympy.Pow) and arguments[1].is_Integer and int(arguments[1]) > 0:
         return expr.func(*arguments)
-    raise NotImplementedError(f"size expression {expr} ({type(expr).__name__})")
+    raise UnsupportedSizeExpression(f"size expression {expr} ({type(expr).__name__})")
 
 
 def _signed_parts(base: Expr) -> tuple:
@@ -130,24 +148,40 @@ def _signed_parts(base: Expr) -> tuple:
 
 def _nonnegative_base(base: Expr, whole) -> tuple:
     if not is_nonnegative(base):
-        raise NotImplementedError(f"size expression {whole}: its base {base} may be negative")
+        raise UnsupportedSizeExpression(f"size expression {whole}: its base {base} may be "
+                                        "negative")
     return (base,)
 
 
+def _is_positive(expr: Expr) -> bool:
+    """Whether `expr` is >= 1 by construction (positive integers and size symbols, their
+    sums and products): a modulus or divisor that is never 0."""
+    if expr.is_Integer:
+        return int(expr) > 0
+    if isinstance(expr, sympy.Symbol):
+        return bool(expr.is_positive)
+    if isinstance(expr, sympy.Add):
+        return all(is_nonnegative(term) for term in expr.args) and \
+            any(_is_positive(term) for term in expr.args)
+    if isinstance(expr, sympy.Mul):
+        return all(_is_positive(factor) for factor in expr.args)
+    return False
+
+
 def _python_mod(base: Expr, modulus: Expr) -> Expr:
-    """Python's `base % modulus` (the sign of the modulus) for a positive integer modulus, in
-    `ModularIndexing`s of non-negative bases only: the generated C++ and Triton print those
-    as `%`, which truncates a negative base (`(-13) % 8` is -5 there, 3 in Python; the pad
-    of an attention mask to a multiple of 8, `(-s) % 8`, gave wrong logits). For a base
-    P - N: ((P mod m) + m - (N mod m)) mod m."""
+    """Python's `base % modulus` (the sign of the modulus) for a modulus >= 1 by
+    construction, in `ModularIndexing`s of non-negative bases only: the generated C++ and
+    Triton print those as `%`, which truncates a negative base (`(-13) % 8` is -5 there, 3 in
+    Python; the pad of an attention mask to a multiple of 8, `(-s) % 8`, gave wrong logits).
+    For a base P - N (both non-negative): ((P mod m) + m - (N mod m)) mod m."""
     if is_nonnegative(base):
         return ModularIndexing(base, sympy.Integer(1), modulus)
-    if not (modulus.is_Integer and int(modulus) > 0):
-        raise NotImplementedError(f"size expression {base} % {modulus}: a base that may be "
-                                  "negative needs a positive integer modulus")
+    if not _is_positive(modulus):
+        raise UnsupportedSizeExpression(f"size expression ({base}) % ({modulus}): a base "
+                                        "that may be negative needs a modulus >= 1")
     positive, negative = _signed_parts(base)
     if not is_nonnegative(negative):
-        raise NotImplementedError(f"size expression {base} % {modulus}")
+        raise UnsupportedSizeExpression(f"size expression ({base}) % ({modulus})")
     one = sympy.Integer(1)
     return ModularIndexing(ModularIndexing(positive, one, modulus) + modulus
                            - ModularIndexing(negative, one, modulus), one, modulus)
@@ -156,15 +190,16 @@ def _python_mod(base: Expr, modulus: Expr) -> Expr:
 def _python_floordiv(base: Expr, divisor: Expr) -> Expr:
     """Python's `base // divisor` as a `FloorDiv` of a non-negative base (printed as C's and
     Triton's truncating division). A base whose negative part is an integer c (a
-    convolution's `s - 3`) is shifted by a multiple of the divisor: exact for every size;
-    a symbolic negative part (`(-s) // 8`) raises (the graph compiles per size)."""
+    convolution's `s - 3`) is shifted by a multiple of the divisor (k * d >= c; with a
+    symbolic divisor >= 1, k = c): exact for every size; a symbolic negative part
+    (`(-s) // 8`) raises (the graph compiles per size)."""
     if is_nonnegative(base):
         return FloorDiv(base, divisor)
     positive, negative = _signed_parts(base)
-    if not (divisor.is_Integer and int(divisor) > 0 and negative.is_Integer):
-        raise NotImplementedError(f"size expression {base} // {divisor}: the base may be "
-                                  "negative")
-    shift = -(-int(negative) // int(divisor))       # ceil(c / divisor)
+    if not (_is_positive(divisor) and negative.is_Integer):
+        raise UnsupportedSizeExpression(f"size expression ({base}) // ({divisor}): the base "
+                                        "may be negative")
+    shift = -(-int(negative) // int(divisor)) if divisor.is_Integer else int(negative)
     return FloorDiv(positive + shift * divisor - negative, divisor) - shift
 
 

@@ -17,6 +17,9 @@ from typing import Optional
 import torch
 import torch.fx
 
+from inductor.symbolic_overlap import (is_symbolic, may_overlap_symbolic, overlaps_as_argument,
+                                      partly_overlap_symbolic)
+
 
 class UnsupportedGraph(Exception):
     """The graph cannot be compiled (e.g. unpaired autocast regions, symbolic inputs); the
@@ -82,7 +85,10 @@ def writes_into_shared_inputs(gm: torch.fx.GraphModule, values: list) -> bool:
 
 def _may_overlap(value) -> bool:
     """Whether two elements of a tensor may share a memory location (True where unsure):
-    sorted by stride, each dimension must step past everything the smaller ones span."""
+    sorted by stride, each dimension must step past everything the smaller ones span (over
+    symbolic sizes: `symbolic_overlap.may_overlap_symbolic`)."""
+    if is_symbolic(value):
+        return may_overlap_symbolic(value)
     dims = sorted((int(stride), int(size)) for size, stride in zip(value.shape, value.stride())
                   if int(size) > 1)
     span = 0
@@ -152,6 +158,8 @@ def _partly_overlap(a, b) -> bool:
     in the same layout (True where unsure)."""
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         return False
+    if is_symbolic(a) or is_symbolic(b):
+        return partly_overlap_symbolic(a, b)
     if a.numel() == 0 or b.numel() == 0:
         return False
     if a.dtype != b.dtype:
@@ -213,7 +221,9 @@ def writes_into_overlapping_memory(gm: torch.fx.GraphModule) -> bool:
         node = target
         while isinstance(node, torch.fx.Node):
             value = node.meta.get("val")
-            if isinstance(value, torch.Tensor) and _may_overlap(value):
+            if isinstance(value, torch.Tensor) and not (
+                    is_symbolic(value) and overlaps_as_argument(node, *aliased_argument(node))) \
+                    and _may_overlap(value):
                 return True
             node = aliased_argument(node)[0]
     return False

@@ -8,10 +8,17 @@ mode, so that sizes stay the ShapeEnv's symbols through the decomposition and ev
 
 Outputs that alias inputs or each other are found as for static graphs
 (`aliasing.observable_outputs`), their sizes, strides and offsets SymInts the runtime wrapper
-evaluates per call. What a symbolic trace does not cover raises `NotSymbolic` (the graph is
-then compiled per size, counted): graphs writing into their inputs, SymInt graph inputs,
-module state other than static tensors, and anything that specialises a symbol while tracing
-(a guard the front end never saw).
+evaluates per call. Writes into inputs (`x.add_(1)`, `cache[:, pos] = k`, BatchNorm's running
+statistics) are functionalized as `decompose.trace_aten` does, in the graph's fake mode: the
+functional graph ends with `aten.copy_` into each written input, which the lowering turns
+into a loop over the input's memory (lower/graph.py `_mutate_input`); how far eager's
+in-place ops move each input's version counter is measured on the symbolic fakes
+(`AtenGraph.version_steps`). Inputs written while sharing memory with another input are
+refused here (compiled per size, where the static path handles them); the caller compiles for
+the example's storage pattern (`StoragePattern`). What a symbolic trace does not cover raises
+`NotSymbolic` (the graph is then compiled per size, counted): SymInt graph inputs, module
+state other than static tensors, and anything that specialises a symbol while tracing (a
+guard the front end never saw).
 """
 from __future__ import annotations
 
@@ -25,12 +32,14 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException,
 from torch.fx.experimental.proxy_tensor import make_fx
 import torch.utils._pytree as pytree
 
-from inductor.aliasing import UnsupportedGraph, observable_outputs
+from inductor.aliasing import UnsupportedGraph, observable_outputs, writes_into_shared_inputs
 from inductor.autograd.symbols import SymbolicInputs
-from inductor.decompose import (AtenGraph, _flattened, _module_state, _mutates,
+from inductor.decompose import (AtenGraph, _detached, _flattened, _module_state, _mutates,
+                                _output_versions, _refuse_inexpressible_writes,
                                 _ZeroDimMaskAssignment, _table, check_state_calls,
                                 lift_constants)
-from inductor.size_variants import NotSymbolic
+from inductor.size_variants import NotSymbolic, int_sizes_not_symbolic
+from inductor.view_rewrites import rewrite_views
 
 aten = torch.ops.aten
 
@@ -52,19 +61,8 @@ def trace_aten_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence) -> A
     with symbolic.tracing() as mode:
         state_fakes = [mode.from_tensor(value.detach(), static_shapes=True) for value in state]
     flat_function, spec_box = _flattened(stateless)
-    grad_before = torch.is_grad_enabled()
-    try:
-        # torch's Python dispatcher, as the front end's fake runs: C++ composite kernels
-        # (constant_pad_nd under F.pad or CUDA attention's mask padding) want concrete ints
-        with symbolic.tracing(), enable_python_dispatcher(), _ZeroDimMaskAssignment():
-            decomposed = make_fx(flat_function, decomposition_table=_table(),
-                                 tracing_mode="real")(*state_fakes, *fakes)
-            eager_outputs = pytree.tree_leaves(stateless(*state_fakes, *fakes))
-    except (DataDependentOutputException, DynamicOutputShapeException) as error:
-        raise UnsupportedGraph(f"the graph's shapes or values depend on tensor values "
-                               f"({type(error).__name__})") from error
-    finally:
-        torch._C._set_grad_enabled(grad_before)
+    decomposed, eager_outputs, versions_moved = _traced(symbolic, flat_function, stateless,
+                                                        [*state_fakes, *fakes])
     if len(environment.guards) != guards_before:
         raise NotSymbolic("tracing the decomposition assumed more about the sizes than the "
                           f"front end guards ({environment.guards[-1].expr})")
@@ -73,16 +71,78 @@ def trace_aten_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence) -> A
     constants, lifted = lift_constants(decomposed)
     if constants:
         raise NotSymbolic("tensor constants made while tracing")
-    if _mutates(lifted):
-        raise NotSymbolic("the graph writes into its inputs")
     aliases, strides, hidden = observable_outputs(lifted, eager_outputs)
     if len(environment.guards) != guards_before:
         raise NotSymbolic("finding which outputs alias inputs or each other assumed more "
                           f"about the sizes than the front end guards "
                           f"({environment.guards[-1].expr})")
+    constants, steps = [], {}
+    if _mutates(lifted):
+        inputs = list(state) + list(example_inputs)
+        with int_sizes_not_symbolic():
+            lifted, constants = _functionalized(lifted, inputs, aliases, symbolic)
+        if len(environment.guards) != guards_before:
+            raise NotSymbolic("functionalizing the graph's writes assumed more about the "
+                              f"sizes than the front end guards "
+                              f"({environment.guards[-1].expr})")
+        steps = {position + len(constants): step
+                 for position, step in versions_moved.items()}
     lifted.graph.eliminate_dead_code()
     lifted.recompile()
     placeholder_fakes = [node.meta.get("val") for node in lifted.graph.nodes
                          if node.op == "placeholder"]
-    return AtenGraph(lifted, list(state), placeholder_fakes, spec_box[0], aliases, strides,
-                     grad_mode_after, hidden, {}, ())
+    return AtenGraph(lifted, constants + list(state), placeholder_fakes, spec_box[0], aliases,
+                     strides, grad_mode_after, hidden, steps,
+                     _output_versions(eager_outputs, aliases))
+
+
+def _traced(symbolic: SymbolicInputs, flat_function, stateless, fakes: list) -> tuple:
+    """(the decomposed ATen graph of `flat_function` traced on `fakes` in the graph's fake
+    mode, the outputs of the torch-level `stateless` run on them, position -> how far that
+    run moved each input's version counter: eager's in-place ops)."""
+    grad_before = torch.is_grad_enabled()
+    try:
+        # torch's Python dispatcher, as the front end's fake runs: C++ composite kernels
+        # (constant_pad_nd under F.pad or CUDA attention's mask padding) want concrete ints
+        with symbolic.tracing(), enable_python_dispatcher(), _ZeroDimMaskAssignment():
+            decomposed = make_fx(flat_function, decomposition_table=_table(),
+                                 tracing_mode="real")(*fakes)
+            versions = [value._version for value in fakes]
+            eager_outputs = pytree.tree_leaves(stateless(*fakes))
+    except (DataDependentOutputException, DynamicOutputShapeException) as error:
+        raise UnsupportedGraph(f"the graph's shapes or values depend on tensor values "
+                               f"({type(error).__name__})") from error
+    finally:
+        torch._C._set_grad_enabled(grad_before)
+    moved = {position: value._version - version
+             for position, (value, version) in enumerate(zip(fakes, versions))}
+    return decomposed, eager_outputs, moved
+
+
+def _functionalized(lifted: torch.fx.GraphModule, inputs: list, aliases: list,
+                    symbolic: SymbolicInputs) -> tuple:
+    """(`lifted`, a graph writing into its placeholders, made functional in the graph's fake
+    mode with a trailing `aten.copy_` into each written input; tensor constants the
+    functionalization made, to pass before the placeholders), as `decompose.trace_aten` does
+    for static graphs. `inputs`: a value per placeholder (module state, then the call's
+    inputs) telling which share memory. Writes the functional form cannot express raise
+    `UnsupportedGraph`; writes into inputs sharing memory with another raise `NotSymbolic`."""
+    _refuse_inexpressible_writes(lifted)
+    if writes_into_shared_inputs(lifted, inputs):
+        raise NotSymbolic("the graph writes into inputs that share memory with other inputs")
+    rewrite_views(lifted, frozenset(position for position, alias in enumerate(aliases)
+                                    if alias is not None))
+    fakes = [_detached(node.meta.get("val")) for node in lifted.graph.nodes
+             if node.op == "placeholder"]
+    grad_before = torch.is_grad_enabled()
+    try:
+        with symbolic.tracing(), enable_python_dispatcher():
+            functional = make_fx(torch.func.functionalize(lifted, remove="mutations_and_views"),
+                                 tracing_mode="real")(*fakes)
+    finally:
+        torch._C._set_grad_enabled(grad_before)
+    constants, functional = lift_constants(functional)
+    for alias in aliases if constants else ():
+        if alias is not None and alias.base_kind == "input":
+            alias.base_index += len(constants)
+    return functional, constants

@@ -157,17 +157,22 @@ def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,
         inner = CompiledGraph(CudaGraphRunner(inner, aten_graph), inner.report)
     requires_grad = _requires_grad(gm, example_inputs)
     geometry = alias_geometry(aten_graph.output_aliases, symbol_bindings(aten_graph.fake_inputs))
-    run = _wrap_observable_behaviour(aten_graph, inner, requires_grad, geometry=geometry)
+    run = _wrap_observable_behaviour(aten_graph, inner, requires_grad,
+                                     _version_steps(aten_graph), geometry=geometry)
     # another input layout: per-size variants of the torch-level graph (eager's strides)
     variants = functools.partial(
         compile_per_size, gm, concrete_inputs(example_inputs),
         lambda static, inputs, _: compile_fx(static, inputs, mode=mode),
         reason=per_size_reason("an input laid out otherwise than traced"))
     compiled = CompiledGraph(_with_layout_fallback(run, variants), inner.report)
-    if not requires_grad:
+    pattern = StoragePattern(example_inputs, aten_graph.constants) \
+        if aten_graph.mutated_inputs() else None
+    if not requires_grad and pattern is None:
         return compiled
-    # compiled for this grad mode: a call under another gets its own compile
-    return CompiledGraph(Specialized(compiled.run, torch.is_grad_enabled(), None,
+    # compiled for this grad mode and this sharing of storages where the graph writes into
+    # an input: a call presenting others gets its own compile
+    return CompiledGraph(Specialized(compiled.run, torch.is_grad_enabled() if requires_grad
+                                     else None, pattern,
                                      lambda inputs: compile_fx(gm, inputs, mode=mode),
                                      gm.forward), compiled.report)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from inductor.aliasing import (UnsupportedGraph, aliased_argument, memory_root,
                                write_targets)
@@ -249,23 +250,29 @@ def _expand_as_view(graph: torch.fx.Graph, node: torch.fx.Node):
     value, old = node.meta.get("val"), getattr(source, "meta", {}).get("val")
     if not isinstance(value, torch.Tensor) or not isinstance(old, torch.Tensor):
         return None
-    new, old = [int(extent) for extent in value.shape], [int(extent) for extent in old.shape]
+    new, old = list(value.shape), list(old.shape)
     lead = len(new) - len(old)
     padded = [1] * lead + old
-    if lead < 0 or any(want != have and not (have == 1 and want in (0, 1))
-                       for want, have in zip(new, padded)):
+    if lead < 0 or any(not _equal(want, have) and not (_equal(have, 1) and (
+            _equal(want, 0) or _equal(want, 1))) for want, have in zip(new, padded)):
         return None
     with graph.inserting_before(node):
         view = graph.call_function(aten.alias.default, (source,))
         for _ in range(lead):
             view = graph.call_function(aten.unsqueeze.default, (view, 0))
         for dim, (want, have) in enumerate(zip(new, padded)):
-            if want == 0 and have == 1:
+            if _equal(want, 0) and _equal(have, 1):
                 view = graph.call_function(aten.slice.Tensor, (view, dim, 0, 0))
     view.meta["val"] = value
     node.replace_all_uses_with(view)
     graph.erase_node(node)
     return view
+
+
+def _equal(a, b) -> bool:
+    """Whether two sizes are equal for every size the graph serves (symbolic sizes: adding
+    no guard, False where not known)."""
+    return bool(statically_known_true(a == b))
 
 
 def _as_strided_on_owner(graph: torch.fx.Graph, node: torch.fx.Node, root: torch.fx.Node,

@@ -16,10 +16,11 @@ import torch
 
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import ops
-from inductor.ir.symbols import FloorDiv
+from inductor.ir.symbols import FloorDiv, to_expr
 from inductor.lower.elementwise import (broadcast_loader, broadcast_shapes, opmath_dtype,
                                         result_type)
 from inductor.lower.registry import register_lowering
+from inductor.lower.views import symbolic_slice_bounds
 from inductor.size_variants import NotSymbolic
 
 aten = torch.ops.aten
@@ -246,10 +247,17 @@ def slice_scatter(x, source, dim=0, start=None, end=None, step=1):
     """`x` with `source` written over `x[..., start:end:step, ...]` (a where, not a copy)."""
     size = x.get_size()
     dim = _wrap(dim, len(size))
-    extent = int(size[dim])
-    start = 0 if start is None else (start + extent if start < 0 else start)
-    end = extent if end is None else (end + extent if end < 0 else end)
-    start, end = max(0, min(start, extent)), max(0, min(end, extent))
+    if not all(to_expr(value).is_Integer for value in
+               (size[dim], 0 if start is None else start, 0 if end is None else end)):
+        # the source is as long as the slice torch's meta kernel made
+        start, length = symbolic_slice_bounds(size[dim], start, end, step,
+                                              source.get_size()[dim])
+        end = start + length * step
+    else:
+        extent = int(size[dim])
+        start = 0 if start is None else (start + extent if start < 0 else start)
+        end = extent if end is None else (end + extent if end < 0 else end)
+        start, end = max(0, min(start, extent)), max(0, min(end, extent))
     dtype = x.get_dtype()
     base_loader = x.make_loader()
     source_loader = _converted(source.make_loader(), source.get_dtype(), dtype)

@@ -16,7 +16,8 @@ from inductor.aliasing import memory_root
 from inductor.ir.layout import Layout
 from inductor.ir.nodes import (Pointwise, ReinterpretView, StorageBox, TensorBox, View,
                                current_graph)
-from inductor.ir.symbols import FloorDiv, ModularIndexing, product, to_expr
+from inductor.ir.symbols import (FloorDiv, ModularIndexing, product, size_hint,
+                                 to_expr)
 from inductor.lower.registry import register_lowering
 from inductor.size_variants import NotSymbolic
 
@@ -133,31 +134,101 @@ def _clamp_slice(start, end, extent: int):
     return max(0, min(start, extent)), max(0, min(end, extent))
 
 
-def _symbolic_slice(extent, start, end, step: int):
-    """(start, length) of a slice over a symbolic extent (or with symbolic bounds), under
-    the front end's guards (which order the bounds: torch's meta decided them)."""
+def _decided(relation, guessed: list) -> bool:
+    """The truth of a comparison of sizes: sympy's where it holds for every size, else the
+    example sizes' (`size_hint`), noted in `guessed`."""
+    relation = sympy.sympify(relation)
+    if relation in (sympy.true, sympy.false):
+        return bool(relation)
+    guessed.append(relation)
+    return bool(relation.func(size_hint(relation.lhs), size_hint(relation.rhs)))
+
+
+def symbolic_slice_bounds(extent, start, end, step, recorded=None) -> tuple:
+    """(start, length) of `slice(start, end, step)` over a symbolic extent (or with symbolic
+    bounds), clamped as torch's slice meta kernel clamps: each comparison it makes
+    (`start < 0`, `end > extent`, ...) decided as it decided it while tracing this op, by
+    the example sizes where sympy cannot tell (the front end guards such a comparison, or
+    knew it for every size). `recorded`: the length the meta kernel gave (the traced
+    result's extent along the dim, or a `slice_scatter` source's), which must be ours;
+    without it a bound decided by the example sizes raises `NotSymbolic`."""
     if not isinstance(step, int) or step < 1:
         raise NotSymbolic("a slice with a symbolic step")
     extent = to_expr(extent)
     start = sympy.Integer(0) if start is None else to_expr(start)
-    start = start + extent if start.is_Integer and int(start) < 0 else start
-    if end is None or (to_expr(end).is_Integer and int(end) >= 2 ** 62):
+    unbounded = end is None or (to_expr(end).is_Integer and int(end) >= 2 ** 62)
+    end = extent if unbounded else to_expr(end)
+    guessed: list = []
+    if _decided(start < 0, guessed):
+        start = start + extent
+    if not unbounded and _decided(end < 0, guessed):
+        end = end + extent
+    if _decided(start < 0, guessed):
+        start = sympy.Integer(0)
+    elif _decided(start > extent, guessed):
+        start = extent
+    if not unbounded and _decided(end < start, guessed):
+        end = start
+    elif not unbounded and _decided(end > extent, guessed):
         end = extent
-    end = to_expr(end)
-    end = end + extent if end.is_Integer and int(end) < 0 else end
-    if end.is_Integer and not extent.is_Integer:
-        raise NotSymbolic("a slice ending at a constant of a symbolic extent (clamping)")
-    return start, FloorDiv(end - start + step - 1, step) if step > 1 else end - start
+    length = FloorDiv(end - start + step - 1, step) if step > 1 else end - start
+    if recorded is not None and sympy.expand(length - to_expr(recorded)) != 0:
+        raise NotSymbolic(f"a slice traced with length {recorded}, {length} by its bounds")
+    if recorded is None and guessed:
+        raise NotSymbolic(f"a slice whose bounds are clamped by a comparison of sizes "
+                          f"({guessed[0]}) outside the op that made it")
+    return start, length
+
+
+_SLICES = (aten.slice.Tensor, aten.slice_copy.Tensor)
+_SPLITS = (aten.split.Tensor, aten.split_copy.Tensor)
+_DIAGONALS = (aten.diagonal.default, aten.diagonal_copy.default)
+
+
+def _recorded(targets: tuple):
+    """The example value torch's meta kernel gave the node being lowered, where it is one
+    of `targets` (a lowering may be called by another's), else None. Its sizes hold for
+    every size the graph serves: the front end guards what the meta kernel decided."""
+    node = getattr(current_graph(), "current", None)
+    if node is None or node.op != "call_function" or node.target not in targets:
+        return None
+    return node.meta.get("val")
+
+
+def _recorded_extent(targets: tuple, dim: int):
+    """The extent along `dim` of the recorded tensor (`_recorded`), or None."""
+    example = _recorded(targets)
+    if not isinstance(example, torch.Tensor) or example.dim() <= dim:
+        return None
+    return example.shape[dim]
+
+
+def narrow(x, dim: int, start, length) -> TensorBox:
+    """`x[..., start:start + length, ...]` along `dim`, the bounds known in range (the
+    pieces of a split)."""
+    size = list(x.get_size())
+    start, length = to_expr(start), to_expr(length)
+    if start == 0 and sympy.expand(length - to_expr(size[dim])) == 0:
+        return x
+    size[dim] = length
+
+    def reindex(index):
+        source = list(index)
+        source[dim] = start + index[dim]
+        return source
+    return make_view(x, size, reindex)
 
 
 @register_lowering(aten.slice, aten.slice_copy)
 def slice_(x, dim=0, start=None, end=None, step=1):
     size = list(x.get_size())
     dim = _wrap_dim(dim, len(size))
-    if not all(to_expr(value).is_Integer for value in (size[dim], start or 0, end or 0)):
-        start, length = _symbolic_slice(size[dim], start, end, step)
-        if start == 0 and sympy.expand(length - size[dim]) == 0:
-            return x
+    bounds = (size[dim], 0 if start is None else start, 0 if end is None else end)
+    if not all(to_expr(value).is_Integer for value in bounds):
+        start, length = symbolic_slice_bounds(size[dim], start, end, step,
+                                              _recorded_extent(_SLICES, dim))
+        if step == 1:
+            return narrow(x, dim, start, length)
         size[dim] = length
 
         def symbolic_reindex(index):
@@ -183,13 +254,23 @@ def slice_(x, dim=0, start=None, end=None, step=1):
 def select(x, dim, index):
     size = list(x.get_size())
     dim = _wrap_dim(dim, len(size))
-    position = index + to_expr(size[dim]) if index < 0 else index
+    position = to_expr(index)
+    if _decided(position < 0, []):   # torch's meta kernel wrapped it so (guarded)
+        position = position + to_expr(size[dim])
     del size[dim]
-    return make_view(x, size, lambda idx: idx[:dim] + [sympy.Integer(position)] + idx[dim:])
+    return make_view(x, size, lambda idx: idx[:dim] + [position] + idx[dim:])
 
 
 @register_lowering(aten.split_with_sizes, aten.split_with_sizes_copy)
 def split_with_sizes(x, sizes, dim=0):
+    dim = _wrap_dim(dim, len(x.get_size()))
+    if not all(to_expr(value).is_Integer for value in (*sizes, x.get_size()[dim])):
+        # torch's meta kernel checked that the sizes add up to the extent (guarded)
+        results, start = [], sympy.Integer(0)
+        for length in sizes:
+            results.append(narrow(x, dim, start, length))
+            start = start + to_expr(length)
+        return results
     results, start = [], 0
     for length in sizes:
         results.append(slice_(x, dim, start, start + length))
@@ -199,17 +280,29 @@ def split_with_sizes(x, sizes, dim=0):
 
 @register_lowering(aten.split, aten.split_copy)
 def split(x, split_size, dim=0):
-    extent = int(x.get_size()[_wrap_dim(dim, len(x.get_size()))])
+    dim = _wrap_dim(dim, len(x.get_size()))
     if isinstance(split_size, (list, tuple)):
         return split_with_sizes(x, split_size, dim)
+    extent = to_expr(x.get_size()[dim])
+    if not (extent.is_Integer and to_expr(split_size).is_Integer):
+        # as many pieces as the meta kernel made (their count is fixed in the graph), each
+        # as long as it made it
+        pieces = _recorded(_SPLITS)
+        if not isinstance(pieces, (list, tuple)):
+            raise NotSymbolic("a split over symbolic sizes outside the op that made it")
+        return split_with_sizes(x, [piece.shape[dim] for piece in pieces], dim)
+    extent, split_size = int(extent), int(split_size)
     sizes = [min(split_size, extent - start) for start in range(0, extent, split_size)]
     return split_with_sizes(x, sizes or [0], dim)
 
 
 @register_lowering(aten.unbind, aten.unbind_copy)
 def unbind(x, dim=0):
-    extent = int(x.get_size()[_wrap_dim(dim, len(x.get_size()))])
-    return [select(x, dim, position) for position in range(extent)]
+    dim = _wrap_dim(dim, len(x.get_size()))
+    extent = to_expr(x.get_size()[dim])
+    if not extent.is_Integer:
+        raise NotSymbolic("unbind along a symbolic dim (its count of results is one size)")
+    return [select(x, dim, position) for position in range(int(extent))]
 
 
 def _infer_size(size: Sequence, numel) -> list:
@@ -305,10 +398,28 @@ def diagonal_geometry(size: Sequence, offset: int, dim1: int, dim2: int):
     rank = len(size)
     dim1, dim2 = _wrap_dim(dim1, rank), _wrap_dim(dim2, rank)
     row, column = max(-offset, 0), max(offset, 0)
-    length = max(0, min(int(size[dim1]) - row, int(size[dim2]) - column))
+    length = _diagonal_length(to_expr(size[dim1]) - row, to_expr(size[dim2]) - column)
     kept = [dim for dim in range(rank) if dim not in (dim1, dim2)]
-    return [size[dim] for dim in kept] + [sympy.Integer(length)], kept, (dim1, dim2), \
-        (row, column)
+    return [size[dim] for dim in kept] + [length], kept, (dim1, dim2), (row, column)
+
+
+def _diagonal_length(rows, columns):
+    """max(0, min(rows, columns)): an int, or a size expression where sympy can tell which
+    is smaller for every size (a square matrix's `s0`, `s0 - 1` off the diagonal), else the
+    length torch's meta kernel gave the diagonal being lowered (`Min(s0, s1)` of distinct
+    symbolic sizes raises `NotSymbolic`)."""
+    if rows.is_Integer and columns.is_Integer:
+        return sympy.Integer(max(0, min(int(rows), int(columns))))
+    length = sympy.Max(0, sympy.Min(rows, columns))
+    recorded = _recorded(_DIAGONALS)
+    if length.has(sympy.Min, sympy.Max) and isinstance(recorded, torch.Tensor):
+        try:
+            length = to_expr(recorded.shape[-1])
+        except NotImplementedError:
+            pass
+    if length.has(sympy.Min, sympy.Max):
+        raise NotSymbolic(f"a diagonal of length {length} (the smaller of symbolic sizes)")
+    return length
 
 
 @register_lowering(aten.diagonal, aten.diagonal_copy)

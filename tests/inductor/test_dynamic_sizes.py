@@ -189,13 +189,12 @@ def test_cat_and_indexing():
                 [[0], []], sizes=(5, 2, 3, 7, 97))
 
 
-@PER_SIZE
 def test_writes_into_inputs():
     def function(x, y):
         x.add_(y)
         return x * 2
     check_sizes(function, lambda n: [torch.randn(n, 4), torch.randn(n, 4)], [[0], [0]],
-                sizes=(5, 2, 7), symbolic=False)   # NotSymbolic: writes into its inputs
+                sizes=(5, 2, 7))   # one compile (tests/inductor/test_symbolic_writes.py)
 
 
 @PER_SIZE

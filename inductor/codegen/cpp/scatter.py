@@ -7,6 +7,7 @@ eager leaves them (the last write wins, or every value is added).
 """
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import sympy
@@ -17,7 +18,7 @@ from inductor.codegen.cpp.lines import Lines
 from inductor.codegen.cpp.ops import CppOpsHandler
 from inductor.config import config
 from inductor.ir.ops import ops, use_handler
-from inductor.ir.symbols import index_symbol, simplify_index
+from inductor.ir.symbols import index_symbol, simplify_index, size_hint
 
 
 class CppScatterKernel:
@@ -32,6 +33,7 @@ class CppScatterKernel:
         self.lines = Lines()
         self.pointers = {name: f"p{position}" for position, name in enumerate(self.arguments())}
         self.extents: Optional[dict] = None   # buffer -> elements it spans (bounds.py)
+        self.size_symbols: list = []          # set by `source`: the size symbols it prints
 
     def arguments(self) -> list[str]:
         return list(self.plan.loads) + [name for name in self.plan.stores
@@ -44,8 +46,13 @@ class CppScatterKernel:
         buffer = self.plan.node.buffer
         self._copy(buffer)
         self._writes(buffer)
+        body = self.lines.function_lines()
+        # over symbolic sizes: one int64 per size symbol printed, after the pointers
+        self.size_symbols = [sympy.Symbol(name, integer=True, positive=True) for name in
+                             sorted(set(re.findall(r"\bs\d+\b", "\n".join(body))))]
+        parameters += [f"const int64_t {symbol.name}" for symbol in self.size_symbols]
         head = f"static void {function_name or self.plan.name}({', '.join(parameters)}) {{"
-        return "\n".join([head] + self.lines.function_lines() + ["}"])
+        return "\n".join([head] + body + ["}"])
 
     def _handler(self, prefix: str, ranges: dict) -> CppOpsHandler:
         def index(expr):
@@ -59,14 +66,15 @@ class CppScatterKernel:
         symbols = [index_symbol(prefix, position) for position in range(len(sizes))]
         work = 1
         for size in sizes:
-            work *= int(size)
+            work *= size_hint(size)     # a heuristic: symbolic sizes at their example values
         for position, (symbol, size) in enumerate(zip(symbols, sizes)):
             if parallel and position == 0 and work >= self.threshold and self.threads > 1:
                 clause = f" num_threads({self.threads})" if config.threads > 0 else ""
                 self.lines.add(f"#pragma omp parallel for{clause}")
             elif parallel and position == len(sizes) - 1 and self.vectorize:
                 self.lines.add("#pragma omp simd")
-            self.lines.open(f"for (int64_t {symbol.name} = 0; {symbol.name} < {int(size)}; "
+            self.lines.open(f"for (int64_t {symbol.name} = 0; {symbol.name} < "
+                            f"{index_text(sympy.sympify(size))}; "
                             f"++{symbol.name})")
         return symbols
 

@@ -188,19 +188,26 @@ def _python_mod(base: Expr, modulus: Expr) -> Expr:
 
 
 def _python_floordiv(base: Expr, divisor: Expr) -> Expr:
-    """Python's `base // divisor` as a `FloorDiv` of a non-negative base (printed as C's and
-    Triton's truncating division). A base whose negative part is an integer c (a
-    convolution's `s - 3`) is shifted by a multiple of the divisor (k * d >= c; with a
-    symbolic divisor >= 1, k = c): exact for every size; a symbolic negative part
-    (`(-s) // 8`) raises (the graph compiles per size)."""
+    """Python's `base // divisor` for a divisor >= 1 by construction, in `FloorDiv`s of
+    non-negative bases (printed as C's and Triton's truncating division). A base whose
+    negative part is an integer c (a convolution's `s - 3`) is shifted by a multiple of the
+    divisor; else, for P - N (both non-negative), with a = P mod d and b = N mod d:
+    P // d - N // d + (a - b + d) // d - 1, the last quotient 1 where a >= b, else 0."""
     if is_nonnegative(base):
         return FloorDiv(base, divisor)
-    positive, negative = _signed_parts(base)
-    if not (_is_positive(divisor) and negative.is_Integer):
+    if not _is_positive(divisor):
         raise UnsupportedSizeExpression(f"size expression ({base}) // ({divisor}): the base "
                                         "may be negative")
-    shift = -(-int(negative) // int(divisor)) if divisor.is_Integer else int(negative)
-    return FloorDiv(positive + shift * divisor - negative, divisor) - shift
+    positive, negative = _signed_parts(base)
+    if negative.is_Integer:
+        shift = -(-int(negative) // int(divisor)) if divisor.is_Integer else int(negative)
+        return FloorDiv(positive + shift * divisor - negative, divisor) - shift
+    if not is_nonnegative(negative):
+        raise UnsupportedSizeExpression(f"size expression ({base}) // ({divisor})")
+    one = sympy.Integer(1)
+    borrow = FloorDiv(ModularIndexing(positive, one, divisor) + divisor
+                      - ModularIndexing(negative, one, divisor), divisor)
+    return FloorDiv(positive, divisor) - FloorDiv(negative, divisor) + borrow - 1
 
 
 def is_size(expr) -> bool:

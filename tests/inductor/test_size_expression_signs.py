@@ -90,6 +90,8 @@ def test_a_size_minus_one_modulo_itself_compiles():
     assert all(c_value(ours, {s: value}) == (value - 1) % value for value in range(1, 50))
     ours = symbols.from_shape_env(torch_functions.FloorDiv(s - 3, s))
     assert all(c_value(ours, {s: value}) == (value - 3) // value for value in range(1, 50))
+    ours = symbols.from_shape_env(torch_functions.FloorDiv(-s, 4))    # seed 98029's pad
+    assert all(c_value(ours, {s: value}) == (-value) // 4 for value in range(1, 50))
 
 
 def test_an_unsupported_size_expression_means_per_size():

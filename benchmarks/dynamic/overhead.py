@@ -7,11 +7,13 @@ microseconds per call for each level, interleaved trials (the machine may be loa
   (batch dim symbolic, as the front end hands it), called straight; `compile_fx_width`: the
   width symbolic too (as `dynamic=True` makes every dim);
 - `jit`: `dynamo.jit(dynamic=False)` (one entry per size) against `dynamo.jit(dynamic=True)`,
-  the whole path a user gets (guards, the frame hook, the compiled graph).
+  the whole path a user gets (guards, the frame hook, the compiled graph);
+- `guard` (not in the default levels): the guard check alone, exact tensor sizes against free
+  ones plus the shape relations `jit` learns for this function.
 Times are the process's CPU time by default (`--clock cpu`): on a machine shared with other
 jobs, wall time mostly measures them.
 
-    python -m benchmarks.dynamic.overhead [--sizes 2,4,8,64] [--trials 15] [--levels compile_fx,compile_fx_width,jit]
+    python -m benchmarks.dynamic.overhead [--sizes 2,4,8,64] [--trials 15] [--levels compile_fx,compile_fx_width,jit,guard]
         [--clock cpu|wall]
 """
 from __future__ import annotations
@@ -74,7 +76,38 @@ def _jit_pair(sizes: list) -> dict:
     return pairs
 
 
-LEVELS = {"compile_fx": _compile_fx_pair, "jit": _jit_pair,
+def _guard_pair(sizes: list) -> dict:
+    """{size: (static check, symbolic check)}: the guard check alone, as `jit` installs it for
+    the function's three tensors: exact sizes against free sizes plus the `ShapeGuard` the
+    front end writes (run natively where it can: `JIT_NATIVE_GUARDS=0` for Python)."""
+    from guards import GuardSet
+    from guards.kinds.shapes import ShapeGuard, SizeRead
+    from guards.kinds.tensors import TensorMatchGuard
+    from guards.sources import LocalSource
+
+    names = ("x", "w", "b")
+    sources = [LocalSource(name) for name in names]
+    shapes = ShapeGuard((("s0", SizeRead(sources[0], "size", 0)),
+                         ("s1", SizeRead(sources[0], "size", 1)),
+                         ("v2", SizeRead(sources[0], "stride", 0)),
+                         ("v3", SizeRead(sources[1], "size", 0)),
+                         ("v4", SizeRead(sources[2], "size", 0))),
+                        ("s0 >= 2", "s1 >= 2", "v2 == s1", "v3 == s1", "v4 == s1"))
+    pairs = {}
+    for size in sizes:
+        frame = dict(zip(names, _inputs(size)))
+        static, symbolic = GuardSet(), GuardSet()
+        for source, free in zip(sources, (((0, 1), (0,)), ((0,), ()), ((0,), ()))):
+            static.add(TensorMatchGuard.of(source, frame[source.name()[3:-2]]))
+            symbolic.add(TensorMatchGuard.of(source, frame[source.name()[3:-2]]).relaxed(*free))
+        symbolic.add(shapes)
+        checks = static.compile(), symbolic.compile()
+        assert all(check(frame, {}) for check in checks)
+        pairs[size] = tuple(lambda c=check, f=frame: c(f, {}) for check in checks)
+    return pairs
+
+
+LEVELS = {"compile_fx": _compile_fx_pair, "jit": _jit_pair, "guard": _guard_pair,
           "compile_fx_width": lambda sizes: _compile_fx_pair(sizes, (0, 1))}
 
 

@@ -22,6 +22,7 @@ def sweep(function, make_arguments, sizes=SIZES, entries=1):
     jitted = dynamo.jit(function, backend=counting, dynamic=True)
     before = fallbacks.fallbacks()
     for size in sizes:
+        torch.manual_seed(size)
         arguments = make_arguments(size)
         ours, eager = copy.deepcopy(arguments), copy.deepcopy(arguments)
         pointers = [value.data_ptr() for value in ours if isinstance(value, torch.Tensor)]

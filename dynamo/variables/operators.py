@@ -19,6 +19,7 @@ from dynamo.variables.containers import (DictVariable, DictViewVariable, ListVar
                                          TupleVariable, constant_key, is_subclass_instance)
 from dynamo.variables.symbolic import SymbolicVariable, graph_operation
 from dynamo.variables.tensor import TensorVariable
+from dynamo.variables.tensor_indexing import symbolic_view
 from dynamo.variables.guarding import identity_by_source, identity_used
 from dynamo.variables.modules import ModuleSliceVariable, ModuleVariable
 
@@ -214,6 +215,9 @@ def subscript(tx, container: Variable, index: Variable, builtin: bool = False) -
     if method is not None:
         return method.call(tx, [index], {})
     if isinstance(container, TensorVariable):
+        view = symbolic_view(tx, container, index)
+        if view is not None:
+            return view
         return tx.graph.call("call_function", operator.getitem, (container, index), {})
     if isinstance(container, (ListVariable, TupleVariable)):
         return _sequence_item(container, index)
@@ -262,7 +266,15 @@ def store_subscript(tx, container: Variable, index: Variable, value: Variable,
         method.call(tx, [index, value], {})
         return
     if isinstance(container, TensorVariable):
-        tx.graph.call("call_function", operator.setitem, (container, index, value), {})
+        view = symbolic_view(tx, container, index) if isinstance(value, TensorVariable) or (
+            isinstance(value, ConstantVariable) and type(value.value) in (int, float, bool)) \
+            else None
+        if view is None:
+            tx.graph.call("call_function", operator.setitem, (container, index, value), {})
+        elif isinstance(value, TensorVariable):   # eager's setitem: the view, copied into
+            tx.graph.call("call_method", "copy_", (view, value), {})
+        else:
+            tx.graph.call("call_method", "fill_", (view, value), {})
     elif isinstance(container, ListVariable):
         container.box.touch()
         key = index.as_constant()

@@ -18,6 +18,19 @@ def _inductor_settings(tmp_path_factory):
     inductor.config.update(**saved)
 
 
+@pytest.fixture(params=["cpp", "triton"])
+def code_generator(request, tmp_path):
+    """The test on the C++ backend, then on Triton's CPU interpreter (where a compile error
+    raises instead of falling back): the symbolic-size tests take it."""
+    saved = inductor.config.snapshot()
+    if request.param == "triton":
+        pytest.importorskip("triton")
+        inductor.config.update(cpu_backend="triton", cache_dir=str(tmp_path),
+                               fallback_on_error=False)
+    yield request.param
+    inductor.config.update(**saved)
+
+
 @pytest.fixture
 def fixed_machine_settings():
     """Two threads, vectorised, the default parallel threshold: the C++ code this machine's

@@ -5,7 +5,6 @@ same storage as eager's (its `_base` the input, or the output eager's views), ve
 counters shared as eager's are; on the C++ backend and on Triton's (interpreted on CPU)."""
 import copy
 
-import pytest
 import torch
 
 import inductor
@@ -13,17 +12,6 @@ from inductor.runtime import fallbacks
 from tests.inductor.symbolic_graphs import shape_env_of, symbolic_graph
 
 SIZES = (5, 2, 3, 7, 16, 97)
-
-
-@pytest.fixture(params=["cpp", "triton"])
-def backend(request, tmp_path):
-    saved = inductor.config.snapshot()
-    if request.param == "triton":
-        pytest.importorskip("triton")
-        inductor.config.update(cpu_backend="triton", cache_dir=str(tmp_path),
-                               fallback_on_error=False)
-    yield request.param
-    inductor.config.update(**saved)
 
 
 def _owner(value, inputs, outputs):
@@ -84,27 +72,27 @@ def check_every_size(function, make_inputs, dynamic, sizes=SIZES):
     return compiled
 
 
-def test_views_of_an_input(backend):
+def test_views_of_an_input(code_generator):
     def function(x):
         return x[:, 1], x.t(), x[1], x[-1], x.view(-1), x.unsqueeze(0), x.sum(0) + 1
     check_every_size(function, lambda n: [torch.randn(n, 3)], [[0]])
 
 
-def test_views_of_an_output_and_outputs_aliasing_each_other(backend):
+def test_views_of_an_output_and_outputs_aliasing_each_other(code_generator):
     def function(x):
         y = x * 2
         return y, y[-1], y.t(), y.view(-1), y[:, 1:], x.transpose(0, 1)
     check_every_size(function, lambda n: [torch.randn(n, 4)], [[0]])
 
 
-def test_views_of_an_intermediate_the_graph_does_not_return(backend):
+def test_views_of_an_intermediate_the_graph_does_not_return(code_generator):
     def function(x, y):
         product = x * y
         return product[:, 0], product[-1], product.t()
     check_every_size(function, lambda n: [torch.randn(n, 3), torch.randn(3)], [[0], []])
 
 
-def test_a_growing_cache_read_back_through_views(backend):
+def test_a_growing_cache_read_back_through_views(code_generator):
     """The decode step's shape: a cache over a symbolic axis, computed, returned and viewed
     (heads split off by `view` + `transpose`, the last position read), and the input cache
     viewed the same way. (Growing it by `cat` along the symbolic axis is still compiled per
@@ -116,13 +104,13 @@ def test_a_growing_cache_read_back_through_views(backend):
     check_every_size(function, lambda n: [torch.randn(2, n, 8), torch.randn(8)], [[1], []])
 
 
-def test_a_view_of_a_non_contiguous_input(backend):
+def test_a_view_of_a_non_contiguous_input(code_generator):
     def function(x):
         return x.t()[1:], x[:, -1], x + 1
     check_every_size(function, lambda n: [torch.randn(4, n).t()], [[0]])
 
 
-def test_the_input_itself_returned(backend):
+def test_the_input_itself_returned(code_generator):
     def function(x, y):
         return x, y.view(-1), x + y
     check_every_size(function, lambda n: [torch.randn(n, 2), torch.randn(n, 2)], [[0], [0]])

@@ -12,18 +12,7 @@ import inductor
 from tests.inductor.test_symbolic_aliasing import check_every_size
 
 
-@pytest.fixture(params=["cpp", "triton"])
-def backend(request, tmp_path):
-    saved = inductor.config.snapshot()
-    if request.param == "triton":
-        pytest.importorskip("triton")
-        inductor.config.update(cpu_backend="triton", cache_dir=str(tmp_path),
-                               fallback_on_error=False)
-    yield request.param
-    inductor.config.update(**saved)
-
-
-def test_qkv_split_by_a_third_of_a_symbolic_width(backend):
+def test_qkv_split_by_a_third_of_a_symbolic_width(code_generator):
     def function(qkv):
         parts = qkv.split(qkv.size(-1) // 3, dim=-1)
         return parts[0] * 2, parts[1] + parts[2], parts[2]
@@ -31,7 +20,7 @@ def test_qkv_split_by_a_third_of_a_symbolic_width(backend):
                      sizes=(5, 2, 3, 7, 97, 1000))
 
 
-def test_chunk_into_three_and_split_with_sizes(backend):
+def test_chunk_into_three_and_split_with_sizes(code_generator):
     def function(x):
         chunks = x.chunk(3, -1)
         pieces = x.split_with_sizes([1, x.size(0) - 1], dim=0)
@@ -40,7 +29,7 @@ def test_chunk_into_three_and_split_with_sizes(backend):
                      sizes=(5, 2, 3, 7, 97))
 
 
-def test_split_into_pieces_of_a_constant_size(backend):
+def test_split_into_pieces_of_a_constant_size(code_generator):
     """Three pieces of 4 for extents 9..12 (their count is fixed in the graph, guarded)."""
     def function(x):
         pieces = x.split(4, dim=-1)
@@ -48,21 +37,21 @@ def test_split_into_pieces_of_a_constant_size(backend):
     check_every_size(function, lambda n: [torch.randn(3, n)], [[1]], sizes=(10, 9, 11, 12))
 
 
-def test_unbind_a_static_dim_of_a_symbolic_tensor(backend):
+def test_unbind_a_static_dim_of_a_symbolic_tensor(code_generator):
     def function(x):
         rows = x.unbind(0)
         return rows[0] * rows[1], rows[2]
     check_every_size(function, lambda n: [torch.randn(3, n)], [[1]])
 
 
-def test_slices_ending_at_constants(backend):
+def test_slices_ending_at_constants(code_generator):
     def function(x):
         return x[:3] * 2, x[1:4], x[:, :2] + 1, x[2:]
     check_every_size(function, lambda n: [torch.randn(n, n)], [[0, 1]],
                      sizes=(5, 4, 7, 97, 1000))
 
 
-def test_slices_starting_before_a_symbolic_extent(backend):
+def test_slices_starting_before_a_symbolic_extent(code_generator):
     """`x[-10:]` of fewer than 10 rows clamps its start to 0 (torch's meta decided it, the
     front end guards `s0 < 10`): it was compiled as a slice of length 10, reading past the
     input and returning 10 rows."""
@@ -71,7 +60,7 @@ def test_slices_starting_before_a_symbolic_extent(backend):
     check_every_size(function, lambda n: [torch.randn(n, 3)], [[0]], sizes=(5, 3, 4, 7, 9))
 
 
-def test_diagonals_of_static_dims_of_a_symbolic_tensor(backend):
+def test_diagonals_of_static_dims_of_a_symbolic_tensor(code_generator):
     def function(batch):
         return batch.diagonal(dim1=1, dim2=2) * 2, batch.diagonal(1, 1, 2), \
             batch.diagonal(-1, 2, 1).sum(-1)

@@ -24,17 +24,6 @@ def values(*shape):
     return torch.randint(-8, 8, shape).float()
 
 
-@pytest.fixture(params=["cpp", "triton"])
-def backend(request, tmp_path):
-    saved = inductor.config.snapshot()
-    if request.param == "triton":
-        pytest.importorskip("triton")
-        inductor.config.update(cpu_backend="triton", cache_dir=str(tmp_path),
-                               fallback_on_error=False)
-    yield request.param
-    inductor.config.update(**saved)
-
-
 def _compare(got, want, size):
     torch.testing.assert_close(got, want)
     assert got.dtype == want.dtype and got.shape == want.shape, size
@@ -82,7 +71,7 @@ def check_every_size(function, make_inputs, dynamic, sizes=SIZES):
     return compiled
 
 
-def test_in_place_ops_on_an_input(backend):
+def test_in_place_ops_on_an_input(code_generator):
     def function(x):
         x.add_(1)
         x.mul_(2)           # two writes: the counter moves twice
@@ -90,7 +79,7 @@ def test_in_place_ops_on_an_input(backend):
     check_every_size(function, lambda n: [values(n, 3)], [[0]])
 
 
-def test_an_input_written_through_views(backend):
+def test_an_input_written_through_views(code_generator):
     def function(x, y):
         x.t()[1].mul_(3)
         x[1:].add_(y)
@@ -98,7 +87,7 @@ def test_an_input_written_through_views(backend):
     check_every_size(function, lambda n: [values(n, 4), values(4)], [[0], []])
 
 
-def test_a_slice_ending_at_a_constant_written(backend):
+def test_a_slice_ending_at_a_constant_written(code_generator):
     def function(x):
         x[:, :3].mul_(2)
         x[:, -2:].zero_()
@@ -116,7 +105,7 @@ def test_a_cache_written_at_the_last_position():
                      [[1], []])
 
 
-def test_copy_into_a_slice_of_two_symbolic_extents(backend):
+def test_copy_into_a_slice_of_two_symbolic_extents(code_generator):
     def function(cache, new):
         cache[:, :new.size(1)].copy_(new)
         return cache * 1
@@ -168,7 +157,7 @@ def test_inputs_sharing_memory_take_their_own_compile():
     assert any("share memory" in reason for reason in fallbacks.since(before))
 
 
-def test_a_written_input_whose_sizes_are_static_beside_a_symbolic_one(backend):
+def test_a_written_input_whose_sizes_are_static_beside_a_symbolic_one(code_generator):
     """Module state as decode keeps it: a static buffer written from a symbolic batch."""
     def function(total, x):
         total.add_(x.sum(0))

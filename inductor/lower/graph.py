@@ -27,6 +27,7 @@ from inductor.ir.nodes import (Buffer, ComputedBuffer, ConstantBuffer, InputBuff
                                ReinterpretView, StorageBox, TensorBox, building)
 from inductor.ir.ops import ops
 from inductor.lower import extern
+from inductor.lower.accumulate_into import accumulate_into_sums
 from inductor.lower.elementwise import body_cost, opmath_dtype, value_loader
 from inductor.lower.registry import lowering_for
 from inductor.size_variants import NotSymbolic
@@ -436,6 +437,8 @@ def lower(gm: torch.fx.GraphModule, example_inputs: Sequence,
           output_strides: Optional[Sequence] = None,
           device: Optional[torch.device] = None) -> LoopGraph:
     """Lower an ATen graph into loop IR (see the module docstring). `device`: the graph's,
-    where its kernels run (default: that of its first tensor input)."""
+    where its kernels run (default: that of its first tensor input). Sums of a tensor and a
+    scatter-add into zeros first become scatter-adds into the tensor (`accumulate_into.py`)."""
+    accumulate_into_sums(gm)
     return GraphLowering(gm, example_inputs, output_strides, device).lower()
 

@@ -17,6 +17,13 @@ elements; the shapes may differ: a GELU of shape [8, 56, 56, 384] over a matrix 
 wrapper allocated or a library call's fresh result (an op whose schema returns no alias of
 its inputs), never passed to an op that may return a view of it, never a graph input, output
 or constant.
+
+A scatter (`ScatterPlan`: copy a tensor, then write values at computed positions) takes the
+memory of the buffer its copy reads when that buffer dies there, the copy reads it at exactly
+the element it stores and nothing else reads it (the scatter's values and positions): the
+copy is then skipped (`ScatterPlan.copy_in_place`) and only the scattered elements are
+touched (a tied embedding's gradient scattered into the output layer's, `accumulate_into.py`).
+C++ kernels only.
 """
 from __future__ import annotations
 
@@ -24,9 +31,12 @@ from typing import Optional
 
 import sympy
 
+from inductor.config import config
 from inductor.ir.nodes import ComputedBuffer, ExternKernel, MultiOutput
-from inductor.ir.symbols import simplify_index, substitute
-from inductor.schedule.plans import ExternStep, GraphPlan, KernelPlan
+from inductor.ir.ops import use_handler
+from inductor.ir.symbols import index_symbol, simplify_index, substitute
+from inductor.schedule.nodes import AccessRecorder
+from inductor.schedule.plans import ExternStep, GraphPlan, KernelPlan, ScatterPlan
 
 
 def in_place_outputs(plan: GraphPlan) -> dict:
@@ -34,6 +44,14 @@ def in_place_outputs(plan: GraphPlan) -> dict:
     viewed = _viewed_by_library_calls(plan)
     result: dict = {}
     for position, step in enumerate(plan.steps):
+        if isinstance(step, ScatterPlan):
+            donor = _scatter_donor(plan, step, set(plan.frees.get(position, [])) - viewed -
+                                   set(result.values()))
+            if donor is not None:
+                result[step.node.name] = donor
+                step.aliased_stores.add(step.node.name)
+                step.copy_in_place = True
+            continue
         single = _single_store(step)
         if single is None or single.name not in plan.allocated:
             continue
@@ -58,6 +76,53 @@ def in_place_outputs(plan: GraphPlan) -> dict:
                 step.aliased_stores.add(single.name)
                 break
     return result
+
+
+class _LoadTokens(AccessRecorder):
+    """Records loads as (name, index, token): each load returns its own token."""
+
+    def __init__(self):
+        super().__init__()
+        self.loads: list = []
+
+    def load(self, name, index):
+        super().load(name, index)
+        token = object()
+        self.loads.append((name, index, token))
+        return token
+
+    def masked(self, mask, body, other):
+        body()
+        return object()     # a value only under a mask: not the element as stored
+
+
+def _scatter_donor(plan: GraphPlan, step: ScatterPlan, candidates: set) -> Optional[str]:
+    """The buffer among `candidates` (dying here, not viewed, not yet given) whose memory the
+    scatter of `step` may take (see the module docstring), else None."""
+    buffer = step.node.buffer
+    layout = buffer.layout
+    if step.node.name not in plan.allocated or layout.device.type != "cpu" or \
+            config.uses_triton(layout.device):
+        return None
+    output_vars = [index_symbol("i", n) for n in range(len(layout.size))]
+    copy = _LoadTokens()
+    with use_handler(copy):
+        value = buffer.initial(output_vars)
+    if len(copy.loads) != 1 or value is not copy.loads[0][2]:
+        return None     # the copy computes, or reads several buffers
+    donor, index, _token = copy.loads[0]
+    if donor not in candidates or not _fresh_memory(plan, donor) or \
+            not _same_storage(plan.buffers[donor].layout, layout) or \
+            sympy.expand(index - layout.index(output_vars)) != 0:
+        return None
+    writes = AccessRecorder()
+    source_vars = [index_symbol("r", n) for n in range(len(buffer.data.ranges))]
+    with use_handler(writes):
+        buffer.destination(source_vars)
+        buffer.data.inner_fn(source_vars)
+    if any(access.name == donor for access in writes.reads):
+        return None     # a value or a position read from memory the writes change
+    return donor
 
 
 def _single_store(step):

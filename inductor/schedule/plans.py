@@ -120,6 +120,9 @@ class ScatterPlan(KernelPlan):
     """A kernel copying a tensor, then writing values at computed positions (sequentially)."""
 
     node: Optional[SchedulerNode] = None
+    # the output took the memory of the buffer its copy reads element for element
+    # (`in_place.py`): there is nothing to copy
+    copy_in_place: bool = False
 
 
 def build_scatter(node: SchedulerNode, name: str) -> ScatterPlan:

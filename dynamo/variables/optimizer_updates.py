@@ -30,7 +30,8 @@ import torch
 from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
 from dynamo.variables.base import Variable
 from dynamo.variables.constant import ConstantVariable
-from dynamo.variables.optimizers import ParamEntry, float_step
+from dynamo.variables.optimizer_runtime import float_step
+from dynamo.variables.optimizers import ParamEntry
 
 
 class _Ops:
@@ -239,6 +240,10 @@ class AdamUpdate:
                                                     options["weight_decay"]))
         lr = traced.scalar(functools.partial(_lr, group)) if capturable else None
         for entry in entries:
+            if not capturable and step_counted_on_host(entry):
+                traced.count_step_on_host(entry)
+            else:
+                ops.method(entry.state["step"], "add_", 1)
             _adam_moments(ops, entry, options, decay, decoupled, foreach)
             if capturable and foreach:
                 _capturable_foreach_update(ops, entry, options, lr)
@@ -252,6 +257,16 @@ def _decoupled(traced, options: dict) -> bool:
     """AdamW's weight decay (torch 2.14 keeps it as the group's `decoupled_weight_decay`;
     older AdamW classes have their own step and no such key)."""
     return options.get("decoupled_weight_decay", type(traced.optimizer).__name__ == "AdamW")
+
+
+def step_counted_on_host(entry: ParamEntry) -> bool:
+    """Whether a non-capturable Adam's `step_t += 1` is done on the host before the graph
+    runs (`TracedOptimizer.count_step_on_host`) rather than by the graph: its counter is a
+    CPU tensor beside params on another device (a CUDA graph takes no CPU tensor; eager's
+    step increments it on the CPU too). Tests on CPU-only machines replace this predicate
+    to run that path."""
+    return entry.state["step"].example.device.type == "cpu" and \
+        entry.real.device.type != "cpu"
 
 
 def _check_capturable(entry: ParamEntry, capturable: bool) -> None:
@@ -268,10 +283,9 @@ def _check_capturable(entry: ParamEntry, capturable: bool) -> None:
 
 def _adam_moments(ops: _Ops, entry: ParamEntry, options: dict, decay, decoupled: bool,
                   foreach: bool) -> None:
-    """`step_t += 1`, weight decay, then the first and second moments."""
+    """Weight decay, then the first and second moments (after `step_t += 1`)."""
     beta1, beta2 = options["betas"]
     grad = entry.grad if not options["maximize"] else ops.function(torch.neg, entry.grad)
-    ops.method(entry.state["step"], "add_", 1)
     if options["weight_decay"] != 0:
         if decoupled:
             ops.method(entry.param, "mul_", decay)
@@ -297,7 +311,8 @@ def _update(ops: _Ops, traced, group: int, entry: ParamEntry, options: dict,
     """Not capturable: eager's float64 Python scalars, per param (its own step count)."""
     beta1, beta2 = options["betas"]
     dtype = entry.state["step"].example.dtype
-    steps = entry.steps_before + 1
+    # a counter counted on the host holds this graph's earlier steps when the rule reads it
+    steps = 1 if step_counted_on_host(entry) else entry.steps_before + 1
     where = (group, entry.index, steps, dtype)
     negative_step_size = traced.scalar(functools.partial(_adam_negative_step_size, *where,
                                                          beta1))

@@ -41,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
-import struct
 import weakref
 from typing import Any, Callable, Optional
 
@@ -52,6 +51,7 @@ from dynamo.variables.attributes import preexisting_box
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.contexts import set_grad_enabled
+from dynamo.variables.optimizer_runtime import StateMaker, StepScalars, clear_grads, no_scalar
 from dynamo.variables.tensor import TensorVariable
 from guards import (ConstantGuard, DictKeysGuard, HasAttrGuard, IdentityGuard, LengthGuard,
                     TypeGuard, is_constant)
@@ -161,6 +161,9 @@ def _refuse_changed(tx, optimizer) -> None:
 # -- what the graph knows of an optimizer ---------------------------------------------------------
 
 
+# device types whose compiled steps are checked against eager bit for bit
+CHECKED_DEVICES = frozenset({"cpu", "cuda"})
+
 @dataclasses.dataclass
 class _GraphRecord:
     """Per graph: gradients and state tensors as the graph has them after earlier steps."""
@@ -246,7 +249,7 @@ class TracedOptimizer:
             self._new_table(count + mark_called, [entry.real for _, _, entries in groups
                                                   for entry in entries])
             if mark_called:
-                self.scalar(_no_scalar)
+                self.scalar(no_scalar)
                 self._table.mark_called = True
         with _grad_disabled(self.tx):
             for group_index, options, entries in groups:
@@ -256,18 +259,23 @@ class TracedOptimizer:
         return ConstantVariable(None)
 
     def _refuse_devices_not_checked(self) -> None:
-        """Compiled steps are checked bit for bit against eager on CPU parameters only: on an
-        H100 (torch 2.11) CUDA steps differed from eager's foreach kernels in the last bits
-        and a non-capturable Adam's CPU step counters made inductor refuse the graph
-        (benchmarks/results/wave2-gpu/tests-optimizers-cuda-*.log). Such a step runs
-        eagerly (a graph break) until the CUDA forms are matched."""
+        """Compiled steps are checked bit for bit against eager on CPU and CUDA parameters
+        (tests/training/test_compiled_optimizers.py; the CUDA forms on an H200,
+        benchmarks/experiments/diag_optimizer_rounding.py). On other devices the step runs
+        eagerly (a graph break)."""
         devices = {param.device.type for group in self.optimizer.param_groups
                    for param in group["params"] if isinstance(param, torch.Tensor)}
-        if devices - {"cpu"}:
+        if devices - CHECKED_DEVICES:
             raise Unsupported(UNSUPPORTED_CALL, "optimizer.step() of parameters on "
-                              f"{', '.join(sorted(devices - {'cpu'}))}: compiled optimizer "
-                              "steps are matched with eager on the CPU only; the step runs "
-                              "eagerly")
+                              f"{', '.join(sorted(devices - CHECKED_DEVICES))}: compiled "
+                              "optimizer steps are matched with eager on the CPU and CUDA "
+                              "only; the step runs eagerly")
+
+    def count_step_on_host(self, entry: "ParamEntry") -> None:
+        """`state['step'] += 1` for `entry`, done by this step's `StepScalars.values()` on
+        the host before the graph runs, instead of by the graph (a CPU counter beside CUDA
+        params: a graph for the GPU takes no CPU tensor)."""
+        self._table.counted.append((entry.group, entry.index))
 
     def _guard_structure(self) -> None:
         tx, source = self.tx, self.source
@@ -489,29 +497,6 @@ class StateMadeAtRunTime(Variable):
         return "optimizer.state, read after a step() that creates state in the same graph"
 
 
-class StateMaker:
-    """Makes a param's optimizer state as eager's step does on its first step (zeros, a
-    step counter), installs it in `optimizer.state[param]` and hands out its tensors: called
-    by the compiled code while it fetches the graph's inputs (`NewStateSource`), before the
-    graph runs, which then updates them in place. Held by the compiled code (no
-    `__weakref__`); holds the optimizer weakly."""
-
-    __slots__ = ("optimizer", "make")
-
-    def __init__(self, optimizer, make: Callable):
-        self.optimizer = weakref.ref(optimizer)
-        self.make = make      # param -> {name: tensor}, in eager's order
-
-    def tensor(self, group: int, index: int, name: str) -> torch.Tensor:
-        optimizer = self.optimizer()
-        param = optimizer.param_groups[group]["params"][index]
-        state = optimizer.state[param]   # eager's `self.state[p]`: a defaultdict entry
-        if name not in state:
-            for key, value in self.make(param).items():
-                state.setdefault(key, value)
-        return state[name]
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class NewStateSource(Source):
     """State tensor `name` of a param, made by a `StateMaker` (the base) if missing:
@@ -530,65 +515,3 @@ class NewStateSource(Source):
 
     def fetch(self, L: dict, G: dict) -> Any:
         return self.base.fetch(L, G).tensor(self.group, self.index, self.state_name)
-
-
-class StepScalars:
-    """The run-time scalars of one captured step: `values()` is called by the compiled code
-    before the graph runs and returns a float64 vector, one value per rule (one tensor: made
-    one by one, 0-d tensors cost 16 us each on the project's VM, a vector 0.6 us a value).
-    No `__weakref__`: the compiled code holds it; it holds the optimizer weakly (the identity
-    guard on the optimizer drops the entry when it dies)."""
-
-    __slots__ = ("optimizer", "rules", "mark_called", "size", "device")
-
-    def __init__(self, optimizer, size: int, device: torch.device):
-        self.optimizer = weakref.ref(optimizer)
-        self.rules: list[Callable] = []
-        self.mark_called = False   # set `optimizer._opt_called` (an LR scheduler's flag)
-        self.size = size
-        self.device = device
-
-    def add(self, rule: Callable) -> int:
-        self.rules.append(rule)
-        return len(self.rules) - 1
-
-    def values(self) -> tuple:
-        optimizer = self.optimizer()
-        if self.mark_called:
-            optimizer._opt_called = True
-        memo: dict = {}   # values shared by rules (a param's step count)
-        values = [rule(optimizer, memo) for rule in self.rules]
-        if self.device.type == "cpu":
-            return (torch.tensor(values, dtype=torch.float64),)
-        # pinned and non-blocking: a copy from pageable memory would wait for the device
-        vector = torch.tensor(values, dtype=torch.float64, pin_memory=True)
-        return (vector.to(self.device, non_blocking=True),)
-
-
-def _no_scalar(optimizer, memo: dict) -> float:
-    return 0.0
-
-
-def float_step(value: float, steps: int, dtype: torch.dtype) -> float:
-    """`step_t += 1` `steps` times on a tensor of `dtype` (float32 or float64) holding
-    `value`, read as eager's `_get_value` reads it (`.item()`)."""
-    single = dtype is torch.float32
-    for _ in range(steps):
-        value = value + 1.0
-        if single:
-            value = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
-    return value
-
-
-_FLOAT32 = struct.Struct("f")
-
-
-# -- deferred calls (run after the graph, with frame capture off) ---------------------------------
-
-
-def clear_grads(optimizer) -> None:
-    """`zero_grad(set_to_none=True)`'s effect on the params (eager sets `p.grad = None`)."""
-    for group in optimizer.param_groups:
-        for param in group["params"]:
-            if param.grad is not None:
-                param.grad = None

@@ -277,13 +277,18 @@ def _times_value(tensor, value, compute):
 def addcmul(self, tensor1, tensor2, *, value=1):
     """self + value * tensor1 * tensor2 as eager's kernel rounds it: on CPU fma(value *
     tensor1, tensor2, self) for floating types (the compiler contracts ATen's vector
-    expression), on CUDA fma(value, tensor1 * tensor2, self)."""
+    expression), on CUDA fma(value, tensor1 * tensor2, self), and fma(tensor1, tensor2, self)
+    where value is 1 (ATen's `pointwise_op_impl` special-cases it: an optimizer's
+    `p.addcmul_(g, lr)` differed from eager in the last bit on an H200,
+    benchmarks/experiments/results/h200-optimizer-rounding-*.txt)."""
     compute = opmath_dtype(result_type(self, tensor1, tensor2))
     if not compute.is_floating_point:
         value = int(value)   # eager truncates a float value for integer tensors
         return make_pointwise(lambda s, a, b: ops.add(s, ops.mul(_times_value(a, value, compute),
                                                                  b)), self, tensor1, tensor2)
-    if _on_cuda(self, tensor1, tensor2):   # CUDA's kernel: a + value * (b * c), contracted
+    if _on_cuda(self, tensor1, tensor2) and value == 1:
+        return make_pointwise(lambda s, a, b: ops.fma(a, b, s), self, tensor1, tensor2)
+    if _on_cuda(self, tensor1, tensor2):   # CUDA's kernel: fma(value, b * c, a)
         return make_pointwise(
             lambda s, a, b: ops.fma(ops.constant(value, compute), ops.mul(a, b), s),
             self, tensor1, tensor2)

@@ -49,12 +49,18 @@ def test_sgd_momentum_step():
     check(step, cuda(torch.randn(1000), torch.randn(1000), torch.randn(1000)))
 
 
-@pytest.mark.parametrize("name", ["add_alpha", "addcmul", "addcdiv", "lerp", "lerp_tensor"])
+@pytest.mark.parametrize("name", ["add_alpha", "addcmul", "addcdiv", "addcmul_value_1",
+                                  "addcmul_0d", "addcdiv_value_1", "lerp", "lerp_tensor"])
 def test_updates_round_as_eager(name):
     updates = {
         "add_alpha": lambda a, b, c, w: a.add(b, alpha=-0.37),
         "addcmul": lambda a, b, c, w: a.addcmul(b, c, value=-0.37),
         "addcdiv": lambda a, b, c, w: a.addcdiv(b, c, value=-0.37),
+        # value 1: ATen's CUDA kernel is fma(b, c, a), not fma(1, b * c, a)
+        "addcmul_value_1": lambda a, b, c, w: a.addcmul(b, c),
+        # an optimizer's `p.add_(g, alpha=-lr)` with lr a 0-d float64 tensor on the device
+        "addcmul_0d": lambda a, b, c, w: a.addcmul(b, (w[0] - 2).double()),
+        "addcdiv_value_1": lambda a, b, c, w: a.addcdiv(b, c),
         "lerp": lambda a, b, c, w: a.lerp(b, 0.9),
         "lerp_tensor": lambda a, b, c, w: a.lerp(b, w),
     }

@@ -157,14 +157,15 @@ def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,
         inner = CompiledGraph(CudaGraphRunner(inner, aten_graph), inner.report)
     requires_grad = _requires_grad(gm, example_inputs)
     geometry = alias_geometry(aten_graph.output_aliases, symbol_bindings(aten_graph.fake_inputs))
-    run = _wrap_observable_behaviour(aten_graph, inner, requires_grad,
-                                     _version_steps(aten_graph), geometry=geometry)
     # another input layout: per-size variants of the torch-level graph (eager's strides)
     variants = functools.partial(
         compile_per_size, gm, concrete_inputs(example_inputs),
         lambda static, inputs, _: compile_fx(static, inputs, mode=mode),
         reason=per_size_reason("an input laid out otherwise than traced"))
-    compiled = CompiledGraph(_with_layout_fallback(run, variants), inner.report)
+    run = _wrap_observable_behaviour(aten_graph, inner, requires_grad,
+                                     _version_steps(aten_graph), geometry=geometry,
+                                     layout_fallback=_layout_fallback(variants))
+    compiled = CompiledGraph(run, inner.report)
     pattern = StoragePattern(example_inputs, aten_graph.constants) \
         if aten_graph.mutated_inputs() else None
     if not requires_grad and pattern is None:
@@ -208,16 +209,24 @@ def _compile_symbolic_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
     return CompiledGraph(_with_layout_fallback(compiled.run, variants), compiled.report)
 
 
-def _with_layout_fallback(run: Callable, variants: Callable) -> Callable:
-    """`run`, or where a call's input strides are not the traced ones (the wrapper's
-    `InputLayoutChanged`, raised before any work), per-size variants made on first need."""
-    from inductor.codegen.wrapper import InputLayoutChanged
+def _layout_fallback(variants: Callable) -> Callable:
+    """`fallback(arguments)`: the call for inputs laid out otherwise than traced, run by
+    per-size variants (`variants()`, made on first need) with the boxed convention."""
     made: list = []
 
     def fallback(arguments: list):
         if not made:
             made.append(variants())
         return made[0].with_argument_list(arguments)
+    return fallback
+
+
+def _with_layout_fallback(run: Callable, variants: Callable) -> Callable:
+    """`run`, or where a call's input strides are not the traced ones (the wrapper's
+    `InputLayoutChanged`, raised before any work), per-size variants made on first need.
+    (`_wrap_observable_behaviour` catches it in its own frame: a frame less per call.)"""
+    from inductor.codegen.wrapper import InputLayoutChanged
+    fallback = _layout_fallback(variants)
 
     def call(*inputs):
         try:
@@ -599,7 +608,8 @@ def _set_output_versions(results, output_versions: tuple) -> None:
 
 def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
                                without_grad: bool, version_steps: tuple = (),
-                               geometry: Optional[Callable] = None) -> Callable:
+                               geometry: Optional[Callable] = None,
+                               layout_fallback: Optional[Callable] = None) -> Callable:
     """Pass lifted constants, rebuild aliasing outputs (from their base: an input, or an
     output, hidden ones included, which are then dropped), set the grad mode the graph
     leaves, move written inputs' version counters as eager's in-place ops would
@@ -607,7 +617,9 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
     graph runs with grad mode on, so the call runs with grad mode off (library calls and
     rebuilt views must not record autograd history). `geometry`: for a graph compiled over
     symbolic sizes, this call's (size, stride, offset) of the aliases that depend on them
-    (`size_variants.alias_geometry`)."""
+    (`size_variants.alias_geometry`). `layout_fallback`: for such a graph, what runs a call
+    whose inputs the wrapper finds laid out otherwise than traced (`InputLayoutChanged`,
+    raised before any work; `_layout_fallback`), caught here rather than in a frame around."""
     constants = tuple(aten_graph.constants)
     spec = aten_graph.output_spec
     aliases = aten_graph.output_aliases
@@ -622,9 +634,18 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
     output_versions = aten_graph.output_versions
     if not rebuilt and grad_mode is None and not constants and not without_grad and \
             not version_steps and not output_versions:
-        def run(*inputs):
-            return rebuild(inner_run(*inputs))
-        return run
+        if layout_fallback is None:
+            def run(*inputs):
+                return rebuild(inner_run(*inputs))
+            return run
+        from inductor.codegen.wrapper import InputLayoutChanged
+
+        def run_or_fall_back(*inputs):
+            try:
+                return rebuild(inner_run(*inputs))
+            except InputLayoutChanged:
+                return layout_fallback(list(inputs))
+        return run_or_fall_back
 
     def run(*inputs):
         arguments = constants + inputs if constants else inputs
@@ -662,7 +683,16 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
             torch._C._set_grad_enabled(grad_mode)
         return rebuild(results)
 
-    return run
+    if layout_fallback is None:
+        return run
+    from inductor.codegen.wrapper import InputLayoutChanged
+
+    def run_or_fall_back(*inputs):
+        try:
+            return run(*inputs)
+        except InputLayoutChanged:
+            return layout_fallback(list(inputs))
+    return run_or_fall_back
 
 
 def _fast_unflatten(spec) -> Callable:

@@ -2,9 +2,11 @@
 
 Input: a `GraphPlan`, its C++ segments and their loaded entry points. Output: Python source
 (kept for people and logs) and the function compiled from it, which allocates buffers with
-`empty_strided`, calls each segment's entry point with data pointers, calls library kernels and
-eager fallbacks through ATen, frees each buffer and each input after its last reader, and
-returns the outputs.
+`empty_strided`, calls each segment's entry point (one native `launch(entry, *tensors, *sizes)`
+where `runtime/native.cpp` builds, else the ctypes entry with `data_ptr()`s), calls library
+kernels and eager fallbacks through ATen, frees each buffer and each input after its last
+reader, and returns the outputs. A wrapper compiled over symbolic sizes first binds its size
+symbols and checks its inputs' strides (`size_binding.py`).
 
 Calling conventions: `call(*inputs)`, and `call.with_argument_list(inputs)`, which takes one
 list and empties it, so that an input the caller no longer holds (a backward graph's saved
@@ -30,7 +32,6 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-import numpy
 import sympy
 import torch
 
@@ -40,16 +41,8 @@ from inductor.ir.symbols import size_hint
 from inductor.ir.nodes import (Buffer, ConstantBuffer, MultiOutput, ReinterpretView,
                                TensorArgument)
 from inductor.schedule.plans import ExternStep, GraphPlan, KernelPlan
-
-
-class InputLayoutChanged(Exception):
-    """A call's input is laid out otherwise than a graph compiled over symbolic sizes
-    assumed (its strides, as expressions of the sizes): raised before the call touches
-    anything, so the caller can run a variant for it (`pipeline._with_layout_fallback`)."""
-
-
-def _layout_changed():
-    raise InputLayoutChanged()
+from inductor.codegen.memory_reuse import ReusePlanner
+from inductor.codegen.size_binding import InputLayoutChanged, binding_lines  # noqa: F401
 
 
 class KernelError:
@@ -250,52 +243,6 @@ def input_last_uses(plan: GraphPlan) -> dict:
     return uses
 
 
-class ReusePlanner:
-    """Decides which dead buffers hand their memory to later allocations.
-
-    Fed the wrapper's allocations and frees in the order the call makes them, with byte
-    counts, it keeps the curve of live bytes; `plan()` then walks the allocations in order and
-    lets one reuse the most recently freed poolable buffer of the same kind only if holding
-    that buffer from its free to this allocation keeps the curve at or below its peak (an
-    older candidate would be held longer, over a superset of the same points, so it is never
-    better). Returns {allocated name: donor name}."""
-
-    def __init__(self, initial_bytes: int):
-        self.events: list = []      # (kind, name, nbytes, key or None)
-        self.initial = initial_bytes
-
-    def allocate(self, name: str, nbytes: int, key: Optional[tuple]) -> None:
-        self.events.append(("allocate", name, nbytes, key))
-
-    def free(self, name: str, nbytes: int, key: Optional[tuple]) -> None:
-        self.events.append(("free", name, nbytes, key))
-
-    def plan(self) -> dict:
-        deltas = [nbytes if kind == "allocate" else -nbytes
-                  for kind, _, nbytes, _ in self.events]
-        live = self.initial + numpy.cumsum(numpy.array(deltas, dtype=numpy.int64)) \
-            if deltas else numpy.zeros(0, dtype=numpy.int64)
-        peak = int(live.max()) if len(live) else 0
-        pools: dict = {}            # key -> [(event index, name)] of dead poolable buffers
-        reuse: dict = {}
-        for index, (kind, name, nbytes, key) in enumerate(self.events):
-            if key is None:
-                continue
-            if kind == "free":
-                pools.setdefault(key, []).append((index, name))
-                continue
-            candidates = pools.get(key)
-            if not candidates:
-                continue
-            freed_at, donor = candidates[-1]
-            held = live[freed_at:index]
-            if len(held) and int(held.max()) + nbytes <= peak:
-                held += nbytes
-                candidates.pop()
-                reuse[name] = donor
-        return reuse
-
-
 class WrapperWriter:
     """Builds the wrapper's source line by line (see the module docstring)."""
 
@@ -311,8 +258,7 @@ class WrapperWriter:
                               "unwritten": _unwritten,
                               "device": torch.device,
                               "inf": math.inf, "nan": math.nan}
-        if plan.symbol_bindings:    # (only then: static wrappers keep their global names)
-            self.globals["layout_changed"] = _layout_changed
+        self.launch = native.launcher()     # None: entries are called through ctypes
         self.allocated = set(plan.allocated)
         self.input_frees = input_last_uses(plan)
         self.recorder: Optional[ReusePlanner] = None   # set while recording (first pass)
@@ -507,9 +453,18 @@ class WrapperWriter:
                 if name in self.allocated and name not in self._defined:
                     self.allocate(name)
                     self._defined.add(name)
-        pointers = ", ".join([f"{name}.data_ptr()" for name in segment.arguments] +
-                             [symbol.name for symbol in segment.size_symbols])
-        self.lines.append(f"    status = {entry_name}({pointers})")
+        address = getattr(entry, "packed_address", None)
+        launch = self.launch if address is not None else None
+        if launch is not None:     # one native call: no ctypes, no `data_ptr()` per buffer
+            self.globals["launch"] = launch
+            self.globals[entry_name] = address
+            values = ", ".join([entry_name] + list(segment.arguments) +
+                               [symbol.name for symbol in segment.size_symbols])
+            self.lines.append(f"    status = launch({values})")
+        else:
+            pointers = ", ".join([f"{name}.data_ptr()" for name in segment.arguments] +
+                                 [symbol.name for symbol in segment.size_symbols])
+            self.lines.append(f"    status = {entry_name}({pointers})")
         self.lines.append("    if status:")
         self.lines.append("        kernel_error(status)")
         return position + len(steps) - 1
@@ -684,23 +639,8 @@ class WrapperWriter:
         return "\n".join(self.lines) + "\n"
 
     def _bind_symbols(self, names: list) -> list:
-        """The contract's symbol binding, once per call: each size symbol read off an
-        input's size or stride (`s0 = arg0.shape[0]`) or a SymInt input's value."""
-        lines = []
-        for symbol, (position, kind, dim) in self.plan.symbol_bindings.items():
-            if kind == "int":
-                raise NotImplementedError("SymInt graph inputs are bound per size")
-            read = "shape" if kind == "size" else "stride()"
-            lines.append(f"    {symbol.name} = {names[position]}.{read}[{dim}]")
-        for buffer in self.plan.inputs if self.plan.symbol_bindings else ():
-            layout = buffer.layout
-            if isinstance(buffer, ConstantBuffer) or layout is None or \
-                    all(isinstance(_number(extent), int) for extent in layout.size):
-                continue
-            # kernels index with these strides: another layout runs another variant
-            lines.append(f"    if {buffer.get_name()}.stride() != {self.sizes(layout.stride)}:")
-            lines.append("        layout_changed()")
-        return lines
+        """The contract's symbol binding, once per call (`size_binding.binding_lines`)."""
+        return binding_lines(self.plan, names, self.sizes, self.globals)
 
     def _free_inputs(self, names) -> None:
         """Drop the wrapper's references to inputs after their last reader."""

@@ -1,7 +1,9 @@
 """Stage "build": C++ sources become loaded entry points, through an on-disk cache.
 
 Input: C++ translation units (each exporting `jit_entry_<n>` functions). Output: ctypes
-functions taking data pointers and returning an int status. A built library lives at
+functions taking data pointers and returning an int status, each with the address of its
+`jit_entry_<n>_packed` twin (`packed_address`, None where the source has none), which the
+wrapper calls through `runtime/native.py`'s `launch`. A built library lives at
 `<cache_dir>/cpp/<key[:2]>/<key>.so`, where the key hashes the source, the compiler and its
 version, the flags and the host CPU's instruction-set flags; a hit skips the compiler. Missing
 libraries build in parallel (one compiler process per source, up to `compile_workers` at a
@@ -29,6 +31,7 @@ from inductor.runtime.locks import write_atomically
 
 log = logging.getLogger("framejit.inductor")
 
+PACKED_SUFFIX = "_packed"    # an entry's twin taking (pointers, sizes) arrays (cpp/source.py)
 _loaded: dict = {}          # cache key -> loaded library
 _loaded_lock = threading.Lock()
 
@@ -229,6 +232,11 @@ def _entries(key: str, entries) -> list:
         function = getattr(library, symbol)
         function.restype = ctypes.c_int
         function.argtypes = [ctypes.c_void_p] * argument_count
+        # the address of its `(pointers, sizes)` twin (codegen/cpp/source.py, `_packed_entry`),
+        # which wrappers call through `runtime/native.py`'s `launch` where it builds
+        packed = getattr(library, symbol + PACKED_SUFFIX, None)
+        function.packed_address = None if packed is None else \
+            ctypes.cast(packed, ctypes.c_void_p).value
         functions.append(function)
     return functions
 

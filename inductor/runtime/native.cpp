@@ -5,6 +5,9 @@
 //
 //   empty_strided(sizes, strides, dtype, device) -> Tensor
 //   storages_shared(values) -> bool
+//   size_binder(reads, checks, exception) -> capsule
+//   bind_sizes(binder, *tensors) -> tuple of ints
+//   launch(entry_address, *tensors_then_ints) -> int status
 //
 // The same tensor as torch.empty_strided(sizes, strides, dtype=dtype, device=device), through
 // at::empty_strided (so the dispatcher, dispatch modes and the device's caching allocator all
@@ -20,6 +23,8 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <algorithm>
+#include <memory>
+#include <cstdint>
 #include <vector>
 
 namespace {
@@ -91,6 +96,229 @@ PyObject* storages_shared(PyObject*, PyObject* sequence) {
   return PyBool_FromLong(shared);
 }
 
+// The size binding of a wrapper compiled over symbolic sizes (codegen/wrapper.py, `_bind_symbols`):
+// each symbol read off an input's size or stride, then each checked input's strides compared
+// with their expressions of the symbols (polynomials with integer coefficients), in one call
+// instead of a Python `x.shape[0]` per symbol and a `x.stride() != (...)` tuple per input.
+struct Term {
+  int64_t coefficient;
+  std::vector<int> symbols;  // indices into the read values, one per factor (s0**2: 0, 0)
+};
+
+struct StrideCheck {
+  int position;
+  std::vector<std::vector<Term>> strides;  // one polynomial per dimension
+};
+
+struct Binder {
+  std::vector<int64_t> reads;  // (position, kind 0 size / 1 stride, dim) per symbol, flat
+  std::vector<StrideCheck> checks;
+  PyObject* exception;  // raised where a checked input's strides differ (InputLayoutChanged)
+  Py_ssize_t tensor_count;  // positions below this are passed
+};
+
+const char* BINDER = "inductor.runtime._native.Binder";
+
+void free_binder(PyObject* capsule) {
+  auto* binder = static_cast<Binder*>(PyCapsule_GetPointer(capsule, BINDER));
+  if (binder == nullptr) return;
+  Py_XDECREF(binder->exception);
+  delete binder;
+}
+
+bool read_term(PyObject* item, Term& term) {
+  PyObject* symbols = nullptr;
+  long long coefficient = 0;
+  if (!PyArg_ParseTuple(item, "LO", &coefficient, &symbols)) return false;
+  std::vector<int64_t> indices;
+  if (!read_ints(symbols, indices, "size_binder: a term's symbols must be ints")) return false;
+  term.coefficient = coefficient;
+  term.symbols.assign(indices.begin(), indices.end());
+  return true;
+}
+
+bool read_check(PyObject* item, StrideCheck& check, Py_ssize_t symbol_count) {
+  PyObject* strides = nullptr;
+  if (!PyArg_ParseTuple(item, "iO", &check.position, &strides)) return false;
+  PyObject* fast = PySequence_Fast(strides, "size_binder: strides must be a sequence");
+  if (fast == nullptr) return false;
+  bool good = true;
+  for (Py_ssize_t dim = 0; good && dim < PySequence_Fast_GET_SIZE(fast); dim++) {
+    PyObject* terms = PySequence_Fast(PySequence_Fast_GET_ITEM(fast, dim),
+                                      "size_binder: a stride must be a sequence of terms");
+    if (terms == nullptr) { good = false; break; }
+    std::vector<Term> polynomial(static_cast<size_t>(PySequence_Fast_GET_SIZE(terms)));
+    for (Py_ssize_t i = 0; good && i < PySequence_Fast_GET_SIZE(terms); i++) {
+      good = read_term(PySequence_Fast_GET_ITEM(terms, i), polynomial[static_cast<size_t>(i)]);
+      for (int symbol : polynomial[static_cast<size_t>(i)].symbols)
+        if (good && (symbol < 0 || symbol >= symbol_count)) {
+          PyErr_SetString(PyExc_ValueError, "size_binder: a term names no read symbol");
+          good = false;
+        }
+    }
+    Py_DECREF(terms);
+    check.strides.push_back(std::move(polynomial));
+  }
+  Py_DECREF(fast);
+  return good;
+}
+
+// size_binder(reads, checks, exception): reads ((position, kind, dim), ...), checks
+// ((position, (stride polynomial per dim)), ...), a polynomial ((coefficient, (symbol, ...)), ...).
+PyObject* size_binder(PyObject*, PyObject* args) {
+  PyObject *reads = nullptr, *checks = nullptr, *exception = nullptr;
+  if (!PyArg_ParseTuple(args, "OOO", &reads, &checks, &exception)) return nullptr;
+  auto binder = std::make_unique<Binder>();
+  if (!read_ints(reads, binder->reads, "size_binder: reads must be a flat sequence of ints"))
+    return nullptr;
+  if (binder->reads.size() % 3 != 0) {
+    PyErr_SetString(PyExc_ValueError, "size_binder: reads come in (position, kind, dim)");
+    return nullptr;
+  }
+  Py_ssize_t symbol_count = static_cast<Py_ssize_t>(binder->reads.size() / 3);
+  PyObject* fast = PySequence_Fast(checks, "size_binder: checks must be a sequence");
+  if (fast == nullptr) return nullptr;
+  binder->checks.resize(static_cast<size_t>(PySequence_Fast_GET_SIZE(fast)));
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++)
+    if (!read_check(PySequence_Fast_GET_ITEM(fast, i), binder->checks[static_cast<size_t>(i)],
+                    symbol_count)) {
+      Py_DECREF(fast);
+      return nullptr;
+    }
+  Py_DECREF(fast);
+  for (size_t i = 0; i < binder->reads.size(); i += 3)
+    binder->tensor_count = std::max<Py_ssize_t>(binder->tensor_count, binder->reads[i] + 1);
+  for (const StrideCheck& check : binder->checks)
+    binder->tensor_count = std::max<Py_ssize_t>(binder->tensor_count, check.position + 1);
+  Py_INCREF(exception);
+  binder->exception = exception;
+  PyObject* capsule = PyCapsule_New(binder.get(), BINDER, free_binder);
+  if (capsule != nullptr) binder.release();
+  else Py_DECREF(exception);
+  return capsule;
+}
+
+// A polynomial's value at `values`; false where it overflows int64 (then no stride equals it).
+bool evaluate(const std::vector<Term>& polynomial, const int64_t* values, int64_t& result) {
+  int64_t sum = 0;
+  for (const Term& term : polynomial) {
+    int64_t product = term.coefficient;
+    for (int symbol : term.symbols)
+      if (__builtin_mul_overflow(product, values[symbol], &product)) return false;
+    if (__builtin_add_overflow(sum, product, &sum)) return false;
+  }
+  result = sum;
+  return true;
+}
+
+bool strides_match(const StrideCheck& check, const at::Tensor& tensor, const int64_t* values) {
+  auto strides = tensor.strides();
+  if (strides.size() != check.strides.size()) return false;
+  for (size_t dim = 0; dim < strides.size(); dim++) {
+    int64_t expected = 0;
+    if (!evaluate(check.strides[dim], values, expected) || expected != strides[dim])
+      return false;
+  }
+  return true;
+}
+
+PyObject* bind_sizes(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  auto* binder = nargs > 0 ? static_cast<Binder*>(PyCapsule_GetPointer(args[0], BINDER))
+                           : nullptr;
+  if (binder == nullptr) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "bind_sizes(binder, *tensors)");
+    return nullptr;
+  }
+  if (nargs - 1 < binder->tensor_count) {
+    PyErr_SetString(PyExc_TypeError, "bind_sizes: fewer tensors than the binder reads");
+    return nullptr;
+  }
+  for (Py_ssize_t i = 1; i <= binder->tensor_count; i++)
+    if (!THPVariable_Check(args[i])) {
+      PyErr_SetString(PyExc_TypeError, "bind_sizes: expected tensors");
+      return nullptr;
+    }
+  HANDLE_TH_ERRORS
+  size_t count = binder->reads.size() / 3;
+  std::vector<int64_t> values(count);
+  for (size_t i = 0; i < count; i++) {
+    const int64_t* read = &binder->reads[3 * i];
+    const at::Tensor& tensor = THPVariable_Unpack(args[1 + read[0]]);
+    int64_t dim = read[2];
+    if (dim >= tensor.dim()) {
+      PyErr_SetString(PyExc_IndexError, "bind_sizes: tuple index out of range");
+      return nullptr;
+    }
+    values[i] = read[1] == 0 ? tensor.sizes()[dim] : tensor.strides()[dim];
+  }
+  for (const StrideCheck& check : binder->checks)
+    if (!strides_match(check, THPVariable_Unpack(args[1 + check.position]), values.data())) {
+      PyErr_SetNone(binder->exception);
+      return nullptr;
+    }
+  PyObject* result = PyTuple_New(static_cast<Py_ssize_t>(count));
+  if (result == nullptr) return nullptr;
+  for (size_t i = 0; i < count; i++) {
+    PyObject* value = PyLong_FromLongLong(values[i]);
+    if (value == nullptr) {
+      Py_DECREF(result);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(result, static_cast<Py_ssize_t>(i), value);
+  }
+  return result;
+  END_HANDLE_TH_ERRORS
+}
+
+// launch(address, *values): calls the generated `int entry(void* const* pointers, const int64_t*
+// sizes)` at `address` (codegen/cpp/source.py, `_packed_entry`) with each tensor's data pointer
+// and each int's value, in order; returns its status. One call instead of a ctypes call (about
+// 1 us, plus an int conversion per argument) and a Python `data_ptr()` per tensor. The GIL is
+// released while the kernels run, as ctypes does.
+using PackedEntry = int (*)(void* const*, const int64_t*);
+
+PyObject* launch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  constexpr Py_ssize_t kInline = 32;
+  if (nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "launch(entry_address, *values)");
+    return nullptr;
+  }
+  auto entry = reinterpret_cast<PackedEntry>(PyLong_AsVoidPtr(args[0]));
+  if (entry == nullptr) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "launch: a null entry address");
+    return nullptr;
+  }
+  void* pointer_storage[kInline];
+  int64_t size_storage[kInline];
+  std::vector<void*> pointer_heap;
+  std::vector<int64_t> size_heap;
+  void** pointers = pointer_storage;
+  int64_t* sizes = size_storage;
+  if (nargs - 1 > kInline) {
+    pointer_heap.resize(static_cast<size_t>(nargs));
+    size_heap.resize(static_cast<size_t>(nargs));
+    pointers = pointer_heap.data();
+    sizes = size_heap.data();
+  }
+  Py_ssize_t pointer_count = 0, size_count = 0;
+  HANDLE_TH_ERRORS
+  for (Py_ssize_t i = 1; i < nargs; i++) {
+    if (THPVariable_Check(args[i])) {
+      pointers[pointer_count++] = THPVariable_Unpack(args[i]).data_ptr();
+      continue;
+    }
+    long long value = PyLong_AsLongLong(args[i]);
+    if (value == -1 && PyErr_Occurred()) return nullptr;
+    sizes[size_count++] = value;
+  }
+  int status = 0;
+  Py_BEGIN_ALLOW_THREADS
+  status = entry(pointers, sizes);
+  Py_END_ALLOW_THREADS
+  return PyLong_FromLong(status);
+  END_HANDLE_TH_ERRORS
+}
+
 PyMethodDef methods[] = {
     {"empty_strided", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(empty_strided)),
      METH_FASTCALL,
@@ -98,6 +326,15 @@ PyMethodDef methods[] = {
      "argument parser."},
     {"storages_shared", storages_shared, METH_O,
      "storages_shared(values): whether two tensors of the sequence share a storage."},
+    {"size_binder", size_binder, METH_VARARGS,
+     "size_binder(reads, checks, exception): the size binding of a symbolic wrapper."},
+    {"bind_sizes", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(bind_sizes)),
+     METH_FASTCALL,
+     "bind_sizes(binder, *tensors): the symbols' values; raises the binder's exception where "
+     "a checked input's strides differ."},
+    {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(launch)), METH_FASTCALL,
+     "launch(entry_address, *values): call a packed kernel entry with the tensors' data "
+     "pointers and the ints, in order; its status."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",

@@ -8,7 +8,10 @@ _native<suffix>`, with `config.cxx`. Entry points:
 `empty_strided(sizes, strides, dtype, device)`, the tensor `torch.empty_strided` returns,
 through `at::empty_strided` but without torch's Python argument parser (a wrapper allocates each
 buffer it does not reuse on every call); `storages_shared(values)`, whether two tensors of a
-sequence share a storage (the per-call aliasing check of graphs that write into inputs).
+sequence share a storage (the per-call aliasing check of graphs that write into inputs);
+`size_binder(reads, checks, exception)` and `bind_sizes(binder, *tensors)`, the size binding of
+a wrapper compiled over symbolic sizes in one call (`size_binding`); `launch(address,
+*values)`, a kernel entry's call with its tensors' data pointers (`launcher`).
 
 `empty_strided()` returns that function, or a Python function calling `torch.empty_strided`
 where the extension cannot be built (no compiler or headers; logged once on
@@ -17,7 +20,7 @@ where the extension cannot be built (no compiler or headers; logged once on
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import Callable, Optional
 
 import torch
 
@@ -64,3 +67,26 @@ def storages_shared() -> Callable:
     """`storages_shared(values) -> bool`: the extension's, else a Python version."""
     module = build.load(HELPER)
     return module.storages_shared if module is not None else _python_storages_shared
+
+
+def size_binding(reads, checks, exception):
+    """(bind_sizes, binder) for a wrapper compiled over symbolic sizes, or None where the
+    extension is unavailable (the wrapper then reads sizes and compares strides in Python).
+    `bind_sizes(binder, *inputs)` returns the symbols' values read as `reads` says
+    ((position, 0 for a size or 1 for a stride, dim) per symbol), after checking that each
+    input of `checks` ((position, strides)) has exactly those strides (as many dims; each a
+    polynomial ((coefficient, (symbol index, ...)), ...) of the values), else raises
+    `exception`."""
+    module = build.load(HELPER)
+    if module is None or not hasattr(module, "bind_sizes"):
+        return None
+    flat = [number for read in reads for number in read]
+    return module.bind_sizes, module.size_binder(flat, checks, exception)
+
+
+def launcher() -> Optional[Callable]:
+    """`launch(entry_address, *tensors_then_ints) -> status`: calls a packed kernel entry
+    (`codegen/cpp/source.py`) with each tensor's data pointer and each int, or None where the
+    extension is unavailable (the wrapper then calls the ctypes entry with `data_ptr()`s)."""
+    module = build.load(HELPER)
+    return getattr(module, "launch", None) if module is not None else None

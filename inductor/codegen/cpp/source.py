@@ -22,6 +22,7 @@ from inductor.codegen.cpp.scatter import CppScatterKernel
 from inductor.codegen.bounds import CPP_HELPER, buffer_extents
 from inductor.codegen.devices import check_kernel_arguments
 from inductor.config import config
+from inductor.runtime.build import PACKED_SUFFIX
 from inductor.ir.primitives import PRIMITIVES
 from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 
@@ -57,6 +58,8 @@ class Segment:
     # size symbols its entry takes after the buffers (int64_t, sorted by name): the union of
     # its kernels' (`KernelPlan.size_symbols`); empty for static graphs
     size_symbols: list = dataclasses.field(default_factory=list)
+    # the C++ pointer type of each buffer argument (`const float*`), for the packed entry
+    pointer_types: list = dataclasses.field(default_factory=list)
 
     def parameter_count(self) -> int:
         return len(self.arguments) + len(self.size_symbols)
@@ -116,16 +119,17 @@ def _segment(kernels: list, first: int, dtype_of, threads, threshold, vectorize,
         calls.append(f"  kernel{position}({call_arguments});")
     stored = {name for kernel in kernels for name in kernel.stores}
     size_symbols = sorted(symbols, key=lambda symbol: symbol.name)
+    pointer_types = [f"{'' if name in stored else 'const '}{storage_type(dtype_of(name))}*"
+                     for name in arguments]
     signature = ", ".join(
-        [f"{'' if name in stored else 'const '}{storage_type(dtype_of(name))}* "
-         f"{parameter[name]}" for name in arguments] +
+        [f"{kind} {parameter[name]}" for kind, name in zip(pointer_types, arguments)] +
         [f"int64_t {symbol.name}" for symbol in size_symbols])
     reset = ["  jit_bounds_reported = 0;"] if config.bounds_check else []
     entry = [f"static int segment_run({signature}) {{", "  jit_error = 0;", *reset, *calls,
              "  return jit_error;", "}"]
     body = "\n\n".join(functions + ["\n".join(entry)]) + "\n"
     return Segment(body, signature, arguments, [kernel.name for kernel in kernels], first,
-                   size_symbols)
+                   size_symbols, pointer_types)
 
 
 def translation_units(segments: list, count: int) -> list[TranslationUnit]:
@@ -158,12 +162,25 @@ def translation_units(segments: list, count: int) -> list[TranslationUnit]:
                              [symbol.name for symbol in segment.size_symbols])
             parts.append(f"namespace segment{number} {{\n{body}}}\n"
                          f'extern "C" int {ENTRY_POINT}_{number}({segment.signature}) {{\n'
-                         f"  return segment{number}::segment_run({call});\n}}\n")
+                         f"  return segment{number}::segment_run({call});\n}}\n" +
+                         _packed_entry(segment, number))
             entries.append((f"{ENTRY_POINT}_{number}", segment.parameter_count()))
             for position in distinct[body]:
                 segment_entry[position] = number
         units.append(TranslationUnit("\n\n".join(parts), entries, segment_entry))
     return units
+
+
+def _packed_entry(segment: Segment, number: int) -> str:
+    """`jit_entry_<n>_packed(pointers, sizes)`: the same call with the buffers' data pointers
+    and the size symbols' values in two arrays, the one signature `runtime/native.cpp`'s
+    `launch` calls (ctypes calls the unpacked entry where that extension is unavailable)."""
+    values = [f"static_cast<{kind}>(pointers[{position}])"
+              for position, kind in enumerate(segment.pointer_types)]
+    values += [f"sizes[{position}]" for position in range(len(segment.size_symbols))]
+    return (f'extern "C" int {ENTRY_POINT}_{number}{PACKED_SUFFIX}(void* const* pointers, '
+            f"const int64_t* sizes) {{\n"
+            f"  return segment{number}::segment_run({', '.join(values)});\n}}\n")
 
 
 def _vml_declarations(used: list) -> str:

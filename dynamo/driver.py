@@ -39,7 +39,8 @@ import torch
 from dynamo import _C, debug, hook, logs, rewrite, skips, stance
 from dynamo.breaks import UNSUPPORTED_BYTECODE, GraphBreakError, Unsupported
 from dynamo.resume import regions
-from dynamo.resume.stops import StopPlanner, forget_stops, skeleton_replacement, stop_state
+from dynamo.resume.stops import (StopPlanner, forget_stops, inherited_dynamism,
+                                 skeleton_replacement, stop_state)
 from dynamo.rewrite.frame import PlannedGlue, as_is, build_glue, plan_glue
 from dynamo.rewrite.replacement import replacement_calling
 from dynamo.settings import config
@@ -137,6 +138,15 @@ class FrameDriver:
         if state is not None and state.static_sizes:
             return STATIC
         return DimensionPolicy(self.settings.dynamic, None if state is None else state.sizes)
+
+    def inherit(self, dims_by_region: dict) -> None:
+        """What the regions after a graph break start with that the trace before it made
+        symbolic: their first compiles trace it symbolically (`dynamo.resume.inheritance`)."""
+        for code, dims in dims_by_region.items():
+            state = self._states.get(code)
+            if state is None:
+                state = self._states[code] = _CodeState()
+            state.sizes.inherit(dims)
 
     def option(self, name: str):
         """A `dynamo.config` value, overridden by this jit call's `options`."""
@@ -335,6 +345,7 @@ def _compile_and_install(view, driver: FrameDriver, capture: Capture, glue: Plan
                                           plan.cell_parameters)
     else:
         replacement = skeleton_replacement(code, function, plan, stops)
+        driver.inherit(inherited_dynamism(capture, stops))
     replacement, check = _install(code, capture.guards, replacement)
     seconds["total"] = sum(seconds.values())
     return CompileRecord(code, module, capture.guards.describe(), replacement,

@@ -143,6 +143,30 @@ def stop_at(decoded: DecodedCode, index: int, layout: Layout,
 
 
 
+def untouched_slots(decoded: DecodedCode, stop: Stop) -> int:
+    """How many slots at the bottom of the stack no instruction of `stop` pops, swaps or
+    rewrites: they reach every way out holding the values they had on arrival (an estimate
+    that errs low: an instruction of unknown reach counts one slot more than it pops)."""
+    layout = stop.layout
+    lowest = len(layout)
+    for position in range(stop.first, stop.last + 1):
+        instruction = decoded.instructions[position]
+        lowest = min(lowest, len(layout) - _reach(instruction))
+        layout = _after(instruction, layout)
+        if layout is None:
+            return 0
+    return max(lowest, 0)
+
+
+def _reach(instruction: Instruction) -> int:
+    """Slots from the top of the stack an instruction may pop or rewrite."""
+    if instruction.opname in ("CALL", "CALL_FUNCTION_EX"):
+        return _call_inputs(instruction)
+    if instruction.opname in ("SWAP", "COPY"):
+        return instruction.arg
+    return max(0, -_effect(instruction)) + 1
+
+
 def handling(decoded: DecodedCode) -> dict[int, int]:
     """How many exceptions are being handled on arrival at each reachable instruction: the
     `PUSH_EXC_INFO`s minus the `POP_EXCEPT`s on the way there (CPython's compiler gives every

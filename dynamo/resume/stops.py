@@ -23,6 +23,7 @@ from dynamo import _frame_state
 from dynamo.breaks import UNSUPPORTED_BYTECODE, Unsupported
 from dynamo.instructions import decode
 from dynamo.resume import analysis, nested
+from dynamo.resume.inheritance import inherited_dims
 from dynamo.resume.regions import region_for, state_names, tag_of
 from dynamo.resume.skeleton import build_skeleton
 from dynamo.rewrite.glue import GluePlan
@@ -175,10 +176,24 @@ def _inner_states(plan: GluePlan, tracers: tuple) -> str:
 
 def skeleton_replacement(code: CodeType, glue, plan: GluePlan, stops: dict) -> CodeType:
     """The replacement of a frame with stops: the entry glue's call, then the skeleton."""
+    entry = glue_call(code, glue, plan.parameters, plan.cell_parameters)
+    return build_skeleton(code, entry, stops, _regions_of(code, stops), runs_again(glue))
+
+
+def inherited_dynamism(capture: Capture, stops: dict) -> dict:
+    """{region code: {source name: dims}}: the dimensions of the values each region after
+    the capture's stop starts with that the capture traced symbolically
+    (`dynamo.resume.inheritance`)."""
+    if capture.stop is None or capture.stop.index not in stops:
+        return {}
+    return inherited_dims(capture, stops[capture.stop.index], _regions_of(capture.code, stops))
+
+
+def _regions_of(code: CodeType, stops: dict):
+    """The region continuing along an edge of one of `stops` (cached per code and edge)."""
     exits = {index: (tag_of(code, index), stop.layout) for index, stop in stops.items()
              if stop.loop_header}
 
     def region(edge: analysis.Edge) -> CodeType:
         return region_for(code, edge.target, edge.layout, exits, edge.inner)
-    entry = glue_call(code, glue, plan.parameters, plan.cell_parameters)
-    return build_skeleton(code, entry, stops, region, runs_again(glue))
+    return region

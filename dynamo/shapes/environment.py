@@ -32,7 +32,7 @@ from torch.utils._sympy.printers import PythonPrinter
 
 from guards.kinds.base import Guard
 from guards.kinds.shapes import ShapeGuard, SizeRead
-from guards.sources import Source
+from guards.sources import AttrSource, Source
 
 
 class _Name(str):
@@ -76,21 +76,38 @@ class SymbolicSizes:
 
     def fake_input(self, mode: FakeTensorMode, value: torch.Tensor, source: Source,
                    dims: dict) -> torch.Tensor:
-        """The fake of `value`: sizes of `dims` ({dim: (min, max)}) symbolic, others exact."""
-        if not dims:
+        """The fake of `value`: sizes of `dims` ({dim: (min, max)}) symbolic, others exact;
+        for a view, its base's sizes of `dims.base` (`policy.Dims`) too."""
+        base_dims = getattr(dims, "base", {})
+        if not dims and not base_dims:
             return mode.from_tensor(value, static_shapes=True)
-        context = StatelessSymbolicContext(dynamic_sizes=[
-            DimDynamic.DYNAMIC if dim in dims else DimDynamic.STATIC
-            for dim in range(value.dim())])
-        fake = mode.from_tensor(value, source=_Named(source.name()), symbolic_context=context)
+        base_context = None
+        if value._base is not None:
+            base_context = _context(value._base, base_dims)
+        fake = mode.from_tensor(value, source=_Named(source.name()),
+                                symbolic_context=_context(value, dims, base_context))
+        self._constrain(fake, dims)
+        if value._base is not None:
+            self._add_base(fake._base, AttrSource(source, "_base"), base_dims)
+        if any(isinstance(size, torch.SymInt) for size in fake.shape):
+            self.inputs.append((source, fake))
+        return fake
+
+    def _constrain(self, fake: torch.Tensor, dims: dict) -> None:
         for dim, (low, high) in dims.items():
             size = fake.shape[dim]
             if isinstance(size, torch.SymInt) and (low is not None or high is not None):
                 self.env.constrain_symbol_range(size.node.expr, compiler_min=low or 2,
                                                 compiler_max=high or int(sympy.oo))
-        if any(isinstance(size, torch.SymInt) for size in fake.shape):
-            self.inputs.append((source, fake))
-        return fake
+
+    def _add_base(self, base: torch.Tensor, source: Source, dims: dict) -> None:
+        """A view's base made with symbolic sizes: its reads bind them (unless the base is
+        an input of its own, already read)."""
+        if any(known is base for _, known in self.inputs):
+            return
+        self._constrain(base, dims)
+        if any(isinstance(size, torch.SymInt) for size in base.shape):
+            self.inputs.append((source, base))
 
     def number_input(self, value: int, source: Source) -> torch.SymInt:
         """A symbol for an int argument of the frame (2 or more)."""
@@ -159,6 +176,13 @@ class SymbolicSizes:
             if _finite(bounds.upper):
                 conditions.append(f"{name} <= {int(bounds.upper)}")
         return conditions
+
+
+def _context(value: torch.Tensor, dims: dict,
+             base: Optional[StatelessSymbolicContext] = None) -> StatelessSymbolicContext:
+    return StatelessSymbolicContext(
+        dynamic_sizes=[DimDynamic.DYNAMIC if dim in dims else DimDynamic.STATIC
+                       for dim in range(value.dim())], view_base_context=base)
 
 
 def _finite(bound) -> bool:

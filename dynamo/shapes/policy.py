@@ -9,15 +9,20 @@ trace symbolically, with their bounds).
 - `dynamic=True`: every dimension of every input tensor is symbolic from the first compile
   (parameters and buffers excepted: they change only under automatic dynamic).
 - `dynamic=False`: every size is specialised, except dimensions the user marked dynamic.
+- Whatever the setting, a region (the code after a graph break) traces symbolically from its
+  first compile the dimensions its inputs had symbolic in the trace before the break
+  (`SizeHistory.inherit`, filled by `dynamo.resume.inheritance`): a batch dimension stays one
+  through any number of breaks.
 - Int arguments of the frame (a position, a length, a resumed frame's live values after a
   graph break) follow the same rule as one size: symbolic once they changed (or always with
   `dynamic=True`), except 0 and 1.
 - `mark_dynamic(x, dim, min=, max=)` / `mark_static(x, dim)` mark a tensor object; marks win
   over the setting (a static mark over everything).
 
-Sizes 0 and 1 stay static whatever the setting (torch's 0/1 rule, see `environment`). Tensors
-that are views of another tensor's memory stay static: their fakes would carry symbols of their
-base's sizes, which no guard here reads.
+Sizes 0 and 1 stay static whatever the setting (torch's 0/1 rule, see `environment`). A tensor
+that is a view of another tensor's memory follows the same rule for its own dimensions, and its
+base (`x._base`, read by the guards as such) for the base's: the fake of a view is made from a
+fake of its base, so the base's symbols must be bound by reads of the base.
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ from typing import Iterable, Optional, Union
 
 import torch
 
-from guards.sources import BufferSource, ParamSource, Source
+from guards.sources import AttrSource, BufferSource, ParamSource, Source
 
 _DYNAMIC_MARK = "_jit_dynamic_dims"
 _STATIC_MARK = "_jit_static_dims"
@@ -66,10 +71,13 @@ def _dims(tensor: torch.Tensor, dim, caller: str) -> list[int]:
 
 class SizeHistory:
     """The sizes each source had in earlier compiles of one code object (None: already seen
-    to change). Shared by the threads compiling that code (under the compile lock)."""
+    to change), and for a region (the code after a graph break) the dimensions its inputs
+    were symbolic in when the trace before the break reached it (`inherit`). Shared by the
+    threads compiling that code (under the compile lock)."""
 
     def __init__(self) -> None:
         self._sizes: dict[str, tuple] = {}
+        self._inherited: dict[str, frozenset] = {}
         self._lock = threading.Lock()
 
     def changed_dims(self, source: Source, sizes: tuple[int, ...]) -> set[int]:
@@ -84,6 +92,27 @@ class SizeHistory:
             self._sizes[key] = merged
         return {dim for dim, entry in enumerate(merged) if entry is None}
 
+    def inherit(self, dims: dict) -> None:
+        """{source name: dims} traced symbolically before a graph break, for the inputs of
+        the region after it (`dynamo.resume.inheritance`); merged with earlier ones."""
+        with self._lock:
+            for key, found in dims.items():
+                self._inherited[key] = self._inherited.get(key, frozenset()) | frozenset(found)
+
+    def inherited(self, source: Source, rank: int) -> set[int]:
+        """The dimensions of `source` (a value of `rank` dimensions) inherited as symbolic."""
+        with self._lock:
+            return {dim for dim in self._inherited.get(source.name(), ()) if dim < rank}
+
+
+class Dims(dict):
+    """{dim: (min, max)} for the dimensions of one input tensor to trace symbolically; for a
+    view, `base` holds the same for its base tensor (`x._base`)."""
+
+    def __init__(self, dims: dict, base: Optional[dict] = None) -> None:
+        super().__init__(dims)
+        self.base = base or {}
+
 
 class DimensionPolicy:
     """Which dimensions of a frame's input tensors one trace makes symbolic."""
@@ -92,36 +121,48 @@ class DimensionPolicy:
         self.dynamic = dynamic
         self.history = history
 
-    def dims(self, tensor: torch.Tensor, source: Source) -> dict[int, tuple]:
-        """{dim: (min, max)} to trace symbolically (bounds None where unbounded)."""
+    def dims(self, tensor: torch.Tensor, source: Source) -> Dims:
+        """{dim: (min, max)} to trace symbolically (bounds None where unbounded); a view's
+        base gets its own choice, under the source `<view>._base`."""
         if tensor.layout is not torch.strided or tensor.dim() == 0:
-            return {}
+            return Dims({})
+        base = tensor._base
+        if base is not None and base.layout is not torch.strided:
+            return Dims({})
+        chosen = self._own_dims(tensor, source)
+        if base is None or base.dim() == 0:
+            return Dims(chosen)
+        return Dims(chosen, self._own_dims(base, AttrSource(source, "_base")))
+
+    def _own_dims(self, tensor: torch.Tensor, source: Source) -> dict[int, tuple]:
         sizes = tuple(tensor.shape)
         changed = self.history.changed_dims(source, sizes) \
             if self.dynamic is not False and self.history is not None else set()
-        if tensor._base is not None:
-            # a view stays static, but its sizes count as seen: a prefill's cache holding
-            # views of the projection, then tensors of their own, is symbolic at the third
-            # length, not the fourth (tests/dynamic/test_decode_cache.py)
-            return {}
         marked = dict(getattr(tensor, _DYNAMIC_MARK, {}))
         static = getattr(tensor, _STATIC_MARK, frozenset())
         if self.dynamic and not _module_state(tensor, source):
             chosen = set(range(len(sizes)))
         else:
             chosen = changed
-        chosen |= set(marked)
+        chosen |= set(marked) | self._inherited(source, len(sizes))
         return {dim: marked.get(dim, (None, None)) for dim in sorted(chosen)
                 if dim not in static and sizes[dim] >= 2}
 
     def number(self, value: int, source: Source) -> bool:
         """Whether an int argument of the frame is traced as a symbol (automatic dynamic: it
-        changed since an earlier compile; `dynamic=True`: always). 0 and 1 never are."""
-        if type(value) is not int or self.dynamic is False:
+        changed since an earlier compile; `dynamic=True`: always; any setting: a region's
+        int that was a symbol before the graph break). 0 and 1 never are."""
+        if type(value) is not int:
             return False
         changed = self.dynamic is None and self.history is not None and \
             bool(self.history.changed_dims(source, (value,)))  # recorded whatever the value
-        return value >= 2 and (bool(self.dynamic) or changed)
+        inherited = bool(self._inherited(source, 1))
+        if self.dynamic is False:
+            return value >= 2 and inherited
+        return value >= 2 and (bool(self.dynamic) or changed or inherited)
+
+    def _inherited(self, source: Source, rank: int) -> set[int]:
+        return set() if self.history is None else self.history.inherited(source, rank)
 
 
 def _module_state(tensor: torch.Tensor, source: Source) -> bool:

@@ -230,6 +230,10 @@ class AdamUpdate:
         if not all(type(beta) in (float, int) for beta in (beta1, beta2)):
             raise Unsupported(UNSUPPORTED_CALL, "Adam with tensor betas")
         capturable = options.get("capturable", False)
+        if capturable and any(entry.real.device.type != "cpu" for entry in entries):
+            raise Unsupported(UNSUPPORTED_CALL, "Adam(capturable=True) on CUDA params: its "
+                              "compiled form differs from eager's kernels in the last bits "
+                              "(an H200 run); the step runs eagerly")
         decoupled = _decoupled(traced, options)
         foreach = _resolve_foreach(options, entries)
         for entry in entries:

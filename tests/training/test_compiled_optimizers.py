@@ -401,8 +401,13 @@ def test_capturable_adam(backend, foreach, device, monkeypatch):
     for module in ("torch.optim.adam", "torch.optim.optimizer"):
         monkeypatch.setattr(importlib.import_module(module), "_get_capturable_supported_devices",
                             devices)
-    run_differential(torch.optim.Adam, {"lr": 0.01, "capturable": True, "foreach": foreach,
-                                        "amsgrad": True}, backend, device=device)
+    counting = run_differential(torch.optim.Adam, {"lr": 0.01, "capturable": True,
+                                                   "foreach": foreach, "amsgrad": True},
+                                backend, device=device)
+    # on CUDA the capturable forms differed from eager's kernels in the last bits (H200,
+    # torch 2.11): the step runs eagerly there, and the comparison above still holds
+    compiled = "_set_grad_enabled" in str(counting.ops())
+    assert compiled == (device == "cpu"), counting.ops()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -31,6 +31,7 @@ from dynamo.variables.exceptions import python_error
 from dynamo.variables.functions import UserFunctionVariable
 from dynamo.variables.guarding import guard_call_result
 from dynamo.variables.lowering import lower
+from dynamo.variables.symbolic_tensors import BUILDERS, tensor_from_symbols
 
 
 def _compiling(*args, **kwargs) -> bool:
@@ -137,6 +138,10 @@ class TorchFunctionVariable(Variable):
             return UserFunctionVariable(function, source=self.source).call(tx, args, kwargs)
         if any(_holds_tensor(arg) for arg in [*args, *kwargs.values()]):
             return tx.graph.call("call_function", function, tuple(args), dict(kwargs))
+        if function in BUILDERS:  # torch.tensor([x.size(0)]): one graph for every size
+            built = tensor_from_symbols(tx, function, tuple(args), dict(kwargs))
+            if built is not None:
+                return built
         if _sets_process_state(function):
             raise Unsupported(UNSUPPORTED_CALL, f"{self.describe()}() changes process state")
         constant = _fold_on_constants(function, args, kwargs)

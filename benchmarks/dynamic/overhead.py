@@ -11,10 +11,14 @@ microseconds per call for each level, interleaved trials (the machine may be loa
 - `guard` (not in the default levels): the guard check alone, exact tensor sizes against free
   ones plus the shape relations `jit` learns for this function.
 Times are the process's CPU time by default (`--clock cpu`): on a machine shared with other
-jobs, wall time mostly measures them.
+jobs, wall time mostly measures them. `--device cuda` runs the same levels on a GPU (the
+Triton wrapper: sizes bound per call, grids computed from them, size arguments to each
+launch); its default clock is wall time, synchronized once per trial, not per call, so small
+batches measure the host's enqueueing, the per-call cost that differs between the two.
+`--threads`: CPU threads for torch and the C++ kernels (1 by default, as the sweep).
 
     python -m benchmarks.dynamic.overhead [--sizes 2,4,8,64] [--trials 15] [--levels compile_fx,compile_fx_width,jit,guard]
-        [--clock cpu|wall]
+        [--clock cpu|wall] [--device cpu|cuda] [--threads 1]
 """
 from __future__ import annotations
 
@@ -29,12 +33,19 @@ from benchmarks.dynamic.subjects import pointwise_reduction
 from benchmarks.timing import calls_per_trial, interleaved_samples
 
 WIDTH = 512
+DEVICE = {"name": "cpu"}     # set by main (--device)
 
 
 def _inputs(batch: int) -> list:
     generator = torch.Generator().manual_seed(batch)
-    return [torch.randn(batch, WIDTH, generator=generator),
-            torch.randn(WIDTH, generator=generator), torch.randn(WIDTH, generator=generator)]
+    return [value.to(DEVICE["name"]) for value in (
+        torch.randn(batch, WIDTH, generator=generator),
+        torch.randn(WIDTH, generator=generator), torch.randn(WIDTH, generator=generator))]
+
+
+def _synchronize() -> None:
+    if DEVICE["name"] != "cpu":
+        torch.cuda.synchronize()
 
 
 def _compile_fx_pair(sizes: list, dims: tuple = (0,)) -> dict:
@@ -123,9 +134,10 @@ def measure(level: str, sizes: list, trials: int, clock: str = "cpu") -> list:
         for function in variants.values():
             for _ in range(20):
                 function()
-        counts = {name: calls_per_trial(function, budget=0.02)
+        counts = {name: calls_per_trial(function, budget=0.02, synchronize=_synchronize)
                   for name, function in variants.items()}
-        samples = interleaved_samples(variants, trials, counts, clock=CLOCKS[clock])
+        samples = interleaved_samples(variants, trials, counts, _synchronize,
+                                      clock=CLOCKS[clock])
         median = {name: statistics.median(values) * 1e6 for name, values in samples.items()}
         best = {name: min(values) * 1e6 for name, values in samples.items()}
         rows.append((level, size, median["static"], median["symbolic"],
@@ -138,15 +150,21 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", default="2,4,8,64")
     parser.add_argument("--trials", type=int, default=15)
     parser.add_argument("--levels", default="compile_fx,compile_fx_width,jit")
-    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
-                        help="cpu: the process's CPU time (steadier on a shared machine)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default=None,
+                        help="cpu: the process's CPU time (steadier on a shared machine; the "
+                        "default on the CPU); wall: the default on a GPU")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda (the Triton path)")
+    parser.add_argument("--threads", type=int, default=1)
     arguments = parser.parse_args(argv)
-    torch.set_num_threads(1)
+    torch.set_num_threads(arguments.threads)
+    DEVICE["name"] = arguments.device
+    clock = arguments.clock or ("cpu" if arguments.device == "cpu" else "wall")
     sizes = [int(size) for size in arguments.sizes.split(",")]
+    print(f"device {arguments.device}, clock {clock}, {arguments.threads} thread(s)")
     print("| level | batch | static us | symbolic us | symbolic/static | best trials |")
     print("|---|---:|---:|---:|---:|---:|")
     for level in arguments.levels.split(","):
-        for row in measure(level, sizes, arguments.trials, arguments.clock):
+        for row in measure(level, sizes, arguments.trials, clock):
             print("| {} | {} | {:.1f} | {:.1f} | {:.3f} | {:.3f} |".format(*row), flush=True)
 
 

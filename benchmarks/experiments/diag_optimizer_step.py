@@ -1,0 +1,86 @@
+"""What does a compiled optimizer step cost next to eager's, per model of the whole-step benchmark?
+
+The whole-step benchmark on an H200 (benchmarks/results/whole-step-cuda.md) was host-bound for
+GPT-2 with the optimizer compiled. This times `optimizer.step()` alone, gradients set once:
+eager (torch.optim's foreach kernels on CUDA), `dynamo.jit` of a function calling it, and
+torch.compile of the same function (the anchor), with the kernels each compiled graph launches
+per step (framejit's `GraphReport.kernel_count`), wall and calling-thread CPU milliseconds
+(median of interleaved trials).
+
+    python -m benchmarks.experiments.diag_optimizer_step [--device cuda] [--models gpt2,cnn,mlp]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+
+import torch
+
+import dynamo
+import inductor
+from benchmarks.training.whole_step import cases, make_optimizer
+
+
+def _step(optimizer):
+    optimizer.step()
+
+
+def _time(call, device: str, repeat: int = 20) -> tuple[float, float]:
+    """(wall ms, thread CPU ms) per call, median over `repeat` calls."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        wall, cpu = time.perf_counter(), time.thread_time()
+        call()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        walls.append((time.perf_counter() - wall) * 1e3)
+        cpus.append((time.thread_time() - cpu) * 1e3)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def run(name, factory, optimizer_name: str, device: str) -> None:
+    torch.manual_seed(0)
+    model = factory().to(device)
+    kernels = []
+    original = inductor.runtime.compiled_graph.CompiledGraph.__init__
+
+    def keep(self, run_, report):
+        original(self, run_, report)
+        kernels.append(report.kernel_count)
+    inductor.runtime.compiled_graph.CompiledGraph.__init__ = keep
+    runs = {}
+    for mode in ("eager", "jit", "torch.compile"):
+        copy_ = copy.deepcopy(model)
+        optimizer = make_optimizer(optimizer_name, copy_.parameters())
+        for param in copy_.parameters():
+            param.grad = torch.randn_like(param) * 1e-3
+        step = {"eager": _step, "jit": dynamo.jit(_step, backend="inductor"),
+                "torch.compile": torch.compile(_step)}[mode]
+        for _ in range(3):   # state made, then compiled with state
+            step(optimizer)
+        runs[mode] = (step, optimizer)
+    inductor.runtime.compiled_graph.CompiledGraph.__init__ = original
+    params = sum(1 for _ in model.parameters())
+    print(f"{name} ({optimizer_name}, {params} params): framejit graphs' kernels {kernels}")
+    for trial in range(3):
+        for mode, (step, optimizer) in runs.items():
+            wall, cpu = _time(lambda: step(optimizer), device)
+            print(f"  trial {trial} {mode:14s} wall {wall:7.3f} ms  thread CPU {cpu:7.3f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--models", default="gpt2,cnn,mlp")
+    args = parser.parse_args()
+    for name, factory, _, _, optimizer_name in cases(args.device, quick=args.device == "cpu"):
+        if any(name.startswith(wanted) for wanted in args.models.split(",")):
+            run(name, factory, optimizer_name, args.device)
+
+
+if __name__ == "__main__":
+    main()

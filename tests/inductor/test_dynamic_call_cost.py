@@ -165,3 +165,51 @@ def test_strides_that_are_no_polynomial_keep_the_python_lines():
         [(1, (0,)), (3, (0, 0)), (4, ())]
     other = sympy.Symbol("s9", integer=True, positive=True)
     assert size_binding.polynomial(s0 * other, {s0: 0}) is None   # bound by no input
+
+
+# -- the Triton launcher's per-call dispatch over symbolic sizes ------------------------------
+
+class _RecordingLauncher:
+    def __init__(self, spec, calls):
+        self.spec, self.calls, self.choice, self.candidates = spec, calls, None, [None]
+        self.tuned_here = False
+
+    def _call(self, *arguments):
+        self.calls.append((self.spec.xnumel, self.spec.rnumel, arguments))
+
+    def compile_tasks(self):
+        return {}
+
+
+def _sized_launcher(calls: list):
+    import types
+
+    from inductor.codegen.triton.kernel import LaunchSpec
+    from inductor.ir.symbols import FloorDiv
+    from inductor.runtime import triton_sizes
+    s0, s1 = sympy.symbols("s0 s1", integer=True, positive=True)
+    spec = LaunchSpec("reduction", FloorDiv(s0 + 1, 2) * s1, rnumel=s1 * 3,
+                      strategy="persistent")
+    source = types.SimpleNamespace(plan_name="kernel0", spec=spec, size_symbols=["s0", "s1"],
+                                   arguments=["buf0", "buf1", "buf2"])
+    return triton_sizes.SizedLauncher(
+        source, lambda bucket_spec: _RecordingLauncher(bucket_spec, calls), {"s0": 9, "s1": 4})
+
+
+SIZED_CALLS = ((0, 3), (3, 0), (1, 1), (9, 4), (10, 4), (17, 5), (1031, 2), (2, 97))
+
+
+def test_the_generated_sized_dispatch_does_what_its_steps_do():
+    """`SizedLauncher.dispatch` (one generated frame: extents, empty grid, bucket, the
+    bucket's launcher) against `_dispatch_steps` (the steps it replaced), sizes from 0 up,
+    a floor division in an extent, several buckets."""
+    generated, stepwise = [], []
+    first, second = _sized_launcher(generated), _sized_launcher(stepwise)
+    assert first.dispatch.__name__ == "dispatch"
+    for s0, s1 in SIZED_CALLS:
+        first("a", "b", "c", s0, s1)
+        second._dispatch_steps("a", "b", "c", s0, s1)
+    nonempty = [(s0, s1) for s0, s1 in SIZED_CALLS if (s0 + 1) // 2 * s1 > 0]
+    assert generated == stepwise and len(generated) == len(nonempty) == 6
+    assert generated[1] == (32, 16, ("a", "b", "c", 9, 4, 20, 1, 12))   # buckets, extents
+    assert sorted(first.launchers) == sorted(second.launchers) and len(first.launchers) > 3

@@ -333,6 +333,7 @@ def _compile_and_install(view, driver: FrameDriver, capture: Capture, glue: Plan
     module = compiled = None
     if graph.op_count() or plan.outputs:
         module = graph.output(plan.outputs)
+        graph.shapes.traced()
         started = now()
         compiled = driver.settings.backend(module, list(graph.example_inputs))
         seconds["backend"] = now() - started
@@ -348,8 +349,9 @@ def _compile_and_install(view, driver: FrameDriver, capture: Capture, glue: Plan
         driver.inherit(inherited_dynamism(capture, stops))
     replacement, check = _install(code, capture.guards, replacement)
     seconds["total"] = sum(seconds.values())
-    return CompileRecord(code, module, capture.guards.describe(), replacement,
-                         glue_source=text, reason=reason, seconds=seconds, compiled=check,
+    described = capture.guards.describe() + graph.shapes.specialisations()
+    return CompileRecord(code, module, described, replacement, glue_source=text,
+                         reason=reason, seconds=seconds, compiled=check,
                          breaks=breaks, stops=sorted(stops) if stops else [])
 
 

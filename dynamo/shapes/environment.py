@@ -13,12 +13,14 @@ torch's 0/1 rule, kept so that broadcasting and empty tensors specialise as eage
 Any Python read of a symbolic value during the trace (`if x.size(0) > 4`, `range(x.size(0))`,
 `int(n)`) asks the `ShapeEnv`, which records the fact it answered with (`s0 > 4`, `s0 == 5`);
 `guards()` turns every recorded fact, and each symbol's range, into conditions over the reads
-that bind the symbols.
+that bind the symbols; `specialisations()` names each symbol fixed to one value and the user's
+line that fixed it (for `explain()`).
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
-from typing import Optional
+from typing import Callable, Optional
 
 import sympy
 import torch
@@ -70,6 +72,8 @@ class SymbolicSizes:
                             allow_scalar_outputs=False)
         self.inputs: list[tuple[Source, torch.Tensor]] = []
         self.numbers: list[tuple[Source, torch.SymInt]] = []
+        self.where: Callable[[], Optional[str]] = lambda: None  # the user's file:line now
+        self.env.guards = _LocatedGuards(self)
 
     def fake_mode(self) -> FakeTensorMode:
         return FakeTensorMode(shape_env=self.env, allow_non_fake_inputs=False)
@@ -164,6 +168,41 @@ class SymbolicSizes:
         _check_holds(shape_guard, dict(reads))
         return [shape_guard]
 
+    def traced(self) -> None:
+        """Tracing is over: facts learned from now on are the backend's."""
+        self.where = lambda: None
+
+    def specialisations(self) -> list[str]:
+        """Each symbol the trace fixed to one value, where (`specialised: L['x'].size()[0]
+        == 5 at f.py:3`): the line that needed the Python value (`explain()` lists them with
+        the guards); the entry serves that size only."""
+        found = []
+        for guard, location in self.env.guards.locations:
+            expr = guard.expr
+            if not isinstance(expr, sympy.Eq) or not any(side.is_number for side in expr.args):
+                continue
+            text = self._in_user_terms(expr)
+            if text is not None:
+                found.append(f"specialised: {text} " + (f"at {location}" if location else
+                                                       "by the backend's compile"))
+        return list(dict.fromkeys(found))
+
+    def _in_user_terms(self, expr) -> Optional[str]:
+        reads = {}  # symbol -> how the user reads it (before replacements: `_expr`)
+        for source, fake in self.inputs:
+            for read, value in _reads(source, fake):
+                symbol = getattr(value.node, "_expr", None) \
+                    if isinstance(value, torch.SymInt) else None
+                if isinstance(symbol, sympy.Symbol):
+                    reads.setdefault(symbol, read.text())
+        for source, number in self.numbers:
+            reads.setdefault(getattr(number.node, "_expr", number.node.expr),
+                             SizeRead(source, "value").text())
+        try:
+            return _print(expr, reads)
+        except UnboundSymbol:
+            return None
+
     def _range_conditions(self, bindings: dict, names: dict) -> list[str]:
         conditions = []
         for symbol in bindings:
@@ -183,6 +222,28 @@ def _context(value: torch.Tensor, dims: dict,
     return StatelessSymbolicContext(
         dynamic_sizes=[DimDynamic.DYNAMIC if dim in dims else DimDynamic.STATIC
                        for dim in range(value.dim())], view_base_context=base)
+
+
+class _LocatedGuards(list):
+    """The `ShapeEnv`'s guard list, noting the user's line each guard was learned at."""
+
+    def __init__(self, sizes: Optional["SymbolicSizes"] = None) -> None:
+        super().__init__()
+        self.sizes = sizes
+        self.locations: list = []
+
+    def append(self, guard) -> None:
+        super().append(guard)
+        self.locations.append((guard, None if self.sizes is None else self.sizes.where()))
+
+    def __copy__(self) -> list:
+        return list(self)
+
+    def __deepcopy__(self, memo) -> list:
+        return copy.deepcopy(list(self), memo)
+
+    def __reduce__(self):
+        return (list, (list(self),))
 
 
 def _finite(bound) -> bool:

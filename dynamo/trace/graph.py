@@ -49,6 +49,7 @@ class GraphBuilder:
         self.graph = torch.fx.Graph()
         self.policy = policy
         self.shapes = SymbolicSizes()
+        self.shapes.where = lambda: self.location  # where a size was specialised (explain)
         self.fake_mode = self.shapes.fake_mode()
         self.example_inputs: list[torch.Tensor] = []
         self.input_sources: list[Source] = []

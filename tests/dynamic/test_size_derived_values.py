@@ -120,3 +120,15 @@ def test_a_tensor_of_a_size_that_requires_grad_specialises_correctly():
         return x.sum() * torch.tensor([x.size(0)], dtype=torch.float32, requires_grad=True)
     counting, _ = sweep(leaf, "eager", True, SIZES[:3])
     assert counting.frame_count == 3
+
+
+def test_explain_names_the_line_that_specialised_a_size():
+    """What stays per size says why: explain()'s guards name the size fixed and the line."""
+    def leaf(x):
+        return x.sum() * torch.tensor([x.size(0)], dtype=torch.float32, requires_grad=True)
+    report = dynamo.explain(leaf, dynamic=True)(torch.randn(5, 2))
+    lines = [line for guards in report.guards for line in guards if "specialised" in line]
+    line = leaf.__code__.co_firstlineno + 1
+    assert lines == [f"specialised: L['x'].size()[0] == 5 at {__file__}:{line}"], lines
+    report = dynamo.explain(tensor_of_size, dynamic=True)(torch.randn(5, 2))
+    assert not [line for guards in report.guards for line in guards if "specialised" in line]

@@ -233,9 +233,14 @@ PyObject* bind_sizes(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     PyErr_SetString(PyExc_TypeError, "bind_sizes: fewer tensors than the binder reads");
     return nullptr;
   }
-  for (Py_ssize_t i = 1; i <= binder->tensor_count; i++)
-    if (!THPVariable_Check(args[i])) {
-      PyErr_SetString(PyExc_TypeError, "bind_sizes: expected tensors");
+  for (size_t i = 0; i < binder->reads.size(); i += 3)   // only the inputs it reads
+    if (!THPVariable_Check(args[1 + binder->reads[i]])) {
+      PyErr_SetString(PyExc_TypeError, "bind_sizes: expected a tensor");
+      return nullptr;
+    }
+  for (const StrideCheck& check : binder->checks)
+    if (!THPVariable_Check(args[1 + check.position])) {
+      PyErr_SetString(PyExc_TypeError, "bind_sizes: expected a tensor");
       return nullptr;
     }
   HANDLE_TH_ERRORS

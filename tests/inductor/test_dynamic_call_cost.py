@@ -148,6 +148,16 @@ def test_bind_sizes_reads_sizes_and_strides_and_checks_polynomial_strides():
         bind(binder, x)
 
 
+def test_bind_sizes_reads_only_the_inputs_it_names():
+    """Inputs neither read nor checked may be anything (as with the Python lines)."""
+    bind, binder = _binder([(0, 0, 0)], [(2, (((1, ()),),))])
+    assert bind(binder, torch.randn(3, 2), 5, torch.randn(4)) == (3,)
+    with pytest.raises(InputLayoutChanged):
+        bind(binder, torch.randn(3, 2), 5, torch.randn(4, 2)[:, 0])
+    with pytest.raises(TypeError):
+        bind(binder, torch.randn(3, 2), 5, 6)
+
+
 def test_bind_sizes_treats_an_overflowing_stride_as_another_layout():
     bind, binder = _binder([(0, 0, 0), (0, 0, 1)],
                            [(0, (((2 ** 62, (0, 1)),), ((1, ()),)))])

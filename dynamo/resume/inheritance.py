@@ -61,7 +61,7 @@ def _record(found: dict, name: str, value) -> None:
         _record_tensor(found, name, value.example)
     elif isinstance(value, SymbolicVariable) and isinstance(value.example, torch.SymInt) and \
             _is_symbolic(value.example):
-        found[name] = frozenset({0})
+        _add(found, name, {0})
 
 
 def _record_tensor(found: dict, name: str, fake: torch.Tensor) -> None:
@@ -69,12 +69,17 @@ def _record_tensor(found: dict, name: str, fake: torch.Tensor) -> None:
         return
     dims = frozenset(dim for dim, size in enumerate(fake.shape) if _is_symbolic(size))
     if dims:
-        found[name] = dims
+        _add(found, name, dims)
     base = fake._base
     if base is not None and base.layout is torch.strided:
         base_dims = frozenset(dim for dim, size in enumerate(base.shape) if _is_symbolic(size))
         if base_dims:
-            found[f"{name}._base"] = base_dims
+            _add(found, f"{name}._base", base_dims)
+
+
+def _add(found: dict, name: str, dims) -> None:
+    """Union: an inlined call's local may share its name with the frame's."""
+    found[name] = found.get(name, frozenset()) | frozenset(dims)
 
 
 def _is_symbolic(size) -> bool:

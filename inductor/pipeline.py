@@ -634,18 +634,7 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
     output_versions = aten_graph.output_versions
     if not rebuilt and grad_mode is None and not constants and not without_grad and \
             not version_steps and not output_versions:
-        if layout_fallback is None:
-            def run(*inputs):
-                return rebuild(inner_run(*inputs))
-            return run
-        from inductor.codegen.wrapper import InputLayoutChanged
-
-        def run_or_fall_back(*inputs):
-            try:
-                return rebuild(inner_run(*inputs))
-            except InputLayoutChanged:
-                return layout_fallback(list(inputs))
-        return run_or_fall_back
+        return _plain_run(rebuild, inner_run, layout_fallback)
 
     def run(*inputs):
         arguments = constants + inputs if constants else inputs
@@ -658,19 +647,8 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
         try:
             results = inner_run(*arguments)
             if rebuilt:
-                results = list(results)
-                shapes = geometry(arguments) if geometry is not None else {}
-                for position, alias in rebuilt:
-                    base = arguments[alias.base_index] if alias.base_kind == "input" \
-                        else results[alias.base_index]
-                    size, stride, offset = shapes.get(position) or \
-                        (alias.size, alias.stride, alias.storage_offset)
-                    results[position] = base if alias.same_object else torch.as_strided(
-                        base, size, stride, base.storage_offset() + offset)
-                    if alias.detached:
-                        results[position] = results[position].detach()
-                if len(results) > count:
-                    del results[count:]
+                results = _rebuild_aliases(list(results), arguments, rebuilt, count,
+                                           geometry(arguments) if geometry is not None else {})
         finally:
             if without_grad:
                 torch._C._set_grad_enabled(entry)
@@ -683,6 +661,48 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
             torch._C._set_grad_enabled(grad_mode)
         return rebuild(results)
 
+    return _catching_layout_changes(run, layout_fallback)
+
+
+def _plain_run(rebuild: Callable, inner_run: Callable,
+               layout_fallback: Optional[Callable]) -> Callable:
+    """A graph with nothing to do around its call but unflatten the outputs (one frame: the
+    per-call cost of small graphs is measured in these)."""
+    if layout_fallback is None:
+        def run(*inputs):
+            return rebuild(inner_run(*inputs))
+        return run
+    from inductor.codegen.wrapper import InputLayoutChanged
+
+    def run_or_fall_back(*inputs):
+        try:
+            return rebuild(inner_run(*inputs))
+        except InputLayoutChanged:
+            return layout_fallback(list(inputs))
+    return run_or_fall_back
+
+
+def _rebuild_aliases(results: list, arguments: tuple, rebuilt: list, count: int,
+                     shapes: dict) -> list:
+    """The outputs that alias an input or another output, made from their base (`shapes`:
+    this call's geometry of those that depend on symbolic sizes); hidden outputs dropped."""
+    for position, alias in rebuilt:
+        base = arguments[alias.base_index] if alias.base_kind == "input" \
+            else results[alias.base_index]
+        size, stride, offset = shapes.get(position) or \
+            (alias.size, alias.stride, alias.storage_offset)
+        results[position] = base if alias.same_object else torch.as_strided(
+            base, size, stride, base.storage_offset() + offset)
+        if alias.detached:
+            results[position] = results[position].detach()
+    if len(results) > count:
+        del results[count:]
+    return results
+
+
+def _catching_layout_changes(run: Callable, layout_fallback: Optional[Callable]) -> Callable:
+    """`run`, or where a graph compiled over symbolic sizes has a `layout_fallback`, `run`
+    with the wrapper's `InputLayoutChanged` (raised before any work) sent to it."""
     if layout_fallback is None:
         return run
     from inductor.codegen.wrapper import InputLayoutChanged

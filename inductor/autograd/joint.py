@@ -230,9 +230,9 @@ def freeing_groups(groups: Sequence[tuple], reachable: dict, boundary: set) -> t
 def _holds_saved(node: Any) -> bool:
     """Whether an autograd node of the traced history saved a tensor (one a backward frees): a
     generated node (`MulBackward0`) whose `_saved_*` for one of its `_raw_saved_*` is a tensor
-    (or a list of them), or raises as freed (the joint trace's own backward ran). Unlike `_saves` this never guesses yes: a node it cannot read
-    (`CopySlices`, a custom Function's) counts as holding none, so that a second backward
-    eager allows is never refused."""
+    (or a list of them), or raises as freed (the joint trace's own backward ran). Unlike
+    `_saves` this never guesses yes: a node it cannot read (`CopySlices`, a custom Function's)
+    counts as holding none, so that a second backward eager allows is never refused."""
     kind = type(node)
     if not re.search(r"Backward\d+$", kind.__name__):
         return False

@@ -7,11 +7,11 @@ or an alias of an input or of another output (and how to rebuild that alias from
 It is found by running the graph twice: once functionalized with autograd on, on fake tensors,
 so nothing is computed and no random number is drawn (mutations, aliasing, autograd state);
 once as is (eager's layouts of outputs and views: a functional wrapper's is its current
-value's), by eager's kernels on CPU (`inductor/eager_run.py`: invisible, written inputs
-copied) and on fake tensors elsewhere. Tensors that the graph module holds (`get_attr` nodes, and the
+value's), by eager's kernels on CPU (`inductor/eager_run.py`: invisible, written inputs copied)
+and on fake tensors elsewhere. Tensors that the graph module holds (`get_attr` nodes, and the
 parameters and buffers of modules called by `call_module` nodes, as `torch.fx.symbolic_trace`
-leaves them) are first lifted to trailing inputs, so that their gradients are computed and their
-updates recorded like those of any other input.
+leaves them) are first lifted to trailing inputs, so that their gradients are computed and
+their updates recorded like those of any other input.
 
 The signature fixes the layout of the compiled function's outputs ("function outputs"):
 new values of data-mutated inputs, then fresh user outputs, then hidden bases (intermediates

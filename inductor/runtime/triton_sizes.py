@@ -9,10 +9,10 @@ Per call it evaluates the extents from the sizes, returns without launching wher
 is empty (a size 0), and hands the call to the `Launcher` of the extents' size bucket: the
 next power of two of each symbolic extent (all in one generated frame, `dispatch`: 0.9 us
 against 3.1 us for the same steps through three helper frames, 2-core VM). Block sizes, the
-persistent-or-looped choice and autotuning depend on the bucket only (every candidate masks the symbolic axes, so it is
-right for any size in it): two sizes in one bucket tune once, and the record on disk is
-keyed by the bucket. At most `TUNED_BUCKETS` buckets per kernel are timed; later buckets
-launch their first candidate untimed (counted in `untuned_buckets`, logged once).
+persistent-or-looped choice and autotuning depend on the bucket only (every candidate masks the
+symbolic axes, so it is right for any size in it): two sizes in one bucket tune once, and the
+record on disk is keyed by the bucket. At most `TUNED_BUCKETS` buckets per kernel are timed;
+later buckets launch their first candidate untimed (counted in `untuned_buckets`, logged once).
 """
 from __future__ import annotations
 

@@ -137,7 +137,10 @@ class FrameDriver:
         state = self._states.get(code)
         if state is not None and state.static_sizes:
             return STATIC
-        return DimensionPolicy(self.settings.dynamic, None if state is None else state.sizes)
+        dynamic = self.settings.dynamic
+        if dynamic is None and self.option("dynamic_by_default"):
+            dynamic = True
+        return DimensionPolicy(dynamic, None if state is None else state.sizes)
 
     def inherit(self, dims_by_region: dict) -> None:
         """What the regions after a graph break start with that the trace before it made

@@ -37,6 +37,12 @@ class Config(Settings):
     """Capture nothing: every jitted function and module runs eagerly (`JIT_DISABLE=1`),
     in every thread, from the next call on; compiled entries stay cached but unused."""
 
+    dynamic_by_default: bool = False
+    """`jit(dynamic=None)` behaves as `dynamic=True` (`JIT_DYNAMIC_BY_DEFAULT=1`): every dimension
+    of size >= 2 is symbolic from the first call (sizes 0/1, `mark_static` and an explicit
+    `dynamic=False` keep specialising). A testing mode (CI runs parts of the suite under it),
+    also for users who know their sizes vary. Read at compile time."""
+
     debug_dir: str = setting("", kind="path")
     """Write a debug dump of every compiled frame under this folder (`JIT_DEBUG_DIR`): bytecode,
     graphs, guards, loop IR, kernels, timings, graph breaks and an index.html per run

@@ -6,7 +6,13 @@ every test starts with no compiled entries, and a test fails when inductor gives
 Hypothesis profiles, one definition for every property test (tests/guards, tests/dynamic, ...):
 `ci` (the default: 200 examples, derandomized when `CI` is set so that a CI verdict is
 reproducible; locally each run draws new examples) and `thorough` (2,000, never derandomized),
-chosen with `HYPOTHESIS_PROFILE`. They replace hypothesis's built-in `ci` profile on purpose."""
+chosen with `HYPOTHESIS_PROFILE`. They replace hypothesis's built-in `ci` profile on purpose.
+
+Under `JIT_DYNAMIC_BY_DEFAULT=1` (`dynamo.config.dynamic_by_default`: every size >= 2 symbolic
+from the first call; docs/dynamic-shapes.md, "Testing with every size dynamic") a test marked
+`@pytest.mark.static_shapes` (it asserts static behaviour: compile counts per size, a literal
+size in a guard or kernel) is skipped, and `per_size` fallbacks (documented compiles per size)
+do not fail a test; the ones met are listed at the end of the run."""
 import os
 
 import pytest
@@ -58,6 +64,12 @@ def _no_unexpected_fallback(request):
     yield
     marker = request.node.get_closest_marker("expect_fallback")
     allowed = {"configured"} | (set(marker.args or fallbacks.KINDS) if marker else set())
+    if _dynamic_by_default():
+        per_size = {reason: count for reason, count in fallbacks.since(before).items()
+                    if reason.startswith("per_size:")}
+        for reason, count in per_size.items():
+            _PER_SIZE_MET[reason] = _PER_SIZE_MET.get(reason, 0) + count
+        allowed.add("per_size")
     unexpected = {reason: count for reason, count in fallbacks.since(before).items()
                   if reason.split(":", 1)[0] not in allowed}
     if unexpected:
@@ -66,6 +78,19 @@ def _no_unexpected_fallback(request):
                     f"{listed}\n(a compiler bug to fix, or mark the test "
                     "@pytest.mark.expect_fallback(kind, reason=...) if it is by design)",
                     pytrace=False)
+
+
+_PER_SIZE_MET: dict = {}
+"""Under the dynamic-by-default mode: "per_size: <reason>" -> graphs, over the run."""
+
+
+def _dynamic_by_default() -> bool:
+    """Whether the suite runs with every size dynamic (`JIT_DYNAMIC_BY_DEFAULT=1`)."""
+    try:
+        import dynamo
+    except ImportError:     # torch-free runs
+        return False
+    return bool(dynamo.config.dynamic_by_default)
 
 
 def pytest_configure(config):
@@ -77,9 +102,17 @@ def pytest_configure(config):
         "markers", "torch_compile: the test runs torch.compile (the anchor we measure against); "
         "skipped under `python -m dynamo nop-rewrite`, where every frame of torch.compile's own "
         "compiler would be rewritten too (a single such test ran for over an hour)")
+    config.addinivalue_line(
+        "markers", "static_shapes(reason): the test asserts static-size behaviour (compile "
+        "counts per size, a literal size in a guard or kernel); skipped under "
+        "JIT_DYNAMIC_BY_DEFAULT=1, where every size >= 2 is symbolic from the first call")
 
 
 def pytest_runtest_setup(item):
+    marker = item.get_closest_marker("static_shapes")
+    if marker is not None and _dynamic_by_default():
+        reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+        pytest.skip(f"asserts static sizes, skipped under JIT_DYNAMIC_BY_DEFAULT=1: {reason}")
     if item.get_closest_marker("torch_compile") is None:
         return
     try:
@@ -89,3 +122,11 @@ def pytest_runtest_setup(item):
         return
     if hook.SUPPORTED and isinstance(hook.get_callback(), NopRewriteDriver):
         pytest.skip("runs torch.compile, whose own compiler nop-rewrite would rewrite too")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _PER_SIZE_MET:
+        return
+    terminalreporter.section("per_size fallbacks met under JIT_DYNAMIC_BY_DEFAULT=1")
+    for reason, count in sorted(_PER_SIZE_MET.items()):
+        terminalreporter.write_line(f"{count:4d} x {reason}")

@@ -16,7 +16,8 @@ from dynamo.variables.constant import ConstantVariable
 from dynamo.variables.exceptions import python_error
 from dynamo.variables.containers import (DictVariable, DictViewVariable, ListVariable,
                                          SetVariable, SliceVariable,
-                                         TupleVariable, constant_key, is_subclass_instance)
+                                         TupleVariable, constant_key, is_subclass_instance,
+                                         torch_size)
 from dynamo.variables.symbolic import SymbolicVariable, graph_operation
 from dynamo.variables.tensor import TensorVariable
 from dynamo.variables.tensor_indexing import symbolic_view
@@ -238,6 +239,15 @@ def subscript(tx, container: Variable, index: Variable, builtin: bool = False) -
     return _apply_structured(tx, operator.getitem, (container, index))
 
 
+def _size_or_tuple(*operands: Variable) -> type:
+    """The class of a slice, sum or repetition of tuples: `torch.Size` where an operand is
+    one (its operators return sizes, `(1,) + size` too), else a plain tuple (namedtuples'
+    do)."""
+    size = torch_size()
+    return size if any(getattr(operand, "python_class", None) is size for operand in operands) \
+        else tuple
+
+
 def _sequence_item(container, index: Variable) -> Variable:
     try:
         key = index.as_constant()
@@ -250,7 +260,7 @@ def _sequence_item(container, index: Variable) -> Variable:
             picked = items[key]
             if isinstance(container, ListVariable):
                 return ListVariable.new(picked)
-            return TupleVariable(tuple(picked))
+            return TupleVariable(tuple(picked), _size_or_tuple(container))
         return items[key.__index__()]
     except IndexError as error:
         raise python_error(IndexError, str(error)) from None
@@ -356,13 +366,13 @@ def _apply_structured(tx, function, operands) -> Variable:
         if isinstance(left, ListVariable) and isinstance(right, ListVariable):
             return ListVariable.new(left.items + right.items)
         if isinstance(left, TupleVariable) and isinstance(right, TupleVariable):
-            return TupleVariable(left.items + right.items)
+            return TupleVariable(left.items + right.items, _size_or_tuple(left, right))
     if function is operator.mul and len(operands) == 2 and \
             isinstance(left, (ListVariable, TupleVariable)) and operands[1].is_constant():
         times = operands[1].as_constant()
         if isinstance(left, ListVariable):
             return ListVariable.new(left.items * times)
-        return TupleVariable(left.items * times)
+        return TupleVariable(left.items * times, _size_or_tuple(left))
     if function in (operator.eq, operator.ne) and len(operands) == 2:
         same = _structural_equal(tx, *operands)
         if same is not None:

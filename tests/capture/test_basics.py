@@ -256,6 +256,7 @@ def test_functional_ops():
     check(f, m34)
 
 
+@pytest.mark.static_shapes(reason="with every int >= 2 symbolic, a + b of ints is graph work")
 def test_no_tensor_work_is_not_compiled():
     def f(a, b):
         return a + b

@@ -42,6 +42,7 @@ def test_dynamic_true_one_graph_for_every_size(sizes):
     assert len(backend.graphs) == 1
 
 
+@pytest.mark.static_shapes(reason="counts automatic dynamic's compiles")
 def test_automatic_dynamic_compiles_twice_for_a_sweep():
     jitted, backend = _jit(_pointwise)
     for size in range(2, 40, 3):
@@ -52,6 +53,7 @@ def test_automatic_dynamic_compiles_twice_for_a_sweep():
     assert len(backend.graphs) == again
 
 
+@pytest.mark.static_shapes(reason="automatic dynamic's counts, a static size in a guard")
 def test_automatic_dynamic_only_makes_the_changed_dimension_symbolic():
     jitted, backend = _jit(_pointwise)
     for size in (3, 4, 5):

@@ -80,6 +80,28 @@ def test_depthwise_convolution_fuses_with_scale_shift_and_activation(
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kernel, kernels", [(5, 1), (7, 2)])
+def test_large_depthwise_convolution_is_not_fused_into_a_channel_reduction(
+        device, kernel, kernels):
+    """ConvNeXt's block: a 7x7 depthwise convolution, then LayerNorm over the channels. The
+    7x7 taps are computed in a kernel of their own (read along the rows), not inside the
+    reduction's channel-by-channel loop (`MAX_FUSED_TAPS`); a 5x5 keeps fusing."""
+    channels = 8
+    weight = torch.randn(channels, 1, kernel, kernel, device=device)
+    norm_weight, norm_bias = torch.randn(channels, device=device), torch.randn(channels,
+                                                                                device=device)
+
+    def function(x, weight, norm_weight, norm_bias):
+        y = F.conv2d(x, weight, None, 1, kernel // 2, 1, groups=channels).permute(0, 2, 3, 1)
+        return F.layer_norm(y, (channels,), norm_weight, norm_bias) * 2
+
+    x = torch.randn(2, channels, 9, 11, device=device)
+    compiled = check_same(function, x, weight, norm_weight, norm_bias, atol=1e-5, rtol=1e-5)
+    assert "aten.convolution" not in compiled.report.library_calls
+    assert compiled.report.kernel_count == kernels
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_switched_off_convolutions_stay_library_calls(device, settings):
     settings.convolutions_without_library = False
 

@@ -68,7 +68,8 @@ def _no_unexpected_fallback(request):
         per_size = {reason: count for reason, count in fallbacks.since(before).items()
                     if reason.startswith("per_size:")}
         for reason, count in per_size.items():
-            _PER_SIZE_MET[reason] = _PER_SIZE_MET.get(reason, 0) + count
+            graphs, tests = _PER_SIZE_MET.get(reason, (0, []))
+            _PER_SIZE_MET[reason] = (graphs + count, tests + [request.node.nodeid])
         allowed.add("per_size")
     unexpected = {reason: count for reason, count in fallbacks.since(before).items()
                   if reason.split(":", 1)[0] not in allowed}
@@ -81,7 +82,7 @@ def _no_unexpected_fallback(request):
 
 
 _PER_SIZE_MET: dict = {}
-"""Under the dynamic-by-default mode: "per_size: <reason>" -> graphs, over the run."""
+"""Under the dynamic-by-default mode: "per_size: <reason>" -> (graphs, the tests), over the run."""
 
 
 def _dynamic_by_default() -> bool:
@@ -128,5 +129,7 @@ def pytest_terminal_summary(terminalreporter):
     if not _PER_SIZE_MET:
         return
     terminalreporter.section("per_size fallbacks met under JIT_DYNAMIC_BY_DEFAULT=1")
-    for reason, count in sorted(_PER_SIZE_MET.items()):
+    for reason, (count, tests) in sorted(_PER_SIZE_MET.items()):
         terminalreporter.write_line(f"{count:4d} x {reason}")
+        for test in sorted(set(tests)):
+            terminalreporter.write_line(f"       in {test}")

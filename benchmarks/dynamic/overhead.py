@@ -7,7 +7,16 @@ microseconds per call for each level, interleaved trials (the machine may be loa
   (batch dim symbolic, as the front end hands it), called straight; `compile_fx_width`: the
   width symbolic too (as `dynamic=True` makes every dim);
 - `jit`: `dynamo.jit(dynamic=False)` (one entry per size) against `dynamo.jit(dynamic=True)`,
-  the whole path a user gets (guards, the frame hook, the compiled graph);
+  the whole path a user gets (guards, the frame hook, the compiled graph); each wraps its own
+  copy of the function's code (`variants.own_code`, as the sweep does), so both guard the same
+  frame (a lambda calling the function, as this level once used for the dynamic side only,
+  adds the inlined call's guards to one side: ~0.3 us on the 2-core VM);
+- `check` and `graph` (not in the default levels): the two parts of `jit`'s path that differ,
+  taken from the entries `jit` installs: the entry's check alone (called with the frame's
+  locals and globals; its condition on the calling `dynamo.jit` compares the wrapper with
+  itself, the callback being installed only during a jitted call), and the compiled graph
+  alone (what the backend returned, called straight); `jit` minus these two is the hook, the
+  glue and the calls between them, the same code for both;
 - `guard` (not in the default levels): the guard check alone, exact tensor sizes against free
   ones plus the shape relations `jit` learns for this function.
 Times are the process's CPU time by default (`--clock cpu`): on a machine shared with other
@@ -17,7 +26,8 @@ launch); its default clock is wall time, synchronized once per trial, not per ca
 batches measure the host's enqueueing, the per-call cost that differs between the two.
 `--threads`: CPU threads for torch and the C++ kernels (1 by default, as the sweep).
 
-    python -m benchmarks.dynamic.overhead [--sizes 2,4,8,64] [--trials 15] [--levels compile_fx,compile_fx_width,jit,guard]
+    python -m benchmarks.dynamic.overhead [--sizes 2,4,8,64] [--trials 15]
+        [--levels compile_fx,compile_fx_width,jit,check,graph,guard]
         [--clock cpu|wall] [--device cpu|cuda] [--threads 1]
 """
 from __future__ import annotations
@@ -70,12 +80,21 @@ def _compile_fx_pair(sizes: list, dims: tuple = (0,)) -> dict:
     return pairs
 
 
+def _jitted(dynamic: bool, backend=None) -> tuple:
+    """(function, its `dynamo.jit`): the function over its own copy of the code."""
+    import dynamo
+    from benchmarks.dynamic.variants import own_code
+
+    function = own_code(pointwise_reduction, "dynamic" if dynamic else "static")
+    options = {} if backend is None else {"backend": backend}
+    return function, dynamo.jit(function, dynamic=dynamic, **options)
+
+
 def _jit_pair(sizes: list) -> dict:
     """{size: (static callable, dynamic callable)} over dynamo.jit."""
     import dynamo
 
-    static = dynamo.jit(pointwise_reduction, dynamic=False)
-    dynamic = dynamo.jit(lambda x, w, b: pointwise_reduction(x, w, b), dynamic=True)
+    (_, static), (_, dynamic) = _jitted(False), _jitted(True)
     dynamo.config.recompile_limit = max(dynamo.config.recompile_limit, len(sizes) + 2)
     pairs = {}
     for size in sizes:
@@ -84,6 +103,60 @@ def _jit_pair(sizes: list) -> dict:
         for compiled in (static, dynamic):
             torch.testing.assert_close(compiled(*inputs), expected)
         pairs[size] = (lambda i=inputs: static(*i), lambda i=inputs: dynamic(*i))
+    return pairs
+
+
+def _entry_parts(function, jitted, inputs: list, graphs: list) -> tuple:
+    """(check, graph) of the entry `jitted` runs for `inputs`: its check, standing alone
+    (the condition on the calling `dynamo.jit` compares the wrapper's reference with itself),
+    and a call of the compiled graph the backend returned for it (the last of `graphs`, as
+    (graph, positions): which of the function's arguments each graph input is)."""
+    import types
+
+    from dynamo import hook
+
+    torch.testing.assert_close(jitted(*inputs), pointwise_reduction(*inputs))
+    check = hook.entries(function.__code__)[0][0]
+    namespace = dict(check.__globals__)
+    namespace["current_jit"] = namespace["compiled_by"]
+    alone = types.FunctionType(check.__code__, namespace, check.__name__,
+                               check.__defaults__, check.__closure__)
+    local = dict(zip(("x", "weight", "bias"), inputs))
+    if alone(local, function.__globals__) is not True:
+        raise AssertionError("the entry's check fails outside the jitted call")
+    graph, positions = graphs[-1]
+    arguments = [inputs[position] for position in positions]
+    torch.testing.assert_close(graph(*arguments)[0], pointwise_reduction(*inputs))
+    return (lambda: alone(local, function.__globals__)), (lambda: graph(*arguments))
+
+
+def _parts_pair(sizes: list, part: int) -> dict:
+    """{size: (static part, dynamic part)}: the check (`part` 0) or the compiled graph (1)
+    of the entries `jit` installs (its compile with a backend recording what it returns and
+    the order of its inputs, which need not be the function's)."""
+    import dynamo
+    from dynamo.backends import lookup_backend
+
+    graphs: dict = {"static": [], "dynamic": []}
+    calls: list = []
+
+    def recording(name):
+        def backend(gm, example_inputs):
+            positions = [next(position for position, value in enumerate(calls[-1])
+                              if value is example) for example in example_inputs]
+            graphs[name].append((lookup_backend("inductor")(gm, example_inputs), positions))
+            return graphs[name][-1][0]
+        return backend
+
+    static_function, static = _jitted(False, recording("static"))
+    dynamic_function, dynamic = _jitted(True, recording("dynamic"))
+    dynamo.config.recompile_limit = max(dynamo.config.recompile_limit, len(sizes) + 2)
+    pairs = {}
+    for size in sizes:
+        calls.append(_inputs(size))
+        sides = (_entry_parts(static_function, static, calls[-1], graphs["static"]),
+                 _entry_parts(dynamic_function, dynamic, calls[-1], graphs["dynamic"]))
+        pairs[size] = (sides[0][part], sides[1][part])
     return pairs
 
 
@@ -119,7 +192,9 @@ def _guard_pair(sizes: list) -> dict:
 
 
 LEVELS = {"compile_fx": _compile_fx_pair, "jit": _jit_pair, "guard": _guard_pair,
-          "compile_fx_width": lambda sizes: _compile_fx_pair(sizes, (0, 1))}
+          "compile_fx_width": lambda sizes: _compile_fx_pair(sizes, (0, 1)),
+          "check": lambda sizes: _parts_pair(sizes, 0),
+          "graph": lambda sizes: _parts_pair(sizes, 1)}
 
 
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
@@ -165,7 +240,7 @@ def main(argv=None) -> None:
     print("|---|---:|---:|---:|---:|---:|")
     for level in arguments.levels.split(","):
         for row in measure(level, sizes, arguments.trials, clock):
-            print("| {} | {} | {:.1f} | {:.1f} | {:.3f} | {:.3f} |".format(*row), flush=True)
+            print("| {} | {} | {:.2f} | {:.2f} | {:.3f} | {:.3f} |".format(*row), flush=True)
 
 
 if __name__ == "__main__":

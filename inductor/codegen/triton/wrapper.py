@@ -43,6 +43,10 @@ class TritonWrapperWriter(WrapperWriter):
         launcher = f"launch{len(self.globals)}"
         self.globals[launcher] = self.launchers[position]
         kernel = self.launchers[position]
+        dispatch = getattr(kernel, "dispatch", None)
+        if dispatch is not None:    # a kernel over symbolic sizes: its generated dispatch,
+            launcher += "_dispatch"     # called straight (`__call__` was a frame more)
+            self.globals[launcher] = dispatch
         sizes = self.size_arguments.get(position) or getattr(kernel, "size_names", ())
         names = [self._on_device(name, kernel.device)
                  for name in self.arguments[position]] + list(sizes)

@@ -16,6 +16,7 @@ import torch
 from inductor.config import config
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import OpsHandler, ops, use_handler
+from inductor.ir.primitives import BY_NAME
 from inductor.ir.symbols import index_symbol, size_hint, to_expr
 
 HALF_TYPES = (torch.float16, torch.bfloat16)
@@ -120,6 +121,7 @@ class _CostCounter(OpsHandler):
     def __init__(self):
         self.loads = 0
         self.operations = 0
+        self.transcendentals = 0
 
     def load(self, name, index):
         self.loads += 1
@@ -135,16 +137,30 @@ class _CostCounter(OpsHandler):
 
     def default(self, name, *args, **kwargs):
         self.operations += 1
+        primitive = BY_NAME.get(name.removeprefix("vml_"))   # ops.vml_cos: VML's rounding
+        if primitive is not None and primitive.vml is not None:
+            self.transcendentals += 1
         return "value"
 
 
 def body_cost(loops: Pointwise) -> tuple[int, int]:
     """(loads, operations) of one evaluation of a pointwise body."""
+    counter = _counted(loops)
+    return counter.loads, counter.operations
+
+
+def body_transcendentals(loops: Pointwise) -> int:
+    """How many transcendental functions (exp, cos, tanh, ...: the primitives with a VML
+    spelling) one evaluation of a pointwise body calls."""
+    return _counted(loops).transcendentals
+
+
+def _counted(loops: Pointwise) -> _CostCounter:
     counter = _CostCounter()
     index = [index_symbol("i", position) for position in range(len(loops.ranges))]
     with use_handler(counter):
         loops.inner_fn(index)
-    return counter.loads, counter.operations
+    return counter
 
 
 # A computed operand broadcast into a consumer at least this many times larger is realized
@@ -153,6 +169,11 @@ def body_cost(loops: Pointwise) -> tuple[int, int]:
 # arithmetic to spare, while a kernel of its own costs a launch (ResNet-50 on an H100: 53
 # more launches, 2.7 -> 7.1 ms per call in the default mode).
 BROADCAST_REALIZE_RATIO = 8
+# Lower for a body calling a transcendental function (tens of operations per element, and a
+# VML call per row where eager rounds through VML): Llama's rotary cos/sin tables, broadcast
+# over 4 query and 2 key heads, were recomputed per head in every layer's rotation kernels
+# (0.45 ms per layer against 0.2 for torch.compile; docs/performance-notes.md, Llama).
+TRANSCENDENTAL_REALIZE_RATIO = 2
 
 
 def _realize_if_broadcast(value, size: Sequence) -> None:
@@ -168,6 +189,9 @@ def _realize_if_broadcast(value, size: Sequence) -> None:
     for extent in size:
         target *= size_hint(extent)
     if target >= BROADCAST_REALIZE_RATIO * max(source, 1) and body_cost(storage.data)[1] > 1:
+        storage.realize()
+    elif target >= TRANSCENDENTAL_REALIZE_RATIO * max(source, 1) and \
+            body_transcendentals(storage.data):
         storage.realize()
 
 

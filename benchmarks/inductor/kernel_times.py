@@ -10,7 +10,8 @@ framejit is compiled with one kernel per segment (each kernel its own entry poin
 every entry point is timed around its call; the sum over kernels is the time of our code
 outside library calls. Wall time on a shared machine: compare rows of one run only.
 
-Run: `PYTHONPATH=. python -m benchmarks.inductor.kernel_times convnext_tiny --batch 8`.
+Run: `PYTHONPATH=. python -m benchmarks.inductor.kernel_times convnext_tiny --batch 8`;
+`--zoo llama --batch 1 --threads 1` times the zoo's small-config entry of that name.
 """
 from __future__ import annotations
 
@@ -113,10 +114,21 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=0)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--skip-torch-compile", action="store_true")
+    parser.add_argument("--zoo", action="store_true",
+                        help="build the zoo's entry of that name (small configs) instead of "
+                             "benchmarks.inductor.models' default-size one")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: as set)")
     arguments = parser.parse_args()
     fresh_caches()
     import torch
-    model, *inputs = build(arguments.model, arguments.batch)   # inputs: [args, kwargs]
+    if arguments.threads:
+        torch.set_num_threads(arguments.threads)
+    if arguments.zoo:
+        from benchmarks.zoo import catalog
+        workload = catalog.build_workload(arguments.model, batch=arguments.batch)
+        model, *inputs = workload.model, workload.args, workload.kwargs
+    else:
+        model, *inputs = build(arguments.model, arguments.batch)   # inputs: [args, kwargs]
     model.eval()
     with torch.no_grad():
         records, total = framejit_kernels(model, inputs, arguments.calls)

@@ -158,6 +158,22 @@ def test_bind_sizes_reads_only_the_inputs_it_names():
         bind(binder, torch.randn(3, 2), 5, 6)
 
 
+def test_bind_sizes_returns_its_last_answer_again_for_the_same_sizes():
+    """Calls binding the values of the last call get its tuple again (no new tuple, no new
+    ints: large sizes are not cached ints); other values, a new tuple with the new values,
+    also after a call that raised."""
+    bind, binder = _binder([(0, 0, 0), (0, 0, 1)], [(0, (((1, (1,)),), ((1, ()),)))])
+    first = bind(binder, torch.randn(3, 1000))
+    assert first == (3, 1000) and bind(binder, torch.randn(3, 1000)) is first
+    other = bind(binder, torch.randn(5, 1000))
+    assert other == (5, 1000) and other is not first
+    with pytest.raises(InputLayoutChanged):
+        bind(binder, torch.randn(1000, 3).t())
+    assert bind(binder, torch.randn(3, 1000)) == (3, 1000)
+    assert bind(binder, torch.randn(5, 1000)) == (5, 1000)
+    assert bind(binder, torch.randn(5, 999)) == (5, 999)
+
+
 def test_bind_sizes_treats_an_overflowing_stride_as_another_layout():
     bind, binder = _binder([(0, 0, 0), (0, 0, 1)],
                            [(0, (((2 ** 62, (0, 1)),), ((1, ()),)))])

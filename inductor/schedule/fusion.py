@@ -13,7 +13,11 @@ Rules (greedy, in topological order):
   the loops of all members must have a common refinement (no div/mod introduced).
 - Every read of a buffer written inside the group must hit, in the group's loop variables,
   exactly the element the producer writes in the same outer point (no indirect reads).
-- In-place updates of graph inputs never share a group with other readers of that input.
+- An in-place update of a graph input shares a group with other readers of that input only
+  where all of them are point-wise and read it at the element the update writes (an
+  optimizer step: the param update and the updates of its moments in one loop); a node
+  never joins a group that already wrote an input it reads.
+- When the group of most benefit refuses a node, the next ones (up to `_TRIES`) may take it.
 """
 from __future__ import annotations
 
@@ -195,13 +199,14 @@ class FusedGroup:
         return True
 
     def _legal(self, node, placements, outer, inner) -> bool:
-        mutated = getattr(node.buffer, "mutated_input", None)
-        if mutated and mutated in self.read:
-            return False
         if any(getattr(member.buffer, "mutated_input", None) in node.read_names()
                for member in self.nodes):
             return False
         node_map = placements[node].mapping(node, outer, inner)
+        mutated = getattr(node.buffer, "mutated_input", None)
+        if mutated and mutated in self.read and \
+                not self._reads_only_the_written_element(node, placements, outer, inner):
+            return False
         if not any(access.name in self.written for access in node.reads) and \
                 not self._shares_a_load(node, node_map, placements, outer, inner):
             return False
@@ -217,6 +222,29 @@ class FusedGroup:
                 return False
             if placements[producer].kind == "inner" and placements[node].kind == "outer":
                 return False
+        return True
+
+    def _reads_only_the_written_element(self, node, placements, outer, inner) -> bool:
+        """Whether an update of a graph input may join members that read the input's old
+        value: each of them (and the update itself) is point-wise and reads it only at the
+        element the update writes, so each loop point reads before it writes and no point
+        reads another's element (an optimizer step: the param update reads the old moments
+        that the moment updates then write, one loop per param). The readers run first:
+        the program order puts an update after every reader of its input."""
+        target = node.write.index
+        if target is None or placements[node].kind != "outer":
+            return False
+        node_map = placements[node].mapping(node, outer, inner)
+        name = node.buffer.mutated_input
+        for member in self.nodes + [node]:
+            member_map = placements[member].mapping(member, outer, inner)
+            for access in member.reads:
+                if access.name != name:
+                    continue
+                if access.index is None or placements[member].kind != "outer" or \
+                        not self._same_element(
+                        target, node_map, access.index, member_map, outer, inner):
+                    return False
         return True
 
     def _shares_a_load(self, node, node_map, placements, outer, inner) -> bool:
@@ -301,16 +329,10 @@ def fuse(nodes: list[SchedulerNode], dependencies: dict) -> list:
             continue
         earliest = max((step_of[dependency] for dependency in dependencies.get(node, ())),
                        default=-1)
-        best, best_score = None, 0
-        for position in range(len(steps) - 1, max(earliest, 0) - 1, -1):
-            candidate = steps[position]
-            if not isinstance(candidate, FusedGroup):
-                continue
-            score = candidate.benefit(node)
-            if score > best_score and _fits(candidate, node):
-                best, best_score = candidate, score
-        if best is not None and best.try_add(node):
-            step_of[node] = steps.index(best)
+        joined = next((position for position in _candidates(steps, node, earliest)
+                       if steps[position].try_add(node)), None)
+        if joined is not None:
+            step_of[node] = joined
             continue
         group = FusedGroup(node)
         step_of[node] = len(steps)
@@ -318,5 +340,27 @@ def fuse(nodes: list[SchedulerNode], dependencies: dict) -> list:
     return steps
 
 
-def _fits(group: FusedGroup, node: SchedulerNode) -> bool:
-    return group._fit(node) is not None
+def _candidates(steps: list, node: SchedulerNode, earliest: int) -> list[int]:
+    """Positions of the groups `node` may join, the most benefit first (the latest among
+    equals), at most `_TRIES` of them: when the best refuses the node (an update of an
+    input a member reads elsewhere), the next may take it (Adam's second moment, refused by
+    another param's loop, joins the first moment's update sharing the gradient's load)."""
+    scored = []
+    for position in range(len(steps) - 1, max(earliest, 0) - 1, -1):
+        candidate = steps[position]
+        if isinstance(candidate, FusedGroup):
+            score = candidate.benefit(node)
+            if score > 0:
+                scored.append((-score, -position))
+    scored.sort()
+    chosen = []
+    for _score, negative in scored:
+        if len(chosen) >= _TRIES:
+            break
+        if steps[-negative]._fit(node) is not None:
+            chosen.append(-negative)
+    return chosen
+
+
+# groups tried per node, the most benefit first (each try checks indices symbolically)
+_TRIES = 3

@@ -106,6 +106,10 @@ def compile_flags() -> list[str]:
     # mode, where eager rounds the product and the sum (separate kernels); the lowering asks
     # for a fused multiply-add by name (`ops.fma`) exactly where eager's kernels fuse.
     flags = ["-shared", "-fPIC", "-std=c++17", "-fopenmp", "-fwrapv", "-ffp-contract=off", "-w"]
+    # g++ merges sin(x) and cos(x) of one value into a scalar sincosf call, which libmvec has
+    # no vector variant of: the whole loop then ran scalar (tests/inductor/
+    # test_vector_math_symbols.py). Not builtins, they stay two vectorisable calls.
+    flags += [f"-fno-builtin-{name}{suffix}" for name in ("sin", "cos") for suffix in ("", "f")]
     flags += config.cxx_flags.split()
     if "avx512f" in cpu_flags().split():
         flags.append("-mprefer-vector-width=512")

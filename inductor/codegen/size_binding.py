@@ -11,7 +11,9 @@ Where `runtime/native.cpp` builds and every expected stride is a polynomial of t
 with integer coefficients (contiguous, channels-last, permuted layouts), that is one native
 call, `s0, s1, = bind_sizes(binder, arg0, arg1)`; else Python lines (`s0 = arg0.shape[0]`,
 `if arg0.stride() != (s1, 1): layout_changed()`). The sweep function's wrapper (2 symbols,
-3 inputs checked) spent 1.4 us on the Python lines and 0.3 on the native call (2-core VM).
+3 inputs checked) spent 1.4 us on the Python lines and 0.3 on the native call (2-core VM);
+the call keeps its last answer and returns that tuple again while the sizes repeat (93 ns
+against 142 with a new tuple of new ints each call; a builtin returning a 2-tuple: 67 ns).
 """
 from __future__ import annotations
 

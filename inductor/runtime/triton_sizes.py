@@ -105,6 +105,7 @@ class SizedLauncher:
             return launcher
 
     def __call__(self, *arguments) -> None:
+        """`dispatch` (generated wrappers call that themselves: a frame less per launch)."""
         return self.dispatch(*arguments)
 
     def _dispatch_steps(self, *arguments) -> None:

@@ -9,6 +9,9 @@ A diagnostic (which kernels a model's device time goes to), not a benchmark:
 
 `--training`: one training iteration as the zoo times it without the optimizer (forward and
 loss under bf16 autocast with float32 parameters, then backward; gradients cleared).
+`--wall`: before the kernels, the median wall milliseconds per call of eager, framejit and
+(with `--torch-compile`) torch.compile, two interleaved rounds, and framejit's counted
+fallbacks (results: `results/h200-families-*.txt`).
 """
 from __future__ import annotations
 
@@ -47,6 +50,8 @@ def main(argv=None) -> None:
     parser.add_argument("--torch-compile", action="store_true")
     parser.add_argument("--layouts", action="store_true",
                         help="only time NCHW against channels-last graphs (layout_ab)")
+    parser.add_argument("--wall", action="store_true",
+                        help="also wall ms per call of each compiler, and the fallbacks")
     parser.add_argument("--training", action="store_true",
                         help="AMP (bf16 autocast) forward, loss and backward instead of inference")
     options = parser.parse_args(argv)
@@ -61,6 +66,8 @@ def main(argv=None) -> None:
         workload = build_workload(name, "cuda", torch.bfloat16, batch=16)
         model, args, kwargs = workload.model, workload.args, workload.kwargs
         with torch.no_grad():
+            if options.wall:
+                wall_times(name, model, args, kwargs, options.torch_compile)
             profile(f"{name} eager", lambda: model(*args, **kwargs), options.rows)
             dynamo.reset()
             ours = dynamo.jit(model)
@@ -69,6 +76,41 @@ def main(argv=None) -> None:
                 theirs = torch.compile(model)
                 profile(f"{name} torch.compile", lambda: theirs(*args, **kwargs),
                         options.rows)
+
+
+def wall_times(name: str, model, args, kwargs, with_torch_compile: bool) -> None:
+    """Median wall ms per call (20 calls a trial, 5 trials), two rounds over the compilers."""
+    import statistics
+    import time
+
+    import dynamo
+    from inductor.runtime import fallbacks
+
+    def wall_ms(function) -> float:
+        trials = []
+        for _ in range(5):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(20):
+                function()
+            torch.cuda.synchronize()
+            trials.append((time.perf_counter() - start) / 20 * 1e3)
+        return round(statistics.median(trials), 3)
+
+    dynamo.reset()
+    fallbacks.reset()
+    ours = dynamo.jit(model)
+    compilers = {"eager": model, "framejit": ours}
+    if with_torch_compile:
+        compilers["torch.compile"] = torch.compile(model)
+    for compiled in compilers.values():
+        for _ in range(3):
+            compiled(*args, **kwargs)
+    print(f"== {name}: framejit's fallbacks {fallbacks.fallbacks()}", flush=True)
+    for _ in range(2):
+        print(f"== {name} wall ms per call", {label: wall_ms(lambda: compiled(*args, **kwargs))
+                                              for label, compiled in compilers.items()},
+              flush=True)
 
 
 def training_iteration(workload, function):

@@ -8,6 +8,7 @@ per step (framejit's `GraphReport.kernel_count`), wall and calling-thread CPU mi
 (median of interleaved trials).
 
     python -m benchmarks.experiments.diag_optimizer_step [--device cuda] [--models gpt2,cnn,mlp]
+        [--modes eager,jit,torch.compile]
 """
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def _time(call, device: str, repeat: int = 20) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
-def run(name, factory, optimizer_name: str, device: str) -> None:
+def run(name, factory, optimizer_name: str, device: str,
+        modes=("eager", "jit", "torch.compile")) -> None:
     torch.manual_seed(0)
     model = factory().to(device)
     kernels = []
@@ -53,7 +55,7 @@ def run(name, factory, optimizer_name: str, device: str) -> None:
         kernels.append(report.kernel_count)
     inductor.runtime.compiled_graph.CompiledGraph.__init__ = keep
     runs = {}
-    for mode in ("eager", "jit", "torch.compile"):
+    for mode in modes:
         copy_ = copy.deepcopy(model)
         optimizer = make_optimizer(optimizer_name, copy_.parameters())
         for param in copy_.parameters():
@@ -65,7 +67,9 @@ def run(name, factory, optimizer_name: str, device: str) -> None:
         runs[mode] = (step, optimizer)
     inductor.runtime.compiled_graph.CompiledGraph.__init__ = original
     params = sum(1 for _ in model.parameters())
-    print(f"{name} ({optimizer_name}, {params} params): framejit graphs' kernels {kernels}")
+    print(f"{name} ({optimizer_name}, {params} params): framejit graphs' kernels {kernels}"
+          f" ({kernels[-1] / params:.2f} per param in the last)" if kernels else
+          f"{name} ({optimizer_name}, {params} params)")
     for trial in range(3):
         for mode, (step, optimizer) in runs.items():
             wall, cpu = _time(lambda: step(optimizer), device)
@@ -76,10 +80,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--models", default="gpt2,cnn,mlp")
+    parser.add_argument("--modes", default="eager,jit,torch.compile")
     args = parser.parse_args()
     for name, factory, _, _, optimizer_name in cases(args.device, quick=args.device == "cpu"):
         if any(name.startswith(wanted) for wanted in args.models.split(",")):
-            run(name, factory, optimizer_name, args.device)
+            run(name, factory, optimizer_name, args.device, args.modes.split(","))
 
 
 if __name__ == "__main__":

@@ -35,8 +35,8 @@ def _one_kernel_per_segment(source_module):
     source_module.segments = segments
 
 
-def _timed_entries(wrapper_module, records: dict):
-    """Patch the wrapper generator so that every segment entry point is timed."""
+def _timed_entries(wrapper_module, records: dict, clock=time.perf_counter):
+    """Patch the wrapper generator so that every segment entry point is timed by `clock`."""
     original = wrapper_module.generate
 
     def generate(plan, segments, entries):
@@ -51,10 +51,10 @@ def _timed_entries(wrapper_module, records: dict):
             # measurement from inside the graph, which benchmarks/timing.py's loops (around
             # whole calls) cannot take.
             def run(*pointers, entry=entry, key=key):
-                started = time.perf_counter()
+                started = clock()
                 status = entry(*pointers)
                 record = records[key]
-                record["seconds"] += time.perf_counter() - started
+                record["seconds"] += clock() - started
                 record["calls"] += 1
                 return status
             timed.append(run)
@@ -62,9 +62,11 @@ def _timed_entries(wrapper_module, records: dict):
     wrapper_module.generate = generate
 
 
-def framejit_kernels(model, inputs: tuple, calls: int) -> tuple:
+def framejit_kernels(model, inputs: tuple, calls: int, clock=time.perf_counter) -> tuple:
     """(per-kernel records, milliseconds per model call) for framejit's C++ kernels;
-    `inputs` = (args, kwargs)."""
+    `inputs` = (args, kwargs); `clock` times each kernel (`time.thread_time`: the CPU time
+    of the calling thread, which runs the kernels at one thread, unaffected by other
+    processes on a loaded machine)."""
     import torch
 
     import inductor
@@ -72,7 +74,7 @@ def framejit_kernels(model, inputs: tuple, calls: int) -> tuple:
     from inductor.codegen.cpp import source
     records: dict = {}
     _one_kernel_per_segment(source)
-    _timed_entries(wrapper, records)
+    _timed_entries(wrapper, records, clock)
     compiled = torch.compile(model, backend=inductor.compile_fx)
     for _ in range(3):
         compiled(*inputs[0], **inputs[1])
@@ -118,6 +120,9 @@ def main() -> None:
                         help="build the zoo's entry of that name (small configs) instead of "
                              "benchmarks.inductor.models' default-size one")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: as set)")
+    parser.add_argument("--clock", choices=["wall", "thread"], default="wall",
+                        help="framejit's kernels: wall time, or the thread's CPU time (steadier "
+                             "on a loaded machine; with --threads 1 only)")
     arguments = parser.parse_args()
     fresh_caches()
     import torch
@@ -131,7 +136,8 @@ def main() -> None:
         model, *inputs = build(arguments.model, arguments.batch)   # inputs: [args, kwargs]
     model.eval()
     with torch.no_grad():
-        records, total = framejit_kernels(model, inputs, arguments.calls)
+        clock = time.thread_time if arguments.clock == "thread" else time.perf_counter
+        records, total = framejit_kernels(model, inputs, arguments.calls, clock)
         ordered = sorted(records.values(), key=lambda record: -record["seconds"])
         kernel_ms = sum(record["seconds"] for record in ordered) / arguments.calls * 1e3
         print(f"framejit: {total:.1f} ms per call, generated kernels {kernel_ms:.1f} ms "

@@ -185,9 +185,21 @@ def _expression(value: Any) -> Any:
     return getattr(node, "_expr", node.expr)
 
 
+def _read(argument: Any, dim: Any) -> int:
+    """A symbol's value in a call's argument: the int itself (`dim` None), a size (`dim` an
+    int), a stride (`("stride", dim)`) or the storage offset (`("offset", None)`)."""
+    if dim is None:
+        return int(argument)
+    if isinstance(dim, int):
+        return argument.shape[dim]
+    kind, index = dim
+    return argument.storage_offset() if kind == "offset" else argument.stride()[index]
+
+
 class Binder:
     """Each symbol's value at run time, from the first (input position, dim) whose traced
-    size is exactly that symbol, or the value of a SymInt input (see the contract)."""
+    size is exactly that symbol, or the value of a SymInt input (see the contract), else a
+    stride or the storage offset of an input that is a view (`x[1:]` at a symbolic offset)."""
 
     def __init__(self, values: Sequence[Any]):
         self.sources: dict = {}
@@ -198,6 +210,11 @@ class Binder:
             elif isinstance(value, torch.Tensor):
                 for dim, size in enumerate(value.shape):
                     self._add(size, position, dim)
+        for position, value in enumerate(values):  # after every size: sizes read first
+            if isinstance(value, torch.Tensor):    # a view input's stride or offset symbols
+                for dim, stride in enumerate(value.stride()):
+                    self._add(stride, position, ("stride", dim))
+                self._add(value.storage_offset(), position, ("offset", None))
         self.plan = list(self.sources.items())
 
     def _add(self, size: Any, position: int, dim: Optional[int]) -> None:
@@ -219,9 +236,7 @@ class Binder:
         """{symbol: sympy integer} read off the call's `arguments`."""
         bound = {}
         for symbol, (position, dim) in self.plan:
-            argument = arguments[position]
-            bound[symbol] = sympy.Integer(int(argument) if dim is None
-                                          else argument.shape[dim])
+            bound[symbol] = sympy.Integer(_read(arguments[position], dim))
         return bound
 
     def evaluate(self, value: Any, bound: dict) -> Any:

@@ -13,6 +13,7 @@ update reading an input another update writes at other elements (a flip, a trans
 row), a view of an input written in place, and two inputs sharing memory.
 """
 import copy
+import sys
 
 import pytest
 import torch
@@ -252,3 +253,29 @@ def test_two_updated_inputs_sharing_memory(backend):
     function(expected, expected, grad)
     compiled(shared, shared, grad)
     assert torch.equal(shared, expected)
+
+
+@pytest.mark.parametrize("kind", ["adam", "adamw"])
+def test_params_of_one_shape_bit_for_bit(kind, backend, monkeypatch):
+    """Params of one shape, whose loops may share one kernel: eager's values over three
+    steps (sqrt through eager's kernel)."""
+    monkeypatch.setattr(inductor.config, "fallback_ops", "aten.sqrt")
+    monkeypatch.setattr(sys.modules[__name__], "SHAPES", [(8, 8)] * 4 + [(5,)] * 2)
+    _run(kind)
+
+
+def test_adamw_params_of_one_shape_share_a_loop(backend, monkeypatch):
+    """AdamW's params of one shape read one common scalar, so their loops share a kernel (a
+    horizontal fusion GPT-2's step gets: 14 params of 256 elements in one loop): each kernel
+    writes whole params (a param with both moments), several per loop; bit for bit with the
+    step compiled without fusion."""
+    monkeypatch.setattr(inductor.config, "fallback_ops", "")
+    monkeypatch.setattr(sys.modules[__name__], "SHAPES", [(8, 8)] * 4 + [(5,)] * 2)
+    plans = Plans(monkeypatch)
+    params, _optimizer = _run("adamw", reference="unfused")
+    plan = _step_plan(plans)
+    inputs = {buffer.get_name() for buffer in plan.inputs}
+    loops = [kernel for kernel in plan.kernels() if kernel.outer_sizes != []]
+    assert len(loops) == 2, plan.describe()
+    for kernel, count in zip(loops, (4, 2)):
+        assert len(set(kernel.stores) & inputs) == 3 * count, plan.describe()

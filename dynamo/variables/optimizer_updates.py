@@ -167,20 +167,33 @@ def _step_value(group: int, index: int, steps: int, dtype, optimizer, memo: dict
         param = optimizer.param_groups[group]["params"][index]
         state = optimizer.state.get(param)   # read before its maker ran: eager's new step is 0
         start = state["step"].item() if state and "step" in state else 0.0
-        value = memo[key] = float_step(start, steps, dtype)
+        # params mostly share their step count: the float arithmetic once per distinct count
+        counted = ("float_step", start, steps, dtype)
+        value = memo.get(counted)
+        if value is None:
+            value = memo[counted] = float_step(start, steps, dtype)
+        memo[key] = value
     return value
 
 
 def _adam_negative_step_size(group, index, steps, dtype, beta1, optimizer, memo) -> float:
     step = _step_value(group, index, steps, dtype, optimizer, memo)
-    bias_correction1 = 1 - beta1 ** step
-    return -(optimizer.param_groups[group]["lr"] / bias_correction1)
+    key = ("negative_step_size", group, step, beta1)   # one learning rate per group and call
+    value = memo.get(key)
+    if value is None:
+        bias_correction1 = 1 - beta1 ** step
+        value = memo[key] = -(optimizer.param_groups[group]["lr"] / bias_correction1)
+    return value
 
 
 def _adam_correction2_sqrt(group, index, steps, dtype, beta2, optimizer, memo) -> float:
     step = _step_value(group, index, steps, dtype, optimizer, memo)
-    bias_correction2 = 1 - beta2 ** step
-    return bias_correction2 ** 0.5
+    key = ("correction2_sqrt", step, beta2)
+    value = memo.get(key)
+    if value is None:
+        bias_correction2 = 1 - beta2 ** step
+        value = memo[key] = bias_correction2 ** 0.5
+    return value
 
 
 def _decay_factor(group: int, weight_decay: float, optimizer, memo: dict) -> float:

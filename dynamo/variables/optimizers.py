@@ -47,6 +47,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from dynamo.breaks import UNSUPPORTED_CALL, UNSUPPORTED_OBJECT, Unsupported
+from dynamo.shapes.policy import mark_static
 from dynamo.variables.attributes import preexisting_box
 from dynamo.variables.base import NotConstant, Variable, variable
 from dynamo.variables.constant import ConstantVariable
@@ -436,6 +437,10 @@ class TracedOptimizer:
         holder = ObjectSource.of(table, f"optimizer scalars {id(table):#x}")
         source = ItemSource(MethodCallSource(holder, "values"), 0)
         example = torch.zeros(size, dtype=torch.float64, device=device)
+        # its size is the rule count, never the data's: static under every dynamic setting.
+        # Symbolic, the guard read it by calling `values()`, which counts host steps: a
+        # second count per call (tests/dynamic/test_symbolic_optimizer_host_steps.py)
+        mark_static(example, 0)
         self._vector = self.tx.graph.add_input(example, source)
 
     def scalar(self, rule: Callable) -> TensorVariable:

@@ -23,7 +23,7 @@ import torch
 from inductor.autograd.global_state import autocast_off, current_autocast
 from inductor.autograd.partition.absent import without_unused_saved
 from inductor.autograd.signature import TensorMeta
-from inductor.autograd.symbols import is_symbolic
+from inductor.autograd.symbols import is_symbolic, known_ints
 from inductor.autograd.version_messages import name_outputs
 from inductor.autograd.versions import (INPUT, OUTPUT, CallVersions, ModifiedSavedInput,
                                         caller_hooks_active, check, check_saved_inputs)
@@ -324,7 +324,7 @@ def _backward_arguments(saved: Sequence[Any], tangents: Sequence[Any],
         if grad is not None:
             arguments.append(grad.contiguous())
         elif position in zeros_for:
-            size = meta.size if sizes is None else sizes[position]
+            size = known_ints(meta.size) if sizes is None else sizes[position]
             arguments.append(torch.zeros(size, dtype=meta.dtype, device=meta.device))
     return arguments
 

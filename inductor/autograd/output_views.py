@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Optional
 import torch
 import torch.fx
 
-from inductor.autograd.symbols import is_symbolic
+from inductor.autograd.symbols import is_symbolic, known_ints
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,10 +128,12 @@ class OutputViews:
         new_values = list(new_output)
         for position, base in sorted(chosen.items()):
             view, fake_base = _fake(outputs[position]), _fake(base)
-            offset = view.storage_offset() - fake_base.storage_offset()
+            # (SymInts of known value, `is_symbolic` says no, held as ints: see known_ints)
+            offset = known_ints(view.storage_offset() - fake_base.storage_offset())
             same = (tuple(view.size()) == tuple(fake_base.size()) and offset == 0
                     and tuple(view.stride()) == tuple(fake_base.stride()))
-            geometry = (None, None) if same else (tuple(view.size()), tuple(view.stride()))
+            geometry = (None, None) if same else (known_ints(tuple(view.size())),
+                                                  known_ints(tuple(view.stride())))
             input_index = placeholders.index(base) if base.op == "placeholder" else None
             if input_index is not None:
                 self.input_indices.append(input_index)

@@ -35,7 +35,7 @@ from inductor.autograd.output_views import OutputViews, WithRebuiltViews
 from inductor.autograd.partition.absent import without_tangents
 from inductor.autograd.signature import (GraphSignature, OutputInfo, OutputKind, TensorMeta,
                                          ViewHistory)
-from inductor.autograd.symbols import (Binder, GuardedVariant, added_guards,
+from inductor.autograd.symbols import (Binder, GuardedVariant, added_guards, known_ints,
                                        expected_strides, hint, is_symbolic, stride_rule)
 from inductor import config
 from inductor.runtime import fallbacks
@@ -248,7 +248,7 @@ class Epilogue:
         self.versions_set = [(index, info.version_bumps) for index, info
                              in enumerate(signature.inputs)
                              if info.is_tensor and info.version_bumps != info.mutates_data]
-        self.outputs = signature.outputs
+        self.outputs = tuple(_constant_symbols_as_ints(output) for output in signature.outputs)
         self.spec = signature.output_spec
 
     def __call__(self, arguments: Sequence, function_outputs: Sequence) -> Any:
@@ -305,6 +305,19 @@ class Epilogue:
                     if is_symbolic(output.value) else output.value)
             concrete.append(output)
         return concrete
+
+
+def _constant_symbols_as_ints(output: OutputInfo) -> OutputInfo:
+    """The output's info with every SymInt whose value the trace fixed (its expression a
+    constant: `s1 -> 5` after a guard) as a plain int: a real tensor's `view` refuses a
+    SymInt even of known value (an LSTM's output view under `dynamic=True`:
+    tests/dynamic/test_symbolic_constant_sizes.py)."""
+    meta = output.meta
+    if meta is not None:
+        meta = dataclasses.replace(meta, size=known_ints(meta.size), stride=known_ints(meta.stride),
+                                   storage_offset=known_ints(meta.storage_offset))
+    return dataclasses.replace(output, meta=meta, base_offset=known_ints(output.base_offset),
+                               value=known_ints(output.value))
 
 
 def _symbolic_output(output: OutputInfo) -> bool:

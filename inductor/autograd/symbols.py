@@ -48,6 +48,23 @@ def is_symbolic(value: Any) -> bool:
     return False
 
 
+def known_ints(value: Any) -> Any:
+    """`value` (a SymInt, or a tuple, list or torch.Size of them) with every SymInt whose value
+    the trace fixed (its expression a constant: `s1 -> 5` after a guard) as a plain int; the
+    same object where nothing changes. Real tensors' ops refuse a SymInt even of known value
+    (tests/dynamic/test_symbolic_constant_sizes.py)."""
+    if isinstance(value, torch.SymInt):
+        constant = value.node.maybe_as_int()
+        return value if constant is None else constant
+    if isinstance(value, (tuple, list)) and any(isinstance(item, torch.SymInt) or
+                                                type(item) in (tuple, list) for item in value):
+        items = [known_ints(item) for item in value]
+        if all(new is old for new, old in zip(items, value)):
+            return value
+        return torch.Size(items) if isinstance(value, torch.Size) else type(value)(items)
+    return value
+
+
 def _placeholder_value(node: Any) -> Any:
     meta = node.meta
     return meta["example_value"] if "example_value" in meta else meta.get("val")

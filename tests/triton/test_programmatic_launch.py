@@ -40,7 +40,9 @@ def test_every_function_waits_first_when_printed_for_programmatic_launch():
             assert lines[2] == "    tl.extra.cuda.gdc_wait()"
             assert "gdc_wait" not in "\n".join(lines[3:])
             functions += 1
-    assert functions >= 6       # split sum (2), softmax, transpose, scatter (2)
+    # the column sum with the transpose (one kernel since 6dd8412's next-candidate fusion,
+    # both reading x), softmax, the scatter's two functions, the scale
+    assert functions >= 5
     assert not any(kernel.spec.programmatic for kernel in plain.kernels)
     assert "gdc_wait" not in plain.text
 

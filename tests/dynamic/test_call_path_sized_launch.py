@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 import inductor
-from inductor.runtime.compiled_graph import CompiledGraph
 from tests.inductor.test_dynamic_sizes import assert_same, symbolic_graph
+from tests.triton.conftest import launcher_wrappers
 
 
 @pytest.fixture(autouse=True)
@@ -22,28 +22,6 @@ def _triton_on_cpu(tmp_path):
                            cpu_backend="triton")
     yield
     inductor.config.update(**saved)
-
-
-def _wrappers(compiled) -> list:
-    """The generated wrapper functions reached from a compiled graph (through `run`,
-    `with_argument_list` and closures), those whose globals hold a launcher."""
-    from inductor.runtime.triton_launch import Launcher
-    from inductor.runtime.triton_sizes import SizedLauncher
-    seen, pending, found = set(), [compiled], []
-    while pending:
-        value = pending.pop()
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if isinstance(value, CompiledGraph):
-            pending.append(value.run)
-        pending.extend(getattr(value, attribute) for attribute in ("with_argument_list",)
-                       if hasattr(value, attribute))
-        namespace = getattr(value, "__globals__", {})
-        if any(isinstance(item, (Launcher, SizedLauncher)) for item in namespace.values()):
-            found.append(value)
-        pending.extend(cell.cell_contents for cell in getattr(value, "__closure__", None) or ())
-    return found
 
 
 def _function(x, weight, bias):
@@ -66,7 +44,7 @@ def test_a_symbolic_wrapper_calls_each_kernels_dispatch_straight():
         inputs = _inputs(batch)
         assert_same(compiled(*copy.deepcopy(inputs)), _function(*inputs))
     assert compiled.report.size_variants == 0 and compiled.report.size_reason is None
-    wrappers = [wrapper for wrapper in _wrappers(compiled)
+    wrappers = [wrapper for wrapper in launcher_wrappers(compiled)
                 if any(name.startswith("launch") for name in wrapper.__code__.co_names)]
     assert wrappers     # the functions that launch kernels (not `call`, which forwards)
     for wrapper in wrappers:

@@ -69,9 +69,9 @@ def kernel_source(compiled) -> str:
     return compiled.report.source.replace(PRELUDE, "")
 
 
-def launchers(compiled) -> list:
-    """The kernel launchers of a compiled graph (found through its wrapper's globals; for a
-    kernel over symbolic sizes, the launcher of each size bucket met so far)."""
+def launcher_wrappers(compiled) -> list:
+    """The generated wrapper functions reached from a compiled graph (through `run`,
+    `compiled`, `with_argument_list` and closures): those whose globals hold a launcher."""
     from inductor.runtime.compiled_graph import CompiledGraph
     from inductor.runtime.triton_launch import Launcher
     from inductor.runtime.triton_sizes import SizedLauncher
@@ -86,15 +86,30 @@ def launchers(compiled) -> list:
             pending.append(value.run)
         elif hasattr(value, "compiled"):
             pending.append(value.compiled)
+        if hasattr(value, "with_argument_list"):
+            pending.append(value.with_argument_list)
         globals_ = getattr(value, "__globals__", None)
         if globals_ is not None and "__builtins__" in globals_ and \
                 any(isinstance(item, (Launcher, SizedLauncher)) for item in globals_.values()):
-            found += [item for item in globals_.values() if isinstance(item, Launcher)]
-            found += [launcher for item in globals_.values() if isinstance(item, SizedLauncher)
-                      for launcher in item.launchers.values()]
+            found.append(value)
         for cell in getattr(value, "__closure__", None) or ():
             pending.append(cell.cell_contents)
     return found
+
+
+def launchers(compiled) -> list:
+    """The kernel launchers of a compiled graph (found through its wrapper's globals; for a
+    kernel over symbolic sizes, the launcher of each size bucket met so far)."""
+    from inductor.runtime.triton_launch import Launcher
+    from inductor.runtime.triton_sizes import SizedLauncher
+
+    found = {}                   # by id: wrappers of one module share their globals
+    for wrapper in launcher_wrappers(compiled):
+        values = wrapper.__globals__.values()
+        found.update((id(item), item) for item in values if isinstance(item, Launcher))
+        found.update((id(launcher), launcher) for item in values
+                     if isinstance(item, SizedLauncher) for launcher in item.launchers.values())
+    return list(found.values())
 
 
 def gpu_module(function, *inputs, persistent_limit=32768, wait_for_prior=False):

@@ -47,6 +47,7 @@ def plan_glue(capture: Capture, frame_globals: dict,
         replay(plan, capture.pending)
         write_frame_cells(plan, capture.own_cells(), every=capture.stop is not None)
         replay_calls(plan, capture.side_effects.deferred_calls)
+        replay_calls(plan, capture.side_effects.early_calls, plan.early)
     except Unsupported as failure:
         return PlannedGlue(None, failure=failure)
     return PlannedGlue(plan, returned)

@@ -52,6 +52,7 @@ class GluePlan:
         self.frame_cells: dict[int, str] = {}  # id(cell box) -> name, for the frame's own cells
         self._parameter_names: dict[tuple, str] = {}
         self.reads: list[str] = []  # `r<n> = <source>`: entry values, read before any replay
+        self.early: list[str] = []  # calls made before the graph (SideEffects.early_calls)
         self._read_names: dict[Source, str] = {}
         self.error_path = None  # raising.ErrorPath: what the glue does if the graph raises
 
@@ -177,11 +178,17 @@ class GluePlan:
     def build(self, compiled, input_sources: list[Source], returned: str, name: str):
         """The glue function (its globals are the frame's), plus its source text."""
         fetches, inputs = self.input_fetches(input_sources)
-        call = None if compiled is None else [*fetches,
-                                              *glue_lines(self.error_path, inputs, name)]
+        before, reads = [], self.reads
+        if self.early:  # after the graph's inputs and the entry values are read, as in eager
+            if compiled is not None:
+                fetches.append(f"e = ({''.join(f'{value}, ' for value in inputs)})")
+                inputs = ["*e"]
+            before, reads = reads + self.early, []
+        call = before if compiled is None else \
+            [*fetches, *before, *glue_lines(self.error_path, inputs, name)]
         parameters = [self._name_of("L_", local) for local in self.parameters] + \
                      [self._name_of("C_", local) for local in self.cell_parameters]
-        body = (call or []) + self.reads + self.statements + [f"return {returned}"]
+        body = call + reads + self.statements + [f"return {returned}"]
         free = ["compiled", "G", *self.constants]
         text = (f"def make({', '.join(free)}):\n"
                 f"    def {name}({', '.join(parameters)}):\n"

@@ -8,6 +8,7 @@ object); new containers and objects are built afresh, once each.
 from __future__ import annotations
 
 from collections import OrderedDict, defaultdict
+from typing import Optional
 
 import torch
 
@@ -129,14 +130,21 @@ def _new_object(plan, value) -> str:
     return name
 
 
-def replay_calls(plan, calls: list) -> None:
-    """Statements making the deferred calls (after the mutations' replay), in program order.
-    They run with no frame capture inside (as under `dynamo.disable`): they were traced
-    already, and capturing their frames again would only find the reason they were deferred."""
+def replay_calls(plan, calls: list, into: Optional[list] = None) -> None:
+    """Statements making the deferred calls, in program order, into `into` (by default the
+    glue's statements after the mutations' replay; `plan.early` for the calls made before
+    the graph). They run with no frame capture inside (as under `dynamo.disable`): they
+    were traced already, and capturing their frames again would only find the reason they
+    were deferred."""
     from dynamo import _C
+    statements = plan.statements if into is None else into
     for function, arguments in calls:
         name = plan.bind(_C.ScopedCall(function, None), getattr(function, "__name__", "call"))
-        plan.statements.append(f"{name}({', '.join(rebuild(plan, value) for value in arguments)})")
+        before = len(plan.statements)
+        text = ", ".join(rebuild(plan, value) for value in arguments)
+        if into is not None and len(plan.statements) != before:  # built after the graph
+            raise AssertionError(f"an early call's arguments ({text}) need the graph's results")
+        statements.append(f"{name}({text})")
 
 
 def write_frame_cells(plan, cells: dict, every: bool) -> None:

@@ -131,6 +131,8 @@ class Capture:
         lines += [f"  {text}" for text in self.guards.describe()]
         lines.append("side effects:")
         effects = [f"  {box.kind} {box.source.name()} changed" for box in self.pending]
+        effects += [f"  call {getattr(function, '__qualname__', repr(function))} before the "
+                    "graph" for function, _ in self.side_effects.early_calls]
         effects += [f"  call {getattr(function, '__qualname__', repr(function))} after the "
                     "graph" for function, _ in self.side_effects.deferred_calls]
         lines += effects or ["  (none)"]

@@ -306,6 +306,7 @@ def check_exception_path(tx, before: int) -> None:
             inputs = memory_of_inputs(nodes)
         effect = effect_of(node, inputs or set())
         lasting = effect.reason if effect.kind == "lasting" else lasting
+    path.raised = path.raised or raising
     exposed = raising and (path.effects or path.mode_changes > 0 or path.grad_left_differs()
                            or bool(tx.side_effects.deferred_calls) or runs_code_on_error(tx))
     if (exposed and (path.lasting or lasting)) or (lasting and path.exposed):

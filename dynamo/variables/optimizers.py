@@ -212,13 +212,14 @@ class TracedOptimizer:
 
     # -- zero_grad ---------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool) -> Variable:
-        """`set_to_none=True`: the graph forgets the gradients and a deferred call clears
-        them after it runs. `False`: `grad.zero_()` in the graph for each gradient present."""
+        """`set_to_none=True`: the graph forgets the gradients and a call outside the graph
+        clears them (before the graph where nothing recorded earlier may raise: `defer`). `False`: `grad.zero_()` in the graph for each gradient present."""
         if set_to_none:
             for group in self.optimizer.param_groups:
                 for param in group["params"]:
                     self.record.grads[id(param)] = None
-            self.tx.side_effects.deferred_calls.append((clear_grads, [self.owner]))
+            self.tx.side_effects.defer(clear_grads, [self.owner], len(self.tx.graph.graph.nodes),
+                                       idempotent=True)
             return ConstantVariable(None)
         self._guard_structure()
         with _grad_disabled(self.tx):

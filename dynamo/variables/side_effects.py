@@ -65,6 +65,7 @@ class ExceptionPath:
     exposed: bool = False
     lasting: str = ""
     checked: int = 0  # graph nodes already looked at
+    raised: bool = False  # an operation that may raise when the graph runs was recorded
     entry_grad: bool = dataclasses.field(default_factory=torch.is_grad_enabled)
     grad_blocks: int = 0  # grad-mode `with` blocks entered in this trace and still open
     outer_grad: bool = True  # the mode the outermost of them puts back
@@ -94,7 +95,24 @@ class SideEffects:
         # calls made after the graph instead of during the trace, in program order: a real
         # function and its argument variables (`logger.warning_once(message)`, see special.py)
         self.deferred_calls: list[tuple[Any, list]] = []
+        # idempotent calls made before the graph instead (see `defer`)
+        self.early_calls: list[tuple[Any, list]] = []
         self.exception_path = ExceptionPath()
+
+    def defer(self, function: Any, arguments: list, graph_size: int,
+              idempotent: bool = False) -> None:
+        """Make `function(*arguments)` outside the graph, in program order with the trace's
+        other effects. An idempotent call recorded before anything that could make an error
+        of the graph skip it or reorder it (no operation that may raise, no earlier change
+        to a Python value, no grad-mode block left, no deferred call; `graph_size`: the
+        graph's node count now, all of them checked) runs before the graph instead: where
+        eager made it, so an error of the graph no longer forces a re-run (and the copies of
+        the inputs the graph writes that a re-run needs). `optimizer.zero_grad()` before the
+        forward of a training step is the case."""
+        path = self.exception_path
+        first = idempotent and not (path.raised or path.effects or path.mode_changes or
+                                    self.deferred_calls or path.checked < graph_size)
+        (self.early_calls if first else self.deferred_calls).append((function, arguments))
 
     def box_for(self, real: Any, facet: str = "") -> Optional[Box]:
         """The box already made for a pre-existing object, if any (keeps aliasing right).

@@ -93,7 +93,7 @@ def _logging_call(tx, function, name: str, args, kwargs=None) -> Optional[Variab
         # arguments, then never again (an lru_cache). Made after the graph instead of
         # breaking it; the first call's message then follows the graph's work instead of
         # preceding it (models call it on every step: GPT-2's loss_function property).
-        tx.side_effects.deferred_calls.append((function, list(args)))
+        tx.side_effects.defer(function, list(args), len(tx.graph.graph.nodes))
         return ConstantVariable(None)
     raise Unsupported(PRINT, f"logging.{name}()", exact_frames=True)  # records its caller
 

@@ -15,7 +15,7 @@ import torch
 
 from inductor.ir.nodes import Pointwise, Reduction, TensorBox
 from inductor.ir.ops import ops
-from inductor.ir.symbols import product
+from inductor.ir.symbols import NotSymbolic, product
 from inductor.lower.elementwise import cast, make_pointwise, opmath_dtype
 from inductor.lower.registry import register_lowering
 
@@ -200,8 +200,14 @@ def _variance_parts(x: TensorBox, dims, correction, keepdim):
     count = product(x.get_size()[dim] for dim in dims)
     correction = 1 if correction is None else correction
     m2 = make_reduction(x, dims, keepdim, "var_m2", accumulate, accumulate)
-    divisor = float(count - correction) if count.is_Integer else count - correction
-    divisor = max(divisor, 0.0)
+    if count.is_Integer:
+        divisor = max(float(count - correction), 0.0)
+    elif float(correction).is_integer() and correction <= 1:
+        # a product of sizes (each >= 1) less 0 or 1: an int >= 0 at every size (a symbolic
+        # size is an int operand; `correction=1.0` from `std()` as well)
+        divisor = count - int(correction)
+    else:   # n - 0.5, or n - 2 which eager clamps at 0 for small n
+        raise NotSymbolic(f"var/std with correction={correction!r} over symbolic sizes")
     variance = make_pointwise(ops.truediv, m2, divisor, dtype=dtype, compute_dtype=accumulate)
     return variance, count, dims, accumulate
 

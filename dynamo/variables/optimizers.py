@@ -213,7 +213,8 @@ class TracedOptimizer:
     # -- zero_grad ---------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool) -> Variable:
         """`set_to_none=True`: the graph forgets the gradients and a call outside the graph
-        clears them (before the graph where nothing recorded earlier may raise: `defer`). `False`: `grad.zero_()` in the graph for each gradient present."""
+        clears them (before the graph where nothing recorded earlier may raise: `defer`).
+        `False`: `grad.zero_()` in the graph for each gradient present."""
         if set_to_none:
             for group in self.optimizer.param_groups:
                 for param in group["params"]:

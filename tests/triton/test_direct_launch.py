@@ -31,6 +31,7 @@ def direct_launcher(monkeypatch, alignment, scratch=False):
     launcher.alignment = alignment
     launcher.needs_scratch = scratch
     launcher._scratch = lambda: ["scratch"]
+    launcher._scratches = {}
     launcher._general = lambda *tensors: general.append(tensors)
     run = lambda *arguments: launched.append(arguments)  # noqa: E731
     launcher.fast = [((run, "function0", "metadata0"), (32, 1, 1), [128]),
@@ -64,10 +65,36 @@ def test_an_input_recorded_misaligned_is_not_checked(monkeypatch):
     assert len(launched) == 4 and len(general) == 1
 
 
-def test_scratch_memory_is_made_per_call(monkeypatch):
+def test_scratch_memory_is_made_once_per_stream(monkeypatch):
+    monkeypatch.setattr(triton_launch, "_capturing", lambda: False)    # (no GPU here)
     direct, launched, _ = direct_launcher(monkeypatch, (True, True), scratch=True)
     direct(Pointer(0), Pointer(16), Pointer(32))
     assert launched[0][-2:] == ("scratch", 128)
+    launcher = direct.__globals__["stream_scratch"].__self__
+    made = []
+    launcher._scratch = lambda: made.append(1) or [f"scratch{len(made)}"]
+    launcher._scratches.clear()
+    stream = [1001]
+    direct.__globals__["current_stream"] = lambda index: stream[0]
+    for _ in range(3):                          # launches on one stream run in order
+        direct(Pointer(0), Pointer(16), Pointer(32))
+    assert len(made) == 1 and launched[-1][-3] == "scratch1"
+    stream[0] = 2002                            # another stream: its own workspaces
+    direct(Pointer(0), Pointer(16), Pointer(32))
+    assert len(made) == 2 and launched[-1][-3] == "scratch2"
+    stream[0] = 1001
+    direct(Pointer(0), Pointer(16), Pointer(32))
+    assert len(made) == 2 and launched[-1][-3] == "scratch1"
+    monkeypatch.setattr(triton_launch, "_capturing", lambda: True)
+    stream[0] = 3003                            # capturing a CUDA graph: never kept
+    direct(Pointer(0), Pointer(16), Pointer(32))
+    direct(Pointer(0), Pointer(16), Pointer(32))
+    assert len(made) == 4 and 3003 not in launcher._scratches
+    monkeypatch.setattr(triton_launch, "_capturing", lambda: False)
+    for handle in range(4000, 4000 + 2 * triton_launch._SCRATCH_STREAMS):
+        stream[0] = handle
+        direct(Pointer(0), Pointer(16), Pointer(32))
+    assert len(launcher._scratches) <= triton_launch._SCRATCH_STREAMS
 
 
 class KnownLauncher:

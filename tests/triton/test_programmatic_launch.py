@@ -82,7 +82,8 @@ def test_programmatic_launch_needs_a_gpu_and_the_setting(monkeypatch):
 def test_programmatic_launches_give_eager_results_and_compile_with_launch_pdl():
     assert triton_build.programmatic_launch(torch.device("cuda"))
     compiled = check_same(several_kernels, *inputs("cuda"), atol=1e-4, rtol=1e-4, calls=3)
-    assert compiled.report.source.count("tl.extra.cuda.gdc_wait()") >= 6
+    # one wait per function: 5 since 6dd8412 (see the printed test above)
+    assert compiled.report.source.count("tl.extra.cuda.gdc_wait()") >= 5
 
 
 @hopper

@@ -151,11 +151,32 @@ def test_failure_reasons_read_as_expected_and_got(first, second):
         assert ": expected " in reason and ", got " in reason or "could not be" in reason
 
 
-@given(VALUES, st.data())
-def test_reason_names_the_changed_constant_leaf(spec, data):
-    assume(type(spec) in (list, dict) and spec)
-    key = data.draw(st.sampled_from(list(range(len(spec))) if type(spec) is list else list(spec)))
-    assume(is_constant(spec[key]) and spec[key] is not None)
+def _with_constant_leaf(parts) -> tuple:
+    """(container, key): `others` with the constant `leaf` put at a drawn place."""
+    others, leaf, place, keyed = parts
+    if keyed:
+        spec = dict(others)
+        key = place if place not in spec else next(key for key in range(-2, 4) if key not in spec)
+        spec[key] = leaf
+        return spec, key
+    position = min(place % 4, len(others))
+    return others[:position] + [leaf] + others[position:], position
+
+
+# a list or dict with a constant (not None) leaf at a known key, built so: a filter on VALUES
+# discarded so many draws that hypothesis's filter_too_much health check failed at times
+_CONSTANT_LEAF = SCALARS.filter(lambda value: value is not None and is_constant(value))
+_WITH_CONSTANT_LEAF = st.one_of(
+    st.tuples(st.lists(VALUES, max_size=2), _CONSTANT_LEAF, st.integers(0, 3), st.just(False)),
+    st.tuples(st.dictionaries(st.one_of(st.text(max_size=3), st.integers(-2, 2)), VALUES,
+                              max_size=2),
+              _CONSTANT_LEAF, st.one_of(st.text(max_size=3), st.integers(-2, 2)), st.just(True)),
+).map(_with_constant_leaf)
+
+
+@given(_WITH_CONSTANT_LEAF, st.data())
+def test_reason_names_the_changed_constant_leaf(built, data):
+    spec, key = built
     replacement = data.draw(SCALARS.filter(lambda value: not same_guarded(spec[key], value)))
     changed = replace_at(spec, (key,), replacement)
     guard_set, check = compiled(build(spec))

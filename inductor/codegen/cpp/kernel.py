@@ -21,6 +21,7 @@ import sympy
 import torch
 
 from inductor.codegen.cpp.expressions import index_text, storage_type
+from inductor.codegen.cpp.hoist import Hoist
 from inductor.codegen.cpp.lines import Lines
 from inductor.config import config
 from inductor.codegen.cpp.ops import CppOpsHandler, CppValue
@@ -49,6 +50,7 @@ class CppKernel:
         self.ranges = plan.variable_ranges()
         self.available: dict = {}
         self.counter = 0
+        self.hoists = 0
         self.lines = Lines()
         self.pointers = {name: f"p{position}" for position, name in enumerate(self.arguments())}
         self.local_names = {member.name: f"m{position}"
@@ -224,13 +226,22 @@ class CppKernel:
         return len(sizes)
 
     # -- members ---------------------------------------------------------------------------
-    def _handler(self) -> CppOpsHandler:
+    def _handler(self, hoist: Optional[Hoist] = None) -> CppOpsHandler:
         self.counter += 1
         return CppOpsHandler(_LineSink(self.lines), self.dtype_of, self._forwarded,
                              self._index, prefix=f"t{self.counter}_",
                              pointer=self.pointers.__getitem__, reciprocals=self.reciprocals,
                              extents=self.extents, site=self.plan.name,
-                             check_bounds=config.bounds_check)
+                             check_bounds=config.bounds_check, hoist=hoist)
+
+    def _hoist(self) -> Optional[Hoist]:
+        """A mark here for what the inner loop nest about to open need not recompute per
+        element (hoist.py); None where the nest may not run (an extent of 0)."""
+        if any(isinstance(size, int) and size <= 0 for size in self.plan.inner_sizes):
+            return None
+        self.hoists += 1     # apart from `counter`: the other temporaries keep their names
+        return Hoist(self.lines, self.plan.inner_vars(), self.plan.stores,
+                     prefix=f"h{self.hoists}_")
 
     def _index(self, expr) -> str:
         return index_text(simplify_index(sympy.expand(sympy.sympify(expr)), self.ranges))
@@ -286,8 +297,9 @@ class CppKernel:
 
     def _inner_stage(self, members: list, parallel: bool) -> None:
         saved = dict(self.available)
+        hoist = self._hoist()
         opened = self._open_inner_loops(simd=True, parallel=parallel)
-        handler = self._handler()
+        handler = self._handler(hoist)
         preloaded = {}
         for reuse in self.reuses:
             if reuse.reader in members:
@@ -331,10 +343,11 @@ class CppKernel:
         linear = substitute(reduction_linear_index(member.node), member.replacements)
         return self._index(linear)
 
-    def _fold(self, members: list, accumulators: list, lane: Optional[str]) -> None:
+    def _fold(self, members: list, accumulators: list, lane: Optional[str],
+              hoist: Optional[Hoist] = None) -> None:
         """Evaluate the members' bodies and fold them into the accumulators."""
         saved = dict(self.available)
-        handler = self._handler()
+        handler = self._handler(hoist)
         for member, accumulator in zip(members, accumulators):
             value = self._evaluate(member, handler)
             for reuse in self.reuses:
@@ -357,17 +370,18 @@ class CppKernel:
         accumulators = self._accumulators(members, lanes)
         for accumulator in accumulators:
             self.lines.add(*accumulator.declare())
+        hoist = self._hoist()
         for position, size in enumerate(sizes[:-1]):
             name = variables[position].name
             self.lines.open(f"for (int64_t {name} = 0; {name} < {_text(size)}; ++{name})")
         self._innermost_reduction_loop(members, accumulators, variables[-1].name, 0,
-                                       _text(innermost), lanes)
+                                       _text(innermost), lanes, hoist)
         for _ in sizes[:-1]:
             self.lines.close()
         self._finish_reductions(members, accumulators)
 
     def _innermost_reduction_loop(self, members, accumulators, name: str, start, end,
-                                  lanes: int) -> None:
+                                  lanes: int, hoist: Optional[Hoist] = None) -> None:
         """Lanes over [start, end) in blocks, then a scalar tail (bounds are C++ text)."""
         tail_start = start
         if lanes:
@@ -379,14 +393,14 @@ class CppKernel:
             self.lines.add("#pragma omp simd")
             self.lines.open(f"for (int64_t {name} = {block}; {name} < {block} + {lanes}; "
                             f"++{name})")
-            self._fold(members, accumulators, f"{name} - {block}")
+            self._fold(members, accumulators, f"{name} - {block}", hoist)
             self.lines.close()
             for accumulator in accumulators:
                 self.lines.add(*accumulator.after_block(f"({block} - {start}) / {lanes}"))
             self.lines.close()
             tail_start = f"{start} + (({end}) - ({start})) / {lanes} * {lanes}"
         self.lines.open(f"for (int64_t {name} = {tail_start}; {name} < {end}; ++{name})")
-        self._fold(members, accumulators, None)
+        self._fold(members, accumulators, None, hoist)
         self.lines.close()
 
     def _finish_reductions(self, members: list, accumulators: list) -> None:

@@ -33,6 +33,13 @@ class _Block:
     flagged: bool = False       # an index statement inside needs the error flag
 
 
+@dataclasses.dataclass
+class Mark:
+    position: int               # where the next inserted line goes
+    depth: int                  # its indentation
+    blocks: int                 # how many blocks were open
+
+
 class Lines:
     """Indented C++ lines (see the module docstring)."""
 
@@ -89,6 +96,22 @@ class Lines:
         self.lines[block.start:] = [indent + line for line in blocked]
         block.pragma = block.start if blocked[0].startswith("#pragma omp parallel") else None
 
+    def mark(self) -> "Mark":
+        """The current position: `insert` adds lines there later (hoist.py)."""
+        return Mark(len(self.lines), self.depth, len(self.blocks))
+
+    def insert(self, mark: "Mark", text: str) -> None:
+        """Add `text` at `mark` (after what was inserted there before), in the blocks open
+        when the mark was taken; blocks opened since then move down."""
+        if INDEX_ERROR_FLAG in text:
+            self._flag(self.blocks[:mark.blocks])
+        self.lines.insert(mark.position, "  " * mark.depth + text)
+        for block in self.blocks[mark.blocks:]:
+            if block.start >= mark.position:
+                block.start += 1
+                block.pragma = None if block.pragma is None else block.pragma + 1
+        mark.position += 1
+
     def function_lines(self) -> list[str]:
         """The body, with a function-wide flag where a statement outside loops needs one."""
         if not self.function_flag:
@@ -96,8 +119,8 @@ class Lines:
         return ([f"  int {INDEX_ERROR_FLAG} = 0;"] + self.lines +
                 [f"  if ({INDEX_ERROR_FLAG}) jit_fail(JIT_ERROR_INDEX);"])
 
-    def _flag(self) -> None:
-        for block in reversed(self.blocks):
+    def _flag(self, blocks: Optional[list] = None) -> None:
+        for block in reversed(self.blocks if blocks is None else blocks):
             if block.loop or block.pragma is not None:   # a loop, or an `omp parallel` region
                 (block.owner or block).flagged = True
                 return

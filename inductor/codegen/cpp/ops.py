@@ -67,8 +67,9 @@ class CppOpsHandler(KernelOpsHandler):
     def __init__(self, lines: list, dtype_of: Callable, forwarded: Callable,
                  index_hook: Callable, prefix: str = "tmp", pointer: Callable = str,
                  reciprocals: Optional[dict] = None, extents: Optional[dict] = None,
-                 site: str = "", check_bounds: bool = False):
+                 site: str = "", check_bounds: bool = False, hoist=None):
         super().__init__(prefix)
+        self.hoist = hoist
         self.lines = lines
         self.extents = extents
         self.checked = extents if check_bounds else None
@@ -80,6 +81,15 @@ class CppOpsHandler(KernelOpsHandler):
         self.index_hook = index_hook
 
     # -- emission --------------------------------------------------------------------------
+    def emit(self, text: str, dtype: torch.dtype):
+        if self._hoists() and self.hoist.takes_expression(text, dtype):
+            return self.hoist.value(text, dtype, CppValue)
+        return super().emit(text, dtype)
+
+    def _hoists(self) -> bool:
+        """Whether values invariant in the inner loop nest move before it (hoist.py)."""
+        return self.hoist is not None and self.predicate is None
+
     def declare(self, name: str, text: str, dtype: torch.dtype) -> None:
         self.lines.append(f"const {storage_type(dtype)} {name} = {text};")
 
@@ -106,6 +116,8 @@ class CppOpsHandler(KernelOpsHandler):
         if self.predicate is not None:
             zero = literal(0, dtype)
             element = f"({self.predicate} ? {element} : {zero})"
+        elif self._hoists() and self.hoist.takes_load(name, index):
+            return self.hoist.value(element, compute_dtype(dtype), CppValue)
         return self.emit(element, compute_dtype(dtype))
 
     def store_text(self, name: str, index, value: CppValue) -> str:
@@ -122,8 +134,14 @@ class CppOpsHandler(KernelOpsHandler):
         return f"{self.pointer(name)}[{position}] = {text};"
 
     def indirect_indexing(self, value, size, check=True):
+        if self._hoists() and value.name in self.hoist.invariant:
+            text = f"static_cast<int64_t>({value.name})" if not check else \
+                f"jit_wrap_index({value.name}, {index_text(size)}, {INDEX_ERROR_FLAG})"
+            return self.hoist.value(text, torch.int64, lambda name, _: signed_symbol(name))
         symbol = signed_symbol(f"{self.prefix}_index{self.indirect_count}")
         self.indirect_count += 1
+        if self.hoist is not None:
+            self.hoist.add_variant(symbol.name)
         if not check:   # the lowering proved the value inside [0, size) (clamped pooling reads)
             self.lines.append(f"const int64_t {symbol.name} = "
                               f"static_cast<int64_t>({value.name});")

@@ -25,6 +25,7 @@ dtypes, and CUDA (cuDNN): those keep torch's decomposition.
 """
 from __future__ import annotations
 
+import struct
 from typing import Optional
 
 import torch
@@ -36,6 +37,12 @@ def _reproducible(input, weight, bias, running_mean, running_var) -> bool:
     return (input.device.type == "cpu" and input.dim() >= 3
             and all(value.dtype == torch.float32 for value in tensors)
             and input.is_contiguous() and input.numel() // (input.shape[0] * input.shape[1]) > 1)
+
+
+def _float32(value: float) -> float:
+    """`value` rounded to float32 as a Python float. Not through `torch.tensor`: under a trace
+    that makes a tensor constant, which a symbolic trace refuses (a per-size fallback)."""
+    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 def _per_channel(value: torch.Tensor, dim: int) -> torch.Tensor:
@@ -67,8 +74,8 @@ def training(input, weight, bias, running_mean, running_var, momentum: float,
     var_sum = (centered * centered).to(torch.float64).sum(dims).to(torch.float32)
     invstd = torch.reciprocal(torch.sqrt((var_sum / count).to(torch.float64) + eps)) \
         .to(torch.float32)
-    scale = float(torch.tensor(momentum, dtype=torch.float32))
-    keep = float(torch.tensor(1 - scale, dtype=torch.float32))
+    scale = _float32(momentum)
+    keep = _float32(1 - scale)
     new_mean = new_var = None
     if running_mean is not None:
         new_mean = mean * scale + running_mean * keep
@@ -113,3 +120,19 @@ def evaluation(input, weight, bias, running_mean, running_var,
         return None
     invstd = torch.reciprocal(torch.sqrt(running_var + eps))
     return _affine(input, weight, bias, running_mean, invstd)
+
+
+def evaluating(decomposition):
+    """A decomposition of one of ATen's evaluation-mode batch norms that computes the output
+    exactly where it applies (`evaluation`) and keeps `decomposition`'s other results (empty
+    statistics, a reserve buffer). `_native_batch_norm_legit_no_training` and
+    `_batch_norm_no_update` take (input, weight, bias, running_mean, running_var, momentum,
+    eps); torch's Python dispatcher, which symbolic traces run under, routes an evaluation
+    `F.batch_norm` to the first, not to `native_batch_norm`."""
+    def decompose(input, weight, bias, running_mean, running_var, momentum, eps):
+        general = decomposition(input, weight, bias, running_mean, running_var, momentum, eps)
+        exact = evaluation(input, weight, bias, running_mean, running_var, eps)
+        if exact is None:
+            return general
+        return (exact, *general[1:])
+    return decompose

@@ -92,6 +92,11 @@ def _table() -> dict:
                                  (aten._batch_norm_with_update.default, False)):
         if overload in table:
             table[overload] = batch_norm.updating(table[overload], functional)
+    # evaluation mode: what symbolic traces (torch's Python dispatcher) meet
+    for overload in (aten._native_batch_norm_legit_no_training.default,
+                     aten._batch_norm_no_update.default):
+        if overload in table:
+            table[overload] = batch_norm.evaluating(table[overload])
 
     def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
                           eps):

@@ -22,6 +22,13 @@ def _model():
                          nn.Flatten(), nn.Linear(4 * 6 * 6, 10))
 
 
+def _twins(model, optimizer_class, **options) -> tuple:
+    """(model, its optimizer, a copy of the model, the copy's optimizer): eager's and jit's."""
+    twin = copy.deepcopy(model)
+    return (model, optimizer_class(model.parameters(), **options), twin,
+            optimizer_class(twin.parameters(), **options))
+
+
 def _glue_of(jitted, marker: str) -> str:
     glues = [record.glue_source for record in jitted._framejit_driver.records
              if record.graph is not None and marker in (record.glue_source or "")]
@@ -45,10 +52,7 @@ def _train_step(model, optimizer, x, y):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_whole_step_with_batch_norm_copies_no_input(backend):
-    eager_model = _model()
-    jit_model = copy.deepcopy(eager_model)
-    eager_opt = torch.optim.Adam(eager_model.parameters(), lr=1e-2)
-    jit_opt = torch.optim.Adam(jit_model.parameters(), lr=1e-2)
+    eager_model, eager_opt, jit_model, jit_opt = _twins(_model(), torch.optim.Adam, lr=1e-2)
     step = dynamo.jit(_train_step, backend=backend)
     for seed in range(4):
         generator = torch.Generator().manual_seed(seed)
@@ -72,10 +76,8 @@ def _embedding_step(model, optimizer, tokens):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_error_in_the_forward_leaves_the_gradients_cleared(backend):
     torch.manual_seed(0)
-    eager_model = nn.Sequential(nn.Embedding(8, 4), nn.Linear(4, 2))
-    jit_model = copy.deepcopy(eager_model)
-    eager_opt = torch.optim.SGD(eager_model.parameters(), lr=0.1)
-    jit_opt = torch.optim.SGD(jit_model.parameters(), lr=0.1)
+    eager_model, eager_opt, jit_model, jit_opt = _twins(
+        nn.Sequential(nn.Embedding(8, 4), nn.Linear(4, 2)), torch.optim.SGD, lr=0.1)
     step = dynamo.jit(_embedding_step, backend=backend)
     good, bad = torch.tensor([1, 2, 3]), torch.tensor([1, 9, 3])   # 9: out of range
     torch.testing.assert_close(step(jit_model, jit_opt, good),

@@ -34,7 +34,8 @@ from inductor.runtime.compiled_graph import (CompiledGraph, GraphReport, Special
 from inductor.runtime.locks import serialized
 from inductor.ir.symbols import hints_in_effect
 from inductor.size_variants import (NotSymbolic, SymbolicSizes, bind_symbols,
-                                    compile_per_size, concrete_inputs, evaluated,
+                                    blank_inputs, compile_per_size, concrete_inputs,
+                                    evaluated, filled,
                                     has_symbolic_sizes, int_sizes_not_symbolic,
                                     per_size_reason, specialize, specialize_aten,
                                     symbol_bindings, symbol_hints, alias_geometry)
@@ -158,10 +159,12 @@ def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,
     requires_grad = _requires_grad(gm, example_inputs)
     geometry = alias_geometry(aten_graph.output_aliases, symbol_bindings(aten_graph.fake_inputs))
     # another input layout: per-size variants of the torch-level graph (eager's strides)
-    variants = functools.partial(
-        compile_per_size, gm, concrete_inputs(example_inputs),
-        lambda static, inputs, _: compile_fx(static, inputs, mode=mode),
-        reason=per_size_reason("an input laid out otherwise than traced"))
+    blanks = blank_inputs(example_inputs)   # not the caller's tensors: made on first need
+
+    def variants() -> CompiledGraph:
+        return compile_per_size(
+            gm, filled(blanks), lambda static, inputs, _: compile_fx(static, inputs, mode=mode),
+            reason=per_size_reason("an input laid out otherwise than traced"))
     run = _wrap_observable_behaviour(aten_graph, inner, requires_grad,
                                      _version_steps(aten_graph), geometry=geometry,
                                      layout_fallback=_layout_fallback(variants))
@@ -201,11 +204,13 @@ def _compile_symbolic_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
         compiled = _generate(gm, fakes, output_strides, mode, symbols)
     if not layout_fallback:
         return compiled
-    variants = functools.partial(compile_per_size, gm, concrete_inputs(example_inputs),
-                                 _static_aten(gm, output_strides, mode),
-                                 reason=per_size_reason("an input laid out otherwise than "
-                                                        "traced"),
-                                 specializer=specialize_aten)
+    blanks = blank_inputs(example_inputs)   # not the caller's tensors: made on first need
+
+    def variants() -> CompiledGraph:
+        return compile_per_size(
+            gm, filled(blanks), _static_aten(gm, output_strides, mode),
+            reason=per_size_reason("an input laid out otherwise than traced"),
+            specializer=specialize_aten)
     return CompiledGraph(_with_layout_fallback(compiled.run, variants), compiled.report)
 
 

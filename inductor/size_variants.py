@@ -297,6 +297,41 @@ def concrete_inputs(example_inputs: Sequence) -> list:
     return concrete
 
 
+class _Blank:
+    """A tensor's sizes, strides, dtype, device and `requires_grad`, without its memory."""
+    __slots__ = ("size", "stride", "dtype", "device", "requires_grad")
+
+    def __init__(self, tensor: torch.Tensor):
+        def hint(number):
+            return number.node.hint if isinstance(number, torch.SymInt) else number
+        self.size = [hint(size) for size in tensor.shape]
+        self.stride = [hint(stride) for stride in tensor.stride()]
+        self.dtype, self.device = tensor.dtype, tensor.device
+        self.requires_grad = tensor.requires_grad
+
+    def zeros(self) -> torch.Tensor:
+        with torch.utils._python_dispatch._disable_current_modes():
+            zeros = torch.empty_strided(self.size, self.stride, dtype=self.dtype,
+                                        device=self.device).zero_()
+        return zeros.requires_grad_(self.requires_grad)
+
+
+def blank_inputs(example_inputs: Sequence) -> list:
+    """`concrete_inputs` for a compile made later (per-size variants on first need), holding
+    none of the caller's tensors: each tensor as a `_Blank` that `filled` turns into zeros
+    of its sizes and strides. Held in a compiled graph, the first call's own tensors (a batch,
+    an input the caller dropped) stayed alive as long as the graph (a leak eager has not:
+    tests/repros/test_inductor_p31_saved_tensors_held.py under every size dynamic)."""
+    return [_Blank(value) if isinstance(value, torch.Tensor) else
+            value.node.hint if isinstance(value, torch.SymInt) else value
+            for value in example_inputs]
+
+
+def filled(blanks: Sequence) -> list:
+    """The example inputs `blank_inputs` described: zero tensors for its blanks."""
+    return [value.zeros() if isinstance(value, _Blank) else value for value in blanks]
+
+
 def _zeros_like_hints(fake: torch.Tensor) -> torch.Tensor:
     def hint(number):
         return number.node.hint if isinstance(number, torch.SymInt) else number

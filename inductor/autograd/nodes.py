@@ -19,6 +19,7 @@ import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import torch
+import torch.fx
 
 from inductor.autograd.global_state import autocast_off, current_autocast
 from inductor.autograd.partition.absent import without_unused_saved
@@ -48,8 +49,12 @@ class Backward:
     def __init__(self, graph: torch.fx.GraphModule, partition,
                  zeros_for: frozenset = frozenset()):
         self.graph, self.kept = without_unused_saved(graph, len(partition.saved_reads))
-        self.uses = frozenset(self.kept)
-        self.reads = sorted({partition.saved_reads[index] for index in self.kept} - {None})
+        # a saved tensor whose sizes alone the backward reads (the zeros for an absent
+        # gradient, shaped by symbolic sizes) does not read its memory: a write into it
+        # since the call changes nothing this backward computes, as in eager's
+        self.uses = frozenset(index for index, placeholder in zip(
+            self.kept, self.graph.graph.nodes) if not _sizes_only(placeholder))
+        self.reads = sorted({partition.saved_reads[index] for index in self.uses} - {None})
         self.zeros_for = zeros_for
         self.run: Optional[Callable] = None
         # compiled ahead of time: the strides of the example's tensors (None: compiled from
@@ -64,6 +69,20 @@ class Backward:
         copy.zeros_for, copy.run = self.zeros_for | zeros_for, self.run
         copy.layout = self.layout
         return copy
+
+
+aten = torch.ops.aten
+
+_SIZE_READS = frozenset({aten.sym_size.int, aten.sym_size.default, aten.sym_stride.int,
+                         aten.sym_stride.default, aten.sym_numel.default,
+                         aten.sym_storage_offset.default})
+
+
+def _sizes_only(placeholder: torch.fx.Node) -> bool:
+    """Whether a saved value's placeholder is read for its sizes alone (strides, numel,
+    offset: metadata of the alias `_save` made, which no write into the memory changes)."""
+    return bool(placeholder.users) and all(
+        user.op == "call_function" and user.target in _SIZE_READS for user in placeholder.users)
 
 
 class _Group:

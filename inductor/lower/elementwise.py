@@ -18,6 +18,7 @@ from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import OpsHandler, ops, use_handler
 from inductor.ir.primitives import BY_NAME
 from inductor.ir.symbols import index_symbol, size_hint, to_expr
+from inductor.lower.size_floats import SizeFloat
 
 HALF_TYPES = (torch.float16, torch.bfloat16)
 
@@ -78,7 +79,7 @@ def _key(value) -> tuple:
         return ("scalar", "bool")
     if isinstance(value, int) or (isinstance(value, sympy.Expr) and value.is_integer):
         return ("scalar", "int")    # (a symbolic size is an int)
-    if isinstance(value, float):
+    if isinstance(value, (float, SizeFloat)):
         return ("scalar", "float")
     if isinstance(value, complex):
         return ("scalar", "complex")
@@ -213,6 +214,11 @@ def value_loader(value, size: Sequence, dtype: torch.dtype,
             return lambda index: ops.to_dtype(ops.to_dtype(
                 ops.index_expr(value, torch.int64), through), dtype)
         return lambda index: ops.to_dtype(ops.index_expr(value, torch.int64), dtype)
+    if isinstance(value, SizeFloat):   # a float of sizes, as a constant of its value would be
+        if through is not None:
+            return lambda index: ops.to_dtype(ops.to_dtype(value.emit(), through,
+                                                           torch.float64), dtype, through)
+        return lambda index: ops.to_dtype(value.emit(), dtype, torch.float64)
     constant = value
     if through is not None:
         constant = float(torch.tensor(value).to(through))

@@ -30,6 +30,8 @@ from inductor.lower import extern
 from inductor.lower.accumulate_into import accumulate_into_sums
 from inductor.lower.elementwise import body_cost, opmath_dtype, value_loader
 from inductor.lower.registry import lowering_for
+from inductor.lower.size_floats import CONSUMERS as SIZE_FLOAT_CONSUMERS
+from inductor.lower.size_floats import size_float
 from inductor.size_variants import NotSymbolic
 
 aten = torch.ops.aten
@@ -110,8 +112,15 @@ class GraphLowering(torch.fx.Interpreter):
         recorded = node.meta.get("val")
         if node.op == "call_function" and isinstance(recorded, torch.SymInt):
             return to_expr(recorded)    # size arithmetic: its ShapeEnv expression
+        if node.op == "call_function" and isinstance(recorded, torch.SymFloat):
+            return size_float(node, *self.fetch_args_kwargs_from_env(node))
         if isinstance(recorded, (torch.SymFloat, torch.SymBool)):
             raise NotSymbolic(f"a size computed as a {type(recorded).__name__} ({node.name})")
+        if node.op in ("call_function", "output") and \
+                node.target not in SIZE_FLOAT_CONSUMERS and any(
+                    isinstance(argument.meta.get("val"), torch.SymFloat)
+                    for argument in node.all_input_nodes):
+            raise NotSymbolic(f"a size computed as a SymFloat used by {node.name}")
         result = super().run_node(node)
         if node.op == "call_function" and len(node.users) > 1:
             for box in pytree.tree_leaves(result):

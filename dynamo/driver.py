@@ -44,7 +44,8 @@ from dynamo.resume.stops import (StopPlanner, forget_stops, inherited_dynamism,
 from dynamo.rewrite.frame import PlannedGlue, as_is, build_glue, plan_glue
 from dynamo.rewrite.replacement import replacement_calling
 from dynamo.settings import config
-from dynamo.shapes import STATIC, DimensionPolicy, SizeHistory, UnboundSymbol
+from dynamo.shapes import (STATIC, DimensionPolicy, SizeHistory, SymbolicTraceTooSlow,
+                           UnboundSymbol)
 from dynamo.trace.capture import Capture, trace_frame
 from dynamo.resume.state import region_state
 from dynamo.variables.disabled import torch_disable_marks
@@ -210,11 +211,12 @@ class FrameDriver:
         debug.start_frame()  # the debug dump (JIT_DEBUG_DIR): nothing when off
         try:
             record = compile_frame(view, self, reason)
-        except UnboundSymbol as error:  # facts no guard here can read: specialise the code
+        except UnboundSymbol as error:  # facts no guard here can read, or too slow: specialise
             _log_recompiles.debug("%s: traced again with static sizes (%s)",
                                   code.co_qualname, error)
             state.static_sizes = True
-            record = compile_frame(view, self, reason)
+            record = compile_frame(view, self, reason if not isinstance(
+                error, SymbolicTraceTooSlow) else f"traced with static sizes: {error}")
         self.records.append(record)
         debug.frame_compiled(record)
         if record.failure is not None:

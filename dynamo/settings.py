@@ -43,6 +43,12 @@ class Config(Settings):
     `dynamic=False` keep specialising). A testing mode (CI runs parts of the suite under it),
     also for users who know their sizes vary. Read at compile time."""
 
+    symbolic_trace_seconds: float = 30.0
+    """A trace with symbolic sizes still running after this many seconds is abandoned and the
+    frame traced again with static sizes, for good (torch's ShapeEnv can spend minutes
+    simplifying size expressions such as swin_t's padded windows); `explain()` lists it
+    among the recompiles. 0: no limit."""
+
     debug_dir: str = setting("", kind="path")
     """Write a debug dump of every compiled frame under this folder (`JIT_DEBUG_DIR`): bytecode,
     graphs, guards, loop IR, kernels, timings, graph breaks and an index.html per run

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import time
 from typing import Callable, Optional
 
 import sympy
@@ -64,10 +65,16 @@ class UnboundSymbol(Exception):
     cannot be guarded with symbolic sizes and is traced again with static ones."""
 
 
+class SymbolicTraceTooSlow(UnboundSymbol):
+    """The trace with symbolic sizes outran `dynamo.config.symbolic_trace_seconds`: traced
+    again with static sizes."""
+
+
 class SymbolicSizes:
     """The `ShapeEnv` of one trace and the inputs it made symbolic."""
 
     def __init__(self) -> None:
+        self.started = time.monotonic()
         self.env = ShapeEnv(duck_shape=False, allow_dynamic_output_shape_ops=False,
                             allow_scalar_outputs=False)
         self.inputs: list[tuple[Source, torch.Tensor]] = []
@@ -120,6 +127,13 @@ class SymbolicSizes:
         number = self.env.create_symintnode(symbol, hint=value, source=named)
         self.numbers.append((source, number))
         return number
+
+    def check_time(self, limit: float) -> None:
+        """Raise `SymbolicTraceTooSlow` if this trace has symbolic sizes and has run for more
+        than `limit` seconds (0: never)."""
+        if limit and self.used and time.monotonic() - self.started > limit:
+            raise SymbolicTraceTooSlow(f"the trace with symbolic sizes ran over {limit:g} s "
+                                       "(dynamo.config.symbolic_trace_seconds)")
 
     @property
     def used(self) -> bool:

@@ -33,6 +33,7 @@ from dynamo.variables.containers import ListVariable, TupleVariable
 from dynamo.variables.lowering import lower
 from dynamo.variables.opaque import OpaqueNodeVariable
 from dynamo.variables.symbolic import SymbolicVariable, is_symbolic
+from dynamo.settings import config
 from dynamo.shapes import STATIC, DimensionPolicy, SymbolicSizes
 from dynamo.variables.tensor import TensorVariable
 
@@ -127,6 +128,7 @@ class GraphBuilder:
         except Exception as error:
             raise Unsupported(UNSUPPORTED_CALL, f"{_name(target)} failed on example inputs: "
                               f"{type(error).__name__}: {error}", exact_frames=True) from None
+        self.shapes.check_time(config.symbolic_trace_seconds)
         overlap = _written_overlap(target, fake_args, fake_kwargs) \
             if versions != _versions(fake_args, fake_kwargs) else ""
         if overlap:

@@ -26,7 +26,6 @@ from typing import Sequence
 
 import torch
 import torch.fx
-from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException)
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -38,6 +37,7 @@ from inductor.decompose import (AtenGraph, _detached, _flattened, _module_state,
                                 _output_versions, _refuse_inexpressible_writes,
                                 _ZeroDimMaskAssignment, _table, check_state_calls,
                                 lift_constants)
+from inductor.python_dispatcher import aten_python_dispatcher
 from inductor.size_variants import NotSymbolic, int_sizes_not_symbolic
 from inductor.view_rewrites import rewrite_views
 
@@ -103,8 +103,9 @@ def _traced(symbolic: SymbolicInputs, flat_function, stateless, fakes: list) -> 
     grad_before = torch.is_grad_enabled()
     try:
         # torch's Python dispatcher, as the front end's fake runs: C++ composite kernels
-        # (constant_pad_nd under F.pad or CUDA attention's mask padding) want concrete ints
-        with symbolic.tracing(), enable_python_dispatcher(), _ZeroDimMaskAssignment():
+        # (constant_pad_nd under F.pad or CUDA attention's mask padding) want concrete ints;
+        # with ATen's aliasing for matmul (inductor/python_dispatcher.py)
+        with symbolic.tracing(), aten_python_dispatcher(), _ZeroDimMaskAssignment():
             decomposed = make_fx(flat_function, decomposition_table=_table(),
                                  tracing_mode="real")(*fakes)
             versions = [value._version for value in fakes]
@@ -136,7 +137,7 @@ def _functionalized(lifted: torch.fx.GraphModule, inputs: list, aliases: list,
              if node.op == "placeholder"]
     grad_before = torch.is_grad_enabled()
     try:
-        with symbolic.tracing(), enable_python_dispatcher():
+        with symbolic.tracing(), aten_python_dispatcher():
             functional = make_fx(torch.func.functionalize(lifted, remove="mutations_and_views"),
                                  tracing_mode="real")(*fakes)
     finally:

@@ -38,8 +38,8 @@ def fake_mode():
 def functionalization():
     """ATen-level functionalization (views re-applied as views) with the Python dispatcher,
     expands that broadcast nothing traced as exact views (`ExactViewInverses`)."""
-    from torch._dispatch.python import enable_python_dispatcher
-    with enable_python_dispatcher(), ExactViewInverses():
+    from inductor.python_dispatcher import aten_python_dispatcher
+    with aten_python_dispatcher(), ExactViewInverses():
         torch._enable_functionalization(reapply_views=True)
         try:
             yield

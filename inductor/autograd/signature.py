@@ -27,7 +27,6 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 import torch.fx
-from torch._dispatch.python import enable_python_dispatcher
 from torch.nn.utils.stateless import _reparametrize_module
 from torch.utils import _pytree as pytree
 
@@ -38,6 +37,7 @@ from inductor.autograd.symbols import SymbolicInputs
 from inductor.autograd.version_messages import node_name
 from inductor.eager_run import eager_run, replayable
 from inductor.graph_calls import hookless
+from inductor.python_dispatcher import aten_python_dispatcher
 
 
 class UnsupportedGraph(Exception):
@@ -405,7 +405,7 @@ def _eager_layouts(gm: torch.fx.GraphModule, inputs: Sequence[Any], autocast: Ca
         # torch's Python dispatcher, as the front end's fake runs: without it torch 2.11
         # answered `q.size(-1)` through FakeTensor's `aten.size` handler, which made every
         # dim of q an int (guards `s0 == 4`: a graph per size)
-        with symbolic.tracing(), enable_python_dispatcher(), \
+        with symbolic.tracing(), aten_python_dispatcher(), \
                 torch.set_grad_enabled(grad_enabled), autocast():
             return pytree.tree_leaves(hookless(gm)(*fakes)), fakes
     real = eager_run(run, detached, written) if replayable(gm) else None

@@ -204,7 +204,7 @@ class _ForwardFacts:
         self.output_names = tuple(which_output(output) if isinstance(output, torch.Tensor) else ""
                                   for output in outputs)
         for entry in self.entries:
-            entry.append(_root_of(entry[0].alias, roots))
+            entry.append(_root_of(entry[0].alias, roots, entry[2]))
 
     def inputs_reached(self, leaves: Sequence[Any], count: int) -> tuple:
         """Per function output position: the indices of `leaves` (inputs requiring grad) its
@@ -291,16 +291,22 @@ def _shares_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
     return shared
 
 
-def _root_of(alias: torch.Tensor, roots: list) -> tuple:
-    """The first root sharing `alias`'s version counter (one bump, then every root read)."""
+def _root_of(alias: torch.Tensor, roots: list, original: Optional[torch.Tensor] = None
+             ) -> tuple:
+    """The root sharing `alias`'s version counter (one bump, then every root read): the one
+    that is the saved tensor itself (`original`) where several share it (inputs that view
+    one another: a symbolic trace's example inputs keep a view's base, and a saved input
+    named by the first input sharing its counter lost eager's name for it, "which is output
+    0 of Mm", tests/repros/test_inductor_p31_compiled_output_names.py), else the first."""
     if alias.is_inference():
         return (INTERNAL, 0, None)
     before = [value._version for _, _, value in roots]
     torch.autograd.graph.increment_version(alias)
-    moved = next((root for root, version in zip(roots, before)
-                  if root[2]._version != version), (INTERNAL, 0, None))
+    moved = [root for root, version in zip(roots, before) if root[2]._version != version]
     torch._C._autograd._unsafe_set_version_counter((alias,), (alias._version - 1,))
-    return moved
+    if not moved:
+        return (INTERNAL, 0, None)
+    return next((root for root in moved if root[2] is original), moved[0])
 
 
 def _reachable_nodes(outputs: Sequence[Any]) -> dict:

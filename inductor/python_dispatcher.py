@@ -30,16 +30,31 @@ aten = torch.ops.aten
 _KEY = DispatchKey.CompositeImplicitAutograd
 
 
+# Composite ops whose Python kernels draw other random numbers than ATen's C++ composite:
+# torch's Python `dropout` calls `native_dropout`, whose decomposition compares `rand_like`
+# with p, where ATen's CPU `dropout` fills `bernoulli_(1 - p)`: a training-mode Dropout traced
+# with symbolic sizes dropped other elements than eager's (tests/repros/
+# test_p42_exit_on_graph_error.py under every size dynamic). Within the context their Python
+# kernels are set aside: ATen's C++ composite runs, as in a static trace.
+_ATEN_COMPOSITES = (aten.dropout.default,)
+_COMPOSITE_KEYS = (DispatchKey.CompositeImplicitAutograd, DispatchKey.Autograd)
+
+
 @contextlib.contextmanager
 def aten_python_dispatcher():
     """`enable_python_dispatcher()` with `aten.matmul` returning ATen's kernel's aliasing
-    (module docstring)."""
+    and `_ATEN_COMPOSITES` running ATen's C++ composites (module docstring)."""
     overload = aten.matmul.default
     python_matmul = overload.py_kernels.get(_KEY)
     swap = python_matmul is not None and not getattr(python_matmul, "_aten_aliasing", False)
     if swap:
         overload.py_kernels[_KEY] = _with_aten_aliasing(python_matmul)
         overload._dispatch_cache.clear()
+    set_aside = [(composite, key, composite.py_kernels.pop(key))
+                 for composite in _ATEN_COMPOSITES for key in _COMPOSITE_KEYS
+                 if key in composite.py_kernels]
+    for composite, _, _ in set_aside:
+        composite._dispatch_cache.clear()
     try:
         with enable_python_dispatcher():
             yield
@@ -47,6 +62,9 @@ def aten_python_dispatcher():
         if swap:
             overload.py_kernels[_KEY] = python_matmul
             overload._dispatch_cache.clear()
+        for composite, key, kernel in set_aside:
+            composite.py_kernels[key] = kernel
+            composite._dispatch_cache.clear()
 
 
 def _with_aten_aliasing(python_matmul):

@@ -73,11 +73,28 @@ def partly_overlap_symbolic(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
     if any(not known(stride >= 0) for stride in (*a.stride(), *b.stride())):
         return True
+    if apart_by_residue(a, b):
+        return False
 
     def end(value):     # one past the last element's offset
         return value.storage_offset() + 1 + sum(
             (size - 1) * stride for size, stride in zip(value.shape, value.stride()))
     return not (known(end(a) <= b.storage_offset()) or known(end(b) <= a.storage_offset()))
+
+
+def apart_by_residue(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two views of one memory are known to share no element, for every size: every
+    stride of both is a multiple of the smallest one, `m`, and their offsets differ by less
+    than `m`, so each view's elements lie at its own offset modulo `m` (`x[:, 0] += x[:, 1]`
+    of an (s0, s1) `x`; dynamo's front end proves the same before it lets the write in)."""
+    strides = [stride for value in (a, b) for size, stride in zip(value.shape, value.stride())
+               if not known(size <= 1) and not known(stride == 0)]
+    gap = a.storage_offset() - b.storage_offset()
+    if not strides:
+        return known(gap != 0)
+    modulus = min(strides, key=_hint)
+    return all(known(stride % modulus == 0) for stride in strides) and (
+        (known(gap > 0) and known(gap < modulus)) or (known(gap < 0) and known(-gap < modulus)))
 
 
 def overlaps_as_argument(node: torch.fx.Node, source, writes: bool) -> bool:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 import torch
 import torch.fx
 from torch._dispatch.python import enable_python_dispatcher
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException)
@@ -303,15 +304,47 @@ def _share_elements(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether two views of one storage share an element (`x[:, 0]` and `x[:, 1]` do not:
     writing one while reading the other is what eager computes too). Large views are taken
     to share (a graph break, never a wrong value), and so are views with symbolic sizes,
-    strides or offsets: an answer for the traced sizes need not hold for the others (and
-    concrete kernels refuse SymInts: program fuzzer seed 60167, `--dynamic true`)."""
+    strides or offsets unless known apart for every size (`_apart_by_residue`): an answer
+    for the traced sizes need not hold for the others (and concrete kernels refuse SymInts:
+    program fuzzer seed 60167, `--dynamic true`)."""
     if _symbolic_geometry(a) or _symbolic_geometry(b):
-        return True
+        return not _apart_by_residue(a, b)
     if a.numel() > 1 << 16 or b.numel() > 1 << 16:
         return True
     with torch._subclasses.fake_tensor.unset_fake_temporarily():
         return bool(torch.isin(_element_offsets(a).reshape(-1),
                                _element_offsets(b).reshape(-1)).any())
+
+
+def _apart_by_residue(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two views of one storage are known, for every size and without a guard, to
+    share no element: every stride of both is a multiple of the smallest one, `m`, and the
+    storage offsets differ by less than `m` (each view's elements then lie at its own offset
+    modulo `m`): `x[:, 0]` and `x[:, 1]` of an (s0, s1) `x`."""
+    if a.element_size() != b.element_size():
+        return False    # offsets counted in other units
+    strides = [stride for value in (a, b) for size, stride in zip(value.shape, value.stride())
+               if not _known(size <= 1) and not _known(stride == 0)]
+    gap = a.storage_offset() - b.storage_offset()
+    if not strides:
+        return _known(gap != 0)
+    modulus = min(strides, key=_hint)
+    return all(_known(stride % modulus == 0) for stride in strides) and (
+        (_known(gap > 0) and _known(gap < modulus))
+        or (_known(gap < 0) and _known(-gap < modulus)))
+
+
+def _known(condition) -> bool:
+    """Whether a condition over sizes holds for every size (adds no guard)."""
+    return bool(statically_known_true(condition))
+
+
+def _hint(number) -> int:
+    """A size's example value, for ordering only (adds no guard)."""
+    if isinstance(number, torch.SymInt):
+        node = number.node
+        return int(node.hint if node.hint is not None else node.shape_env.size_hint(node.expr))
+    return int(number)
 
 
 @functools.lru_cache(maxsize=None)

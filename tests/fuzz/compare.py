@@ -115,6 +115,8 @@ class Comparer:
                                                                               f"{expected}")
         if isinstance(expected, torch.nn.Module):
             return self._module(expected, actual, where)
+        if isinstance(expected, torch.optim.Optimizer):
+            return self._optimizer(expected, actual, where)
         if isinstance(expected, BaseException):
             if str(expected) != str(actual):
                 return Mismatch("result", where, f"{actual!r} != eager {expected!r}")
@@ -157,9 +159,56 @@ class Comparer:
                                f"{where}.{field}")
             if found:
                 return found
+        for key, param in expected._parameters.items():
+            found = self._grad(param, actual._parameters[key], f"{where}.{key}.grad")
+            if found:
+                return found
         plain = {key: value for key, value in vars(expected).items() if not key.startswith("_")}
         other = {key: value for key, value in vars(actual).items() if not key.startswith("_")}
         return self._dict(plain, other, where + ".__dict__")
+
+    def _grad(self, expected, actual, where) -> Optional[Mismatch]:
+        """A parameter's `.grad`: None where eager's is, else dtype, shape and values (its
+        identity and layout are not promised)."""
+        if expected is None or actual is None:
+            return None
+        mine, theirs = expected.grad, actual.grad
+        if (mine is None) != (theirs is None):
+            return Mismatch("backward", where, f"{short(theirs)}, eager {short(mine)}")
+        if mine is None:
+            return None
+        if mine.dtype != theirs.dtype or mine.shape != theirs.shape or \
+                not values_close(mine, theirs, self.tolerance):
+            return Mismatch("backward", where, f"jitted {tensor_text(theirs)}\n  eager  "
+                            f"{tensor_text(mine)}")
+        return None
+
+    def _optimizer(self, expected, actual, where) -> Optional[Mismatch]:
+        """A torch.optim optimizer: its param groups (options, params paired as objects), the
+        state of each param (keys, then values) and the flag an LR scheduler reads."""
+        if type(expected) is not type(actual):
+            return Mismatch("result", where, f"type {type_name(actual)}")
+        found = self.same(expected.param_groups, actual.param_groups, where + ".param_groups")
+        if found:
+            return found
+        if len(expected.state) != len(actual.state):
+            return Mismatch("result", where + ".state", f"{len(actual.state)} entries, eager "
+                            f"{len(expected.state)}")
+        params = zip([p for group in expected.param_groups for p in group["params"]],
+                     [p for group in actual.param_groups for p in group["params"]])
+        for index, (mine, theirs) in enumerate(params):
+            state, other = expected.state.get(mine), actual.state.get(theirs)
+            place = f"{where}.state[param {index}]"
+            if (state is None) != (other is None):
+                return Mismatch("result", place, f"{short(other)}, eager {short(state)}")
+            if state is None:
+                continue
+            state, other = dict(sorted(state.items())), dict(sorted(other.items()))
+            found = self._dict(state, other, place)
+            if found:
+                return found
+        return self.same(getattr(expected, "_opt_called", None),
+                         getattr(actual, "_opt_called", None), where + "._opt_called")
 
     def _tensor(self, expected, actual, where) -> Optional[Mismatch]:
         if not isinstance(actual, torch.Tensor) or not isinstance(expected, torch.Tensor):

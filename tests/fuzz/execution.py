@@ -275,14 +275,17 @@ def _run_calls(source, chosen, filename, outcome, backward, strict_frames) -> No
             if type(first.error).__name__ not in errors:
                 errors.append(type(first.error).__name__)
         same = _compare(first, second, eager, check, compare.EXACT, ())
+        # the state after the call (params' gradients) is compared before the backward()
+        # through the results, which resets the gradients of every leaf it reaches
+        found = None if same is not None else _compare(
+            first, actual, eager, jit_space, chosen.tolerance, chosen.compiler_dirs,
+            strict_frames)
         if same is None and backward:
             same = _compare_backward(first, second, eager, check, compare.EXACT)
         if same is not None:
             outcome.status, outcome.call = "invalid", index
             outcome.detail = f"not deterministic eagerly: {same}"
             return
-        found = _compare(first, actual, eager, jit_space, chosen.tolerance, chosen.compiler_dirs,
-                         strict_frames)
         if found is None and actual.frames != first.frames:  # a documented difference
             outcome.stats["graph_frames"] = outcome.stats.get("graph_frames", 0) + 1
         if found is None and backward:

@@ -42,6 +42,8 @@ class Generator:
         self.globals: dict = {}  # name -> (kind, Var): globals are read through their rules
         self.modules: dict = {}  # class name -> ModuleInfo
         self.knobs: list = []  # (description, function(rng) -> [(line, names)]) between calls
+        self.trainers: list = []  # constructs.training.TrainerInfo
+        self.training_knobs: list = []  # the trainers' knobs, turned more often
         self.global_decls: set = set()  # names the inputs harness assigns as globals
         self.features: set = set()
         self.dtype_fixed = False  # something multiplies inputs with float32-only tensors

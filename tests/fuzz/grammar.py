@@ -37,7 +37,13 @@ CATEGORIES = {
     "global": "module globals read, rebound (global) and mutated; changed between calls",
     "namespace": "a types.ModuleType configuration read by attribute; changed between calls",
     "module": "nn.Module subclasses with parameters and buffers, train/eval, called",
+    "training": "a model and optimizer (SGD/Adam/AdamW/RMSprop/Adagrad, LR scheduler) held "
+                "globally; zero_grad, backward, clip, step in fn; lr/train/requires_grad knobs",
 }
+
+# categories a program gets only when asked for (`--only training` or `--weight training=W`):
+# the seeds recorded before they existed keep their programs
+OPT_IN = frozenset(["training"])
 
 
 @dataclasses.dataclass
@@ -76,7 +82,7 @@ def statement(category: str, weight: float = 1.0):
 class Settings:
     """Which categories are on and their weight multipliers (from the CLI)."""
 
-    enabled: frozenset = frozenset(CATEGORIES)
+    enabled: frozenset = frozenset(CATEGORIES) - OPT_IN
     scale: dict = dataclasses.field(default_factory=dict)
     min_statements: int = 5
     max_statements: int = 25
@@ -96,7 +102,8 @@ class Settings:
             if category not in CATEGORIES:
                 raise ValueError(f"unknown construct category {category!r}; known: "
                                  f"{', '.join(CATEGORIES)}")
-        enabled = set(only) if only else set(CATEGORIES)
+        weighted_on = {pair.split("=")[0] for pair in weights}
+        enabled = set(only) if only else set(CATEGORIES) - (OPT_IN - weighted_on)
         enabled -= set(exclude)
         # the tensor category is the backbone every program needs
         enabled.add("tensor")

@@ -136,6 +136,10 @@ def make_calls(gen, params: list) -> list:
         if index > 0:
             for _ in range(rng.choice([0, 1]) if sweep else rng.choice([0, 1, 1, 2])):
                 _vary(gen, state, params, aliasable, setup)
+            if gen.training_knobs and rng.random() < 0.6:  # a training step's state changes
+                description, make = rng.choice(gen.training_knobs)
+                setup.extend(make(rng))
+                state.notes.append(description)
         if sweep and index > 0:
             state.n = sizes[index]
             state.notes = [note for note in state.notes if not note.startswith("N=")]

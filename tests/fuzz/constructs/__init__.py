@@ -5,4 +5,4 @@ Stage: generation. Input: nothing. Output: the filled `grammar.EXPRESSIONS` and
 `grammar.STATEMENTS` tables.
 """
 from tests.fuzz.constructs import (containers, flow, functions, modules, objects,  # noqa: F401
-                                   scalars, tensors, views)
+                                   scalars, tensors, training, views)

@@ -102,10 +102,23 @@ def _product(a, x):
     return a * x
 
 
+# On torch 2.11 (the H200 machine, 2026-11-29) the first call's trace of the training case
+# under `dynamic=True` is kept in a reference cycle (the front end's GraphBuilder holding the
+# frame's example inputs, reached from its Tracer): freed by the garbage collector, not when
+# the caller drops the input as eager frees it. Not seen on torch 2.13/2.14.
+_CYCLE_ON_TORCH_2_11 = pytest.mark.xfail(
+    torch.__version__.startswith("2.11."), strict=True,
+    reason="torch 2.11: the first trace of the training case is held in a reference cycle "
+    "until the garbage collector runs")
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dynamic", [True, None], ids=["dynamic", "after_a_size_change"])
 @pytest.mark.parametrize("requires_grad", [False, True], ids=["inference", "training"])
-def test_a_dropped_input_is_let_go_as_eager_lets_it_go(backend, dynamic, requires_grad):
+def test_a_dropped_input_is_let_go_as_eager_lets_it_go(backend, dynamic, requires_grad,
+                                                        request):
+    if (backend, dynamic, requires_grad) == ("inductor", True, True):
+        request.applymarker(_CYCLE_ON_TORCH_2_11)
     enabled = gc.isenabled()
     gc.disable()
     try:

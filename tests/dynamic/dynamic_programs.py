@@ -123,6 +123,12 @@ def make_mlp():
     return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
 
 
+def make_batch_norm():
+    # training mode: the running statistics' unbiased variance scales by n / (n - 1), a float
+    # of sizes the kernel computes per call (inductor/lower/size_floats.py)
+    return torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.ReLU())
+
+
 @dataclasses.dataclass(frozen=True)
 class Program:
     """`target` (a function, or a factory of an `nn.Module`) and its argument templates."""
@@ -180,6 +186,7 @@ PROGRAMS = (
     Program("conv1d_length", make_conv1d, ((2, 2, "n"),), module=True, smallest=1),
     Program("layer_norm_module", make_layer_norm, (("n", 4),), module=True),
     Program("mlp", make_mlp, (("n", 4),), module=True),
+    Program("batch_norm_train", make_batch_norm, (("n", 4),), module=True),
     Program("write_inputs", write_inputs, (("n", 3), ("n", 3))),
     Program("range_loop", range_loop, (("n", 3),), specialises=True, max_size=24),
     Program("size_branch", size_branch, (("n", 3),), specialises=True),

@@ -23,6 +23,9 @@ from tests.fuzz.minimize import Minimizer
 from tests.fuzz.tree import PREAMBLE
 
 EAGER_SEEDS = range(0, 120)
+# the opt-in training category (`--only training`): a held model and optimizer stepped in fn
+TRAINING_EAGER_SEEDS = range(4000, 4003)
+TRAINING_INDUCTOR_SEEDS = range(5000, 5001)
 INDUCTOR_SEEDS = range(1000, 1008)
 # programs whose calls sweep the batch size (--dynamic): 5-7 calls each, a compile per size
 # until symbolic sizes land, so a smaller budget
@@ -33,8 +36,8 @@ DYNAMIC_INDUCTOR_SEEDS = range(3000, 3004)
 KNOWN_OPEN: dict = {}
 
 
-def _run(backend: str, seeds, dynamic: str = "off") -> Summary:
-    options = Options(backend=backend, jobs=2, timeout=300.0, dynamic=dynamic)
+def _run(backend: str, seeds, dynamic: str = "off", only: tuple = ()) -> Summary:
+    options = Options(backend=backend, only=only, jobs=2, timeout=300.0, dynamic=dynamic)
     summary = Summary(backend)
     chosen = [seed for seed in seeds if (backend, seed) not in KNOWN_OPEN]
     campaign.run_seeds(chosen, options, summary.add)
@@ -71,6 +74,46 @@ def test_programs_with_changing_sizes_agree_with_eager(backend, seeds, dynamic):
     summary = _run(backend, seeds, dynamic)
     assert not summary.invalid(), f"the fuzzer generated invalid programs:\n{summary.text()}"
     assert not summary.failures(), _report(summary, backend, dynamic)
+
+
+@pytest.mark.parametrize("backend, seeds", [("eager", TRAINING_EAGER_SEEDS),
+                                            ("inductor", TRAINING_INDUCTOR_SEEDS)])
+def test_training_steps_agree_with_eager(backend, seeds):
+    """`--only training`: params, their gradients, the optimizer's groups and state after
+    every call, as eager's (docs/testing.md, "Training steps")."""
+    summary = _run(backend, seeds, only=("training", "print"))
+    assert not summary.invalid(), f"the fuzzer generated invalid programs:\n{summary.text()}"
+    assert not summary.failures(), _report(summary, backend)
+
+
+def test_optimizer_state_and_gradients_are_compared():
+    """A param's `.grad` (None or values) and the optimizer's options and state entries."""
+    from tests.fuzz.compare import TOLERANCES, Comparer
+
+    def trained(lr: float, steps: int, clear: bool):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(2, 2)
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        for _ in range(steps):
+            model(torch.ones(1, 2)).sum().backward()
+            opt.step()
+        if clear:
+            model.weight.grad = None
+        return {"model": model, "opt": opt}
+
+    def compare(expected, actual):
+        return Comparer(TOLERANCES["eager"]).same(expected, actual, "globals")
+    assert compare(trained(0.1, 2, False), trained(0.1, 2, False)) is None
+    found = compare(trained(0.1, 2, False), trained(0.1, 2, True))
+    assert found is not None and found.kind == "backward" and found.where.endswith("weight.grad")
+    found = compare(trained(0.1, 2, False), trained(0.1, 1, False))
+    assert found is not None and ("state" in found.where or "_parameters" in found.where)
+    found = compare(trained(0.1, 0, False), trained(0.2, 0, False))
+    assert found is not None and "param_groups" in found.where and "lr" in found.where
+    state = trained(0.1, 1, False)
+    del state["opt"].state[state["model"].bias]["exp_avg"]
+    found = compare(trained(0.1, 1, False), state)
+    assert found is not None and "state[param 1]" in found.where
 
 
 def test_a_size_sweep_changes_the_batch_size_and_off_changes_nothing():
@@ -240,8 +283,11 @@ def test_programs_use_the_constructs_they_should():
     used = set()
     for seed in range(150):
         used |= generate(seed).features
-    missing = set(grammar.CATEGORIES) - used
+    missing = set(grammar.CATEGORIES) - grammar.OPT_IN - used
     assert not missing, f"no program of 150 used {sorted(missing)}"
+    assert not used & grammar.OPT_IN, "an opt-in category changed the recorded seeds' programs"
+    mixed = grammar.Settings.from_options(weights=("training=1",))
+    assert any("training" in generate(seed, mixed).features for seed in range(10))
 
 
 def test_switching_categories_off():

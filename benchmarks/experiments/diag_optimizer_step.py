@@ -9,6 +9,12 @@ per step (framejit's `GraphReport.kernel_count`), wall and calling-thread CPU mi
 
     python -m benchmarks.experiments.diag_optimizer_step [--device cuda] [--models gpt2,cnn,mlp]
         [--modes eager,jit,torch.compile]
+    python -m benchmarks.experiments.diag_optimizer_step --tiny [--repeat 200]
+
+`--tiny`: on the CPU, GPT-2's 12 layers (148 params, AdamW) with every size tiny (width 16,
+vocabulary 64), so the kernels cost next to nothing and the calling thread's CPU time is the
+host cost of a step (the Python around the kernels), which is what made the H200 run
+host-bound.
 """
 from __future__ import annotations
 
@@ -28,6 +34,14 @@ def _step(optimizer):
     optimizer.step()
 
 
+def tiny_gpt2() -> torch.nn.Module:
+    """GPT-2's 12 layers and 148 params with every size tiny (`--tiny`)."""
+    import transformers
+    config = transformers.GPT2Config(n_layer=12, n_embd=16, n_head=2, vocab_size=64,
+                                     n_positions=32)
+    return transformers.GPT2LMHeadModel(config)
+
+
 def _time(call, device: str, repeat: int = 20) -> tuple[float, float]:
     """(wall ms, thread CPU ms) per call, median over `repeat` calls."""
     walls, cpus = [], []
@@ -44,7 +58,7 @@ def _time(call, device: str, repeat: int = 20) -> tuple[float, float]:
 
 
 def run(name, factory, optimizer_name: str, device: str,
-        modes=("eager", "jit", "torch.compile")) -> None:
+        modes=("eager", "jit", "torch.compile"), repeat: int = 20) -> None:
     torch.manual_seed(0)
     model = factory().to(device)
     kernels = []
@@ -72,7 +86,7 @@ def run(name, factory, optimizer_name: str, device: str,
           f"{name} ({optimizer_name}, {params} params)")
     for trial in range(3):
         for mode, (step, optimizer) in runs.items():
-            wall, cpu = _time(lambda: step(optimizer), device)
+            wall, cpu = _time(lambda: step(optimizer), device, repeat)
             print(f"  trial {trial} {mode:14s} wall {wall:7.3f} ms  thread CPU {cpu:7.3f} ms")
 
 
@@ -81,10 +95,16 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--models", default="gpt2,cnn,mlp")
     parser.add_argument("--modes", default="eager,jit,torch.compile")
+    parser.add_argument("--tiny", action="store_true",
+                        help="GPT-2's 148 params with tiny sizes on the CPU: host cost only")
+    parser.add_argument("--repeat", type=int, default=20, help="calls per trial")
     args = parser.parse_args()
+    if args.tiny:
+        run("gpt2-tiny", tiny_gpt2, "adamw", "cpu", args.modes.split(","), args.repeat)
+        return
     for name, factory, _, _, optimizer_name in cases(args.device, quick=args.device == "cpu"):
         if any(name.startswith(wanted) for wanted in args.models.split(",")):
-            run(name, factory, optimizer_name, args.device, args.modes.split(","))
+            run(name, factory, optimizer_name, args.device, args.modes.split(","), args.repeat)
 
 
 if __name__ == "__main__":

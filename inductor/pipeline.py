@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import operator
 import os
 import time
 from typing import Callable, Optional, Sequence
@@ -641,11 +642,11 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
             not version_steps and not output_versions:
         return _plain_run(rebuild, inner_run, layout_fallback)
 
+    written = _written_versions(version_steps)
+
     def run(*inputs):
         arguments = constants + inputs if constants else inputs
-        versions = [(arguments[position], arguments[position]._version + steps)
-                    for position, steps in version_steps
-                    if not arguments[position].is_inference()]
+        versions = written(arguments) if version_steps else None
         if without_grad:
             entry = torch.is_grad_enabled()
             torch._C._set_grad_enabled(False)
@@ -658,8 +659,7 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
             if without_grad:
                 torch._C._set_grad_enabled(entry)
         if versions:
-            torch._C._autograd._unsafe_set_version_counter(
-                tuple(tensor for tensor, _ in versions), tuple(version for _, version in versions))
+            torch._C._autograd._unsafe_set_version_counter(*versions)
         if output_versions:
             _set_output_versions(results, output_versions)
         if grad_mode is not None:
@@ -667,6 +667,30 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
         return rebuild(results)
 
     return _catching_layout_changes(run, layout_fallback)
+
+
+def _written_versions(version_steps: tuple) -> Callable:
+    """arguments -> (tensors, versions): the written inputs and the version counters eager's
+    in-place ops leave them with (inference tensors, which have none, left out), or None.
+    Positions and steps split once: an optimizer step writes ~450 inputs per call."""
+    positions = tuple(position for position, _ in version_steps)
+    steps = tuple(step for _, step in version_steps)
+    fetch = operator.itemgetter(*positions) if len(positions) > 1 else \
+        (lambda arguments: (arguments[positions[0]],)) if positions else (lambda arguments: ())
+
+    def written(arguments):
+        tensors = fetch(arguments)
+        try:
+            versions = tuple([tensor._version + step for tensor, step in zip(tensors, steps)])
+        except RuntimeError:   # an inference tensor (no version counter)
+            pairs = [(tensor, tensor._version + step) for tensor, step in zip(tensors, steps)
+                     if not tensor.is_inference()]
+            if not pairs:
+                return None
+            tensors = tuple(tensor for tensor, _ in pairs)
+            versions = tuple(version for _, version in pairs)
+        return (tensors, versions) if tensors else None
+    return written
 
 
 def _plain_run(rebuild: Callable, inner_run: Callable,

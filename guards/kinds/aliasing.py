@@ -41,17 +41,30 @@ def object_labels(*values: Any) -> tuple[int, ...]:
     return tuple(seen.setdefault(id(value), len(seen)) for value in values)
 
 
+_storage_address = torch._C._storage_address   # the StorageImpl's address: the native key
+
+
 def storage_key(tensor: Any) -> int:
-    """What identifies a tensor's storage (raises for values without one)."""
+    """What identifies a tensor's storage (raises for values without one): the address of
+    its StorageImpl, as the native partition step compares (`untyped_storage()._cdata`, without
+    making a storage object)."""
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"expected a tensor, got {type(tensor).__name__}")
-    return tensor.untyped_storage()._cdata
+    return _storage_address(tensor)
 
 
 def storage_labels(*tensors: Any) -> tuple[int, ...]:
-    """Group labels by storage: `storage_labels(x, x[1:], y) == (0, 0, 1)`."""
+    """Group labels by storage: `storage_labels(x, x[1:], y) == (0, 0, 1)`. Run by guard
+    checks whose tensors the native program does not read (an optimizer's state, 600 tensors
+    for GPT-2's AdamW step): all storages distinct is answered from a set."""
+    try:
+        keys = list(map(_storage_address, tensors))   # TypeError for a value not a tensor
+    except TypeError:
+        keys = [storage_key(tensor) for tensor in tensors]
+    if len(set(keys)) == len(keys):
+        return tuple(range(len(keys)))
     seen: dict[int, int] = {}
-    return tuple(seen.setdefault(storage_key(tensor), len(seen)) for tensor in tensors)
+    return tuple(seen.setdefault(key, len(seen)) for key in keys)
 
 
 def has_storage(tensor: torch.Tensor) -> bool:

@@ -472,6 +472,8 @@ def _run_backward(run: CallRun, space: dict):
     try:
         sum(output.sum() for output in outputs).backward()
     except Exception as error:  # compared with the other side
+        for leaf in leaves:  # what the engine accumulated before the error depends on the
+            leaf.grad = None  # order it ran the nodes in: not compared at the next call
         return f"{type(error).__name__}: {error}", None
     return None, [leaf.grad for leaf in leaves]
 

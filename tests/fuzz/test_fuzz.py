@@ -460,3 +460,17 @@ def test_layout_ignores_strides_of_extent_one_dimensions():
         _addressing(row.as_strided((1, 4), (0, 1)))
     square = torch.zeros(2, 2)
     assert _addressing(square) != _addressing(square.t())
+
+
+def test_a_failed_backward_of_the_runner_leaves_no_gradients():
+    """FINDINGS.md P45 (inductor seed 8 of `--only training`): which leaves a backward() that
+    raises has reached depends on the engine's node order, so the runner clears them all."""
+    from tests.fuzz.execution import CallRun, _run_backward
+    param = torch.nn.Parameter(torch.ones(2))
+    early = torch.ones(2, requires_grad=True)
+    freed = (param * param).sum()
+    freed.backward()  # its saved tensors are freed: a second backward raises
+    run = CallRun(args=(early,), value=[early * 2, freed])
+    error, grads = _run_backward(run, {"p": torch.nn.Linear(1, 1)})
+    assert error.startswith("RuntimeError") and grads is None
+    assert early.grad is None

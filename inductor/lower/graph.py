@@ -311,7 +311,7 @@ class GraphLowering(torch.fx.Interpreter):
             # returned as a strided view, as eager does, not copied (131 MB per call in llama).
             view = extern.strided_view(value)
         if view is not None and (stride is None or _strides_match(view.layout, stride)):
-            return view
+            return _with_strides(view, stride)
         copy = TensorBox.create(Pointwise(value.get_device(), value.get_dtype(),
                                           value.make_loader(), value.get_size()),
                                 preferred_stride=list(stride) if stride is not None else None)
@@ -321,6 +321,19 @@ class GraphLowering(torch.fx.Interpreter):
 def _strides_match(layout: Layout, stride: Sequence) -> bool:
     return all(extent == 1 or sympy.expand(stride_expr(actual) - stride_expr(wanted)) == 0
                for extent, actual, wanted in zip(layout.size, layout.stride, stride))
+
+
+def _with_strides(view: ReinterpretView, stride: Optional[Sequence]) -> ReinterpretView:
+    """`view` with eager's strides on its one-long dims too (they address nothing, but
+    `.stride()` shows them: `(v @ w).unsqueeze_(0)` is (n, 1) in eager, not (0, 1))."""
+    layout = view.layout
+    if stride is None or all(sympy.expand(stride_expr(actual) - stride_expr(wanted)) == 0
+                             for actual, wanted in zip(layout.stride, stride)):
+        return view
+    strides = [wanted if extent == 1 else actual
+               for extent, actual, wanted in zip(layout.size, layout.stride, stride)]
+    return ReinterpretView(view.data, Layout(layout.device, layout.dtype, layout.size, strides,
+                                             layout.offset))
 
 
 def _realize_if_costly(box: TensorBox) -> None:

@@ -105,7 +105,8 @@ def _traced(symbolic: SymbolicInputs, flat_function, stateless, fakes: list) -> 
         # torch's Python dispatcher, as the front end's fake runs: C++ composite kernels
         # (constant_pad_nd under F.pad or CUDA attention's mask padding) want concrete ints;
         # with ATen's aliasing for matmul (inductor/python_dispatcher.py)
-        with symbolic.tracing(), aten_python_dispatcher(), _ZeroDimMaskAssignment():
+        with symbolic.tracing(), aten_python_dispatcher(aten_composites=True), \
+                _ZeroDimMaskAssignment():
             decomposed = make_fx(flat_function, decomposition_table=_table(),
                                  tracing_mode="real")(*fakes)
             versions = [value._version for value in fakes]

@@ -34,16 +34,20 @@ _KEY = DispatchKey.CompositeImplicitAutograd
 # torch's Python `dropout` calls `native_dropout`, whose decomposition compares `rand_like`
 # with p, where ATen's CPU `dropout` fills `bernoulli_(1 - p)`: a training-mode Dropout traced
 # with symbolic sizes dropped other elements than eager's (tests/repros/
-# test_p42_exit_on_graph_error.py under every size dynamic). Within the context their Python
-# kernels are set aside: ATen's C++ composite runs, as in a static trace.
+# test_p42_exit_on_graph_error.py under every size dynamic). Within the symbolic inference
+# trace (`aten_composites=True`) their Python kernels are set aside: ATen's C++ composite
+# runs, as in a static trace. The training path's traces keep torch's Python `dropout`: its
+# `native_dropout` is the op the training runtime draws eager's mask for
+# (tests/training/test_semantics.py::test_dropout_of_a_transposed_input_draws_eager_mask).
 _ATEN_COMPOSITES = (aten.dropout.default,)
 _COMPOSITE_KEYS = (DispatchKey.CompositeImplicitAutograd, DispatchKey.Autograd)
 
 
 @contextlib.contextmanager
-def aten_python_dispatcher():
+def aten_python_dispatcher(aten_composites: bool = False):
     """`enable_python_dispatcher()` with `aten.matmul` returning ATen's kernel's aliasing
-    and `_ATEN_COMPOSITES` running ATen's C++ composites (module docstring)."""
+    and, with `aten_composites`, `_ATEN_COMPOSITES` running ATen's C++ composites (module
+    docstring)."""
     overload = aten.matmul.default
     python_matmul = overload.py_kernels.get(_KEY)
     swap = python_matmul is not None and not getattr(python_matmul, "_aten_aliasing", False)
@@ -51,8 +55,8 @@ def aten_python_dispatcher():
         overload.py_kernels[_KEY] = _with_aten_aliasing(python_matmul)
         overload._dispatch_cache.clear()
     set_aside = [(composite, key, composite.py_kernels.pop(key))
-                 for composite in _ATEN_COMPOSITES for key in _COMPOSITE_KEYS
-                 if key in composite.py_kernels]
+                 for composite in (_ATEN_COMPOSITES if aten_composites else ())
+                 for key in _COMPOSITE_KEYS if key in composite.py_kernels]
     for composite, _, _ in set_aside:
         composite._dispatch_cache.clear()
     try:

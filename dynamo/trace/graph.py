@@ -20,7 +20,6 @@ from typing import Any, Callable, Optional
 import torch
 import torch.fx
 from torch._dispatch.python import enable_python_dispatcher
-from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException)
@@ -35,6 +34,7 @@ from dynamo.variables.lowering import lower
 from dynamo.variables.opaque import OpaqueNodeVariable
 from dynamo.variables.symbolic import SymbolicVariable, is_symbolic
 from dynamo.settings import config
+from inductor.symbolic_overlap import apart_by_residue
 from dynamo.shapes import STATIC, DimensionPolicy, SymbolicSizes
 from dynamo.variables.tensor import TensorVariable
 
@@ -323,28 +323,7 @@ def _apart_by_residue(a: torch.Tensor, b: torch.Tensor) -> bool:
     modulo `m`): `x[:, 0]` and `x[:, 1]` of an (s0, s1) `x`."""
     if a.element_size() != b.element_size():
         return False    # offsets counted in other units
-    strides = [stride for value in (a, b) for size, stride in zip(value.shape, value.stride())
-               if not _known(size <= 1) and not _known(stride == 0)]
-    gap = a.storage_offset() - b.storage_offset()
-    if not strides:
-        return _known(gap != 0)
-    modulus = min(strides, key=_hint)
-    return all(_known(stride % modulus == 0) for stride in strides) and (
-        (_known(gap > 0) and _known(gap < modulus))
-        or (_known(gap < 0) and _known(-gap < modulus)))
-
-
-def _known(condition) -> bool:
-    """Whether a condition over sizes holds for every size (adds no guard)."""
-    return bool(statically_known_true(condition))
-
-
-def _hint(number) -> int:
-    """A size's example value, for ordering only (adds no guard)."""
-    if isinstance(number, torch.SymInt):
-        node = number.node
-        return int(node.hint if node.hint is not None else node.shape_env.size_hint(node.expr))
-    return int(number)
+    return apart_by_residue(a, b)   # the proof inductor makes of the same writes
 
 
 @functools.lru_cache(maxsize=None)

@@ -20,7 +20,7 @@ import functools
 import itertools
 import math
 import operator
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 import torch.fx
@@ -475,7 +475,7 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     functional.graph.eliminate_dead_code()
     functional.recompile()
     functional, constants, all_fakes = _scalars_on_graph_device(
-        functional, constants, all_fakes, example_inputs, fake_mode)
+        functional, constants, all_fakes, example_inputs, lambda: fake_mode)
     # the module's tensors lead the inputs: passed with the lifted constants on every call
     offset = len(constants)
     return AtenGraph(functional, list(constants) + state, all_fakes, spec_box[0], aliases,
@@ -530,12 +530,12 @@ def _module_state(gm: torch.fx.GraphModule):
 
 
 def _scalars_on_graph_device(functional, constants: list, fakes: list, example_inputs,
-                             fake_mode):
+                             tracing: Callable):
     """Lifted 0-d CPU constants of a graph whose inputs live on one GPU, moved there once
     (eager mixes such a scalar with CUDA tensors; `x[...] = 0` makes one). Left where they
     are, the graph counted as spanning two devices and ran as is. Constants the graph writes
     into stay; the graph is traced again over the moved ones so every node's example value
-    says where it lives."""
+    says where it lives. `tracing()`: a context entering the graph's fake mode, giving it."""
     devices = {value.device for value in example_inputs if isinstance(value, torch.Tensor)}
     if len(devices) != 1 or next(iter(devices)).type == "cpu":
         return functional, constants, fakes
@@ -549,10 +549,10 @@ def _scalars_on_graph_device(functional, constants: list, fakes: list, example_i
     if not moved:
         return functional, constants, fakes
     constants, fakes = list(constants), list(fakes)
-    for index in moved:
-        constants[index] = constants[index].to(device)
-        fakes[index] = fake_inputs_for([constants[index]], fake_mode)[0]
-    with fake_mode:
+    with tracing() as fake_mode:
+        for index in moved:
+            constants[index] = constants[index].to(device)
+            fakes[index] = fake_mode.from_tensor(constants[index], static_shapes=True)
         retraced = make_fx(functional, tracing_mode="real")(*fakes)
     retraced.graph.eliminate_dead_code()
     retraced.recompile()

@@ -34,6 +34,7 @@ import torch.utils._pytree as pytree
 from inductor.aliasing import UnsupportedGraph, observable_outputs, writes_into_shared_inputs
 from inductor.autograd.symbols import SymbolicInputs
 from inductor.decompose import (AtenGraph, _detached, _flattened, _module_state, _mutates,
+                                _scalars_on_graph_device,
                                 _output_versions, _refuse_inexpressible_writes,
                                 _ZeroDimMaskAssignment, _table, check_state_calls,
                                 lift_constants)
@@ -68,32 +69,50 @@ def trace_aten_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence) -> A
                           f"front end guards ({environment.guards[-1].expr})")
     if any(node.target is aten._local_scalar_dense.default for node in decomposed.graph.nodes):
         raise NotSymbolic("the graph reads a tensor's value as a Python number")
+    # tensors the trace made from Python values (`torch.tensor(1.5)`, a mask's fill value):
+    # leading placeholders, passed with every call, as the static path's
     constants, lifted = lift_constants(decomposed)
-    if constants:
-        raise NotSymbolic("tensor constants made while tracing")
+    _fake_constants(lifted, constants, symbolic)
     aliases, strides, hidden = observable_outputs(lifted, eager_outputs)
     if len(environment.guards) != guards_before:
         raise NotSymbolic("finding which outputs alias inputs or each other assumed more "
                           f"about the sizes than the front end guards "
                           f"({environment.guards[-1].expr})")
-    constants, steps = [], {}
+    steps = {}
     if _mutates(lifted):
-        inputs = list(state) + list(example_inputs)
+        inputs = constants + list(state) + list(example_inputs)
         with int_sizes_not_symbolic():
-            lifted, constants = _functionalized(lifted, inputs, aliases, symbolic)
+            lifted, extra = _functionalized(lifted, inputs, aliases, symbolic)
         if len(environment.guards) != guards_before:
             raise NotSymbolic("functionalizing the graph's writes assumed more about the "
                               f"sizes than the front end guards "
                               f"({environment.guards[-1].expr})")
+        constants = extra + constants
         steps = {position + len(constants): step
                  for position, step in versions_moved.items()}
     lifted.graph.eliminate_dead_code()
     lifted.recompile()
     placeholder_fakes = [node.meta.get("val") for node in lifted.graph.nodes
                          if node.op == "placeholder"]
+    lifted, constants, placeholder_fakes = _scalars_on_graph_device(
+        lifted, constants, placeholder_fakes, example_inputs, symbolic.tracing)
+    if len(environment.guards) != guards_before:
+        raise NotSymbolic("moving the graph's scalar constants to its device assumed more "
+                          f"about the sizes than the front end guards "
+                          f"({environment.guards[-1].expr})")
     return AtenGraph(lifted, constants + list(state), placeholder_fakes, spec_box[0], aliases,
                      strides, grad_mode_after, hidden, steps,
                      _output_versions(eager_outputs, aliases))
+
+
+def _fake_constants(lifted: torch.fx.GraphModule, constants: list,
+                    symbolic: SymbolicInputs) -> None:
+    """Give the leading placeholders `lift_constants` made for `constants` the graph's fake
+    mode's fakes of them as example values (what every other placeholder carries)."""
+    placeholders = [node for node in lifted.graph.nodes if node.op == "placeholder"]
+    with symbolic.tracing() as mode:
+        for node, value in zip(placeholders, constants):
+            node.meta["val"] = mode.from_tensor(value, static_shapes=True)
 
 
 def _traced(symbolic: SymbolicInputs, flat_function, stateless, fakes: list) -> tuple:

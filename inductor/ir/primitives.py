@@ -88,7 +88,7 @@ PRIMITIVES = (
     _row("log2", _U, FLOAT, "log2", "tl.log2", vml="Log2"),
     _row("log10", _U, FLOAT, "log10", "libdevice.log10", vml="Log10"),
     _row("log1p", _U, FLOAT, "log1p", "libdevice.log1p"),
-    _row("sqrt", _U, FLOAT, "__builtin_sqrt"),       # Triton: tl.sqrt_rn for float32
+    _row("sqrt", _U, FLOAT, "__builtin_sqrt", vml="Sqrt"),  # Triton: tl.sqrt_rn for float32
     _row("rsqrt", _U, FLOAT, None, "libdevice.rsqrt"),
     _row("sin", _U, FLOAT, "sin", "libdevice.sin", vml="Sin"),
     _row("cos", _U, FLOAT, "cos", "libdevice.cos", vml="Cos"),

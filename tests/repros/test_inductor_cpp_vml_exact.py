@@ -1,6 +1,6 @@
 """Program fuzzer seed 23912 and graph fuzzer seeds 5415 and 3007 (C++ only, silent wrong
-values): eager's CPU kernels compute exp, log, log2, log10, sin, cos, tan, tanh, asin, acos,
-atan, erf and erfc of float32 and float64 with MKL's vector math library (VML, in
+values): eager's CPU kernels compute exp, log, log2, log10, sqrt, sin, cos, tan, tanh, asin,
+acos, atan, erf and erfc of float32 and float64 with MKL's vector math library (VML, in
 libtorch_cpu.so); the C++ kernels called glibc's libmvec, an ulp away on about half of the
 values (`cos(-0.25)` 0.96891248 against eager's 0.96891242, grown to 4e-4 through mm,
 addcmul and sin; `log_softmax(a.exp_())` 1.3 ulp off; equal log2 inputs ordered differently

@@ -169,14 +169,8 @@ def test_sgd_momentum_rule_compiled(backend):
                            f"step {index}: momentum")
 
 
-SQRT_IS_MKL = pytest.mark.xfail(
-    strict=True, reason="eager's float sqrt on CPU is MKL's vsSqrt (this build), which is not "
-    "correctly rounded (397 of 2,000 values one ulp off IEEE sqrt, which generated code "
-    "computes): exp_avg_sq.sqrt() differs; see the test with sqrt through eager's kernel")
-
-
 @pytest.mark.parametrize("weight_decay", [0.0, 0.1], ids=["adam", "adamw"])
-@pytest.mark.parametrize("backend", ["eager", pytest.param("inductor", marks=SQRT_IS_MKL)])
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
 def test_adam_rule_compiled(backend, weight_decay):
     model, twin = mlp(), mlp()
     if weight_decay:

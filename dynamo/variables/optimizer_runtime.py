@@ -9,6 +9,7 @@ while the graph's inputs are fetched), the float64 vector of the step's scalars
 """
 from __future__ import annotations
 
+import functools
 import struct
 import weakref
 from typing import Callable
@@ -81,6 +82,33 @@ def _count_steps(optimizer, counted: list) -> None:
     groups = optimizer.param_groups
     steps = [optimizer.state[groups[group]["params"][index]]["step"] for group, index in counted]
     torch._foreach_add_(steps, 1)
+
+
+def version_before_first_write(tensor: torch.Tensor) -> torch.Tensor:
+    """`tensor` with its version counter one step before 0, so that the graph's write making
+    it eager's new state (a momentum buffer eager makes by `clone`, version 0) leaves it at
+    eager's 0. Autograd's version counter is an unsigned 32-bit count that wraps around (an
+    in-place op, or the compiled graph's `_version + 1`, gives 0; `_wrapping_counter`)."""
+    if _wrapping_counter():
+        torch._C._autograd._unsafe_set_version_counter((tensor,), (_COUNTER_WRAP - 1,))
+    return tensor
+
+
+_COUNTER_WRAP = 2 ** 32
+
+
+@functools.lru_cache(maxsize=1)
+def _wrapping_counter() -> bool:
+    """Whether this torch's version counters wrap at 2**32 (else new buffers stay at 0, and
+    the first write leaves them one ahead of eager)."""
+    probe = torch.zeros(1)
+    torch._C._autograd._unsafe_set_version_counter((probe,), (_COUNTER_WRAP - 1,))
+    if probe._version != _COUNTER_WRAP - 1:
+        return False
+    probe.add_(1)
+    after_op = probe._version
+    torch._C._autograd._unsafe_set_version_counter((probe,), (_COUNTER_WRAP,))
+    return after_op == 0 and probe._version == 0
 
 
 def no_scalar(optimizer, memo: dict) -> float:

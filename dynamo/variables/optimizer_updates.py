@@ -30,7 +30,7 @@ import torch
 from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
 from dynamo.variables.base import Variable
 from dynamo.variables.constant import ConstantVariable
-from dynamo.variables.optimizer_runtime import float_step
+from dynamo.variables.optimizer_runtime import float_step, version_before_first_write
 from dynamo.variables.optimizers import ParamEntry
 
 
@@ -126,9 +126,10 @@ class SgdUpdate:
 
     @staticmethod
     def new_state(options: dict, param: torch.Tensor) -> dict:
-        """Storage for eager's first `buf = grad.detach().clone()` (the graph copies it)."""
-        return {"momentum_buffer": torch.empty_like(param.grad,
-                                                    memory_format=torch.preserve_format)}
+        """Storage for eager's first `buf = torch.clone(grad).detach()` (the graph copies it),
+        one version behind: the graph's `copy_` moves the counter to eager's 0."""
+        buffer = torch.empty_like(param.grad, memory_format=torch.preserve_format)
+        return {"momentum_buffer": version_before_first_write(buffer)}
 
     def __call__(self, traced, group: int, options: dict, entries: list[ParamEntry]) -> None:
         ops = _Ops(traced.tx)

@@ -141,6 +141,21 @@ class Config(Settings):
     max_fusion_nodes: int = 64
     """Upper bound on the scheduler nodes fused into one kernel."""
 
+    combo_kernels: bool = True
+    """Triton backend: run independent small pointwise kernels that follow each other (the
+    per-parameter updates of an optimizer step) as one launch, each program running one
+    part's block (`schedule/combine.py`, docs/inductor.md "Horizontal fusion"). Same results;
+    fewer launches. The C++ backend already runs a run of kernels from one entry point."""
+
+    combo_max_kernels: int = 16
+    """Most kernels one combined launch runs."""
+
+    combo_max_arguments: int = 96
+    """Most buffer arguments of one combined launch (registers and parameter space)."""
+
+    combo_max_numel: int = 1 << 22
+    """Largest kernel (elements) that joins a combined launch; larger ones launch alone."""
+
     fallback_on_error: bool = True
     """When a stage fails on a graph, run that graph through eager kernels (with a warning)
     instead of raising; tests switch this off so compiler bugs surface."""

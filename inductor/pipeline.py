@@ -470,10 +470,12 @@ def _generate_triton(plan, loop_graph, dtype_of, device: torch.device,
     from inductor.codegen.triton import wrapper as triton_wrapper
     from inductor.runtime import triton_build
     from inductor.runtime.triton_launch import Launcher, programmatic_steps
+    from inductor.schedule.combine import combine_kernels
     from inductor.schedule.tiling import tile, target_for
 
     interpret = device.type == "cpu"
     tile(plan, target_for(device))
+    combine_kernels(plan)
     module = triton_source.generate(plan, dtype_of, interpret,
                                     triton_build.programmatic_launch(device), device=device)
     loaded = triton_build.load(module.text, interpret)

@@ -169,6 +169,8 @@ def _candidates(spec, roles: list, exhaustive: bool, interpret: bool) -> list:
                 pointwise_configs(spec, exhaustive, interpret)]
     if kind == "tiled":
         return [Candidate(0, [kwargs]) for kwargs in tiled_configs(spec, exhaustive, interpret)]
+    if kind == "combo":     # the parts' blocks are fixed in its text (codegen/triton/combo.py)
+        return [Candidate(0, [{} if interpret else {"num_warps": spec.num_warps}])]
     if kind == "scatter":
         block = {"XBLOCK": INTERPRETER_BLOCK if interpret else 1024}
         return [Candidate(0, [dict(block), dict(block)])]

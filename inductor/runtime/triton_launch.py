@@ -260,6 +260,8 @@ class Launcher:
         default the spec's): ints, or for `grid_text` the Python text computing them."""
         spec = self.spec
         xnumel, ynumel, rnumel = self.extents if extents is None else extents
+        if spec.kind == "combo":    # one program per block of each part (codegen/combo.py)
+            return (xnumel,)
         if spec.kind == "tiled":
             return (cdiv(xnumel, kwargs["XBLOCK"]), cdiv(ynumel, kwargs["YBLOCK"]))
         if role == "partial":

@@ -76,6 +76,9 @@ class TritonKernel:
         self.extents: Optional[dict] = None   # buffer -> elements it spans (bounds.py)
         self.check_bounds = False               # bounds mode: assert every access
         self.full_axes = {block[0].lower() for block in self.spec.even}  # "x", "y", "r"
+        # a part of a combined launch (`combo.py`): the name of its program index parameter,
+        # which stands for `tl.program_id(0)`
+        self.program_id: Optional[str] = None
         self._reset()
 
     def _reset(self) -> None:
@@ -313,7 +316,7 @@ class TritonKernel:
         return TritonOpsHandler(self, prefix=f"t{self.counter}_")
 
     def _program_offset(self, axis: int, block: str) -> str:
-        pid = f"tl.program_id({axis})"
+        pid = self.program_id if self.program_id and axis == 0 else f"tl.program_id({axis})"
         if self.tiling.index_bits == 64:
             pid += ".to(tl.int64)"
         return f"{pid} * {block}"

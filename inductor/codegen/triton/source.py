@@ -16,11 +16,13 @@ import torch
 
 from inductor.codegen.bounds import buffer_extents
 from inductor.codegen.devices import check_kernel_arguments
+from inductor.codegen.triton.combo import ComboKernel
 from inductor.codegen.triton.kernel import NAME, LaunchSpec, TritonKernel
 from inductor.codegen.triton.prelude import PRELUDE
 from inductor.codegen.triton.scatter import TritonScatterKernel
 from inductor.config import config
 from inductor.ir.nodes import ConstantBuffer, InputBuffer
+from inductor.schedule.combine import ComboPlan
 from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
 from inductor.size_variants import NotSymbolic
 
@@ -77,9 +79,12 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
         if not isinstance(step, KernelPlan):
             continue
         kind = TritonScatterKernel if isinstance(step, ScatterPlan) else TritonKernel
+        kind = ComboKernel if isinstance(step, ComboPlan) else kind
         printer = kind(step, dtype_of, interpret, wait_for_prior)
         printer.extents, printer.check_bounds = extents, config.bounds_check
         functions = printer.functions()
+        for helper in getattr(printer, "helpers", ()):  # a combo's parts, called by name
+            texts.setdefault(helper.name, helper.text.replace(NAME, helper.name))
         for function in functions:
             function.name = function_name(function.role, function.text)
             texts.setdefault(function.name, function.text.replace(NAME, function.name))

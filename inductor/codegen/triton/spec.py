@@ -34,8 +34,8 @@ class KernelFunction:
 class LaunchSpec:
     """What the runtime needs to launch a kernel plan's functions."""
 
-    kind: str               # "pointwise", "tiled", "reduction", "split" or "scatter"
-    xnumel: int
+    kind: str               # "pointwise", "tiled", "reduction", "split", "scatter", "combo"
+    xnumel: int             # "combo": its programs
     ynumel: int = 1
     rnumel: int = 1
     split: int = 1
@@ -46,6 +46,7 @@ class LaunchSpec:
     status: bool = False    # the functions report errors through a status word
     even: tuple = ()        # blocks that must divide their extent: their axis has no mask
     programmatic: bool = False  # launched with `launch_pdl` (each function waits first)
+    num_warps: int = 0      # "combo" (`combo.py`): the warps of its one configuration
     # symbolic row: the longest a persistent block takes (`Tiling.row_limit`; 0: no limit)
     row_limit: int = dataclasses.field(default=0, repr=False)
 

@@ -8,7 +8,7 @@ per step (framejit's `GraphReport.kernel_count`), wall and calling-thread CPU mi
 (median of interleaved trials).
 
     python -m benchmarks.experiments.diag_optimizer_step [--device cuda] [--models gpt2,cnn,mlp]
-        [--modes eager,jit,torch.compile]
+        [--modes eager,jit,torch.compile]   (jit-uncombined: jit with combo_kernels off)
     python -m benchmarks.experiments.diag_optimizer_step --tiny [--repeat 200]
 
 `--tiny`: on the CPU, GPT-2's 12 layers (148 params, AdamW) with every size tiny (width 16,
@@ -32,6 +32,18 @@ from benchmarks.training.whole_step import cases, make_optimizer
 
 def _step(optimizer):
     optimizer.step()
+
+
+def _step_uncombined(optimizer):
+    """`_step` under another code object (compiled code is cached per code object)."""
+    optimizer.step()
+
+
+UNCOMBINED = "jit-uncombined"   # compiled with inductor.config.combo_kernels off
+
+
+def _use_mode(mode: str) -> None:
+    inductor.config.combo_kernels = mode != UNCOMBINED
 
 
 def tiny_gpt2() -> torch.nn.Module:
@@ -75,17 +87,21 @@ def run(name, factory, optimizer_name: str, device: str,
         for param in copy_.parameters():
             param.grad = torch.randn_like(param) * 1e-3
         step = {"eager": _step, "jit": dynamo.jit(_step, backend="inductor"),
+                UNCOMBINED: dynamo.jit(_step_uncombined, backend="inductor"),
                 "torch.compile": torch.compile(_step)}[mode]
+        _use_mode(mode)
         for _ in range(3):   # state made, then compiled with state
             step(optimizer)
         runs[mode] = (step, optimizer)
     inductor.runtime.compiled_graph.CompiledGraph.__init__ = original
+    _use_mode("jit")
     params = sum(1 for _ in model.parameters())
     print(f"{name} ({optimizer_name}, {params} params): framejit graphs' kernels {kernels}"
           f" ({kernels[-1] / params:.2f} per param in the last)" if kernels else
           f"{name} ({optimizer_name}, {params} params)")
     for trial in range(3):
         for mode, (step, optimizer) in runs.items():
+            _use_mode(mode)
             wall, cpu = _time(lambda: step(optimizer), device, repeat)
             print(f"  trial {trial} {mode:14s} wall {wall:7.3f} ms  thread CPU {cpu:7.3f} ms")
 

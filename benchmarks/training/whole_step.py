@@ -31,6 +31,8 @@ import dynamo
 import inductor
 
 MODES = ("eager", "jit", "torch.compile")
+# `--combo-off-too`: also the jitted step compiled with inductor.config.combo_kernels off
+UNCOMBINED = "jit-uncombined"
 
 
 def _block(channels_in: int, channels: int, stride: int) -> torch.nn.Module:
@@ -111,21 +113,34 @@ def train_step(model, optimizer, inputs, targets):
     return loss
 
 
+def train_step_uncombined(model, optimizer, inputs, targets):
+    """`train_step` under another code object (compiled code is cached per code object)."""
+    return train_step(model, optimizer, inputs, targets)
+
+
+def _use_mode(mode: str) -> None:
+    """Compile what this mode compiles next (the optimizer's second graph compiles at the
+    second step) with combined launches on or off."""
+    inductor.config.combo_kernels = mode != UNCOMBINED
+
+
 def _synchronize(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
 
 
-def _setups(factory: Callable, optimizer_name: str, device: str) -> dict:
+def _setups(factory: Callable, optimizer_name: str, device: str, modes=MODES) -> dict:
     """Per mode: (step callable, model, optimizer), the models identical copies."""
     torch.manual_seed(0)
     base = factory().to(device)
     setups = {}
-    for mode in MODES:
+    for mode in modes:
         model = copy.deepcopy(base)
         optimizer = make_optimizer(optimizer_name, model.parameters())
         if mode == "jit":
             step = dynamo.jit(train_step, backend="inductor")
+        elif mode == UNCOMBINED:
+            step = dynamo.jit(train_step_uncombined, backend="inductor")
         elif mode == "torch.compile":
             step = torch.compile(train_step)
         else:
@@ -140,20 +155,21 @@ def _params_equal(setups: dict, mode: str) -> dict:
             "max_abs_diff": max(float((a - b).abs().max()) for a, b in pairs)}
 
 
-def run_case(case: tuple, device: str, steps: int, trials: int) -> dict:
+def run_case(case: tuple, device: str, steps: int, trials: int, modes=MODES) -> dict:
     """Compile (first step), one-step parameter check, then `trials` interleaved timed steps;
     losses compared with eager's after the last."""
     name, factory, make_input, make_target, optimizer_name = case
-    setups = _setups(factory, optimizer_name, device)
+    setups = _setups(factory, optimizer_name, device, modes)
     torch.manual_seed(1)
     batches = [(make_input().to(device), make_target().to(device)) for _ in range(steps)]
     result = {"model": name, "optimizer": optimizer_name, "device": device, "modes": {}}
     fallbacks_before = inductor.fallbacks()
     compiles_before = _backward_counts()
-    losses = {mode: [] for mode in MODES}
+    losses = {mode: [] for mode in modes}
     first = {}
-    for mode in MODES:
+    for mode in modes:
         step, model, optimizer = setups[mode]
+        _use_mode(mode)
         _synchronize(device)
         start = time.perf_counter()
         losses[mode].append(float(step(model, optimizer, *batches[0]).detach()))
@@ -161,12 +177,13 @@ def run_case(case: tuple, device: str, steps: int, trials: int) -> dict:
         first[mode] = time.perf_counter() - start
     for mode in ("jit", "torch.compile"):
         result["modes"].setdefault(mode, {})["after_one_step"] = _params_equal(setups, mode)
-    times = {mode: [] for mode in MODES}
-    cpu_times = {mode: [] for mode in MODES}
+    times = {mode: [] for mode in modes}
+    cpu_times = {mode: [] for mode in modes}
     for trial in range(max(trials, steps - 1)):
         batch = batches[1 + trial % (steps - 1)] if steps > 1 else batches[0]
-        for mode in MODES:   # interleaved: each trial times every mode once
+        for mode in modes:   # interleaved: each trial times every mode once
             step, model, optimizer = setups[mode]
+            _use_mode(mode)
             _synchronize(device)
             start, cpu_start = time.perf_counter(), time.thread_time()
             loss = step(model, optimizer, *batch)
@@ -175,7 +192,8 @@ def run_case(case: tuple, device: str, steps: int, trials: int) -> dict:
             times[mode].append(time.perf_counter() - start)
             if trial < steps - 1:
                 losses[mode].append(float(loss.detach()))
-    for mode in MODES:
+    _use_mode("jit")
+    for mode in modes:
         median = statistics.median(times[mode])
         entry = result["modes"].setdefault(mode, {})
         entry.update(median_ms=1000 * median, compile_s=max(first[mode] - median, 0.0),
@@ -252,6 +270,13 @@ def markdown(results: list, meta: dict) -> str:
             f"{exact(jit)} / {exact(anchor)} | " +
             " / ".join(f"{modes[mode].get('median_thread_cpu_ms', float('nan')):.2f}"
                        for mode in MODES) + " |")
+    for result in results:
+        off = result["modes"].get(UNCOMBINED)
+        if off:
+            lines.append(f"\n{result['model']}: jit with combo_kernels off "
+                         f"{off['median_ms']:.2f} ms (thread CPU "
+                         f"{off['median_thread_cpu_ms']:.2f} ms), loss rel diff "
+                         f"{off['loss_max_rel_diff']:.1e}")
     return "\n".join(lines) + "\n"
 
 
@@ -263,7 +288,10 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=10, help="timed steps per mode")
     parser.add_argument("--models", default="", help="comma-separated subset (mlp,cnn,gpt2)")
     parser.add_argument("--out-dir", default="benchmarks/results")
+    parser.add_argument("--combo-off-too", action="store_true",
+                        help="also time the jitted step compiled without combined launches")
     arguments = parser.parse_args()
+    modes = MODES + ((UNCOMBINED,) if arguments.combo_off_too else ())
     if arguments.device == "cpu":
         torch.set_num_threads(1)
     results = []
@@ -272,7 +300,8 @@ def main() -> None:
                                         arguments.models.split(",")):
             continue
         print(f"{case[0]} ({case[4]}) ...", flush=True)
-        results.append(run_case(case, arguments.device, arguments.steps, arguments.trials))
+        results.append(run_case(case, arguments.device, arguments.steps, arguments.trials,
+                                modes))
         print(json.dumps(results[-1]["modes"]["jit"], default=str)[:400], flush=True)
     write(results, arguments.out_dir, arguments.device, vars(arguments))
     print(markdown(results, {"device_name": arguments.device, "torch": torch.__version__,

@@ -449,7 +449,8 @@ def _simplify_division(node, ranges):
 
 
 def _fold_div_mod(expr: Expr) -> Expr:
-    """`c*d*(x//d) + c*(x%d) -> c*x` and `c*d*((x//d)%m) + c*(x%d) -> c*((x)%(d*m))`."""
+    """`c*d*(x//d) + c*(x%d) -> c*x` and `c*d*((x//d)%m) + c*(x%d) -> c*((x)%(d*m))`, `d`
+    an integer or a size expression (`997*s1*(x // s1) + 997*(x % s1) -> 997*x`)."""
     if not isinstance(expr, sympy.Add):
         return expr
     terms = [term.as_coeff_Mul() for term in expr.args]
@@ -457,8 +458,9 @@ def _fold_div_mod(expr: Expr) -> Expr:
         if not (isinstance(atom, ModularIndexing) and atom.args[1] == 1):
             continue
         base, modulus = atom.args[0], atom.args[2]
-        for other, (other_coefficient, other_atom) in enumerate(terms):
-            if other == position or other_coefficient != coefficient * modulus:
+        for other, term in enumerate(expr.args):
+            other_atom = term / (coefficient * modulus)
+            if other == position or not isinstance(other_atom, (FloorDiv, ModularIndexing)):
                 continue
             replacement = None
             if isinstance(other_atom, FloorDiv) and other_atom.args == (base, modulus):

@@ -326,8 +326,11 @@ def _reshape_blocks(old: list, new: list) -> list:
             new_position += 1
             continue
         if not all(extent.is_Integer for extent in old[old_position:] + new[new_position:]):
-            blocks.append(_symbolic_blocks(old, new, old_position, new_position))
-            break
+            old_block, new_block = _symbolic_blocks(old, new, old_position, new_position)
+            blocks.append((old_block, new_block))
+            old_position += len(old_block)
+            new_position += len(new_block)
+            continue
         old_block, new_block = [old_position], [new_position]
         old_product, new_product = int(old[old_position]), int(new[new_position])
         old_position, new_position = old_position + 1, new_position + 1
@@ -345,8 +348,19 @@ def _reshape_blocks(old: list, new: list) -> list:
 
 
 def _symbolic_blocks(old: list, new: list, old_position: int, new_position: int) -> tuple:
-    """The remaining dimensions as one block (its row-major linear index is right for every
-    size; finer blocks of symbolic sizes would need products known equal)."""
+    """The shortest leading runs of the remaining `old` and `new` dimensions whose products
+    are the same expression (equal for every size: `(s0, s1, 997) -> (s0*s1, 997)` pairs
+    `s0, s1` with `s0*s1`, so the merge is read as the view it is, with no division by
+    997*s1), else the remaining dimensions as one block (its row-major linear index is right
+    for every size)."""
+    for length in range(2, len(old) - old_position + len(new) - new_position + 1):
+        for old_length in range(1, length):
+            old_end, new_end = old_position + old_length, new_position + length - old_length
+            if old_end > len(old) or new_end > len(new):
+                continue
+            if sympy.expand(product(old[old_position:old_end])
+                            - product(new[new_position:new_end])) == 0:
+                return (list(range(old_position, old_end)), list(range(new_position, new_end)))
     return (list(range(old_position, len(old))), list(range(new_position, len(new))))
 
 

@@ -475,7 +475,7 @@ def _generate_triton(plan, loop_graph, dtype_of, device: torch.device,
 
     interpret = device.type == "cpu"
     tile(plan, target_for(device))
-    combine_kernels(plan)
+    plan = combine_kernels(plan)
     module = triton_source.generate(plan, dtype_of, interpret,
                                     triton_build.programmatic_launch(device), device=device)
     loaded = triton_build.load(module.text, interpret)

@@ -1,12 +1,12 @@
 """Stage "schedule", Triton only, after tiling: horizontal fusion of independent kernels.
 
-Input: a tiled `GraphPlan`. Output: the same plan where runs of consecutive small pointwise
-kernels with no data dependency between them (the per-parameter updates of an optimizer
-step: each reads and writes its own parameter, gradient and state) are replaced by one
-`ComboPlan`, which the Triton printer turns into one kernel whose programs are partitioned
-among its parts (`codegen/triton/combo.py`): one launch where there were many. Each part
-keeps its own element count, mask and block, and computes exactly what it computed alone,
-so results are the same bits.
+Input: a tiled `GraphPlan`. Output: a plan (a copy; the input is left as it was) where runs
+of consecutive small pointwise kernels with no data dependency between them (the
+per-parameter updates of an optimizer step: each reads and writes its own parameter,
+gradient and state) are replaced by one `ComboPlan`, which the Triton printer turns into
+one kernel whose programs are partitioned among its parts (`codegen/triton/combo.py`): one
+launch where there were many. Each part keeps its own element count, mask and block, and
+computes exactly what it computed alone, so results are the same bits.
 
 A kernel joins the open run when it is a plain pointwise kernel (no reduction, scatter or
 2-D tile), of static size at most `config.combo_max_numel` elements, reads nothing the run
@@ -88,11 +88,12 @@ class _Run:
         self.stores |= set(kernel.stores)
 
 
-def combine_kernels(plan: GraphPlan) -> int:
-    """Replace runs of independent pointwise kernels of `plan` by `ComboPlan`s, in place
-    (steps, and the steps after which buffers die). Returns the number of launches saved."""
+def combine_kernels(plan: GraphPlan) -> GraphPlan:
+    """`plan` with runs of independent pointwise kernels replaced by `ComboPlan`s (new steps,
+    and the steps after which buffers die; everything else shared); `plan` itself where
+    nothing combines. The scheduler's plan is left as it was (tests read its kernels)."""
     if plan.size_hints or not config.combo_kernels or config.combo_max_kernels < 2:
-        return 0
+        return plan
     donors = set(plan.in_place) | set(plan.in_place.values())
     runs, run = [], _Run()
     for position, step in enumerate(plan.steps):
@@ -119,12 +120,11 @@ def combine_kernels(plan: GraphPlan) -> int:
             steps.append(step)
             new_position[position] = len(steps) - 1
     if not saved:
-        return 0
+        return plan
     frees: dict = {}
     for position, names in plan.frees.items():
         frees.setdefault(new_position[position], []).extend(names)
-    plan.steps, plan.frees = steps, frees
-    return saved
+    return dataclasses.replace(plan, steps=steps, frees=frees)
 
 
 def _combo(kernels: list, name: str) -> ComboPlan:

@@ -14,7 +14,6 @@ import pytest
 import torch
 
 import dynamo
-import inductor
 from inductor.schedule import combine
 from inductor.schedule.plans import GraphPlan, KernelPlan
 from inductor.schedule.tiling import Tiling
@@ -80,8 +79,9 @@ def _kernel(name, loads, stores, numel=64, kind="pointwise"):
 def _combined(settings, kernels, frees=None, **options):
     settings.update(**{"combo_kernels": True, **options})
     plan = GraphPlan(list(kernels), [], [], {}, [], dict(frees or {}))
-    combine.combine_kernels(plan)
-    return plan
+    combined = combine.combine_kernels(plan)
+    assert [step.name for step in plan.steps] == [kernel.name for kernel in kernels]
+    return combined
 
 
 def _shape(plan) -> list:
@@ -147,10 +147,9 @@ def _launches(monkeypatch) -> list:
     seen, original = [], combine.combine_kernels
 
     def recording(plan):
-        before = len(plan.kernels())
-        saved = original(plan)
-        seen.append((before, len(plan.kernels())))
-        return saved
+        combined = original(plan)
+        seen.append((len(plan.kernels()), len(combined.kernels())))
+        return combined
     monkeypatch.setattr(combine, "combine_kernels", recording)
     return seen
 

@@ -16,9 +16,10 @@ in-place ops move each input's version counter is measured on the symbolic fakes
 (`AtenGraph.version_steps`). Inputs written while sharing memory with another input are
 refused here (compiled per size, where the static path handles them); the caller compiles for
 the example's storage pattern (`StoragePattern`). What a symbolic trace does not cover raises
-`NotSymbolic` (the graph is then compiled per size, counted): SymInt graph inputs, module
-state other than static tensors, and anything that specialises a symbol while tracing (a
-guard the front end never saw).
+`NotSymbolic` (the graph is then compiled per size, counted): module state other than
+static tensors, and anything that specialises a symbol while tracing (a guard the front end
+never saw). SymInt placeholders (an int carried across a graph break) trace as SymInts;
+tensor constants the trace makes become leading placeholders, as in the static path.
 """
 from __future__ import annotations
 
@@ -50,12 +51,10 @@ def trace_aten_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence) -> A
     symbolic = SymbolicInputs.of(gm)
     if symbolic is None:
         raise NotSymbolic("no placeholder has a symbolic size")
-    if symbolic.symbolic_positions():
-        raise NotSymbolic("SymInt graph inputs")
     grad_mode_after = check_state_calls(gm)
     state, stateless = _module_state(gm)
     fakes = symbolic.fakes(list(example_inputs))
-    if any(not isinstance(value, torch.Tensor) for value in fakes):
+    if any(not isinstance(value, (torch.Tensor, torch.SymInt)) for value in fakes):
         raise NotSymbolic("a non-tensor graph input")
     environment = symbolic.shape_env
     guards_before = len(environment.guards)
@@ -128,14 +127,14 @@ def _traced(symbolic: SymbolicInputs, flat_function, stateless, fakes: list) -> 
                 _ZeroDimMaskAssignment():
             decomposed = make_fx(flat_function, decomposition_table=_table(),
                                  tracing_mode="real")(*fakes)
-            versions = [value._version for value in fakes]
+            versions = [getattr(value, "_version", 0) for value in fakes]
             eager_outputs = pytree.tree_leaves(stateless(*fakes))
     except (DataDependentOutputException, DynamicOutputShapeException) as error:
         raise UnsupportedGraph(f"the graph's shapes or values depend on tensor values "
                                f"({type(error).__name__})") from error
     finally:
         torch._C._set_grad_enabled(grad_before)
-    moved = {position: value._version - version
+    moved = {position: getattr(value, "_version", 0) - version
              for position, (value, version) in enumerate(zip(fakes, versions))}
     return decomposed, eager_outputs, moved
 

@@ -74,7 +74,8 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
     symbolic = has_symbolic_sizes(gm, example_inputs)
     training = _needs_autograd(gm, example_inputs)
     whole = training and _training_takes_symbolic_sizes() and \
-        all(isinstance(value, torch.Tensor) for value in example_inputs)
+        all(isinstance(value, (torch.Tensor, torch.SymInt, int)) and
+            not isinstance(value, bool) for value in example_inputs)
     if symbolic and not whole:
         return _symbolic_or_per_size(
             gm, example_inputs, lambda: _compile_symbolic(gm, example_inputs, mode),
@@ -134,18 +135,13 @@ def _symbolic_or_per_size(gm: torch.fx.GraphModule, example_inputs: Sequence,
     return compiled
 
 
-def _refuse_symbolic_triton(example_inputs: Sequence, gm: torch.fx.GraphModule) -> None:
-    """Where the Triton backend was kept off the symbolic path: its kernels now take sizes
-    as arguments (docs/triton.md, "Symbolic sizes"); what it cannot print yet (scatter
-    kernels, bounds mode) raises `NotSymbolic` from `codegen/triton` itself."""
-
-
 def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,
                       mode: Optional[str]) -> CompiledGraph:
     """One compile of a torch-level inference graph with symbolic sizes, for every size:
     traced in the graph's own fake mode (`decompose_symbolic.py`), then
     `_compile_symbolic_aten`."""
-    _refuse_symbolic_triton(example_inputs, gm)
+    if _needs_autograd(gm, example_inputs):     # (SymInt inputs: the training path's refusal)
+        raise NotSymbolic("a graph computing gradients with SymInt inputs")
     from inductor.decompose_symbolic import trace_aten_symbolic
     try:
         aten_graph = trace_aten_symbolic(gm, example_inputs)
@@ -190,12 +186,11 @@ def _compile_symbolic_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
     from each call's input sizes (docs/inductor.md, "Symbolic sizes"). A call whose inputs
     are laid out otherwise runs per-size variants (`layout_fallback`; else the wrapper's
     `InputLayoutChanged` reaches the caller)."""
-    _refuse_symbolic_triton(example_inputs, gm)
     fakes = _fakes_for(gm, example_inputs)
-    stray = next((value for value in fakes if not isinstance(value, torch.Tensor)), None)
+    stray = next((value for value in fakes
+                  if not isinstance(value, (torch.Tensor, torch.SymInt))), None)
     if stray is not None:
-        raise NotSymbolic(f"a graph input of type {type(stray).__name__} (SymInt graph "
-                          "inputs are bound per size)")
+        raise NotSymbolic(f"a graph input of type {type(stray).__name__}")
     if _eager_only_reason(example_inputs) is not None:
         raise NotSymbolic(_eager_only_reason(example_inputs))
     if output_strides is None:
@@ -253,9 +248,8 @@ def _training_takes_symbolic_sizes() -> bool:
     """Whether `inductor.autograd` traces graphs with symbolic sizes in their own fake mode
     (its `SymbolicInputs`, issue 23): then a dynamic training graph goes there whole (one
     joint trace; its forward and backward ATen graphs come back to `compile_aten`, which
-    compiles them per size), else it gets a static training compile per size here. Graphs
-    with SymInt placeholders (torch.compile's) stay per size: the training runtime's
-    version tracking took their ints for tensors (a weak reference to an int)."""
+    compiles them per size), else it gets a static training compile per size here. Its
+    SymInt placeholders (ints carried across a break) go there too."""
     try:
         import inductor.autograd as autograd
     except ImportError:
@@ -515,7 +509,7 @@ def _fakes_for(gm: torch.fx.GraphModule, example_inputs: Sequence) -> list:
     values = []
     for node, example in zip(placeholders, example_inputs):
         recorded = node.meta.get("val")
-        values.append(recorded if isinstance(recorded, torch.Tensor) else example)
+        values.append(recorded if isinstance(recorded, (torch.Tensor, torch.SymInt)) else example)
     return values
 
 

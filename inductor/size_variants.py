@@ -113,7 +113,7 @@ def symbol_bindings(values: Sequence) -> dict:
     first input size that is exactly it, else the first such stride, else a SymInt input."""
     import sympy
     found: dict = {}
-    for kind in ("int", "size", "stride"):
+    for kind in ("size", "stride", "int"):   # (sizes first: the native binder reads them)
         for position, value in enumerate(values):
             if isinstance(value, torch.SymInt) and kind == "int":
                 numbers = [value]

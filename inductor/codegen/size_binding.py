@@ -1,7 +1,7 @@
 """The size binding of a wrapper compiled over symbolic sizes (stage: codegen).
 
-Input: a `GraphPlan`'s symbol bindings (symbol -> input position, "size" or "stride", dim) and
-its inputs' layouts. Output: the wrapper's first lines, which run once per call: each size
+Input: a `GraphPlan`'s symbol bindings (symbol -> input position, "size", "stride" or "int",
+dim) and its inputs' layouts. Output: the wrapper's first lines, which run once per call: each size
 symbol read off its input, and each input with symbolic extents checked to have exactly the
 strides the kernels index it with (as many dims, each stride equal to its expression of the
 symbols); another layout raises `InputLayoutChanged` before any work, and the pipeline runs
@@ -10,10 +10,12 @@ per-size variants for that call (`pipeline._layout_fallback`).
 Where `runtime/native.cpp` builds and every expected stride is a polynomial of the symbols
 with integer coefficients (contiguous, channels-last, permuted layouts), that is one native
 call, `s0, s1, = bind_sizes(binder, arg0, arg1)`; else Python lines (`s0 = arg0.shape[0]`,
-`if arg0.stride() != (s1, 1): layout_changed()`). The sweep function's wrapper (2 symbols,
-3 inputs checked) spent 1.4 us on the Python lines and 0.3 on the native call (2-core VM);
-the call keeps its last answer and returns that tuple again while the sizes repeat (93 ns
-against 142 with a new tuple of new ints each call; a builtin returning a 2-tuple: 67 ns).
+`if arg0.stride() != (s1, 1): layout_changed()`). A symbol that is no input's size or stride
+is an int argument's value (a SymInt placeholder, `SizeInput`): `s2 = arg2`, first. The
+sweep function's wrapper (2 symbols, 3 inputs checked) spent 1.4 us on the Python lines
+and 0.3 on the native call (2-core VM); the call keeps its last answer and returns that
+tuple again while the sizes repeat (93 ns against 142 with a new tuple of new ints each
+call; a builtin returning a 2-tuple: 67 ns).
 """
 from __future__ import annotations
 
@@ -83,19 +85,22 @@ def binding_lines(plan, names: list, sizes_text: Callable, namespace: dict) -> l
     bindings = plan.symbol_bindings
     if not bindings:
         return []
-    if any(kind == "int" for _position, kind, _dim in bindings.values()):
-        raise NotImplementedError("SymInt graph inputs are bound per size")
+    # a symbol no input size or stride is: an int input's value (a SymInt placeholder)
+    values = [f"    {symbol.name} = {names[position]}"
+              for symbol, (position, kind, _dim) in bindings.items() if kind == "int"]
+    bindings = {symbol: binding for symbol, binding in bindings.items()
+                if binding[1] != "int"}
     checked = _checked_inputs(plan)
-    native = symbol_binding(bindings, checked)
+    native = symbol_binding(bindings, checked) if bindings else None
     if native is not None:
         binder = f"binder{len(namespace)}"
         namespace["bind_sizes"], namespace[binder] = native
         count = max([position for position, _kind, _dim in bindings.values()] +
                     [position for position, _layout in checked]) + 1
         targets = "".join(f"{symbol.name}, " for symbol in bindings)
-        return [f"    {targets}= bind_sizes({binder}, {', '.join(names[:count])})"]
+        return [f"    {targets}= bind_sizes({binder}, {', '.join(names[:count])})"] + values
     namespace["layout_changed"] = _layout_changed
-    lines = []
+    lines = list(values)    # (the stride checks may read these)
     for symbol, (position, kind, dim) in bindings.items():
         read = "shape" if kind == "size" else "stride()"
         lines.append(f"    {symbol.name} = {names[position]}.{read}[{dim}]")

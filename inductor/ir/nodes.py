@@ -156,6 +156,16 @@ class InputBuffer(Buffer):
     """A graph input (user tensor, parameter or lifted constant)."""
 
 
+class SizeInput(InputBuffer):
+    """A graph input that is an int, not memory (a SymInt placeholder: an int carried across
+    a graph break, `x[:k]`'s `k`): its readers use its size expression; the wrapper binds
+    the expression's symbol from the argument (`GraphPlan.symbol_bindings`, kind "int")."""
+
+    def __init__(self, name: str, expression):
+        super().__init__(name, None)
+        self.expression = expression
+
+
 class ConstantBuffer(InputBuffer):
     """A tensor the graph holds as an attribute (`get_attr`): read through a reference to the
     live tensor, which the wrapper binds by name."""

@@ -24,7 +24,8 @@ from inductor.config import config
 from inductor.ir.layout import Layout
 from inductor.ir.symbols import stride_expr, to_expr
 from inductor.ir.nodes import (Buffer, ComputedBuffer, ConstantBuffer, InputBuffer, Pointwise,
-                               ReinterpretView, StorageBox, TensorBox, building)
+                               ReinterpretView, SizeInput, StorageBox, TensorBox,
+                               building)
 from inductor.ir.ops import ops
 from inductor.lower import extern
 from inductor.lower.accumulate_into import accumulate_into_sums
@@ -131,6 +132,11 @@ class GraphLowering(torch.fx.Interpreter):
     def placeholder(self, target, args, kwargs):
         position = len(self.inputs)
         example = self.example_inputs[position]
+        if isinstance(example, torch.SymInt):
+            buffer = SizeInput(f"arg{position}", to_expr(example))
+            buffer.origin = self.current.name
+            self.inputs.append(buffer)
+            return buffer.expression
         layout = Layout(example.device, example.dtype, example.shape, example.stride(), 0)
         buffer = InputBuffer(f"arg{position}", layout)
         buffer.origin = self.current.name

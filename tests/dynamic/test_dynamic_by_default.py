@@ -10,15 +10,6 @@ import dynamo
 from dynamic_programs import assert_same_outcome, counting_backend, outcome
 
 
-@pytest.fixture
-def mode(request):
-    """Sets `dynamo.config.dynamic_by_default` to the test's parameter, then restores it."""
-    saved = dynamo.config.dynamic_by_default
-    dynamo.config.dynamic_by_default = request.param
-    yield request.param
-    dynamo.config.dynamic_by_default = saved
-
-
 def scaled(x):
     return (x.sin() * 2).sum(0) + x.shape[0]
 

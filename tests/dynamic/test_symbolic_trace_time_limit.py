@@ -11,14 +11,6 @@ import dynamo
 from dynamic_programs import assert_same_outcome, counting_backend, outcome
 
 
-@pytest.fixture
-def limit(request):
-    saved = dynamo.config.symbolic_trace_seconds
-    dynamo.config.symbolic_trace_seconds = request.param
-    yield request.param
-    dynamo.config.symbolic_trace_seconds = saved
-
-
 def scaled(x):
     return (x.sin() * 2).sum(0) + x.shape[0]
 

@@ -112,10 +112,10 @@ def launchers(compiled) -> list:
     return list(found.values())
 
 
-def gpu_module(function, *inputs, persistent_limit=32768, wait_for_prior=False):
+def gpu_module(function, *inputs, persistent_limit=32768, wait_for_prior=False, combine=False):
     """(generated module, dtype lookup, graph plan) of `function` on `inputs` printed for a
     132-SM CUDA target (no GPU needed: nothing runs); `wait_for_prior`: for programmatic
-    dependent launch."""
+    dependent launch; `combine`: after horizontal fusion (`schedule/combine.py`)."""
     from inductor.codegen.triton import source as triton_source
     from inductor.decompose import trace_aten
     from inductor.lower import lower
@@ -129,6 +129,9 @@ def gpu_module(function, *inputs, persistent_limit=32768, wait_for_prior=False):
     loop_graph = lower(aten_graph.module, aten_graph.fake_inputs, aten_graph.output_strides)
     plan = schedule(loop_graph)
     tile(plan, Target("cuda", 132, persistent_limit))
+    if combine:
+        from inductor.schedule.combine import combine_kernels
+        plan = combine_kernels(plan)
 
     def dtype_of(name):
         return plan.buffers[name].get_dtype()

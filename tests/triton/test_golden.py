@@ -32,6 +32,9 @@ CASES = {
     "var_mean_split": (lambda x: torch.var_mean(x), lambda: (torch.randn(1 << 20),), {}),
     "sum_dim0": (lambda x: x.sum(0), lambda: (torch.randn(3000, 256),), {}),
     "sum_split": (lambda x: x.sum(), lambda: (torch.randn(1 << 20),), {}),
+    "combo_independent": (lambda a, b, c: (a * 2, b + 1, torch.sigmoid(c)),
+                          lambda: (torch.randn(100), torch.randn(64, 48), torch.randn(5000)),
+                          {"combine": True}),
 }
 
 

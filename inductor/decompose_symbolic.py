@@ -63,9 +63,7 @@ def trace_aten_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence) -> A
     flat_function, spec_box = _flattened(stateless)
     decomposed, eager_outputs, versions_moved = _traced(symbolic, flat_function, stateless,
                                                         [*state_fakes, *fakes])
-    if len(environment.guards) != guards_before:
-        raise NotSymbolic("tracing the decomposition assumed more about the sizes than the "
-                          f"front end guards ({environment.guards[-1].expr})")
+    _refuse_new_guards(environment, guards_before, "tracing the decomposition")
     if any(node.target is aten._local_scalar_dense.default for node in decomposed.graph.nodes):
         raise NotSymbolic("the graph reads a tensor's value as a Python number")
     # tensors the trace made from Python values (`torch.tensor(1.5)`, a mask's fill value):
@@ -73,19 +71,14 @@ def trace_aten_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence) -> A
     constants, lifted = lift_constants(decomposed)
     _fake_constants(lifted, constants, symbolic)
     aliases, strides, hidden = observable_outputs(lifted, eager_outputs)
-    if len(environment.guards) != guards_before:
-        raise NotSymbolic("finding which outputs alias inputs or each other assumed more "
-                          f"about the sizes than the front end guards "
-                          f"({environment.guards[-1].expr})")
+    _refuse_new_guards(environment, guards_before,
+                       "finding which outputs alias inputs or each other")
     steps = {}
     if _mutates(lifted):
         inputs = constants + list(state) + list(example_inputs)
         with int_sizes_not_symbolic():
             lifted, extra = _functionalized(lifted, inputs, aliases, symbolic)
-        if len(environment.guards) != guards_before:
-            raise NotSymbolic("functionalizing the graph's writes assumed more about the "
-                              f"sizes than the front end guards "
-                              f"({environment.guards[-1].expr})")
+        _refuse_new_guards(environment, guards_before, "functionalizing the graph's writes")
         constants = extra + constants
         steps = {position + len(constants): step
                  for position, step in versions_moved.items()}
@@ -95,13 +88,25 @@ def trace_aten_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence) -> A
                          if node.op == "placeholder"]
     lifted, constants, placeholder_fakes = _scalars_on_graph_device(
         lifted, constants, placeholder_fakes, example_inputs, symbolic.tracing)
-    if len(environment.guards) != guards_before:
-        raise NotSymbolic("moving the graph's scalar constants to its device assumed more "
-                          f"about the sizes than the front end guards "
-                          f"({environment.guards[-1].expr})")
+    _refuse_new_guards(environment, guards_before,
+                       "moving the graph's scalar constants to its device")
     return AtenGraph(lifted, constants + list(state), placeholder_fakes, spec_box[0], aliases,
                      strides, grad_mode_after, hidden, steps,
                      _output_versions(eager_outputs, aliases))
+
+
+def _refuse_new_guards(environment, before: int, what: str) -> None:
+    """`NotSymbolic` where `what` added a guard to the ShapeEnv since it held `before`: it
+    assumed more about the sizes than the front end guards (the first new guard and the torch
+    code that made it, as the reason: `Eq(2, s0)` from a decomposition's branch)."""
+    if len(environment.guards) == before:
+        return
+    guard = environment.guards[before]
+    where = getattr(getattr(guard, "sloc", None), "framework_loc", None)
+    where = f" at {where.filename.split('site-packages/')[-1]}:{where.lineno} {where.name}" \
+        if hasattr(where, "filename") else ""
+    raise NotSymbolic(f"{what} assumed more about the sizes than the front end guards "
+                      f"({guard.expr}{where})")
 
 
 def _fake_constants(lifted: torch.fx.GraphModule, constants: list,

@@ -30,7 +30,7 @@ import torch
 from dynamo.breaks import UNSUPPORTED_CALL, Unsupported
 from dynamo.variables.base import Variable
 from dynamo.variables.constant import ConstantVariable
-from dynamo.variables.optimizer_runtime import float_step, version_before_first_write
+from dynamo.variables.optimizer_runtime import version_before_first_write
 from dynamo.variables.optimizers import ParamEntry
 
 
@@ -157,44 +157,6 @@ class SgdUpdate:
 
 
 # -- Adam, AdamW -------------------------------------------------------------------------------
-
-
-def _step_value(group: int, index: int, steps: int, dtype, optimizer, memo: dict) -> float:
-    """The float eager's `_get_value(step_t)` returns in this step: the step tensor as the
-    graph finds it, plus the increments of this step and of the graph's earlier ones."""
-    key = (group, index, steps)
-    value = memo.get(key)
-    if value is None:
-        param = optimizer.param_groups[group]["params"][index]
-        state = optimizer.state.get(param)   # read before its maker ran: eager's new step is 0
-        start = state["step"].item() if state and "step" in state else 0.0
-        # params mostly share their step count: the float arithmetic once per distinct count
-        counted = ("float_step", start, steps, dtype)
-        value = memo.get(counted)
-        if value is None:
-            value = memo[counted] = float_step(start, steps, dtype)
-        memo[key] = value
-    return value
-
-
-def _adam_negative_step_size(group, index, steps, dtype, beta1, optimizer, memo) -> float:
-    step = _step_value(group, index, steps, dtype, optimizer, memo)
-    key = ("negative_step_size", group, step, beta1)   # one learning rate per group and call
-    value = memo.get(key)
-    if value is None:
-        bias_correction1 = 1 - beta1 ** step
-        value = memo[key] = -(optimizer.param_groups[group]["lr"] / bias_correction1)
-    return value
-
-
-def _adam_correction2_sqrt(group, index, steps, dtype, beta2, optimizer, memo) -> float:
-    step = _step_value(group, index, steps, dtype, optimizer, memo)
-    key = ("correction2_sqrt", step, beta2)
-    value = memo.get(key)
-    if value is None:
-        bias_correction2 = 1 - beta2 ** step
-        value = memo[key] = bias_correction2 ** 0.5
-    return value
 
 
 def _decay_factor(group: int, weight_decay: float, optimizer, memo: dict) -> float:
@@ -331,10 +293,8 @@ def _update(ops: _Ops, traced, group: int, entry: ParamEntry, options: dict,
     dtype = entry.state["step"].example.dtype
     # a counter counted on the host holds this graph's earlier steps when the rule reads it
     steps = 1 if step_counted_on_host(entry) else entry.steps_before + 1
-    where = (group, entry.index, steps, dtype)
-    negative_step_size = traced.scalar(functools.partial(_adam_negative_step_size, *where,
-                                                         beta1))
-    correction2_sqrt = traced.scalar(functools.partial(_adam_correction2_sqrt, *where, beta2))
+    negative_step_size, correction2_sqrt = traced.adam_scalars(entry, steps, dtype,
+                                                               (beta1, beta2))
     root = ops.method(_second_moment(ops, entry, options), "sqrt")
     quotient = ops.divide(root, correction2_sqrt, foreach)
     denominator = ops.method(quotient, "add_", options["eps"])

@@ -448,7 +448,16 @@ class TracedOptimizer:
     def scalar(self, rule: Callable) -> TensorVariable:
         """`rule(optimizer, memo)`, a Python float computed as eager computes it when the
         compiled code is called: a 0-d float64 element of this step's scalar vector."""
-        position = self._table.add(rule)
+        return self._element(self._table.add(rule))
+
+    def adam_scalars(self, entry: "ParamEntry", steps: int, dtype: torch.dtype,
+                     betas: tuple) -> tuple:
+        """A non-capturable Adam param's negative step size and square root of the second
+        bias correction (`StepScalars.add_adam`), as two elements of the vector."""
+        position = self._table.add_adam(entry.group, entry.index, steps, dtype, betas)
+        return self._element(position), self._element(position + 1)
+
+    def _element(self, position: int) -> TensorVariable:
         return self.tx.graph.call("call_function", operator.getitem,
                                   (self._vector, ConstantVariable(position)), {})
 

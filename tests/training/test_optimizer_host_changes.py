@@ -128,6 +128,16 @@ def _step_by_hand(side: Side) -> None:
     side.optimizer.state[params[1]]["step"] = torch.tensor(3.0)    # a new tensor
 
 
+def _step_copied_into(side: Side) -> None:
+    """In place without a new tensor: `copy_`, and a write through `.data` (which has a
+    version counter of its own: a compiled step trusting a host copy of the count while the
+    counter's version is unchanged would miss it; the counters are read every call)."""
+    params = side.params
+    side.optimizer.state[params[0]]["step"].copy_(torch.tensor(7.0))
+    side.optimizer.state[params[1]]["step"].data.fill_(4.0)
+    side.optimizer.state[params[2]]["exp_avg"].copy_(torch.ones_like(params[2]))
+
+
 def _state_cleared(side: Side) -> None:
     side.optimizer.state.clear()
 
@@ -147,10 +157,11 @@ def _grads_absent(side: Side) -> None:
 CHANGES = {
     "lr_by_hand": _lr_by_hand, "lr_by_scheduler": _lr_by_scheduler, "betas": _betas,
     "load_state_dict": _load_state_dict, "step_by_hand": _step_by_hand,
+    "step_copied_into": _step_copied_into,
     "state_cleared": _state_cleared, "param_group_added": _param_group_added,
     "grads_absent": _grads_absent,
 }
-ADAM_ONLY = {"betas", "step_by_hand"}
+ADAM_ONLY = {"betas", "step_by_hand", "step_copied_into"}
 CASES = [(optimizer, change) for optimizer in OPTIMIZERS for change in CHANGES
          if optimizer != "sgd_momentum" or change not in ADAM_ONLY]
 

@@ -38,7 +38,8 @@ from inductor.size_variants import (NotSymbolic, SymbolicSizes, bind_symbols,
                                     blank_inputs, compile_per_size, concrete_inputs,
                                     evaluated, filled,
                                     has_symbolic_sizes, int_sizes_not_symbolic,
-                                    per_size_reason, specialize, specialize_aten,
+                                    per_size_reason, sizes_fixed, specialize,
+                                    specialize_aten,
                                     symbol_bindings, symbol_hints, alias_geometry)
 
 log = logging.getLogger("framejit.inductor")
@@ -112,6 +113,12 @@ def _symbolic_or_per_size(gm: torch.fx.GraphModule, example_inputs: Sequence,
     """A graph with symbolic sizes compiled once for every size (`compile_symbolic`), or,
     where a stage raises `NotSymbolic`, one static variant per size (`compile_static`),
     counted as `per_size` fallbacks with the reason on the report."""
+    if sizes_fixed(gm, example_inputs):     # the guards fixed every symbol: one size
+        compiled = compile_per_size(gm, concrete_inputs(example_inputs), compile_static,
+                                    reason=per_size_reason("sizes the guards fixed changed"),
+                                    specializer=specializer, first_counted=False)
+        compiled.report.compile_seconds = time.perf_counter() - started
+        return compiled
     try:
         compiled = compile_symbolic()
     except NotSymbolic as error:

@@ -140,6 +140,26 @@ def _is_symbolic(value) -> bool:
     return False
 
 
+def sizes_fixed(gm: torch.fx.GraphModule, example_inputs: Sequence) -> bool:
+    """Whether every SymInt of `gm`'s recorded values and of `example_inputs` is one
+    constant after the trace's replacements: the guards fixed every size (`x * weight` with
+    a static parameter fixes x's symbols), so the graph serves one size and compiles static
+    (not counted as a per-size fallback)."""
+    values = list(example_inputs) + [node.meta[key] for node in gm.graph.nodes
+                                     for key in _META_KEYS if key in node.meta]
+    for leaf in pytree.tree_leaves(values):
+        if isinstance(leaf, (torch.SymFloat, torch.SymBool)):
+            return False
+        numbers = [leaf] if isinstance(leaf, torch.SymInt) else \
+            list(leaf.shape) + list(leaf.stride()) + [leaf.storage_offset()] \
+            if isinstance(leaf, torch.Tensor) and leaf.layout == torch.strided else \
+            list(leaf.shape) if isinstance(leaf, torch.Tensor) else []
+        if any(isinstance(number, torch.SymInt) and number.node.maybe_as_int() is None
+               for number in numbers):
+            return False
+    return True
+
+
 def _tensor_is_symbolic(tensor: torch.Tensor) -> bool:
     numbers = list(tensor.shape)
     if tensor.layout == torch.strided:
@@ -213,6 +233,7 @@ class SizeVariants:
         self.variants: dict = {}
         self.lock = threading.Lock()
         self.overflowed = False
+        self.first_counted = True    # False: the guards fixed every size (`sizes_fixed`)
 
     def __call__(self, *inputs):
         key = size_key(inputs)
@@ -243,7 +264,8 @@ class SizeVariants:
             if len(self.variants) >= self.limit:
                 return self._as_is()
             static, kept = self.specializer(self.gm, inputs)
-            fallbacks.record("per_size", self.report.size_reason or PER_SIZE_REASON)
+            if self.variants or self.first_counted:
+                fallbacks.record("per_size", self.report.size_reason or PER_SIZE_REASON)
             log.info("compiling a static variant of a graph with symbolic sizes for %s", key)
             compiled = self.compile_static(static, [inputs[position] for position in kept],
                                            list(inputs))
@@ -399,12 +421,15 @@ def evaluated(values, binding: dict):
 
 def compile_per_size(gm: torch.fx.GraphModule, example_inputs: Sequence,
                      compile_static: Callable, reason: Optional[str] = None,
-                     specializer: Callable = specialize) -> CompiledGraph:
+                     specializer: Callable = specialize,
+                     first_counted: bool = True) -> CompiledGraph:
     """A `CompiledGraph` over `SizeVariants` of `gm`, the first variant compiled now (for
-    `example_inputs`) so that compile errors surface here."""
+    `example_inputs`) so that compile errors surface here; counted as a `per_size` fallback
+    unless `first_counted` is False (then only variants after the first are)."""
     report = GraphReport(size_reason=reason or PER_SIZE_REASON)
     variants = SizeVariants(gm, compile_static, report, config.size_variant_limit,
                             specializer)
+    variants.first_counted = first_counted
     variants._variant(size_key(example_inputs), list(example_inputs))
     return CompiledGraph(variants.dispatcher(), report)
 

@@ -2,13 +2,11 @@
 `JIT_DYNAMIC_BY_DEFAULT=1`: tests/inductor/test_embedding_gradient.py::
 test_adamw_steps_match_eager, whose AdamW moments are plain tensors of the static params'
 sizes). `x * weight` with a static (5, 3) parameter fixes x's symbols to 5 and 3: its fake
-keeps SymInt strides of constant value. The values are right (one static compile), but
-`inductor.size_variants.has_symbolic_sizes` counts any SymInt as symbolic while
-`trace_aten_symbolic` finds no symbolic placeholder (`autograd.symbols.is_symbolic` reads a
-constant SymInt as static), so the graph goes through the per-size path and counts a
-`per_size` fallback ("no placeholder has a symbolic size") for its only variant. Left to the
-symbolic-compile work (inductor/pipeline.py, size_variants.py): a strict xfail until then."""
-import pytest
+keeps SymInt strides of constant value. `inductor.size_variants.has_symbolic_sizes` counted
+any SymInt as symbolic while `trace_aten_symbolic` found no symbolic placeholder, so the
+graph went through the per-size path and counted a `per_size` fallback ("no placeholder has
+a symbolic size") for its only variant. Now `size_variants.sizes_fixed` sends such a graph
+to one static compile, not counted (a later variant, were the sizes to change, would be)."""
 import torch
 
 import dynamo
@@ -34,14 +32,9 @@ def _run(module):
     return fallbacks.since(before)
 
 
-@pytest.mark.expect_fallback("per_size", reason="the miscount below")
 def test_values_match_eager():
     _run(ScaledByAParameter())
 
 
-@pytest.mark.expect_fallback("per_size", reason="the miscount this test pins")
-@pytest.mark.xfail(strict=True, reason="has_symbolic_sizes counts SymInts the guards fixed to "
-                   "constants as symbolic: a per_size fallback for a graph with no symbolic "
-                   "placeholder (inductor/pipeline.py, size_variants.py)")
 def test_no_per_size_fallback_when_guards_fix_every_size():
     assert _run(ScaledByAParameter()) == {}

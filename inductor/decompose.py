@@ -549,9 +549,10 @@ def _scalars_on_graph_device(functional, constants: list, fakes: list, example_i
     if not moved:
         return functional, constants, fakes
     constants, fakes = list(constants), list(fakes)
+    for index in moved:     # (real tensors: outside the fake mode)
+        constants[index] = constants[index].to(device)
     with tracing() as fake_mode:
         for index in moved:
-            constants[index] = constants[index].to(device)
             fakes[index] = fake_mode.from_tensor(constants[index], static_shapes=True)
         retraced = make_fx(functional, tracing_mode="real")(*fakes)
     retraced.graph.eliminate_dead_code()

@@ -82,3 +82,46 @@ def test_trace_constants_compile_once_and_match_eager(name, code_generator, monk
             assert torch.equal(got, want), f"size {size}: input {position} written otherwise"
             assert got._version == want._version, (size, position)
     assert counting.frame_count == 1
+
+
+def test_scalar_constants_moved_to_the_graph_device_stay_real_tensors():
+    """`decompose._scalars_on_graph_device` moves 0-d CPU constants of a graph whose inputs
+    live on one GPU there. A first version of e489274 made the moved copy inside the fake
+    mode: the graph was then called with a fake tensor, an illegal memory access on the H200
+    (found by this session's GPU check). The meta device stands in for the GPU here."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from inductor.decompose import _scalars_on_graph_device
+
+    def scaled(scale, x):     # (lifted constants lead the placeholders)
+        return x * scale
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    constant = torch.tensor(1.5)
+    example = torch.empty(3, 4, device="meta")
+    fakes = [mode.from_tensor(constant), mode.from_tensor(example)]
+    with mode:
+        traced = make_fx(scaled, tracing_mode="real")(*fakes)
+    _graph, constants, moved_fakes = _scalars_on_graph_device(
+        traced, [constant], fakes, [example], lambda: mode)
+    assert not isinstance(constants[0], FakeTensor)
+    assert constants[0].device.type == "meta" and constant.device.type == "cpu"
+    assert isinstance(moved_fakes[0], FakeTensor) and moved_fakes[0].device.type == "meta"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("name", ["scale_and_shift", "write_a_constant_column"])
+def test_trace_constants_on_the_gpu(name):
+    function, count = PROGRAMS[name]
+    dynamo.reset()
+    counting = counting_backend("inductor")
+    compiled = dynamo.jit(function, backend=counting, dynamic=True)
+    for seed, size in enumerate(SIZES):
+        expected_inputs = [value.cuda() for value in _inputs(count, size, seed)]
+        actual_inputs = [value.clone() for value in expected_inputs]
+        for got, want in zip(_flat(compiled(*actual_inputs)),
+                             _flat(function(*expected_inputs))):
+            assert got.device == want.device and torch.equal(got, want), size
+        for got, want in zip(actual_inputs, expected_inputs):
+            assert torch.equal(got, want) and got._version == want._version, size
+    assert counting.frame_count == 1

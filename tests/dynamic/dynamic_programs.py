@@ -10,7 +10,8 @@ the raised exception's type.
 
 The programs cover pointwise and broadcast ops, reductions over the changing dimension, views
 and slices with sizes computed from `x.size(0)` / `x.shape[-1] // 2`, `torch.arange` of a size,
-cat, matmul, softmax, layer norm, modules called on a changing batch, loops over
+cat, matmul, softmax, layer norm, modules called on a changing batch, tensor constants, a
+write through a boolean mask, a size carried across a graph break, loops over
 `range(x.size(0))` and branches on a size (those two learn facts about the size: they
 `specialise`, so their compile counts are not bounded by the dynamic-shape API's).
 """
@@ -107,6 +108,23 @@ def size_as_int(x):
     return x * n, n, x.new_full((2,), n % 5)
 
 
+def trace_constants(x):
+    # tensors the trace makes from Python values: lifted constants of the compiled graph
+    return x * torch.tensor(1.5) + torch.tensor([1.0, 2.0, 3.0]).sum()
+
+
+def mask_write(x, y):
+    # a write through a boolean mask: the front end guards that the mask fits x
+    x[y > 0] = -2.0
+    return x * 2
+
+
+def size_across_break(x):
+    n = x.size(0)
+    print(end="")   # a graph break (printing nothing): the next graph takes n as an int
+    return x[: n // 2 + 1] * n, n + 1
+
+
 def make_linear():
     return torch.nn.Linear(4, 3)
 
@@ -140,6 +158,7 @@ class Program:
     module: bool = False  # target() makes the module to call
     max_size: int = 1024
     smallest: int = 0
+    frames: int = 1  # frames compiled per entry (2 where a graph break splits it)
 
     def arguments(self, n: int, seed: int, grad: bool = False) -> tuple:
         generator = torch.Generator().manual_seed(seed)
@@ -191,6 +210,9 @@ PROGRAMS = (
     Program("range_loop", range_loop, (("n", 3),), specialises=True, max_size=24),
     Program("size_branch", size_branch, (("n", 3),), specialises=True),
     Program("size_as_int", size_as_int, (("n", 2),), specialises=True),
+    Program("trace_constants", trace_constants, (("n", 3),)),
+    Program("mask_write", mask_write, (("n", 3), ("n", 3))),
+    Program("size_across_break", size_across_break, (("n", 2),), frames=2),
 )
 BY_NAME = {program.name: program for program in PROGRAMS}
 GENERAL = tuple(program for program in PROGRAMS if not program.specialises)

@@ -82,7 +82,7 @@ SWEEPS = {
 
 def assert_bounded(program, sizes, backend, mode):
     counting = run_sweep(program, sizes, backend, mode)
-    allowed = bounded_entries(sizes, mode)
+    allowed = bounded_entries(sizes, mode) * program.frames
     assert counting.frame_count <= allowed, \
         f"{program.name}: {counting.frame_count} compiles for sizes {sizes} under dynamic " \
         f"{mode}, the API allows {allowed}"

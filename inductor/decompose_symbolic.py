@@ -14,8 +14,9 @@ functional graph ends with `aten.copy_` into each written input, which the lower
 into a loop over the input's memory (lower/graph.py `_mutate_input`); how far eager's
 in-place ops move each input's version counter is measured on the symbolic fakes
 (`AtenGraph.version_steps`). Inputs written while sharing memory with another input are
-refused here (compiled per size, where the static path handles them); the caller compiles for
-the example's storage pattern (`StoragePattern`). What a symbolic trace does not cover raises
+refused here (`SharedInputWrites`: the caller runs the graph as is for calls sharing
+storages, as the static path does); the caller compiles for the example's storage pattern
+(`StoragePattern`). What a symbolic trace does not cover raises
 `NotSymbolic` (the graph is then compiled per size, counted): module state other than
 static tensors, and anything that specialises a symbol while tracing (a guard the front end
 never saw). SymInt placeholders (an int carried across a graph break) trace as SymInts;
@@ -32,7 +33,8 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException,
 from torch.fx.experimental.proxy_tensor import make_fx
 import torch.utils._pytree as pytree
 
-from inductor.aliasing import UnsupportedGraph, observable_outputs, writes_into_shared_inputs
+from inductor.aliasing import (SharedInputWrites, UnsupportedGraph, observable_outputs,
+                               writes_into_shared_inputs)
 from inductor.autograd.symbols import SymbolicInputs
 from inductor.decompose import (AtenGraph, _detached, _flattened, _module_state, _mutates,
                                 _scalars_on_graph_device,
@@ -151,10 +153,12 @@ def _functionalized(lifted: torch.fx.GraphModule, inputs: list, aliases: list,
     functionalization made, to pass before the placeholders), as `decompose.trace_aten` does
     for static graphs. `inputs`: a value per placeholder (module state, then the call's
     inputs) telling which share memory. Writes the functional form cannot express raise
-    `UnsupportedGraph`; writes into inputs sharing memory with another raise `NotSymbolic`."""
+    `UnsupportedGraph`; writes into inputs sharing memory with another `SharedInputWrites` (the
+    caller runs the graph as is for that sharing of storages, every size)."""
     _refuse_inexpressible_writes(lifted)
     if writes_into_shared_inputs(lifted, inputs):
-        raise NotSymbolic("the graph writes into inputs that share memory with other inputs")
+        raise SharedInputWrites("the graph writes into inputs that share memory with other "
+                                "inputs (views of one tensor passed separately)")
     rewrite_views(lifted, frozenset(position for position, alias in enumerate(aliases)
                                     if alias is not None))
     fakes = [_detached(node.meta.get("val")) for node in lifted.graph.nodes

@@ -30,7 +30,8 @@ from inductor.graph_calls import hookless
 from inductor.decompose import (GRAD_MODE_CALLS, AtenGraph, SharedInputWrites, UnsupportedGraph,
                                 trace_aten)
 from inductor.runtime import fallbacks
-from inductor.runtime.compiled_graph import (CompiledGraph, GraphReport, Specialized,
+from inductor.runtime.compiled_graph import (AnySharing, CompiledGraph, GraphReport,
+                                             Specialized,
                                              StoragePattern)
 from inductor.runtime.locks import serialized
 from inductor.ir.symbols import hints_in_effect
@@ -38,8 +39,8 @@ from inductor.size_variants import (NotSymbolic, SymbolicSizes, bind_symbols,
                                     blank_inputs, compile_per_size, concrete_inputs,
                                     evaluated, filled,
                                     has_symbolic_sizes, int_sizes_not_symbolic,
-                                    per_size_reason, sizes_fixed, specialize,
-                                    specialize_aten,
+                                    layout_fallback, per_size_reason, sizes_fixed,
+                                    specialize, specialize_aten, with_layout_fallback,
                                     symbol_bindings, symbol_hints, alias_geometry)
 
 log = logging.getLogger("framejit.inductor")
@@ -152,6 +153,8 @@ def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,
     from inductor.decompose_symbolic import trace_aten_symbolic
     try:
         aten_graph = trace_aten_symbolic(gm, example_inputs)
+    except SharedInputWrites as error:  # as is for every size, as the static path for one
+        return _as_is_for_this_sharing(gm, example_inputs, str(error), mode)
     except UnsupportedGraph as error:
         raise NotSymbolic(str(error)) from error
     inner = _compile_symbolic_aten(_without_alias_outputs(aten_graph), aten_graph.fake_inputs,
@@ -171,7 +174,7 @@ def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,
             reason=per_size_reason("an input laid out otherwise than traced"))
     run = _wrap_observable_behaviour(aten_graph, inner, requires_grad,
                                      _version_steps(aten_graph), geometry=geometry,
-                                     layout_fallback=_layout_fallback(variants))
+                                     layout_fallback=layout_fallback(variants))
     compiled = CompiledGraph(run, inner.report)
     pattern = StoragePattern(example_inputs, aten_graph.constants) \
         if aten_graph.mutated_inputs() else None
@@ -183,6 +186,16 @@ def _compile_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence,
                                      else None, pattern,
                                      lambda inputs: compile_fx(gm, inputs, mode=mode),
                                      gm.forward), compiled.report)
+
+
+def _as_is_for_this_sharing(gm: torch.fx.GraphModule, example_inputs: Sequence, reason: str,
+                            mode: Optional[str]) -> CompiledGraph:
+    """`gm` run as is for every call whose inputs share storages (a graph writing into
+    inputs that share memory; any sizes, any offsets); calls without sharing get one compile."""
+    compiled = _as_is(gm, reason, time.perf_counter())
+    run = Specialized(compiled.run, None, AnySharing(),
+                      lambda inputs: compile_fx(gm, inputs, mode=mode), gm.forward)
+    return CompiledGraph(run, compiled.report)
 
 
 def _compile_symbolic_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
@@ -214,41 +227,7 @@ def _compile_symbolic_aten(gm: torch.fx.GraphModule, example_inputs: Sequence,
             gm, filled(blanks), _static_aten(gm, output_strides, mode),
             reason=per_size_reason("an input laid out otherwise than traced"),
             specializer=specialize_aten)
-    return CompiledGraph(_with_layout_fallback(compiled.run, variants), compiled.report)
-
-
-def _layout_fallback(variants: Callable) -> Callable:
-    """`fallback(arguments)`: the call for inputs laid out otherwise than traced, run by
-    per-size variants (`variants()`, made on first need) with the boxed convention."""
-    made: list = []
-
-    def fallback(arguments: list):
-        if not made:
-            made.append(variants())
-        return made[0].with_argument_list(arguments)
-    return fallback
-
-
-def _with_layout_fallback(run: Callable, variants: Callable) -> Callable:
-    """`run`, or where a call's input strides are not the traced ones (the wrapper's
-    `InputLayoutChanged`, raised before any work), per-size variants made on first need.
-    (`_wrap_observable_behaviour` catches it in its own frame: a frame less per call.)"""
-    from inductor.codegen.wrapper import InputLayoutChanged
-    fallback = _layout_fallback(variants)
-
-    def call(*inputs):
-        try:
-            return run(*inputs)
-        except InputLayoutChanged:
-            return fallback(list(inputs))
-
-    def call_with_argument_list(arguments: list):
-        try:
-            return run.with_argument_list(arguments)
-        except InputLayoutChanged:
-            return fallback(arguments)
-    call.with_argument_list = call_with_argument_list
-    return call
+    return CompiledGraph(with_layout_fallback(compiled.run, variants), compiled.report)
 
 
 def _training_takes_symbolic_sizes() -> bool:
@@ -628,7 +607,8 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
     symbolic sizes, this call's (size, stride, offset) of the aliases that depend on them
     (`size_variants.alias_geometry`). `layout_fallback`: for such a graph, what runs a call
     whose inputs the wrapper finds laid out otherwise than traced (`InputLayoutChanged`,
-    raised before any work; `_layout_fallback`), caught here rather than in a frame around."""
+    raised before any work; `size_variants.layout_fallback`), caught here rather than in a
+    frame around."""
     constants = tuple(aten_graph.constants)
     spec = aten_graph.output_spec
     aliases = aten_graph.output_aliases

@@ -482,3 +482,37 @@ def alias_geometry(aliases: list, bindings: dict) -> Optional[Callable]:
     namespace: dict = {}
     exec(compile("\n".join(lines) + "\n", "<framejit alias geometry>", "exec"), namespace)
     return namespace["geometry"]
+
+
+def layout_fallback(variants: Callable) -> Callable:
+    """`fallback(arguments)`: the call for inputs laid out otherwise than traced, run by
+    per-size variants (`variants()`, made on first need) with the boxed convention."""
+    made: list = []
+
+    def fallback(arguments: list):
+        if not made:
+            made.append(variants())
+        return made[0].with_argument_list(arguments)
+    return fallback
+
+
+def with_layout_fallback(run: Callable, variants: Callable) -> Callable:
+    """`run`, or where a call's input strides are not the traced ones (the wrapper's
+    `InputLayoutChanged`, raised before any work), per-size variants made on first need.
+    (`_wrap_observable_behaviour` catches it in its own frame: a frame less per call.)"""
+    from inductor.codegen.wrapper import InputLayoutChanged
+    fallback = layout_fallback(variants)
+
+    def call(*inputs):
+        try:
+            return run(*inputs)
+        except InputLayoutChanged:
+            return fallback(list(inputs))
+
+    def call_with_argument_list(arguments: list):
+        try:
+            return run.with_argument_list(arguments)
+        except InputLayoutChanged:
+            return fallback(arguments)
+    call.with_argument_list = call_with_argument_list
+    return call

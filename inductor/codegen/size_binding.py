@@ -5,7 +5,7 @@ dim) and its inputs' layouts. Output: the wrapper's first lines, which run once 
 symbol read off its input, and each input with symbolic extents checked to have exactly the
 strides the kernels index it with (as many dims, each stride equal to its expression of the
 symbols); another layout raises `InputLayoutChanged` before any work, and the pipeline runs
-per-size variants for that call (`pipeline._layout_fallback`).
+per-size variants for that call (`size_variants.layout_fallback`).
 
 Where `runtime/native.cpp` builds and every expected stride is a polynomial of the symbols
 with integer coefficients (contiguous, channels-last, permuted layouts), that is one native
@@ -29,7 +29,7 @@ from inductor.ir.nodes import ConstantBuffer
 class InputLayoutChanged(Exception):
     """A call's input is laid out otherwise than a graph compiled over symbolic sizes
     assumed (its strides, as expressions of the sizes): raised before the call touches
-    anything, so the caller can run a variant for it (`pipeline._layout_fallback`)."""
+    anything, so the caller can run a variant for it (`size_variants.layout_fallback`)."""
 
 
 def _layout_changed():

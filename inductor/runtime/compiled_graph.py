@@ -173,6 +173,23 @@ class StoragePattern:
         return not self.distinct
 
 
+class AnySharing:
+    """The storage pattern of a graph run as is for calls whose tensors share storages
+    (eager's kernels take any sharing, at any offsets: a graph with symbolic sizes writing
+    into views of one tensor): matches every call where some tensors share a storage; the
+    others (no sharing) are one variant, compiled."""
+
+    def __init__(self):
+        from inductor.runtime.native import storages_shared
+        self.shared = storages_shared()
+
+    def matches(self, inputs: Sequence) -> bool:
+        return bool(self.shared(inputs))
+
+    def key_of(self, inputs: Sequence) -> bool:
+        return bool(self.shared(inputs))
+
+
 class Specialized:
     """Runs `run` when a call presents the facts it was compiled under (grad mode, when
     `grad_mode` is not None; the storage pattern of its tensors, when `pattern` is not None),

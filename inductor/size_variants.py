@@ -151,20 +151,23 @@ def sizes_fixed(gm: torch.fx.GraphModule, example_inputs: Sequence) -> bool:
         if isinstance(leaf, (torch.SymFloat, torch.SymBool)):
             return False
         numbers = [leaf] if isinstance(leaf, torch.SymInt) else \
-            list(leaf.shape) + list(leaf.stride()) + [leaf.storage_offset()] \
-            if isinstance(leaf, torch.Tensor) and leaf.layout == torch.strided else \
-            list(leaf.shape) if isinstance(leaf, torch.Tensor) else []
+            _numbers(leaf) if isinstance(leaf, torch.Tensor) else []
         if any(isinstance(number, torch.SymInt) and number.node.maybe_as_int() is None
                for number in numbers):
             return False
     return True
 
 
-def _tensor_is_symbolic(tensor: torch.Tensor) -> bool:
+def _numbers(tensor: torch.Tensor) -> list:
+    """A tensor's sizes, and strides and offset where it is strided."""
     numbers = list(tensor.shape)
     if tensor.layout == torch.strided:
         numbers += list(tensor.stride()) + [tensor.storage_offset()]
-    return any(isinstance(number, torch.SymInt) for number in numbers)
+    return numbers
+
+
+def _tensor_is_symbolic(tensor: torch.Tensor) -> bool:
+    return any(isinstance(number, torch.SymInt) for number in _numbers(tensor))
 
 
 def has_symbolic_sizes(gm: torch.fx.GraphModule, example_inputs: Sequence = ()) -> bool:

@@ -133,7 +133,7 @@ class CppKernel:
         plan = self.plan
         if not self.vectorize or not plan.outer_sizes or size_hint(plan.outer_sizes[-1]) < LANES:
             return False
-        if "inner" in kinds or kinds.count("reduction") != 1 or kinds[0] != "reduction":
+        if "inner" in kinds or kinds[0] != "reduction":
             return False
         inner_var = plan.inner_vars()[-1]
         outer_var = plan.outer_vars()[-1]
@@ -466,12 +466,14 @@ class CppKernel:
 
     # -- reductions vectorised across outer points -----------------------------------------
     def _outer_lanes(self) -> None:
+        """Per block of `width` contiguous outer points: each reduction stage folds the inner
+        loops into one lane per point, then a lane loop finishes it and runs the "outer"
+        stages after it. A value a later lane loop reads (a BatchNorm's mean, read by its
+        variance's pass) is kept per lane in a small array across the loops."""
         plan = self.plan
         sizes = plan.outer_sizes
         last = plan.outer_vars()[-1].name
         extent = sizes[-1]
-        reductions = plan.stages[0].members
-        epilogue = [member for stage in plan.stages[1:] for member in stage.members]
         opened = self._open_outer_loops(sizes, simd_innermost=False, skip_last=True)
         block = f"{last}_block"
         width = WIDE_LANES if size_hint(extent) >= 2 * WIDE_LANES else LANES
@@ -480,35 +482,47 @@ class CppKernel:
         blocks_end = _whole_blocks(extent, width)
         self.lines.open(f"for (int64_t {block} = 0; {block} < {blocks_end}; "
                         f"{block} += {width})")
-        accumulators = self._accumulators(reductions, width)
-        for accumulator in accumulators:
-            self.lines.add(*accumulator.declare())
-        inner_opened = self._open_inner_loops(simd=False)
-        for accumulator in accumulators:
-            self.lines.add(*accumulator.before_block())
-        self.lines.add("#pragma omp simd")
-        self.lines.open(f"for (int64_t {last} = {block}; {last} < {block} + {width}; ++{last})")
-        self._fold(reductions, accumulators, f"{last} - {block}")
-        self.lines.close()
-        for accumulator in accumulators:
-            self.lines.add(*accumulator.after_block())
-        for _ in range(inner_opened):
+        lane = f"{last} - {block}"
+        kept = _LaneArrays(self.lines.mark(), width)
+        groups = _reduction_groups(plan.stages)
+        for position, (reductions, epilogue) in enumerate(groups):
+            accumulators = self._accumulators(reductions, width)
+            for accumulator in accumulators:
+                self.lines.add(*accumulator.declare())
+            inner_opened = self._open_inner_loops(simd=False)
+            for accumulator in accumulators:
+                self.lines.add(*accumulator.before_block())
+            self._open_lane_loop(last, block, width, kept)
+            self._fold(reductions, accumulators, lane)
             self.lines.close()
-        self.lines.add("#pragma omp simd")
-        self.lines.open(f"for (int64_t {last} = {block}; {last} < {block} + {width}; ++{last})")
-        self._lane_results(reductions, accumulators, f"{last} - {block}")
-        handler = self._handler()
-        for member in epilogue:
-            self._compute_and_store(member, handler)
-        self.lines.close()
+            for accumulator in accumulators:
+                self.lines.add(*accumulator.after_block())
+            for _ in range(inner_opened):
+                self.lines.close()
+            self._open_lane_loop(last, block, width, kept)
+            before = set(self.available)
+            self._lane_results(reductions, accumulators, lane)
+            handler = self._handler()
+            for member in epilogue:
+                self._compute_and_store(member, handler)
+            if position < len(groups) - 1:
+                kept.keep(self.lines, [self.available[name][1] for name in self.available
+                                       if name not in before], lane)
+            self.lines.close()
         self.lines.close()
         if not isinstance(extent, int) or extent % width:
             self.lines.open(f"for (int64_t {last} = {blocks_end}; {last} < "
                             f"{_text(extent)}; ++{last})")
-            self._rows_tail(reductions, epilogue)
+            self._rows_tail()
             self.lines.close()
         for _ in range(opened):
             self.lines.close()
+
+    def _open_lane_loop(self, last: str, block: str, width: int,
+                        kept: "_LaneArrays") -> None:
+        self.lines.add("#pragma omp simd")
+        self.lines.open(f"for (int64_t {last} = {block}; {last} < {block} + {width}; ++{last})")
+        kept.restore(self.lines, f"{last} - {block}")
 
     def _lane_results(self, members: list, accumulators: list, lane: str) -> None:
         for member, accumulator in zip(members, accumulators):
@@ -523,18 +537,58 @@ class CppKernel:
                 self.lines.add(self._handler().store_text(member.node.written_name(), index,
                                                           value))
 
-    def _rows_tail(self, reductions: list, epilogue: list) -> None:
-        accumulators = self._accumulators(reductions, 0)
-        for accumulator in accumulators:
-            self.lines.add(*accumulator.declare())
-        opened = self._open_inner_loops(simd=False)
-        self._fold(reductions, accumulators, None)
-        for _ in range(opened):
-            self.lines.close()
-        self._finish_reductions(reductions, accumulators)
-        handler = self._handler()
-        for member in epilogue:
-            self._compute_and_store(member, handler)
+    def _rows_tail(self) -> None:
+        """The outer points past the last whole block, one at a time."""
+        for reductions, epilogue in _reduction_groups(self.plan.stages):
+            accumulators = self._accumulators(reductions, 0)
+            for accumulator in accumulators:
+                self.lines.add(*accumulator.declare())
+            opened = self._open_inner_loops(simd=False)
+            self._fold(reductions, accumulators, None)
+            for _ in range(opened):
+                self.lines.close()
+            self._finish_reductions(reductions, accumulators)
+            handler = self._handler()
+            for member in epilogue:
+                self._compute_and_store(member, handler)
+
+
+class _LaneArrays:
+    """Values computed in one lane loop of an outer-lanes block and read by a later one: an
+    array of `width` per value, declared at the block's start (`mark`), written at the end
+    of the loop computing it and read back, under the same name, at the start of the later
+    loops (each loop is its own C++ scope)."""
+
+    def __init__(self, mark, width: int):
+        self.mark = mark
+        self.width = width
+        self.values: list = []      # CppValue, in the order they were computed
+
+    def keep(self, lines: Lines, values: list, lane: str) -> None:
+        for value in values:
+            if any(kept.name == value.name for kept in self.values):
+                continue
+            lines.insert(self.mark, f"{storage_type(value.dtype)} {value.name}_lane"
+                                    f"[{self.width}];")
+            lines.add(f"{value.name}_lane[{lane}] = {value.name};")
+            self.values.append(value)
+
+    def restore(self, lines: Lines, lane: str) -> None:
+        for value in self.values:
+            lines.add(f"const {storage_type(value.dtype)} {value.name} = "
+                      f"{value.name}_lane[{lane}];")
+
+
+def _reduction_groups(stages: list) -> list:
+    """(reduction members, members of the "outer" stages up to the next reduction stage)
+    per reduction stage; the plan starts with a reduction stage and has no inner stage."""
+    groups: list = []
+    for stage in stages:
+        if stage.kind == "reduction":
+            groups.append((list(stage.members), []))
+        else:
+            groups[-1][1].extend(stage.members)
+    return groups
 
 
 def _text(size) -> str:

@@ -92,10 +92,12 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence, *,
             from inductor.autograd import compile_training
         except ImportError:
             return _as_is(gm, "training graph: inductor.autograd is not available", started)
+        inner = functools.partial(compile_aten, mode=mode)
         if mode in ("reduce-overhead", "max-autotune") and \
-                _device_of(example_inputs).type == "cuda":
-            _warn_training_without_cuda_graphs(mode)
-        return compile_training(gm, example_inputs, functools.partial(compile_aten, mode=mode))
+                _device_of(example_inputs).type == "cuda":   # forward, backward: CUDA graphs
+            from inductor.runtime.cudagraphs import recording_training
+            inner = recording_training(inner)
+        return compile_training(gm, example_inputs, inner)
     compiled = _compile_inference(gm, example_inputs, mode, started)
     grad_mode = torch.is_grad_enabled() if _requires_grad(gm, example_inputs) else None
     pattern = compiled.report.input_pattern
@@ -268,19 +270,6 @@ def _compile_inference(gm: torch.fx.GraphModule, example_inputs: Sequence,
         report.input_pattern = StoragePattern(example_inputs, aten_graph.constants)
     report.compile_seconds = time.perf_counter() - started
     return CompiledGraph(run, report)
-
-
-_warned_training_modes: set = set()
-
-
-def _warn_training_without_cuda_graphs(mode: str) -> None:
-    """Once per mode: training graphs get the mode's kernel tuning, not CUDA graphs."""
-    if mode in _warned_training_modes:
-        return
-    _warned_training_modes.add(mode)
-    log.warning("mode=%r: graphs that compute gradients (training) run without CUDA graphs "
-                "(their forward and backward are compiled and tuned as in this mode, then "
-                "launched kernel by kernel); inference graphs are recorded", mode)
 
 
 @serialized

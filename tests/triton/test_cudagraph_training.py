@@ -1,0 +1,257 @@
+"""mode="reduce-overhead" on graphs that compute gradients: the compiled forward and backward
+each replay as CUDA graphs (`runtime/cudagraphs.py`, `recording_training`), handing out
+copies, so training matches eager over several iterations: an MLP, a CNN with BatchNorm
+(running statistics), a second forward before the first backward, `retain_graph`, gradients
+accumulating over two backwards, and a whole step with an optimizer.
+
+The first tests run on CPU (which buffers are copied, the signature, which graphs are not
+recorded); the others need a GPU."""
+import copy
+import logging
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import dynamo
+import inductor
+from inductor.runtime import cudagraphs
+from inductor.runtime.cudagraphs import (NotRecordable, OutputPlan, TrainingGraphRunner,
+                                         off_gpu_reason, recording_training)
+from inductor.runtime.compiled_graph import CompiledGraph, GraphReport
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+
+
+# ---------------------------------------------------------------- CPU: the logic alone
+
+def test_output_plan_copies_pool_memory_and_rebuilds_input_views():
+    static_input = torch.arange(12.0)
+    parameter = nn.Parameter(torch.arange(6.0))
+    pool = torch.arange(100.0)
+    fresh = torch.randn(3, 4).t()                   # alone in its storage, dense
+    first, second = pool[10:20].view(2, 5), pool[15:30]   # two outputs sharing a storage
+    expanded = torch.randn(3, 1).expand(3, 4)       # not dense: copied with its storage
+    of_input, of_parameter = static_input[2:8].view(2, 3), parameter[1:]
+    outputs = [fresh, first, second, expanded, of_input, torch.empty(0, 3), of_parameter, 7]
+    plan = OutputPlan(outputs, [static_input, parameter])
+    caller_input = torch.arange(100.0, 120.0)[4:16]   # the caller's tensor, at an offset
+    results = plan.hand_out([caller_input, parameter])
+    recorded = {output.untyped_storage().data_ptr() for output in outputs[:4]}
+    for result, output in zip(results[:4], outputs[:4]):
+        assert result.untyped_storage().data_ptr() not in recorded
+        assert result.stride() == output.stride() and torch.equal(result, output)
+    assert results[1].untyped_storage().data_ptr() == results[2].untyped_storage().data_ptr()
+    assert results[2].storage_offset() - results[1].storage_offset() == 5
+    assert results[4].untyped_storage().data_ptr() == caller_input.untyped_storage().data_ptr()
+    assert torch.equal(results[4], caller_input[2:8].view(2, 3))
+    assert results[5].shape == (0, 3) and results[7] == 7
+    assert results[6].data_ptr() == of_parameter.data_ptr()
+    pool.zero_()          # a later replay overwrites the recording: the copies keep values
+    assert torch.equal(results[1], torch.arange(10.0, 20.0).view(2, 5))
+
+
+def test_output_plan_refuses_an_input_viewed_as_another_dtype():
+    buffer = torch.zeros(8)
+    with pytest.raises(NotRecordable):
+        OutputPlan([buffer.view(torch.int32)], [buffer])
+
+
+def test_signature_holds_parameter_addresses_only():
+    graph = torch.fx.symbolic_trace(lambda x, w: x * w)
+    runner = TrainingGraphRunner(lambda *inputs: None, graph)
+    parameter, saved = nn.Parameter(torch.ones(3)), torch.ones(3)
+    signature = runner._signature([saved, parameter, 2])
+    assert signature[0][-1] is None and signature[1][-1] == parameter.data_ptr()
+    assert signature[2] == ("value", 2)
+
+
+def _traced(function, *inputs):
+    from torch.fx.experimental.proxy_tensor import make_fx
+    return make_fx(function)(*inputs)
+
+
+def test_graphs_off_the_gpu_are_not_recorded(caplog):
+    graph = _traced(lambda x: x * 2, torch.ones(3))
+    assert "cpu" in off_gpu_reason(graph, [torch.ones(3)])
+    compiled = CompiledGraph(lambda x: [x * 2], GraphReport())
+    before = cudagraphs.counts().get("training not_recorded", 0)
+    with caplog.at_level(logging.WARNING, logger="framejit.inductor"):
+        result = recording_training(lambda gm, inputs, output_strides=None: compiled)(
+            graph, [torch.ones(3)], output_strides=[(1,)])
+    assert result is compiled
+    assert cudagraphs.counts()["training not_recorded"] == before + 1
+    as_is = CompiledGraph(lambda x: [x], GraphReport(reason="ran as is"))
+    assert recording_training(lambda gm, inputs, output_strides=None: as_is)(
+        graph, [torch.ones(3)]) is as_is
+
+
+def test_cpu_training_in_reduce_overhead_compiles_without_recording(caplog):
+    model = nn.Linear(4, 2)
+    reference = copy.deepcopy(model)
+    jitted = dynamo.jit(model, mode="reduce-overhead")
+    x = torch.randn(3, 4)
+    with caplog.at_level(logging.WARNING):
+        jitted(x).sum().backward()
+    reference(x).sum().backward()
+    torch.testing.assert_close(model.weight.grad, reference.weight.grad)
+    assert not [record for record in caplog.records if "CUDA graphs" in record.getMessage()]
+
+
+# ---------------------------------------------------------------- GPU: against eager
+
+@pytest.fixture
+def strict(monkeypatch):
+    monkeypatch.setattr(inductor.config, "fallback_on_error", False)
+    monkeypatch.setattr(inductor.config, "channels_last", False)
+
+
+def mlp():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8)).cuda()
+    return model, lambda: torch.randn(16, 32, device="cuda")
+
+
+def cnn():
+    torch.manual_seed(0)
+    # (no bias before a BatchNorm: its gradient is rounding noise, which Adam amplifies)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                          nn.Conv2d(8, 8, 3, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                          nn.Flatten(), nn.Linear(8 * 4 * 4, 5)).cuda()
+    return model, lambda: torch.randn(4, 3, 8, 8, device="cuda")
+
+
+def _pair(build):
+    model, inputs = build()
+    return model, copy.deepcopy(model), dynamo.jit(model, mode="reduce-overhead"), inputs
+
+
+def _same_state(model, reference):
+    for (name, actual), (_, expected) in zip(model.named_parameters(),
+                                            reference.named_parameters()):
+        torch.testing.assert_close(actual, expected, **TOLERANCE, msg=name)
+        torch.testing.assert_close(actual.grad, expected.grad, **TOLERANCE, msg=name)
+    for (name, actual), (_, expected) in zip(model.named_buffers(), reference.named_buffers()):
+        torch.testing.assert_close(actual, expected, **TOLERANCE, msg=name)
+
+
+def _replays() -> int:
+    return cudagraphs.counts().get("training replayed", 0)
+
+
+@cuda
+@pytest.mark.parametrize("build", [mlp, cnn])
+def test_iterations_match_eager(build, strict):
+    model, reference, jitted, inputs = _pair(build)
+    replays = _replays()
+    results = []
+    for _ in range(5):
+        x = inputs()
+        out, expected = jitted(x), reference(x)
+        torch.testing.assert_close(out, expected, **TOLERANCE)
+        out.square().mean().backward()
+        expected.square().mean().backward()
+        _same_state(model, reference)   # BatchNorm's running statistics included
+        results.append((out.detach(), expected.detach()))
+        model.zero_grad()
+        reference.zero_grad()
+    for out, expected in results:   # not overwritten by later replays
+        torch.testing.assert_close(out, expected, **TOLERANCE)
+    assert _replays() >= replays + 6   # forward and backward, from the second iteration on
+
+
+@cuda
+def test_second_forward_before_first_backward(strict):
+    model, reference, jitted, inputs = _pair(cnn)
+    for _ in range(3):
+        first, second = inputs(), inputs()
+        out1, out2 = jitted(first), jitted(second)   # replay 2 before backward 1
+        ref1, ref2 = reference(first), reference(second)
+        (out1 * torch.arange(5.0, device="cuda")).sum().backward()
+        (ref1 * torch.arange(5.0, device="cuda")).sum().backward()
+        _same_state(model, reference)
+        out2.square().sum().backward()
+        ref2.square().sum().backward()
+        _same_state(model, reference)
+        model.zero_grad()
+        reference.zero_grad()
+
+
+@cuda
+def test_retain_graph_and_accumulation(strict):
+    model, reference, jitted, inputs = _pair(mlp)
+    for _ in range(3):
+        x = inputs()
+        loss, expected = jitted(x).square().mean(), reference(x).square().mean()
+        loss.backward(retain_graph=True)
+        expected.backward(retain_graph=True)
+        loss.backward()                      # the same saved values, replayed again
+        expected.backward()
+        _same_state(model, reference)
+        y = inputs()                         # and a second backward accumulates
+        jitted(y).sum().backward()
+        reference(y).sum().backward()
+        _same_state(model, reference)
+        model.zero_grad()
+        reference.zero_grad()
+
+
+def _step(model, optimizer, x, target):
+    optimizer.zero_grad()
+    loss = F.mse_loss(model(x), target)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+@cuda
+@pytest.mark.parametrize("build", [mlp, cnn])
+@pytest.mark.parametrize("make", [lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+                                  lambda p: torch.optim.Adam(p, lr=0.01)])
+def test_whole_step_with_an_optimizer(build, make, strict):
+    model, inputs = build()
+    reference = copy.deepcopy(model)
+    optimizer, reference_optimizer = make(model.parameters()), make(reference.parameters())
+    step = dynamo.jit(_step, mode="reduce-overhead")
+    replays = _replays()
+    for _ in range(4):
+        x = inputs()
+        target = torch.randn(x.shape[0], model[-1].out_features, device="cuda")
+        loss = step(model, optimizer, x, target)
+        expected = _step(reference, reference_optimizer, x, target)
+        torch.testing.assert_close(loss, expected, **TOLERANCE)
+        _same_state(model, reference)
+    for state, expected in zip(optimizer.state.values(), reference_optimizer.state.values()):
+        for key in expected:
+            torch.testing.assert_close(state[key], expected[key], **TOLERANCE)
+    assert _replays() > replays
+
+
+@cuda
+def test_sizes_past_the_record_limit_run_kernel_by_kernel(strict, monkeypatch, caplog):
+    monkeypatch.setattr(inductor.config, "cudagraph_max_records", 2)
+    model, reference, _, _ = _pair(mlp)
+    jitted = dynamo.jit(model, mode="reduce-overhead", dynamic=True)
+    before = cudagraphs.counts().get("training unrecorded_calls", 0)
+    with caplog.at_level(logging.WARNING, logger="framejit.inductor"):
+        for rows in (3, 5, 7, 9, 11, 5):
+            x = torch.randn(rows, 32, device="cuda")
+            jitted(x).sum().backward()
+            reference(x).sum().backward()
+            _same_state(model, reference)
+    assert cudagraphs.counts().get("training unrecorded_calls", 0) > before
+    assert any("cudagraph_max_records" in record.getMessage() for record in caplog.records)
+
+
+@cuda
+def test_cpu_scalar_inputs_are_not_recorded():
+    # a 0-d CPU tensor beside GPU tensors is read by value: a recording would keep the
+    # first call's value
+    from tests.triton.conftest import compile_function
+    graphs = compile_function(lambda x, scale: x * scale, torch.ones(4, device="cuda"),
+                              torch.tensor(2.0), mode="reduce-overhead")
+    for value in (2.0, 3.0, 4.0):
+        torch.testing.assert_close(graphs(torch.ones(4, device="cuda"), torch.tensor(value)),
+                                   torch.full((4,), value, device="cuda"))

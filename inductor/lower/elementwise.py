@@ -177,7 +177,9 @@ BROADCAST_REALIZE_RATIO = 8
 TRANSCENDENTAL_REALIZE_RATIO = 2
 
 
-def _realize_if_broadcast(value, size: Sequence) -> None:
+def realize_if_broadcast(value, size: Sequence) -> None:
+    """Realize `value`'s body when a reader of `size` would recompute it per broadcast
+    element (the ratios above; CPUs only)."""
     storage = value.storage()
     if storage is None or storage.is_realized() or not isinstance(storage.data, Pointwise):
         return
@@ -201,7 +203,7 @@ def value_loader(value, size: Sequence, dtype: torch.dtype,
     """A loader over `size` yielding `value` (tensor or scalar) converted to `dtype`; with
     `through` (a half type), a value of another dtype is rounded to it first."""
     if is_tensor(value):
-        _realize_if_broadcast(value, size)
+        realize_if_broadcast(value, size)
         inner = broadcast_loader(value.make_loader(), value.get_size(), size)
         source = value.get_dtype()
         if through is not None and source != through:

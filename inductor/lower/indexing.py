@@ -18,7 +18,7 @@ from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import ops
 from inductor.ir.symbols import FloorDiv, to_expr
 from inductor.lower.elementwise import (broadcast_loader, broadcast_shapes, opmath_dtype,
-                                        result_type)
+                                        realize_if_broadcast, result_type)
 from inductor.lower.registry import register_lowering
 from inductor.lower.views import symbolic_slice_bounds
 from inductor.size_variants import NotSymbolic
@@ -198,6 +198,10 @@ def advanced_indexing(x, indices, what: str):
     before = [dim for dim in kept if dim < indexed[0]] if adjacent else []
     after = [dim for dim in kept if not adjacent or dim > indexed[-1]]
     iteration = [size[dim] for dim in before] + broadcast + [size[dim] for dim in after]
+    for tensor in tensors:
+        # An index read for every position of the other dimensions (T5's position bucket,
+        # a logarithm per (query, key) pair, gathered for each head) is computed once.
+        realize_if_broadcast(tensor, iteration)
     loaders = [broadcast_loader(tensor.make_loader(), tensor.get_size(), broadcast)
                for tensor in tensors]
 

@@ -45,6 +45,9 @@ from inductor.runtime.compiled_graph import CompiledGraph
 
 log = logging.getLogger("framejit.inductor")
 
+# Device types whose graphs are recorded (tests on CPU simulate CUDA graphs and add "cpu").
+RECORDED_DEVICES = ("cuda",)
+
 # Process-wide: "recorded" (CUDA graphs captured), "replayed", "unrecorded_calls" (calls past
 # `cudagraph_max_records`), "not_recorded" (graphs running without CUDA graphs: recording
 # failed, or a training graph with tensors off the GPU); prefixed "training " for training.
@@ -155,7 +158,7 @@ class CudaGraphRunner:
 
     def _record(self, signature, inputs) -> None:
         copied, static_inputs = [], []
-        if any(isinstance(value, torch.Tensor) and value.device.type != "cuda"
+        if any(isinstance(value, torch.Tensor) and value.device.type not in RECORDED_DEVICES
                for value in inputs):   # (a CPU scalar is read by value when recorded)
             self._disable("a tensor input is not on the GPU")
             return
@@ -420,7 +423,7 @@ def off_gpu_reason(graph: torch.fx.GraphModule, example_inputs: Sequence) -> Opt
     if not tensors:
         return "no tensors on the GPU"
     for value in tensors:
-        if value.device.type != "cuda":
+        if value.device.type not in RECORDED_DEVICES:
             return f"a tensor on {value.device.type}, not the GPU"
     return None
 

@@ -4,8 +4,9 @@ copies, so training matches eager over several iterations: an MLP, a CNN with Ba
 (running statistics), a second forward before the first backward, `retain_graph`, gradients
 accumulating over two backwards, and a whole step with an optimizer.
 
-The first tests run on CPU (which buffers are copied, the signature, which graphs are not
-recorded); the others need a GPU."""
+The first tests run on CPU: which buffers are copied, the signature, which graphs are not
+recorded, and the runner end to end under simulated CUDA graphs (a replay overwrites the
+recorded outputs); the others need a GPU."""
 import copy
 import logging
 
@@ -98,6 +99,118 @@ def test_cpu_training_in_reduce_overhead_compiles_without_recording(caplog):
     reference(x).sum().backward()
     torch.testing.assert_close(model.weight.grad, reference.weight.grad)
     assert not [record for record in caplog.records if "CUDA graphs" in record.getMessage()]
+
+
+# ------------------------------------- CPU: the runner under simulated CUDA graphs
+# A simulated recording keeps the call made during capture; a replay runs it again on the
+# recording's static inputs and writes the results into the recorded outputs, as a CUDA
+# graph's replay overwrites its buffers. Handing those buffers out would fail these tests.
+
+class _SimulatedGraph:
+    capturing = None
+
+    def __init__(self):
+        self.call = None
+
+    def replay(self):
+        run, inputs, outputs = self.call
+        for output, value in zip(outputs, run(list(inputs))):
+            if isinstance(output, torch.Tensor):
+                output.copy_(value)
+
+
+class _Simulated:
+    """A compiled graph (a list callable) that registers itself with a capture."""
+
+    def __init__(self, run):
+        self.run = run
+
+    def __call__(self, *values):
+        outputs = self.run(list(values))
+        if _SimulatedGraph.capturing is not None:
+            _SimulatedGraph.capturing.call = (self.run, values, outputs)
+        return outputs
+
+
+class _Capture:
+    def __init__(self, graph, **options):
+        self.graph = graph
+
+    def __enter__(self):
+        _SimulatedGraph.capturing = self.graph
+
+    def __exit__(self, *exception):
+        _SimulatedGraph.capturing = None
+
+
+def _simulated_inner(graph, example_inputs, output_strides=None):
+    from inductor.autograd.boxed import StridedGraphRunner
+    strides = output_strides or [None] * len(list(graph.graph.nodes)[-1].args[0])
+    report = GraphReport()
+    return CompiledGraph(_Simulated(StridedGraphRunner(graph, example_inputs, strides, report)),
+                         report)
+
+
+@pytest.fixture
+def simulated(monkeypatch):
+    """`recording_training` over eager ATen graphs on CPU, with simulated CUDA graphs."""
+    monkeypatch.setattr(cudagraphs, "RECORDED_DEVICES", ("cuda", "cpu"))
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _SimulatedGraph)
+    monkeypatch.setattr(torch.cuda, "graph", _Capture)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    from inductor.autograd import compile_training
+
+    def compile_model(model, example):
+        graph = torch.fx.symbolic_trace(model)
+        compiled = compile_training(graph, [example], recording_training(_simulated_inner))
+        return lambda x: compiled(x)
+    return compile_model
+
+
+def _cpu_cnn():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
+                         nn.Flatten(), nn.Linear(4 * 6 * 6, 5))
+
+
+def test_simulated_replays_match_eager(simulated):
+    model = _cpu_cnn()
+    reference = copy.deepcopy(model)
+    compiled = simulated(model, torch.randn(2, 3, 8, 8))
+    replays = _replays()
+    for _ in range(3):
+        first, second = torch.randn(2, 3, 8, 8), torch.randn(2, 3, 8, 8)
+        out1, out2 = compiled(first), compiled(second)   # replay 2 before backward 1
+        ref1, ref2 = reference(first), reference(second)
+        torch.testing.assert_close(out1, ref1, **TOLERANCE)
+        (out1 * torch.arange(5.0)).sum().backward(retain_graph=True)
+        (ref1 * torch.arange(5.0)).sum().backward(retain_graph=True)
+        _same_state(model, reference)
+        out1.sum().backward()                            # the saved values again
+        ref1.sum().backward()
+        out2.square().sum().backward()                   # and accumulating
+        ref2.square().sum().backward()
+        _same_state(model, reference)                    # running statistics included
+        torch.testing.assert_close(out2, ref2, **TOLERANCE)
+        model.zero_grad()
+        reference.zero_grad()
+    assert _replays() >= replays + 10
+
+
+def test_simulated_handing_out_recording_memory_would_be_caught(simulated, monkeypatch):
+    # the check above is a real one: without copies the second forward's replay overwrites
+    # the activations the first backward reads
+    monkeypatch.setattr(OutputPlan, "hand_out", lambda plan, inputs: list(plan.values))
+    model = _cpu_cnn()
+    reference = copy.deepcopy(model)
+    compiled = simulated(model, torch.randn(2, 3, 8, 8))
+    for _ in range(3):
+        first, second = torch.randn(2, 3, 8, 8), torch.randn(2, 3, 8, 8)
+        out1, _ = compiled(first), compiled(second)
+        out1.sum().backward()
+        reference(first).sum().backward()
+    with pytest.raises(AssertionError):
+        _same_state(model, reference)
 
 
 # ---------------------------------------------------------------- GPU: against eager

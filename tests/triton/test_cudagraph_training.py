@@ -213,6 +213,28 @@ def test_simulated_handing_out_recording_memory_would_be_caught(simulated, monke
         _same_state(model, reference)
 
 
+def test_simulated_failed_recording_runs_kernel_by_kernel(simulated, monkeypatch, caplog):
+    class Synchronising(_Capture):   # what a CPU synchronisation inside the graph raises
+        def __exit__(self, *exception):
+            super().__exit__(*exception)
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(torch.cuda, "graph", Synchronising)
+    model = _cpu_cnn()
+    reference = copy.deepcopy(model)
+    before = cudagraphs.counts().get("training not_recorded", 0)
+    with caplog.at_level(logging.WARNING, logger="framejit.inductor"):
+        compiled = simulated(model, torch.randn(2, 3, 8, 8))
+        for _ in range(3):
+            x = torch.randn(2, 3, 8, 8)
+            compiled(x).sum().backward()
+            reference(x).sum().backward()
+            _same_state(model, reference)
+    assert cudagraphs.counts()["training not_recorded"] == before + 2   # forward, backward
+    assert any("recording failed: RuntimeError" in record.getMessage()
+               for record in caplog.records)
+
+
 # ---------------------------------------------------------------- GPU: against eager
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
@@ -54,6 +55,17 @@ def sum_dim(dim):
     return reduce
 
 
+def t5_position_bias(table, positions):
+    """T5's encoder position bias: a bucket per (query, key) pair (exact below 8, logarithmic
+    up to 128 in each direction) indexing one column per head, `[1, heads, q, k]`."""
+    distance = positions[None, :] - positions[:, None]
+    side = (distance > 0).to(torch.long) * 16
+    distance = distance.abs()
+    logarithmic = 8 + (torch.log(distance.float() / 8) / math.log(128 / 8) * 8).to(torch.long)
+    bucket = side + torch.where(distance < 8, distance, logarithmic.clamp(max=15))
+    return table[bucket].permute(2, 0, 1).unsqueeze(0)
+
+
 def cases(dtype, device="cpu"):
     """(name, function, inputs) for every microbenchmark."""
     def randn(*shape):
@@ -67,6 +79,8 @@ def cases(dtype, device="cpu"):
         ("sum dim 0 of 256^3", sum_dim(0), (randn(256, 256, 256),)),
         ("sum dim 1 of 256^3", sum_dim(1), (randn(256, 256, 256),)),
         ("sum dim 2 of 256^3", sum_dim(2), (randn(256, 256, 256),)),
+        ("T5 position bias 128x128x4", t5_position_bias,
+         (randn(32, 4), torch.arange(128, device=device))),
     ]
 
 

@@ -5,6 +5,8 @@ size. Output: a table of framejit's generated C++ kernels, slowest first (millis
 model call, calls per model call, the kernel plan's description), and the same for
 torch.compile's generated kernels (through its kernel profiling records), so one region can be
 compared between the two compilers. `--show N` prints the C++ of the N slowest framejit kernels.
+`--clock thread` times both compilers' kernels by the calling thread's CPU time (torch.compile's
+through wrappers around its output module's `cpp_fused_*` functions, not its profiling records).
 
 framejit is compiled with one kernel per segment (each kernel its own entry point), and
 every entry point is timed around its call; the sum over kernels is the time of our code
@@ -84,14 +86,41 @@ def framejit_kernels(model, inputs: tuple, calls: int, clock=time.perf_counter) 
     return records, total
 
 
-def torch_compile_kernels(model, inputs: tuple, calls: int) -> tuple:
-    """({kernel name: (milliseconds per call, calls per call)}, ms per call) for torch.compile."""
+def _timed_torch_compile_kernels(records: dict, clock) -> None:
+    """Wrap every generated C++ kernel (`cpp_fused_*`) of torch.compile's loaded output
+    modules so that `clock` times each call (its `call` looks them up as module globals)."""
+    from torch._inductor.codecache import PyCodeCache
+    for module in PyCodeCache.modules:
+        for name, kernel in list(vars(module).items()):
+            if not name.startswith("cpp_fused") or not callable(kernel):
+                continue
+            records.setdefault(name, [0.0, 0])
+
+            def run(*args, kernel=kernel, record=records[name]):
+                started = clock()
+                result = kernel(*args)
+                record[0] += clock() - started
+                record[1] += 1
+                return result
+            setattr(module, name, run)
+
+
+def torch_compile_kernels(model, inputs: tuple, calls: int, clock=None) -> tuple:
+    """({kernel name: (milliseconds per call, calls per call)}, ms per call) for torch.compile:
+    its kernel profiling records (wall time), or with `clock` (`time.thread_time`) each
+    generated kernel timed by that clock, as `framejit_kernels` times ours."""
     import torch
     import torch._inductor.config as torch_inductor_config
-    torch_inductor_config.cpp.enable_kernel_profile = True
+    torch_inductor_config.cpp.enable_kernel_profile = clock is None
     compiled = torch.compile(model)
     for _ in range(3):
         compiled(*inputs[0], **inputs[1])
+    if clock is not None:
+        records: dict = {}
+        _timed_torch_compile_kernels(records, clock)
+        total = seconds_per_call(lambda: compiled(*inputs[0], **inputs[1]), calls) * 1e3
+        return {name: (seconds / calls * 1e3, count / calls)
+                for name, (seconds, count) in records.items()}, total
 
     def profiled_calls():
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
@@ -121,8 +150,9 @@ def main() -> None:
                              "benchmarks.inductor.models' default-size one")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: as set)")
     parser.add_argument("--clock", choices=["wall", "thread"], default="wall",
-                        help="framejit's kernels: wall time, or the thread's CPU time (steadier "
-                             "on a loaded machine; with --threads 1 only)")
+                        help="each compiler's kernels: wall time (torch.compile: its kernel "
+                             "profiling records), or the thread's CPU time around each kernel "
+                             "(steadier on a loaded machine; with --threads 1 only)")
     arguments = parser.parse_args()
     fresh_caches()
     import torch
@@ -151,9 +181,18 @@ def main() -> None:
             print(f"\n--- #{number}\n{record['describe']}\n{record['body']}")
         if arguments.skip_torch_compile:
             return
-        rows, total = torch_compile_kernels(model, inputs, arguments.calls)
+        thread_clock = clock if arguments.clock == "thread" else None
+        rows, total = torch_compile_kernels(model, inputs, arguments.calls, thread_clock)
         generated = {key: value for key, value in rows.items()
                      if key.startswith(("graph_", "cpp_fused", "cpp_"))}
+        if thread_clock is not None:
+            print(f"\ntorch.compile: {total:.1f} ms per call, generated kernels "
+                  f"{sum(v[0] for v in generated.values()):.1f} ms (thread CPU time, load "
+                  f"{load_average()})")
+            for key, (per_call, count) in sorted(generated.items(),
+                                                 key=lambda item: -item[1][0])[:arguments.top]:
+                print(f"  {per_call:7.2f} ms  x{count:<4g} {key}")
+            return
         wrapper = sum(value[0] for key, value in rows.items()
                       if key.startswith("## Call CompiledFxGraph"))
         # Per-kernel records are taken inside OpenMP regions: the kernel rows can add up to

@@ -123,6 +123,7 @@ class _CostCounter(OpsHandler):
         self.loads = 0
         self.operations = 0
         self.transcendentals = 0
+        self.gathers = 0
 
     def load(self, name, index):
         self.loads += 1
@@ -130,6 +131,7 @@ class _CostCounter(OpsHandler):
 
     def indirect_indexing(self, value, size, check=True):
         self.operations += 1
+        self.gathers += 1
         return index_symbol("t", 0)
 
     def masked(self, mask, body, other):
@@ -175,6 +177,11 @@ BROADCAST_REALIZE_RATIO = 8
 # over 4 query and 2 key heads, were recomputed per head in every layer's rotation kernels
 # (0.45 ms per layer against 0.2 for torch.compile; docs/performance-notes.md, Llama).
 TRANSCENDENTAL_REALIZE_RATIO = 2
+# And for a body that gathers (an index load, its range check and a scattered load per
+# element, which do not vectorize): Swin's relative position bias, `table[index]` for one
+# window, was gathered again for each of the 64 windows inside every attention softmax
+# (docs/performance-notes.md, Swin-T).
+GATHER_REALIZE_RATIO = 2
 
 
 def realize_if_broadcast(value, size: Sequence) -> None:
@@ -191,10 +198,12 @@ def realize_if_broadcast(value, size: Sequence) -> None:
     target = 1
     for extent in size:
         target *= size_hint(extent)
-    if target >= BROADCAST_REALIZE_RATIO * max(source, 1) and body_cost(storage.data)[1] > 1:
+    counted = _counted(storage.data)
+    if target >= BROADCAST_REALIZE_RATIO * max(source, 1) and counted.operations > 1:
         storage.realize()
-    elif target >= TRANSCENDENTAL_REALIZE_RATIO * max(source, 1) and \
-            body_transcendentals(storage.data):
+    elif target >= TRANSCENDENTAL_REALIZE_RATIO * max(source, 1) and counted.transcendentals:
+        storage.realize()
+    elif target >= GATHER_REALIZE_RATIO * max(source, 1) and counted.gathers:
         storage.realize()
 
 

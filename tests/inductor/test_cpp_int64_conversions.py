@@ -1,0 +1,95 @@
+"""int64 <-> float32 conversions in the C++ backend: the same bits as eager's casts, and
+whether the loops around them keep their vector form.
+
+The values are compared bit for bit with eager (every exponent, the rounding midpoints of
+float, NaN, infinities, out-of-range floats). Without AVX-512 DQ, GCC has no vector form for
+a 64-bit integer cast, and a loop with one runs scalar whole (T5's position bucket:
+docs/performance-notes.md, T5, Left); the vector form is read from the built library's
+symbols, as in test_vector_math_symbols.py: a libmvec function in the same loop appears as
+its vector variant only where the loop is vectorised. Cast helpers built from 64-bit lane
+operations were exact but slower in the bucket (its third loop stayed scalar on 64-bit
+selects), so that test is a strict xfail on such CPUs.
+"""
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+import inductor
+from inductor.runtime.build import cpu_flags, has_vector_math
+from tests.inductor.conftest import check_same
+from tests.inductor.test_vector_math_symbols import _built_libraries, _undefined
+
+
+def _integers() -> torch.Tensor:
+    generator = np.random.default_rng(0)
+    parts = [generator.integers(-2**63, 2**63 - 1, 200_000, dtype=np.int64, endpoint=True)]
+    for exponent in range(63):
+        values = generator.integers(0, 2**62, 2_000, dtype=np.int64)
+        values = values >> np.int64(62 - exponent) if exponent < 62 else values * 2
+        parts += [values, -values]
+    midpoints = [(1 << e) + (1 << (e - 24)) + d for e in range(25, 63) for d in (-2, -1, 0, 1, 2)]
+    midpoints = [value for value in midpoints if value < 2**63]
+    edges = [0, 1, -1, 2**24 + 1, 2**53, 2**53 + 1, -2**53 - 1, 2**54 + 2**30 + 1,
+             2**54 + 2**30, 2**63 - 1, -2**63, -2**63 + 1]
+    parts += [np.array(midpoints, np.int64), -np.array(midpoints, np.int64),
+              np.array(edges, np.int64)]
+    return torch.from_numpy(np.concatenate(parts))
+
+
+def _floats() -> torch.Tensor:
+    generator = np.random.default_rng(1)
+    bits = generator.integers(0, 2**32, 400_000, dtype=np.uint64).astype(np.uint32)
+    edges = np.array([0.0, -0.0, 0.5, -0.5, 0.999, -0.999, 2**31, -2**31, 2**31 - 128,
+                      -2**31 + 128, 2**31 + 256, 2**62 * 1.5, -2**62 * 1.5, 2**63, -2**63,
+                      2**64, -2**64, np.inf, -np.inf, np.nan, 1e-45, 3e38, -3e38],
+                     np.float32)
+    below = np.nextafter(np.array([2**63, -2**63, 2**31, -2**31], np.float32), np.float32(0))
+    uniform = generator.uniform(-2**40, 2**40, 100_000).astype(np.float32)
+    return torch.from_numpy(np.concatenate([bits.view(np.float32), edges, below, uniform]))
+
+
+def test_int64_to_float32_matches_eager_bit_for_bit():
+    compiled = check_same(lambda x: x.to(torch.float32), _integers())
+    values = _integers()
+    assert torch.equal(compiled(values).view(torch.int32),
+                       values.to(torch.float32).view(torch.int32))
+
+
+def test_float32_to_int64_matches_eager():
+    # check_same compares exactly for integer results: NaN, infinities and floats outside
+    # int64 give eager's INT64_MIN.
+    check_same(lambda x: x.to(torch.int64), _floats())
+
+
+def test_conversions_in_arithmetic_match_eager():
+    def bucket(x):
+        scaled = torch.log(x.abs().float() / 8 + 1) * 4
+        return scaled.to(torch.int64) + x, (x * 3).float() / 7
+
+    check_same(bucket, torch.arange(-1000, 1000, 3))
+
+
+@pytest.mark.skipif(shutil.which("nm") is None or not has_vector_math(),
+                    reason="needs binutils' nm and glibc's libmvec")
+@pytest.mark.xfail("avx512dq" not in cpu_flags().split(), strict=True,
+                   reason="no vector form of int64 <-> float casts without AVX-512 DQ: GCC "
+                          "leaves the whole loop scalar")
+@pytest.mark.parametrize("direction", ["int64 to float32", "float32 to int64"])
+def test_loops_with_int64_conversions_are_vectorised(monkeypatch, direction):
+    monkeypatch.setattr(inductor.config, "cpu_backend", "cpp")
+    monkeypatch.setattr(inductor.config, "eager_transcendentals", False)   # libmvec symbols
+    if direction == "int64 to float32":
+        def function(x):
+            return torch.exp(x.float() / 1024)
+        inputs = (torch.arange(-5000, 5003),)
+    else:
+        def function(x):   # one loop: the conversion beside a libmvec call
+            return (x * 100).to(torch.int64), torch.exp(x)
+        inputs = (torch.linspace(-4, 4, 10003),)
+    libraries = _built_libraries(lambda: check_same(function, *inputs, atol=1e-6, rtol=1e-6))
+    assert libraries, "no C++ library was built (a cached one would hide the check)"
+    symbols = set().union(*(_undefined(library) for library in libraries))
+    vector = sorted(symbol for symbol in symbols if symbol.startswith("_ZGV") and "expf" in symbol)
+    assert vector, (cpu_flags(), sorted(symbols))

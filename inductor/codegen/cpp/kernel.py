@@ -195,8 +195,21 @@ class CppKernel:
 
     def _pointwise(self) -> None:
         sizes = self.plan.outer_sizes
-        opened = self._open_outer_loops(sizes, simd_innermost=True)
-        handler = self._handler()
+        hoist = None
+        if not self._innermost_hoist(sizes):
+            opened = self._open_outer_loops(sizes, simd_innermost=True)
+        else:
+            # values invariant along the innermost loop (index_select's and embedding's row
+            # index and its bounds check) are computed once per row, before that loop
+            opened = self._open_outer_loops(sizes, simd_innermost=False, skip_last=True)
+            hoist = self._hoist_before(self.plan.outer_vars()[-1:])
+            if self.vectorize:
+                self.lines.add("#pragma omp simd")
+            name = self.plan.outer_vars()[-1].name
+            self.lines.open(f"for (int64_t {name} = 0; {name} < {_text(sizes[-1])}; "
+                            f"++{name})")
+            opened += 1
+        handler = self._handler(hoist)
         for stage in self.plan.stages:
             for member in stage.members:
                 self._compute_and_store(member, handler)
@@ -239,9 +252,20 @@ class CppKernel:
         element (hoist.py); None where the nest may not run (an extent of 0)."""
         if any(isinstance(size, int) and size <= 0 for size in self.plan.inner_sizes):
             return None
+        return self._hoist_before(self.plan.inner_vars())
+
+    def _hoist_before(self, variables: list) -> Hoist:
         self.hoists += 1     # apart from `counter`: the other temporaries keep their names
-        return Hoist(self.lines, self.plan.inner_vars(), self.plan.stores,
-                     prefix=f"h{self.hoists}_")
+        return Hoist(self.lines, variables, self.plan.stores, prefix=f"h{self.hoists}_")
+
+    def _innermost_hoist(self, sizes: list) -> bool:
+        """Whether a pointwise nest of several loops gets a hoist mark before its innermost
+        loop: not where a `collapse` clause folds that loop into the parallel one (no
+        statement may stand between them) or where it may not run (an extent of 0)."""
+        if len(sizes) < 2 or (isinstance(sizes[-1], int) and sizes[-1] <= 0):
+            return False
+        level = self._parallel_level(sizes)
+        return level is None or level < len(sizes) - 1
 
     def _index(self, expr) -> str:
         return index_text(simplify_index(sympy.expand(sympy.sympify(expr)), self.ranges))

@@ -255,6 +255,10 @@ class OutputPlan:
         for positions in groups.values():
             self._share(positions)
         self.kept_inputs = sorted({position for _, position, _ in self.aliases})
+        # outputs made by `hand_out` (the copy and `set_` moved their version counters)
+        self.made = [position for position, _ in self.fresh] + \
+            [position for position, _, _ in self.shared]
+        self.zeros = [0] * len(self.made)
         self.copy = CopyGroups(self.sources)
         self.allocate = native.empty_strided()
 
@@ -297,6 +301,8 @@ class OutputPlan:
         for position, index, (size, stride, dtype, start) in self.shared:
             results[position] = torch.empty(0, dtype=dtype, device=copies[index].device).set_(
                 copies[index].untyped_storage(), start, size, stride)
+        if self.made:   # fresh tensors read version 0, as the graph's own results
+            _set_versions([results[position] for position in self.made], self.zeros)
         for position, input_position, (size, stride, offset) in self.aliases:
             base = inputs[input_position]
             results[position] = base.as_strided(size, stride, base.storage_offset() + offset)
@@ -324,6 +330,9 @@ class CopyGroups:
         for indices in self.groups:
             torch._foreach_copy_([targets[index] for index in indices],
                                  [sources[index] for index in indices])
+
+
+_set_versions = torch._C._autograd._unsafe_set_version_counter
 
 
 def _storage(value: torch.Tensor) -> int:

@@ -173,6 +173,18 @@ def _cpu_cnn():
                          nn.Flatten(), nn.Linear(4 * 6 * 6, 5))
 
 
+class _Returning(nn.Module):
+    """Returns a hidden activation that its next layer also saves for its backward."""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = nn.Linear(32, 64), nn.Linear(64, 8)
+
+    def forward(self, x):
+        hidden = torch.relu(self.first(x))
+        return hidden, self.second(hidden)
+
+
 def test_simulated_replays_match_eager(simulated):
     model = _cpu_cnn()
     reference = copy.deepcopy(model)
@@ -195,6 +207,30 @@ def test_simulated_replays_match_eager(simulated):
         model.zero_grad()
         reference.zero_grad()
     assert _replays() >= replays + 10
+
+
+def test_simulated_returned_outputs_read_version_0(simulated):
+    # a returned activation that eager's ReLU saves: its backward checks that the output was
+    # not written since (version 0); the copies handed out after a replay read 1 (the copy
+    # into them), and the backward raised "modified by an inplace operation"
+    torch.manual_seed(0)
+    model = _Returning()
+    reference = copy.deepcopy(model)
+    graph = torch.fx.symbolic_trace(model)
+    from inductor.autograd import compile_training
+    compiled = compile_training(graph, [torch.randn(16, 32)],
+                                recording_training(_simulated_inner))
+    replays = _replays()
+    for _ in range(3):
+        x = torch.randn(16, 32)
+        (hidden, out), (hidden_ref, out_ref) = compiled(x), reference(x)
+        assert hidden._version == 0 and out._version == 0
+        out.square().sum().backward()
+        out_ref.square().sum().backward()
+        _same_state(model, reference)
+        torch.testing.assert_close(hidden, hidden_ref, **TOLERANCE)
+        del hidden, out, hidden_ref, out_ref
+    assert _replays() >= replays + 4
 
 
 def test_simulated_handing_out_recording_memory_would_be_caught(simulated, monkeypatch):

@@ -23,18 +23,27 @@ returning the same values as the default mode.
   signatures in `unrecorded_signatures`) and the first one logs a warning.
 
 Graphs that compute gradients (`inductor.autograd`'s compiled forward and backward, each
-recorded on its own: `recording_training`, `TrainingGraphRunner`) always hand out copies:
-the forward's saved activations must outlive a second forward's replay that comes before
-the first one's backward, and the gradients `AccumulateGrad` adopts as `.grad` must not be
-the recording's buffers. Outputs of fresh memory are copied (`_foreach_copy_`; outputs
-sharing a storage keep sharing one copy); outputs aliasing an input are rebuilt over the
-caller's input (`OutputPlan`). A graph whose tensors are not all on the GPU is not recorded.
+recorded on its own: `recording_training`, `TrainingGraphRunner`). The forward hands out its
+saved values (outputs only a backward reads: their fake value is a backward graph's
+placeholder) as tensors over the recording's own memory, uncopied, and the backward, finding
+its inputs at those addresses (or at a parameter's), reads them in place (the addresses are
+in its signature). Sound by construction: a forward replays over that memory only when no
+tensor over it is left from its last call (the storages' reference counts,
+`OutputPlan.in_use`); while one is (a second forward before the first one's backward, a graph
+retained, a saved value a hook or an output's autograd node keeps), the call runs kernel by
+kernel, counted. What the caller sees stays a copy: the function outputs, and the gradients
+`AccumulateGrad` adopts as `.grad` (which outputs are saved values decides what is copied, not
+soundness: the check covers every tensor handed out uncopied). Outputs of fresh memory are
+copied (`_foreach_copy_`; outputs sharing a storage keep sharing one copy); outputs aliasing
+an input are rebuilt over the caller's input (`OutputPlan`).
+A graph whose tensors are not all on the GPU is not recorded.
 Counts, process-wide: `counts()`.
 """
 from __future__ import annotations
 
 import collections
 import logging
+import weakref
 from typing import Callable, Optional, Sequence
 
 import torch
@@ -50,7 +59,10 @@ RECORDED_DEVICES = ("cuda",)
 
 # Process-wide: "recorded" (CUDA graphs captured), "replayed", "unrecorded_calls" (calls past
 # `cudagraph_max_records`), "not_recorded" (graphs running without CUDA graphs: recording
-# failed, or a training graph with tensors off the GPU); prefixed "training " for training.
+# failed, or a training graph with tensors off the GPU); prefixed "training " for training,
+# which also counts per recording "outputs_uncopied" (saved values handed out uncopied) and
+# "inputs_read_in_place" (a backward's saved values and parameters, by address), and
+# "saved_in_use_calls" (forward calls run kernel by kernel: `TrainingGraphRunner`).
 _counts: collections.Counter = collections.Counter()
 
 
@@ -134,11 +146,17 @@ class CudaGraphRunner:
             results = self.compiled(*inputs)
             if len(self.recordings) < config.cudagraph_max_records:
                 self._record(signature, inputs)
+                recording = self.recordings.get(signature)
+                if recording is not None:
+                    return self._recorded_call(recording, results)
             elif not self.disabled:
                 self._past_limit(signature)
             return results
-        _counts[self.counted + "replayed"] += 1
         return self._replay(recording, inputs)
+
+    def _recorded_call(self, recording: "_Recording", results):
+        """The results of the call that made `recording` (its run before the capture)."""
+        return results
 
     def _past_limit(self, signature) -> None:
         """Count a call whose signature is not recorded because the limit is reached."""
@@ -164,6 +182,10 @@ class CudaGraphRunner:
             return
         for position, value in enumerate(inputs):
             if isinstance(value, torch.Tensor) and not self._static(position, value):
+                in_place = self._read_in_place(position, value)
+                if in_place is not None:
+                    static_inputs.append(in_place)
+                    continue
                 if not _dense(value):
                     self._disable("an input overlaps itself in memory")
                     return
@@ -186,11 +208,16 @@ class CudaGraphRunner:
         self.recorded += 1
         _counts[self.counted + "recorded"] += 1
 
+    def _read_in_place(self, position: int, value: torch.Tensor) -> Optional[torch.Tensor]:
+        """A tensor the recording reads in place of copying `value` in (None: copy it)."""
+        return None
+
     def _recording(self, graph, static_inputs: list, outputs: list,
                    copied: list) -> "_Recording":
         return _Recording(graph, static_inputs, outputs, copied)
 
     def _replay(self, recording: _Recording, inputs) -> list:
+        _counts[self.counted + "replayed"] += 1
         for position in recording.copied:
             recording.inputs[position].copy_(inputs[position])
         recording.graph.replay()
@@ -218,12 +245,17 @@ class OutputPlan:
       sharing memory in the graph share it in the copies too);
     - `aliases`: an output in an input's memory (a static buffer or a parameter read in
       place): rebuilt over the caller's input with the same geometry;
-    - `empty`: zero elements, a new tensor; non-tensors are handed out as recorded.
+    - `empty`: zero elements, a new tensor; non-tensors are handed out as recorded;
+    - `static`: an output among `saved` (values only a backward reads), alone in its storage,
+      dense, that nothing but the recording holds: handed out uncopied, as a new tensor over
+      the recording's memory (`.data`: a version counter of its own). The next replay may
+      overwrite it only once every tensor over that memory is gone (`in_use`).
 
     The copies are one `torch._foreach_copy_` per dtype and device (`CopyGroups`). Nothing
-    handed out is recording memory."""
+    else handed out is recording memory."""
 
-    def __init__(self, outputs: Sequence, recorded_inputs: Sequence):
+    def __init__(self, outputs: Sequence, recorded_inputs: Sequence,
+                 saved: frozenset = frozenset()):
         inputs = {}
         for position, value in enumerate(recorded_inputs):
             if isinstance(value, torch.Tensor) and value.numel():
@@ -235,6 +267,7 @@ class OutputPlan:
         self.shared: list = []                  # (position, source index, geometry)
         self.aliases: list = []                 # (position, input position, geometry)
         self.empty: list = []                   # (position, geometry)
+        self.static: list = []                  # (position, recorded output, its storage)
         owners = collections.Counter(_storage(value) for value in outputs
                                      if _tensor_with_memory(value))
         groups: dict = {}
@@ -247,6 +280,10 @@ class OutputPlan:
                 self._alias(position, value, recorded_inputs[inputs[_storage(value)]],
                             inputs[_storage(value)])
             elif owners[_storage(value)] == 1 and _dense(value):
+                storage = _held_by_the_recording_only(value) if position in saved else None
+                if storage is not None:
+                    self.static.append((position, value, storage))
+                    continue
                 self.fresh.append((position, len(self.sources)))
                 self.sources.append(value)
                 self.targets.append(_geometry(value))
@@ -308,7 +345,31 @@ class OutputPlan:
             results[position] = base.as_strided(size, stride, base.storage_offset() + offset)
         for position, (size, stride, dtype, device, _) in self.empty:
             results[position] = torch.empty_strided(size, stride, dtype=dtype, device=device)
+        for position, recorded, _ in self.static:
+            results[position] = recorded.data
         return results
+
+    def in_use(self) -> bool:
+        """Whether a tensor handed out over the recording's memory (`static`), or any other
+        tensor over that memory, still exists: a replay would overwrite its values."""
+        return any(_use_count(storage) != _RECORDING_HOLDS for _, _, storage in self.static)
+
+
+# References a recording holds to the storage of an output it hands out uncopied: the
+# recorded output tensor, and the storage object `OutputPlan.static` keeps to count them.
+_RECORDING_HOLDS = 2
+
+
+def _use_count(storage) -> int:
+    """How many tensors (and storage objects) hold `storage` (its reference count)."""
+    return torch._C._storage_Use_Count(storage._cdata)
+
+
+def _held_by_the_recording_only(value: torch.Tensor):
+    """`value`'s storage (an object kept to count its holders) where only `value` holds it,
+    else None (something in the compiled graph keeps it: the output is copied)."""
+    storage = value.untyped_storage()
+    return storage if _use_count(storage) == _RECORDING_HOLDS else None
 
 
 class CopyGroups:
@@ -367,19 +428,65 @@ class _TrainingRecording(_Recording):
         self.copy_in = CopyGroups(self.copied_inputs)
 
 
+# Memory a recording keeps that a backward may read: the saved values a forward hands out
+# uncopied (`OutputPlan.static`) and the parameters it reads in place; address -> a weak
+# reference to the tensor. A backward recorded with an input at such an address (and of its
+# geometry) reads that memory in place (`TrainingGraphRunner._read_in_place`): the address
+# is part of the backward's signature, and the recording keeps the memory alive.
+_saved_buffers: dict = {}
+
+# Fake values of the placeholders of graphs compiled through `recording_training`, by id:
+# a forward output whose fake value is a backward's placeholder is a saved value (the
+# partition gives both graphs the joint node's `meta`).
+_placeholder_fakes: dict = {}
+
+
+def _remember(table: dict, key: int, value) -> None:
+    """`table[key]` = a weak reference to `value`, removed when `value` dies."""
+    def forget(reference, key=key):
+        if table.get(key) is reference:
+            del table[key]
+    table[key] = weakref.ref(value, forget)
+
+
+def _remembered(table: dict, key: int):
+    reference = table.get(key)
+    return None if reference is None else reference()
+
+
+def _fakes(graph: torch.fx.GraphModule, op: str) -> list:
+    """The fake values of `graph`'s placeholders (`op` "placeholder") or outputs ("output")."""
+    if op == "placeholder":
+        nodes = [node for node in graph.graph.nodes if node.op == "placeholder"]
+    else:
+        output = next(node for node in reversed(graph.graph.nodes) if node.op == "output")
+        nodes = list(output.args[0]) if isinstance(output.args[0], (tuple, list)) else []
+    return [node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+            for node in nodes]
+
+
 class TrainingGraphRunner(CudaGraphRunner):
     """Replays one compiled graph of a training graph (its forward, or one of its backwards)
-    as CUDA graphs, handing out copies of every output (`OutputPlan`; see the module
-    docstring). Takes the boxed calling convention: copied inputs (the saved activations a
-    backward reads) are released after they are copied in, before the replay."""
+    as CUDA graphs (see the module docstring). Takes the boxed calling convention: copied
+    inputs are released after they are copied in, before the replay.
+
+    A forward hands out its saved values (outputs whose fake value is a backward's
+    placeholder, each once among the outputs) uncopied (`OutputPlan.static`), and replays
+    only while no tensor over that memory is left from its last call; otherwise that call
+    runs kernel by kernel (counted: `saved_in_use_calls`). A backward whose input is such
+    memory reads it in place (its address is in the signature)."""
 
     counted = "training "
 
-    def __init__(self, compiled, graph: torch.fx.GraphModule):
+    def __init__(self, compiled, graph: torch.fx.GraphModule,
+                 output_fakes: Optional[list] = None):
         self._start(compiled, 0, mutated_positions(graph))
         # positions read in place (parameters, inputs marked static), fixed at the first
         # call: their addresses are the signature's; every other tensor is copied in
         self.static_positions: Optional[frozenset] = None
+        # the fake value of each output as traced (`_saved_positions`)
+        self.output_fakes = _fakes(graph, "output") if output_fakes is None else output_fakes
+        self.saved_in_use_calls = 0   # forward calls run kernel by kernel (see above)
 
     def _static(self, position: int, value) -> bool:
         return position in self.static_positions
@@ -392,10 +499,16 @@ class TrainingGraphRunner(CudaGraphRunner):
                 position for position, value in enumerate(inputs)
                 if isinstance(value, torch.Tensor) and
                 CudaGraphRunner._static(self, position, value))
-        return tuple([(value.shape, value.stride(), value.dtype, value.device,
-                       value.data_ptr() if position in static else None)
-                      if isinstance(value, torch.Tensor) else ("value", value)
-                      for position, value in enumerate(inputs)])
+        saved = _saved_buffers
+        parts = []
+        for position, value in enumerate(inputs):
+            if not isinstance(value, torch.Tensor):
+                parts.append(("value", value))
+                continue
+            address = value.data_ptr()
+            parts.append((value.shape, value.stride(), value.dtype, value.device,
+                          address if position in static or address in saved else None))
+        return tuple(parts)
 
     def with_argument_list(self, arguments: list):
         """The graph's inputs as one list, which this call empties."""
@@ -403,12 +516,59 @@ class TrainingGraphRunner(CudaGraphRunner):
         arguments.clear()
         return self._call(inputs)
 
+    def _read_in_place(self, position: int, value: torch.Tensor) -> Optional[torch.Tensor]:
+        """A forward's recorded output that `value` is (same memory and geometry), read in
+        place by this recording; None where it is not one, or the graph writes into it."""
+        recorded = _remembered(_saved_buffers, value.data_ptr())
+        if recorded is None or position in self.mutated or recorded.dtype != value.dtype or \
+                recorded.shape != value.shape or recorded.stride() != value.stride() or \
+                _storage(recorded) != _storage(value):
+            return None
+        return recorded
+
+    def _saved_positions(self, outputs: list) -> frozenset:
+        """The positions of outputs that are saved values (see the class docstring)."""
+        fakes = self.output_fakes
+        if len(fakes) != len(outputs):
+            return frozenset()
+        seen = collections.Counter(id(fake) for fake in fakes if fake is not None)
+        return frozenset(position for position, fake in enumerate(fakes)
+                         if isinstance(fake, torch.Tensor) and seen[id(fake)] == 1 and
+                         _remembered(_placeholder_fakes, id(fake)) is fake)
+
     def _recording(self, graph, static_inputs: list, outputs: list,
                    copied: list) -> _TrainingRecording:
-        return _TrainingRecording(graph, static_inputs, outputs, copied,
-                                  OutputPlan(outputs, static_inputs), self.mutated)
+        plan = OutputPlan(outputs, static_inputs, self._saved_positions(outputs))
+        for _, recorded, _ in plan.static:
+            _remember(_saved_buffers, recorded.data_ptr(), recorded)
+        for position in sorted(self.static_positions - set(self.mutated)):
+            value = static_inputs[position]   # parameters: a backward reads them as saved
+            if value.numel():
+                _remember(_saved_buffers, value.data_ptr(), value)
+        in_place = len(static_inputs) - len(copied) - len(self.static_positions) - sum(
+            not isinstance(value, torch.Tensor) for value in static_inputs)
+        _counts["training outputs_uncopied"] += len(plan.static)
+        _counts["training inputs_read_in_place"] += in_place
+        return _TrainingRecording(graph, static_inputs, outputs, copied, plan, self.mutated)
+
+    def _recorded_call(self, recording: _TrainingRecording, results):
+        """The first call's saved values, copied into the recording's memory and handed out
+        from there, so that the backward's first call (its recording) reads them in place."""
+        if not recording.plan.static:
+            return results
+        results = list(results)
+        for position, recorded, _ in recording.plan.static:
+            value = results[position]
+            if isinstance(value, torch.Tensor) and value.dtype == recorded.dtype and \
+                    value.shape == recorded.shape and value.stride() == recorded.stride():
+                recorded.copy_(value)
+                results[position] = recorded.data
+        return results
 
     def _replay(self, recording: _TrainingRecording, inputs: list) -> list:
+        if recording.plan.static and recording.plan.in_use():
+            return self._saved_in_use(inputs)
+        _counts["training replayed"] += 1
         recording.copy_in(recording.copied_inputs,
                           [inputs[position] for position in recording.copied])
         for position in recording.released:
@@ -418,6 +578,19 @@ class TrainingGraphRunner(CudaGraphRunner):
             if recording.inputs[position] is not inputs[position]:
                 inputs[position].copy_(recording.inputs[position])
         return recording.plan.hand_out(inputs)
+
+    def _saved_in_use(self, inputs: list) -> list:
+        """A forward call while tensors over the memory its recording hands out uncopied
+        are alive (a second forward before the first one's backward, a graph retained, a
+        saved value kept): replaying would overwrite them; it runs kernel by kernel."""
+        if not self.saved_in_use_calls:
+            log.warning("mode='reduce-overhead': a training forward runs without CUDA graphs "
+                        "while values it saved for a backward are still in use (a second "
+                        "forward before the first backward, retain_graph, or a saved value "
+                        "kept); counted in cudagraphs.counts()")
+        self.saved_in_use_calls += 1
+        _counts["training saved_in_use_calls"] += 1
+        return self.compiled(*inputs)
 
 
 def off_gpu_reason(graph: torch.fx.GraphModule, example_inputs: Sequence) -> Optional[str]:
@@ -446,6 +619,10 @@ def recording_training(compile_inner: Callable) -> Callable:
     runs as is, or one off the GPU (counted, one warning per reason), is returned as is."""
     def compile_recorded(gm: torch.fx.GraphModule, example_inputs: Sequence,
                          output_strides: Optional[Sequence] = None):
+        for fake in _fakes(gm, "placeholder"):   # (before compiling, which may rewrite)
+            if isinstance(fake, torch.Tensor):
+                _remember(_placeholder_fakes, id(fake), fake)
+        output_fakes = _fakes(gm, "output")
         compiled = compile_inner(gm, example_inputs, output_strides=output_strides)
         report = getattr(compiled, "report", None)
         if report is None or report.reason is not None:
@@ -458,5 +635,5 @@ def recording_training(compile_inner: Callable) -> Callable:
                 log.warning("mode='reduce-overhead': a training graph runs without CUDA "
                             "graphs (%s)", reason)
             return compiled
-        return CompiledGraph(TrainingGraphRunner(compiled, gm), report)
+        return CompiledGraph(TrainingGraphRunner(compiled, gm, output_fakes), report)
     return compile_recorded

@@ -1,12 +1,16 @@
 """mode="reduce-overhead" on graphs that compute gradients: the compiled forward and backward
-each replay as CUDA graphs (`runtime/cudagraphs.py`, `recording_training`), handing out
-copies, so training matches eager over several iterations: an MLP, a CNN with BatchNorm
-(running statistics), a second forward before the first backward, `retain_graph`, gradients
-accumulating over two backwards, and a whole step with an optimizer.
+each replay as CUDA graphs (`runtime/cudagraphs.py`, `recording_training`). The forward hands
+out its saved values uncopied, the backward reads them in place, and a forward replays only
+while nothing is left of its last call's saved values; everything else is handed out as
+copies. Training matches eager over several iterations: an MLP, a CNN with BatchNorm (running
+statistics), a second forward before the first backward, `retain_graph`, gradients
+accumulating over two backwards, saved values a caller keeps, and a whole step with an
+optimizer.
 
 The first tests run on CPU: which buffers are copied, the signature, which graphs are not
 recorded, and the runner end to end under simulated CUDA graphs (a replay overwrites the
-recorded outputs); the others need a GPU."""
+recorded outputs: each liveness test fails where the check is taken out); the others need a
+GPU."""
 import copy
 import logging
 
@@ -158,6 +162,8 @@ def simulated(monkeypatch):
     monkeypatch.setattr(torch.cuda, "CUDAGraph", _SimulatedGraph)
     monkeypatch.setattr(torch.cuda, "graph", _Capture)
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    # (CPU graphs would keep activations channels-last, saved values with other strides)
+    monkeypatch.setattr(inductor.config, "channels_last", False)
     from inductor.autograd import compile_training
 
     def compile_model(model, example):
@@ -189,7 +195,7 @@ def test_simulated_replays_match_eager(simulated):
     model = _cpu_cnn()
     reference = copy.deepcopy(model)
     compiled = simulated(model, torch.randn(2, 3, 8, 8))
-    replays = _replays()
+    replays, in_use = _replays(), _count("saved_in_use_calls")
     for _ in range(3):
         first, second = torch.randn(2, 3, 8, 8), torch.randn(2, 3, 8, 8)
         out1, out2 = compiled(first), compiled(second)   # replay 2 before backward 1
@@ -206,7 +212,111 @@ def test_simulated_replays_match_eager(simulated):
         torch.testing.assert_close(out2, ref2, **TOLERANCE)
         model.zero_grad()
         reference.zero_grad()
-    assert _replays() >= replays + 10
+    # per iteration: the first forward (then its backward twice) and the second one's
+    # backward replay; the second forward runs kernel by kernel (the first one's saved
+    # values are alive), from the second iteration on
+    assert _replays() >= replays + 8
+    assert _count("saved_in_use_calls") == in_use + 3
+
+
+def _count(name: str) -> int:
+    return cudagraphs.counts().get("training " + name, 0)
+
+
+def _train(compiled, model, reference, iterations=3, x=None):
+    for _ in range(iterations):
+        x = torch.randn(2, 3, 8, 8) if x is None else x
+        compiled(x).square().sum().backward()
+        reference(x).square().sum().backward()
+        _same_state(model, reference)
+
+
+def test_simulated_saved_values_handed_out_uncopied_and_read_in_place(simulated):
+    model = _cpu_cnn()
+    reference = copy.deepcopy(model)
+    before = cudagraphs.counts()
+    compiled = simulated(model, torch.randn(2, 3, 8, 8))
+    _train(compiled, model, reference, 4)
+    counts = cudagraphs.counts()
+
+    def added(name):
+        return counts.get("training " + name, 0) - before.get("training " + name, 0)
+    # the saved values: the convolution's output, BatchNorm's mean and inverse deviation,
+    # the ReLU's mask (or output); read in place with the weights of the backward
+    assert added("outputs_uncopied") >= 3
+    assert added("inputs_read_in_place") >= added("outputs_uncopied") + 2
+    assert added("saved_in_use_calls") == 0
+    assert added("replayed") == 6 and added("recorded") == 2
+
+
+def _without_liveness_check(monkeypatch):
+    monkeypatch.setattr(OutputPlan, "in_use", lambda plan: False)
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_simulated_replay_while_saved_values_alive(simulated, monkeypatch, check):
+    # a second forward before the first backward: its replay would overwrite the saved
+    # values the first backward reads in place
+    if not check:
+        _without_liveness_check(monkeypatch)
+    model = _cpu_cnn()
+    reference = copy.deepcopy(model)
+    compiled = simulated(model, torch.randn(2, 3, 8, 8))
+    _train(compiled, model, reference, 1)
+    in_use = _count("saved_in_use_calls")
+
+    def interleaved():
+        for _ in range(2):
+            first, second = torch.randn(2, 3, 8, 8), torch.randn(2, 3, 8, 8)
+            out1, out2 = compiled(first), compiled(second)
+            ref1, ref2 = reference(first), reference(second)
+            out1.sum().backward()
+            ref1.sum().backward()
+            _same_state(model, reference)
+            out2.sum().backward()
+            ref2.sum().backward()
+            _same_state(model, reference)
+    if not check:
+        with pytest.raises(AssertionError):
+            interleaved()
+        return
+    interleaved()
+    assert _count("saved_in_use_calls") == in_use + 2
+    _train(compiled, model, reference, 2)   # and replays again once they are gone
+    assert _count("saved_in_use_calls") == in_use + 2
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_simulated_saved_value_kept_by_the_caller(simulated, monkeypatch, check):
+    # a saved-tensors hook keeping what autograd saves: those tensors outlive the backward,
+    # and a later forward must not overwrite them
+    if not check:
+        _without_liveness_check(monkeypatch)
+    model = _cpu_cnn()
+    reference = copy.deepcopy(model)
+    compiled = simulated(model, torch.randn(2, 3, 8, 8))
+    _train(compiled, model, reference, 1)
+    kept, values = [], []
+    state = {tensor.untyped_storage().data_ptr() for tensor in model.state_dict().values()}
+
+    def pack(tensor):   # (not the running statistics, which the next forward updates)
+        if tensor.untyped_storage().data_ptr() not in state:
+            kept.append(tensor)
+            values.append(tensor.clone())
+        return tensor
+    x = torch.randn(2, 3, 8, 8)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        compiled(x).sum().backward()
+    reference(x).sum().backward()
+    in_use = _count("saved_in_use_calls")
+    _train(compiled, model, reference, 2)
+    intact = all(torch.equal(tensor, value) for tensor, value in zip(kept, values))
+    assert intact == check and len(kept) >= 4
+    if check:
+        assert _count("saved_in_use_calls") == in_use + 2   # while they are kept
+        del kept[:], values[:]
+        _train(compiled, model, reference, 1)
+        assert _count("saved_in_use_calls") == in_use + 2
 
 
 def test_simulated_returned_outputs_read_version_0(simulated):
@@ -316,7 +426,8 @@ def _replays() -> int:
 @pytest.mark.parametrize("build", [mlp, cnn])
 def test_iterations_match_eager(build, strict):
     model, reference, jitted, inputs = _pair(build)
-    replays = _replays()
+    replays, in_use = _replays(), _count("saved_in_use_calls")
+    uncopied, read = _count("outputs_uncopied"), _count("inputs_read_in_place")
     results = []
     for _ in range(5):
         x = inputs()
@@ -330,12 +441,15 @@ def test_iterations_match_eager(build, strict):
         reference.zero_grad()
     for out, expected in results:   # not overwritten by later replays
         torch.testing.assert_close(out, expected, **TOLERANCE)
-    assert _replays() >= replays + 6   # forward and backward, from the second iteration on
+    assert _replays() >= replays + 8   # forward and backward, from the second iteration on
+    assert _count("saved_in_use_calls") == in_use
+    assert _count("outputs_uncopied") > uncopied and _count("inputs_read_in_place") > read
 
 
 @cuda
 def test_second_forward_before_first_backward(strict):
     model, reference, jitted, inputs = _pair(cnn)
+    in_use = _count("saved_in_use_calls")
     for _ in range(3):
         first, second = inputs(), inputs()
         out1, out2 = jitted(first), jitted(second)   # replay 2 before backward 1
@@ -348,11 +462,15 @@ def test_second_forward_before_first_backward(strict):
         _same_state(model, reference)
         model.zero_grad()
         reference.zero_grad()
+    # the second forward does not replay over the first one's saved values: kernel by kernel
+    assert _count("saved_in_use_calls") >= in_use + 2
 
 
 @cuda
-def test_retain_graph_and_accumulation(strict):
-    model, reference, jitted, inputs = _pair(mlp)
+@pytest.mark.parametrize("build", [mlp, cnn])
+def test_retain_graph_and_accumulation(build, strict):
+    model, reference, jitted, inputs = _pair(build)
+    replays = _replays()
     for _ in range(3):
         x = inputs()
         loss, expected = jitted(x).square().mean(), reference(x).square().mean()
@@ -367,6 +485,68 @@ def test_retain_graph_and_accumulation(strict):
         _same_state(model, reference)
         model.zero_grad()
         reference.zero_grad()
+    assert _replays() > replays
+
+
+@cuda
+def test_saved_values_kept_by_the_caller(strict):
+    model, reference, jitted, inputs = _pair(cnn)
+    for _ in range(2):
+        x = inputs()
+        jitted(x).sum().backward()
+        reference(x).sum().backward()
+    state = {tensor.untyped_storage().data_ptr() for tensor in model.state_dict().values()}
+    kept, values = [], []
+
+    def pack(tensor):   # (not the running statistics, which the next forward updates)
+        if tensor.untyped_storage().data_ptr() not in state:
+            kept.append(tensor)
+            values.append(tensor.clone())
+        return tensor
+    x = inputs()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        jitted(x).sum().backward()
+    reference(x).sum().backward()
+    in_use = _count("saved_in_use_calls")
+    for _ in range(2):
+        x = inputs()
+        jitted(x).sum().backward()
+        reference(x).sum().backward()
+        _same_state(model, reference)
+    assert len(kept) >= 4
+    for tensor, value in zip(kept, values):
+        assert torch.equal(tensor, value)
+    assert _count("saved_in_use_calls") == in_use + 2
+
+
+@cuda
+def test_an_output_also_saved_stays_the_callers(strict):
+    torch.manual_seed(0)
+    model = _Returning().cuda()
+    reference = copy.deepcopy(model)
+    jitted = dynamo.jit(model, mode="reduce-overhead")
+    results, in_use = [], _count("saved_in_use_calls")
+    for _ in range(4):
+        x = torch.randn(16, 32, device="cuda")
+        (hidden, out), (hidden_ref, out_ref) = jitted(x), reference(x)
+        out.square().sum().backward()
+        out_ref.square().sum().backward()
+        _same_state(model, reference)
+        results.append((hidden, hidden_ref))   # kept across later replays
+    for hidden, expected in results:
+        torch.testing.assert_close(hidden, expected, **TOLERANCE)
+    # `hidden` is a copy, but its autograd node (no gradient reached it) keeps the values
+    # it saved, as eager's ReLU node does: the forwards ran kernel by kernel; once the
+    # caller lets go, they replay again
+    assert _count("saved_in_use_calls") >= in_use + 2
+    del results, hidden, out, hidden_ref, out_ref
+    in_use, replays = _count("saved_in_use_calls"), _replays()
+    for _ in range(2):
+        x = torch.randn(16, 32, device="cuda")
+        jitted(x)[1].sum().backward()
+        reference(x)[1].sum().backward()
+        _same_state(model, reference)
+    assert _count("saved_in_use_calls") == in_use and _replays() >= replays + 3
 
 
 def _step(model, optimizer, x, target):

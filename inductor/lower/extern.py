@@ -127,7 +127,12 @@ def make_extern(kernel, args, kwargs, example, kind: str, device=None):
                                 is_leaf=lambda value: isinstance(value, (TensorBox, Buffer,
                                                                          ReinterpretView)))
     device = device or _device_of(example, inputs)
-    if kind == "library" and device.type in ("cpu", "cuda"):
+    if kind == "library" and device.type in ("cpu", "cuda") or \
+            kind == "fallback" and device.type == "cpu":
+        # An eager fallback's result follows its inputs' layouts too: DenseNet's `cat` of
+        # channels-last features (eager's, above CAT_INLINE_INPUTS) came back channels-last
+        # and was copied to the recorded NCHW strides, then back to channels-last by the
+        # BatchNorm after it (docs/performance-notes.md, DenseNet-121).
         example = _example_for_inputs(kernel, arguments, inputs, example)
     graph = current_graph()
     if isinstance(example, torch.Tensor):

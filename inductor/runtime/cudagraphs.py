@@ -538,17 +538,22 @@ class TrainingGraphRunner(CudaGraphRunner):
 
     def _recording(self, graph, static_inputs: list, outputs: list,
                    copied: list) -> _TrainingRecording:
-        plan = OutputPlan(outputs, static_inputs, self._saved_positions(outputs))
+        unread = set(copied) | self.static_positions
+        in_place = {position for position, value in enumerate(static_inputs)
+                    if isinstance(value, torch.Tensor) and position not in unread}
+        # an output in the memory of an input read in place (another recording's) is copied,
+        # not rebuilt over the caller's tensor: a gradient is never recording memory
+        plan = OutputPlan(outputs, [None if position in in_place else value
+                                    for position, value in enumerate(static_inputs)],
+                          self._saved_positions(outputs))
         for _, recorded, _ in plan.static:
             _remember(_saved_buffers, recorded.data_ptr(), recorded)
         for position in sorted(self.static_positions - set(self.mutated)):
             value = static_inputs[position]   # parameters: a backward reads them as saved
             if value.numel():
                 _remember(_saved_buffers, value.data_ptr(), value)
-        in_place = len(static_inputs) - len(copied) - len(self.static_positions) - sum(
-            not isinstance(value, torch.Tensor) for value in static_inputs)
         _counts["training outputs_uncopied"] += len(plan.static)
-        _counts["training inputs_read_in_place"] += in_place
+        _counts["training inputs_read_in_place"] += len(in_place)
         return _TrainingRecording(graph, static_inputs, outputs, copied, plan, self.mutated)
 
     def _recorded_call(self, recording: _TrainingRecording, results):

@@ -343,6 +343,24 @@ def test_simulated_returned_outputs_read_version_0(simulated):
     assert _replays() >= replays + 4
 
 
+def test_simulated_output_in_memory_read_in_place_is_copied(simulated):
+    # a graph reading another recording's memory in place (a backward reading a forward's
+    # saved value) and returning a view of it: the caller gets a copy (a gradient that is
+    # a view of recording memory would be `.grad` and keep the forward from replaying)
+    saved = torch.arange(8.0)
+    cudagraphs._remember(cudagraphs._saved_buffers, saved.data_ptr(), saved)
+    graph = torch.fx.symbolic_trace(lambda x: x)
+    runner = TrainingGraphRunner(_Simulated(lambda values: [values[0][2:]]), graph)
+    counted = _count("inputs_read_in_place")
+    runner.with_argument_list([saved.data])   # (runs the graph as is, then records)
+    for _ in range(3):
+        result = runner.with_argument_list([saved.data])[0]
+        assert result.untyped_storage().data_ptr() != saved.untyped_storage().data_ptr()
+        assert torch.equal(result, saved[2:])
+        saved.add_(1)   # read at each replay
+    assert _count("inputs_read_in_place") == counted + 1
+
+
 def test_simulated_handing_out_recording_memory_would_be_caught(simulated, monkeypatch):
     # the check above is a real one: without copies the second forward's replay overwrites
     # the activations the first backward reads

@@ -33,6 +33,8 @@ from inductor.ir.ops import use_handler
 from inductor.ir.symbols import linear_coefficient, simplify_index, size_hint, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
 
+TILE = 8   # rows and columns of the tiles of a transposing pointwise kernel
+
 
 class CppKernel:
     """Prints one kernel plan (see the module docstring)."""
@@ -196,7 +198,11 @@ class CppKernel:
     def _pointwise(self) -> None:
         sizes = self.plan.outer_sizes
         hoist = None
-        if not self._innermost_hoist(sizes):
+        if self._transposing(sizes):
+            opened = self._open_tiles(sizes)
+            hoist = self._hoist_before(self.plan.outer_vars()[-1:])
+            opened += self._open_tile_loop(len(sizes) - 1, sizes[-1], simd=self.vectorize)
+        elif not self._innermost_hoist(sizes):
             opened = self._open_outer_loops(sizes, simd_innermost=True)
         else:
             # values invariant along the innermost loop (index_select's and embedding's row
@@ -215,6 +221,53 @@ class CppKernel:
                 self._compute_and_store(member, handler)
         for _ in range(opened):
             self.lines.close()
+
+    def _transposing(self, sizes: list) -> bool:
+        """Whether the last two loops run in TILE x TILE tiles: a load reads along the
+        second-to-last loop contiguously and along the last with a stride of a row or more
+        (x.t().contiguous()), so every element of the innermost loop touched another cache
+        line and page (1024x1024: 5.4 ms against eager's 1.6). Only for static extents of
+        two tiles or more, and where threads split no more than the tile rows."""
+        if len(sizes) < 2 or not all(isinstance(size, int) for size in sizes[-2:]) or \
+                min(sizes[-2:]) < 2 * TILE:
+            return False
+        level = self._parallel_level(sizes)
+        if not (level is None or level < len(sizes) - 2 or (level == 0 and len(sizes) == 2)):
+            return False
+        row, last = self.plan.outer_vars()[-2:]
+        for member in self.plan.members():
+            for access in member.node.reads:
+                if access.index is None or access.name in self.plan.stores:
+                    continue
+                index = sympy.expand(substitute(access.index, member.replacements))
+                along_row = linear_coefficient(index, row)
+                along_last = linear_coefficient(index, last)
+                if along_row == 1 and along_last is not None and abs(along_last) >= TILE:
+                    return True
+        return False
+
+    def _open_tiles(self, sizes: list) -> int:
+        """Open the loops above the last two, the two tile loops and the row loop of a tile
+        (threads split the tile rows, or a loop above them)."""
+        variables = self.plan.outer_vars()
+        level = self._parallel_level(sizes)
+        opened = self._open_outer_loops(sizes[:-2], simd_innermost=False) \
+            if len(sizes) > 2 else 0
+        for position in (len(sizes) - 2, len(sizes) - 1):
+            if position == 0 and level == 0:
+                self.lines.add(f"#pragma omp parallel for{self.clause} schedule(static)")
+            name = variables[position].name
+            self.lines.open(f"for (int64_t {name}_tile = 0; {name}_tile < {sizes[position]}; "
+                            f"{name}_tile += {TILE})")
+        return opened + 2 + self._open_tile_loop(len(sizes) - 2, sizes[-2], simd=False)
+
+    def _open_tile_loop(self, position: int, size: int, simd: bool) -> int:
+        name = self.plan.outer_vars()[position].name
+        if simd:
+            self.lines.add("#pragma omp simd")
+        self.lines.open(f"for (int64_t {name} = {name}_tile; {name} < ({name}_tile + {TILE} < "
+                        f"{size} ? {name}_tile + {TILE} : {size}); ++{name})")
+        return 1
 
     def _rows(self, split: bool) -> None:
         sizes = self.plan.outer_sizes

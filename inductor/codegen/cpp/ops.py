@@ -79,6 +79,7 @@ class CppOpsHandler(KernelOpsHandler):
         self.dtype_of = dtype_of
         self.forwarded = forwarded
         self.index_hook = index_hook
+        self.bf16_exact: set = set()   # names of values bf16_round made (stored as their bits)
 
     # -- emission --------------------------------------------------------------------------
     def emit(self, text: str, dtype: torch.dtype):
@@ -125,7 +126,7 @@ class CppOpsHandler(KernelOpsHandler):
         dtype = self.dtype_of(name)
         text = value.name
         if dtype == torch.bfloat16:
-            text = f"float_to_bf16({text})"
+            text = f"bf16_bits({text})" if text in self.bf16_exact else f"float_to_bf16({text})"
         elif dtype != value.dtype:
             text = f"static_cast<{storage_type(dtype)}>({text})"
         if is_empty(name, self.extents):
@@ -172,7 +173,9 @@ class CppOpsHandler(KernelOpsHandler):
         target = compute_dtype(dtype)
         if dtype == torch.bfloat16:
             source = value if value.dtype == torch.float32 else self.to_dtype(value, torch.float32)
-            return self.emit(f"bf16_round({source.name})", torch.float32)
+            rounded = self.emit(f"bf16_round({source.name})", torch.float32)
+            self.bf16_exact.add(rounded.name)
+            return rounded
         if dtype == torch.float16:
             source = value if value.dtype == torch.float32 else self.to_dtype(value, torch.float32)
             return self.emit(f"half_round({source.name})", torch.float32)

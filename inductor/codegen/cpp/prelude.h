@@ -143,6 +143,13 @@ static inline uint16_t float_to_bf16(float value) {
   return (value != value) ? static_cast<uint16_t>(0x7FC0u) : static_cast<uint16_t>(rounded);
 }
 static inline float bf16_round(float value) { return bf16_to_float(float_to_bf16(value)); }
+// the bits of a float bf16_round made (its low half is zero, NaN is the quiet 0x7FC0): no
+// second rounding when it is stored
+static inline uint16_t bf16_bits(float rounded) {
+  uint32_t word;
+  __builtin_memcpy(&word, &rounded, sizeof(word));
+  return static_cast<uint16_t>(word >> 16);
+}
 static inline float half_round(float value) { return static_cast<float>(static_cast<_Float16>(value)); }
 
 // signbit as the top bit of a float's bits, `v < 0` for integers: GCC 12 crashed

@@ -81,6 +81,36 @@ def _no_unexpected_fallback(request):
                     pytrace=False)
 
 
+_TORCH_CONFIGS = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config")
+
+
+def _hidden_torch_config_entries() -> set:
+    """(module, name) of every torch config entry hidden now (`ConfigModule.__delattr__`)."""
+    import sys
+    hidden = set()
+    for module_name in _TORCH_CONFIGS:
+        entries = getattr(sys.modules.get(module_name), "_config", None) or {}
+        hidden.update((module_name, name) for name, entry in entries.items()
+                      if getattr(entry, "hide", False))
+    return hidden
+
+
+@pytest.fixture(autouse=True)
+def _torch_config_intact():
+    """Fail a test that leaves one of torch's config entries deleted. pytest's
+    `monkeypatch.setattr(torch._dynamo.config, ...)` does that on undo (the value lives
+    outside the module's `__dict__`, so undo deletes it), and torch then hides the entry for
+    good: every later torch.compile in that worker failed with '... does not exist'. Patch
+    torch's configs with their own `config.patch(...)`."""
+    before = _hidden_torch_config_entries()
+    yield
+    deleted = _hidden_torch_config_entries() - before
+    if deleted:
+        names = ", ".join(sorted(f"{module}.{name}" for module, name in deleted))
+        pytest.fail(f"the test deleted torch config entries ({names}): use torch's "
+                    "`config.patch(...)`, not monkeypatch.setattr", pytrace=False)
+
+
 _PER_SIZE_MET: dict = {}
 """Under the dynamic-by-default mode: "per_size: <reason>" -> (graphs, the tests), over the run."""
 

@@ -4,11 +4,12 @@ whether the loops around them keep their vector form.
 The values are compared bit for bit with eager (every exponent, the rounding midpoints of
 float, NaN, infinities, out-of-range floats). Without AVX-512 DQ, GCC has no vector form for
 a 64-bit integer cast, and a loop with one runs scalar whole (T5's position bucket:
-docs/performance-notes.md, T5, Left); the vector form is read from the built library's
-symbols, as in test_vector_math_symbols.py: a libmvec function in the same loop appears as
-its vector variant only where the loop is vectorised. Cast helpers built from 64-bit lane
-operations were exact but slower in the bucket (its third loop stayed scalar on 64-bit
-selects), so that test is a strict xfail on such CPUs.
+docs/performance-notes.md, T5, Left). Float -> int64 is built from the float's bits there
+(prelude.h, jit_float_bits_to_int64), which vectorises. The vector form is read from the built
+library's symbols, as in test_vector_math_symbols.py: a libmvec function in the same loop
+appears as its vector variant only where the loop is vectorised. Int64 -> float helpers built
+from 64-bit lane operations were exact but slower in the bucket (its third loop stayed scalar
+on 64-bit selects), so that direction is a strict xfail on such CPUs.
 """
 import shutil
 
@@ -71,12 +72,38 @@ def test_conversions_in_arithmetic_match_eager():
     check_same(bucket, torch.arange(-1000, 1000, 3))
 
 
+def _doubles() -> torch.Tensor:
+    generator = np.random.default_rng(2)
+    bits = generator.integers(0, 2**63, 200_000, dtype=np.int64).view(np.float64)
+    edges = np.array([0.0, -0.0, 0.5, -0.5, 1 - 2**-53, 2**52 + 0.5, -2**52 - 0.5, 2**53 + 2,
+                      2**62 * 1.5, 2**63, -2**63, 2**64, -2**64, np.inf, -np.inf, np.nan,
+                      5e-324, 1e308, -1e308], np.float64)
+    below = np.nextafter(np.array([2**63, -2**63, 2**31, -2**31]), 0.0)
+    uniform = generator.uniform(-2**62, 2**62, 50_000)
+    return torch.from_numpy(np.concatenate([bits, -bits, edges, below, uniform]))
+
+
+def test_float64_to_int64_matches_eager():
+    # x86 without AVX-512 DQ converts from the bits (prelude.h, jit_float_bits_to_int64)
+    check_same(lambda x: x.to(torch.int64), _doubles())
+
+
+def test_half_floats_to_int64_match_eager():
+    values = _floats()
+    check_same(lambda x: x.to(torch.bfloat16).to(torch.int64), values)
+    check_same(lambda x: x.to(torch.float16).to(torch.int64), values)
+
+
+_NO_DQ = "avx512dq" not in cpu_flags().split()
+
+
 @pytest.mark.skipif(shutil.which("nm") is None or not has_vector_math(),
                     reason="needs binutils' nm and glibc's libmvec")
-@pytest.mark.xfail("avx512dq" not in cpu_flags().split(), strict=True,
-                   reason="no vector form of int64 <-> float casts without AVX-512 DQ: GCC "
-                          "leaves the whole loop scalar")
-@pytest.mark.parametrize("direction", ["int64 to float32", "float32 to int64"])
+@pytest.mark.parametrize("direction", [
+    pytest.param("int64 to float32", marks=pytest.mark.xfail(
+        _NO_DQ, strict=True, reason="no vector form of int64 -> float casts without AVX-512 "
+                                    "DQ: GCC leaves the whole loop scalar")),
+    "float32 to int64"])   # from the float's bits without DQ (prelude.h)
 def test_loops_with_int64_conversions_are_vectorised(monkeypatch, direction):
     monkeypatch.setattr(inductor.config, "cpu_backend", "cpp")
     monkeypatch.setattr(inductor.config, "eager_transcendentals", False)   # libmvec symbols

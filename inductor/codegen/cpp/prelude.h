@@ -109,6 +109,12 @@ template <> struct jit_unsigned<uint8_t> { typedef uint8_t type; };
 template <> struct jit_unsigned<int16_t> { typedef uint16_t type; };
 template <> struct jit_unsigned<int32_t> { typedef uint32_t type; };
 template <> struct jit_unsigned<int64_t> { typedef uint64_t type; };
+template <typename U> struct jit_signed;
+template <> struct jit_signed<uint32_t> { typedef int32_t type; };
+template <> struct jit_signed<uint64_t> { typedef int64_t type; };
+template <typename F> struct jit_bits;
+template <> struct jit_bits<float> { typedef uint32_t type; };
+template <> struct jit_bits<double> { typedef uint64_t type; };
 
 // Set by a kernel that meets an error eager would raise (reset and returned by each entry).
 static int jit_error = 0;
@@ -170,7 +176,35 @@ template <typename T> static inline bool jit_signbit(T value) { return value < T
 // its kin): NaN and values outside the type's range give the type's minimum, the "integer
 // indefinite". A plain static_cast is undefined there, and GCC's vectorised conversion gave 0
 // (graph fuzzer seed 16154: `(x // y).long()` of a NaN). A select on both sides vectorises.
+// Without AVX-512 DQ, x86 has no vector conversion of float to int64, and the loop ran
+// scalar (float32 -> int64 of 1024x1024: 1.1-1.3 ms against eager's 0.8-0.9): int64 results
+// are made from the float's bits there, in vectorisable integer operations (the significand
+// placed with its leading bit at bit 62, shifted right by what the exponent leaves, then the
+// sign); the same values, the indefinite included.
+template <typename U, typename F> static inline int64_t jit_float_bits_to_int64(F value) {
+  constexpr int fraction = sizeof(F) == 4 ? 23 : 52;
+  constexpr int32_t bias = sizeof(F) == 4 ? 127 : 1023;
+  U word;
+  __builtin_memcpy(&word, &value, sizeof(word));
+  const int32_t exponent = static_cast<int32_t>((word >> fraction) & (bias * 2 + 1));
+  const uint64_t significand =
+      static_cast<uint64_t>((word & ((U(1) << fraction) - 1)) | (U(1) << fraction))
+      << (62 - fraction);
+  int32_t count = bias + 62 - exponent;   // below 0: |value| >= 2^63; above 62: |value| < 1
+  count = count > 63 ? 63 : count;
+  count = count < 0 ? 0 : count;
+  const uint64_t magnitude = significand >> count;
+  const int64_t sign = static_cast<int64_t>(static_cast<typename jit_signed<U>::type>(word) >>
+                                            (sizeof(F) * 8 - 1));   // 0 or -1
+  const int64_t converted = (static_cast<int64_t>(magnitude) ^ sign) - sign;
+  return exponent - bias >= 63 ? INT64_MIN : converted;
+}
 template <typename I, typename F> static inline I jit_float_to_int(F value) {
+#if defined(__x86_64__) && !defined(__AVX512DQ__)
+  if constexpr (sizeof(I) == 8) {
+    return jit_float_bits_to_int64<typename jit_bits<F>::type>(value);
+  }
+#endif
   const F low = static_cast<F>(sizeof(I) == 8 ? -9223372036854775808.0 : -2147483648.0);
   const bool inside = value >= low && value < -low;
   const I converted = static_cast<I>(inside ? value : F(0));

@@ -26,7 +26,8 @@ from inductor.codegen.cpp.lines import Lines
 from inductor.config import config
 from inductor.codegen.cpp.ops import CppOpsHandler, CppValue
 from inductor.codegen.cpp.reductions import (LANES, WIDE_LANES, Accumulator, SharedPass,
-                                              combine, lanes_for)
+                                              combine, lanes_for, positions_ascend,
+                                              positions_fit_int32)
 from inductor.codegen.cpp.reuse import StructureTracker, find_reuses
 from inductor.ir.nodes import WELFORD
 from inductor.ir.ops import use_handler
@@ -413,8 +414,20 @@ class CppKernel:
                                                _compute(data.src_dtype), lanes))
                 continue
             accumulators.append(Accumulator(name, data.reduction_type,
-                                            _compute(data.src_dtype), lanes, terms))
+                                            _compute(data.src_dtype), lanes, terms,
+                                            *self._position_order(member)))
         return accumulators
+
+    def _position_order(self, member: Member) -> tuple:
+        """(whether each lane sees growing reduction positions, whether they fit int32): lanes
+        run over the innermost inner loop, or over outer points with every inner loop inside
+        them, so either way in the inner loops' order."""
+        if member.node.buffer.data.reduction_type not in ("argmax", "argmin"):
+            return False, False
+        position = substitute(reduction_linear_index(member.node), member.replacements)
+        return (positions_ascend(position, self.plan.inner_vars(), self.plan.inner_sizes),
+                positions_fit_int32(member.node.inner_sizes))
+
 
     def _reduction_index(self, member: Member) -> str:
         linear = substitute(reduction_linear_index(member.node), member.replacements)

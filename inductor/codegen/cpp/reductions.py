@@ -5,15 +5,26 @@ Input: a reduction type, the compute dtype of the values and the C++ name to use
 the declaration, per-element update (lane or scalar), per-block hooks and final combine
 lines. Lanes are arrays indexed by the vectorised loop variable, so any combine function
 (NaN-propagating max, argmax with index tie-break, Welford) vectorises the same way.
+
+Argmax/argmin lanes whose reduction positions only grow (`ordered`, the kernel proves it from
+the index expression) update with two selects: a lane takes a strictly better value, or the
+first NaN (a later equal value or NaN never wins a tie against an earlier one). The full
+three-way compare (`argmax_takes`: NaN, value, then index) runs only where lanes, tails and
+thread partials meet; per element it kept GCC from vectorising (4.1 ms against eager's 1.5
+for argmax along 1024 x 1024). The lane positions are int32 where the reduction is known to
+have fewer than 2**31 elements: the same width as float32 values, one vector each.
 """
 from __future__ import annotations
 
+import sympy
 import torch
 
 from inductor.codegen.cpp.expressions import literal, storage_type
 from inductor.ir.nodes import WELFORD
+from inductor.ir.symbols import linear_coefficient
 
 FLUSH_BLOCKS = 64   # vector blocks between folds of float sums into double
+NARROW_INDEX_LIMIT = 2 ** 31   # reductions with fewer elements keep int32 lane positions
 LANES = 16          # one AVX-512 vector of float32
 WIDE_LANES = 64     # four vectors: independent accumulators hide the add latency
 
@@ -23,6 +34,37 @@ def lanes_for(extent: int) -> int:
     if extent >= 16 * WIDE_LANES:   # measured: on rows of 256, 16 lanes beat 64 by 25%
         return WIDE_LANES
     return LANES if extent >= LANES else 0
+
+
+def positions_ascend(position, variables: list, sizes: list) -> bool:
+    """Whether the reduction position `position` (a sympy expression of the loop `variables`,
+    outermost first, of extents `sizes`) grows with every step of the loop nest: linear in
+    each variable, with each coefficient above the most that the loops inside it add (a
+    row-major position over the loops). False where that cannot be shown."""
+    coefficients = [linear_coefficient(position, variable) for variable in variables]
+    if any(coefficient is None for coefficient in coefficients):
+        return False
+    rest = sympy.expand(position - sum(c * v for c, v in zip(coefficients, variables)))
+    if rest.free_symbols & set(variables):
+        return False
+    inside = sympy.Integer(0)    # the most the loops inside the current one add
+    for coefficient, size in reversed(list(zip(coefficients, sizes))):
+        margin = sympy.expand(coefficient - inside - 1)
+        if not (margin.is_Integer and margin >= 0):
+            return False
+        inside = sympy.expand(inside + coefficient * (size - 1))
+    return True
+
+
+def positions_fit_int32(sizes: list) -> bool:
+    """Whether a reduction over loops of these extents has fewer than 2**31 elements (False
+    for a symbolic extent)."""
+    elements = 1
+    for size in sizes:
+        if not isinstance(size, (int, sympy.Integer)):
+            return False
+        elements *= int(size)
+    return elements < NARROW_INDEX_LIMIT
 
 
 def identity(reduction_type: str, dtype: torch.dtype) -> str:
@@ -69,14 +111,18 @@ class Accumulator:
 
     `lanes`: 0 for a scalar accumulator only, else the lane count of the vector part.
     `value_dtype`: the compute dtype of the reduced values (the accumulator for argmax
-    holds a value and an int64 index).
+    holds a value and an int64 index). `ordered`: each lane sees growing reduction positions
+    (argmax/argmin lanes then update without comparing positions); `narrow`: the positions
+    fit int32 (lane positions of an ordered argmax/argmin are then int32).
     """
 
     shared = False      # a `SharedPass` reads another accumulator's state
 
     def __init__(self, name: str, reduction_type: str, value_dtype: torch.dtype, lanes: int,
-                 terms: int = 0):
+                 terms: int = 0, ordered: bool = False, narrow: bool = False):
         self.name = name
+        self.ordered = ordered and reduction_type in ("argmax", "argmin")
+        self.index_type = "int32_t" if self.ordered and narrow else "int64_t"
         self.type = reduction_type
         self.dtype = value_dtype
         self.c_type = storage_type(value_dtype)
@@ -109,7 +155,7 @@ class Accumulator:
             lines.append(f"for (int lane = 0; lane < {lanes}; ++lane) "
                          f"{name}_lanes[lane] = {init};")
             if self.type in ("argmax", "argmin"):
-                lines.append(f"int64_t {name}_lane_index[{lanes}] = {{}};")
+                lines.append(f"{self.index_type} {name}_lane_index[{lanes}] = {{}};")
         return lines
 
     # -- per element -----------------------------------------------------------------------
@@ -141,6 +187,8 @@ class Accumulator:
             return [f"{{ const {self.c_type} delta = {value} - {name}_mean[{lane}];",
                     f"  {name}_mean[{lane}] += delta * {name}_step;",
                     f"  {name}_m2[{lane}] += delta * ({value} - {name}_mean[{lane}]); }}"]
+        if self.ordered:
+            return self._ordered_update(value, lane, index)
         if self.type in ("argmax", "argmin"):
             takes = f"{self.type}_takes({value}, {index}, {name}_lanes[{lane}], " \
                     f"{name}_lane_index[{lane}])"
@@ -150,6 +198,19 @@ class Accumulator:
                     f"{name}_lane_index[{lane}]; }}"]
         slot = f"{name}_lanes[{lane}]"
         return [f"{slot} = {combine(self.type, slot, value)};"]
+
+    def _ordered_update(self, value: str, lane: str, index: str) -> list[str]:
+        """An argmax/argmin lane update when `index` exceeds every position the lane holds:
+        take a strictly better value, or a NaN while the lane holds none (see the module
+        docstring); two selects, no position compare."""
+        name, slot = self.name, f"{self.name}_lanes[{lane}]"
+        better = ">" if self.type == "argmax" else "<"
+        return [f"{{ const {self.c_type} best = {slot};",
+                f"  const bool take = ({value} {better} best) | "
+                f"(({value} != {value}) & (best == best));",
+                f"  {slot} = take ? {value} : best;",
+                f"  {name}_lane_index[{lane}] = take ? ({self.index_type})({index}) : "
+                f"{name}_lane_index[{lane}]; }}"]
 
     def update_scalar(self, value: str, index: str) -> list[str]:
         name = self.name
@@ -206,13 +267,16 @@ class Accumulator:
     def _tree_fold(self) -> list[str]:
         """Halve the lanes until one is left: log2(lanes) vectorised steps instead of a chain
         of `lanes` dependent operations (compilers fold `omp simd reduction` epilogues in lane
-        order, one scalar add at a time)."""
-        slot = f"{self.name}_lanes"
-        return [f"for (int width = {self.lanes // 2}; width > 0; width /= 2) {{",
-                "  #pragma omp simd",
-                f"  for (int lane = 0; lane < width; ++lane) {slot}[lane] = "
-                f"{combine(self.type, f'{slot}[lane]', f'{slot}[lane + width]')};",
-                "}"]
+        order, one scalar add at a time). Each step is its own loop of a constant width: a
+        loop over a run-time `width` compiled to vector loops with run-time trip counts and
+        scalar epilogues, a third of amax's time along rows of 1024."""
+        slot, lines, width = f"{self.name}_lanes", [], self.lanes // 2
+        while width:
+            lines += ["#pragma omp simd",
+                      f"for (int lane = 0; lane < {width}; ++lane) {slot}[lane] = "
+                      f"{combine(self.type, f'{slot}[lane]', f'{slot}[lane + {width}]')};"]
+            width //= 2
+        return lines
 
     def result_dtype(self) -> torch.dtype:
         return torch.int64 if self.type in ("argmax", "argmin") else self.dtype
@@ -240,6 +304,19 @@ class SharedPass(Accumulator):
 
     def update_lane(self, value: str, lane: str, index: str) -> list[str]:
         return []
+
+    def _ordered_update(self, value: str, lane: str, index: str) -> list[str]:
+        """An argmax/argmin lane update when `index` exceeds every position the lane holds:
+        take a strictly better value, or a NaN while the lane holds none (see the module
+        docstring); two selects, no position compare."""
+        name, slot = self.name, f"{self.name}_lanes[{lane}]"
+        better = ">" if self.type == "argmax" else "<"
+        return [f"{{ const {self.c_type} best = {slot};",
+                f"  const bool take = ({value} {better} best) | "
+                f"(({value} != {value}) & (best == best));",
+                f"  {slot} = take ? {value} : best;",
+                f"  {name}_lane_index[{lane}] = take ? ({self.index_type})({index}) : "
+                f"{name}_lane_index[{lane}]; }}"]
 
     def update_scalar(self, value: str, index: str) -> list[str]:
         return []

@@ -34,6 +34,7 @@ from inductor.runtime.compiled_graph import (AnySharing, CompiledGraph, GraphRep
                                              Specialized,
                                              StoragePattern)
 from inductor.runtime.locks import serialized
+from inductor.runtime.output_aliases import alias_rebuilder
 from inductor.ir.symbols import hints_in_effect
 from inductor.size_variants import (NotSymbolic, SymbolicSizes, bind_symbols,
                                     blank_inputs, compile_per_size, concrete_inputs,
@@ -601,13 +602,11 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
     constants = tuple(aten_graph.constants)
     spec = aten_graph.output_spec
     aliases = aten_graph.output_aliases
-    # input aliases first: an output may view another output that aliases an input
-    rebuilt = sorted(((position, alias) for position, alias in enumerate(aliases)
-                      if alias is not None), key=lambda item: item[1].base_kind != "input")
     count = len(aliases)
     grad_mode = aten_graph.grad_mode_after
     rebuild = _fast_unflatten(spec)
     inner_run = inner.run
+    rebuilt = alias_rebuilder(aliases, count) if any(aliases) else None
 
     output_versions = aten_graph.output_versions
     if not rebuilt and grad_mode is None and not constants and not without_grad and \
@@ -625,8 +624,8 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
         try:
             results = inner_run(*arguments)
             if rebuilt:
-                results = _rebuild_aliases(list(results), arguments, rebuilt, count,
-                                           geometry(arguments) if geometry is not None else {})
+                results = rebuilt(list(results), arguments,
+                                  geometry(arguments) if geometry is not None else None)
         finally:
             if without_grad:
                 torch._C._set_grad_enabled(entry)
@@ -681,24 +680,6 @@ def _plain_run(rebuild: Callable, inner_run: Callable,
         except InputLayoutChanged:
             return layout_fallback(list(inputs))
     return run_or_fall_back
-
-
-def _rebuild_aliases(results: list, arguments: tuple, rebuilt: list, count: int,
-                     shapes: dict) -> list:
-    """The outputs that alias an input or another output, made from their base (`shapes`:
-    this call's geometry of those that depend on symbolic sizes); hidden outputs dropped."""
-    for position, alias in rebuilt:
-        base = arguments[alias.base_index] if alias.base_kind == "input" \
-            else results[alias.base_index]
-        size, stride, offset = shapes.get(position) or \
-            (alias.size, alias.stride, alias.storage_offset)
-        results[position] = base if alias.same_object else torch.as_strided(
-            base, size, stride, base.storage_offset() + offset)
-        if alias.detached:
-            results[position] = results[position].detach()
-    if len(results) > count:
-        del results[count:]
-    return results
 
 
 def _catching_layout_changes(run: Callable, layout_fallback: Optional[Callable]) -> Callable:

@@ -8,6 +8,9 @@
 //   size_binder(reads, checks, exception) -> capsule
 //   bind_sizes(binder, *tensors) -> tuple of ints
 //   launch(entry_address, *tensors_then_ints) -> int status
+//   own_tensor(memory, sizes, strides, offset) -> Tensor
+//   view_of(base, sizes, strides, offset) -> Tensor
+//   layout_differs(tensor, dims, strides, nbytes) -> bool
 //
 // The same tensor as torch.empty_strided(sizes, strides, dtype=dtype, device=device), through
 // at::empty_strided (so the dispatcher, dispatch modes and the device's caching allocator all
@@ -16,6 +19,8 @@
 #include <Python.h>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/as_strided.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <torch/csrc/Device.h>
 #include <torch/csrc/Dtype.h>
@@ -336,6 +341,107 @@ PyObject* launch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   END_HANDLE_TH_ERRORS
 }
 
+// Sizes, strides and an offset from Python (args[1], args[2], args[3]); false with an exception
+// set otherwise. `what` names the entry point in messages.
+bool read_geometry(PyObject* const* args, std::vector<int64_t>& sizes,
+                   std::vector<int64_t>& strides, int64_t& offset, const char* what) {
+  if (!read_ints(args[1], sizes, what) || !read_ints(args[2], strides, what)) return false;
+  if (sizes.size() != strides.size()) {
+    PyErr_Format(PyExc_ValueError, "%s: sizes and strides differ in length", what);
+    return false;
+  }
+  long long value = PyLong_AsLongLong(args[3]);
+  if (value == -1 && PyErr_Occurred()) return false;
+  offset = value;
+  return true;
+}
+
+// own_tensor(memory, sizes, strides, offset): a tensor of that geometry over `memory`'s
+// storage that is no view (`_base` None, a version counter of its own at 0), as eager's freshly
+// allocated outputs; what `codegen/wrapper.py`'s `_own_tensor` makes with `torch.empty` and
+// `set_` under a preserved version counter, in one call. The geometry must lie in the storage.
+PyObject* own_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4 || !THPVariable_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "own_tensor(memory, sizes, strides, offset)");
+    return nullptr;
+  }
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+  if (!read_geometry(args, sizes, strides, offset, "own_tensor")) return nullptr;
+  HANDLE_TH_ERRORS
+  const at::Tensor& memory = THPVariable_Unpack(args[0]);
+  int64_t last = offset;  // the furthest element addressed (none where a size is 0)
+  bool empty = false;
+  for (size_t dim = 0; dim < sizes.size(); dim++) {
+    TORCH_CHECK(sizes[dim] >= 0 && strides[dim] >= 0 && offset >= 0,
+                "own_tensor: negative size, stride or offset");
+    empty = empty || sizes[dim] == 0;
+    if (sizes[dim] > 0) last += (sizes[dim] - 1) * strides[dim];
+  }
+  TORCH_CHECK(empty || static_cast<size_t>(last + 1) * memory.itemsize() <=
+                           memory.storage().nbytes(),
+              "own_tensor: the geometry lies outside the memory's storage");
+  at::Tensor result = at::empty({0}, memory.options());  // inference mode etc. as torch.empty
+  c10::TensorImpl* impl = result.unsafeGetTensorImpl();
+  impl->set_storage_keep_dtype(memory.storage());
+  impl->set_sizes_and_strides(sizes, strides, offset);
+  return THPVariable_Wrap(std::move(result));
+  END_HANDLE_TH_ERRORS
+}
+
+// view_of(base, sizes, strides, offset): torch.as_strided(base, sizes, strides,
+// base.storage_offset() + offset), through the dispatcher (autograd's view tracking applies:
+// `_base`, the shared version counter, a gradient where `base` requires one) without the
+// Python argument parser: the rebuild of outputs eager returns as views.
+PyObject* view_of(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4 || !THPVariable_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "view_of(base, sizes, strides, offset)");
+    return nullptr;
+  }
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+  if (!read_geometry(args, sizes, strides, offset, "view_of")) return nullptr;
+  HANDLE_TH_ERRORS
+  const at::Tensor& base = THPVariable_Unpack(args[0]);
+  at::Tensor result = at::as_strided(base, sizes, strides, base.storage_offset() + offset);
+  return THPVariable_Wrap(std::move(result));
+  END_HANDLE_TH_ERRORS
+}
+
+// layout_differs(tensor, dims, strides, nbytes): whether an eager kernel's result must be copied
+// into the layout the kernels expect (codegen/wrapper.py, `stride_check`): its stride along
+// dims[i] differs from strides[i] for some i (a dim it lacks counts as differing), or, where
+// nbytes >= 0, it does not start a storage of exactly nbytes. One call for what took a
+// `stride()` tuple, a `storage_offset()` and an `untyped_storage().nbytes()` from Python.
+PyObject* layout_differs(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4 || !THPVariable_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "layout_differs(tensor, dims, strides, nbytes)");
+    return nullptr;
+  }
+  std::vector<int64_t> dims, strides;
+  if (!read_ints(args[1], dims, "layout_differs: dims must be ints") ||
+      !read_ints(args[2], strides, "layout_differs: strides must be ints"))
+    return nullptr;
+  if (dims.size() != strides.size()) {
+    PyErr_SetString(PyExc_ValueError, "layout_differs: dims and strides differ in length");
+    return nullptr;
+  }
+  long long nbytes = PyLong_AsLongLong(args[3]);
+  if (nbytes == -1 && PyErr_Occurred()) return nullptr;
+  HANDLE_TH_ERRORS
+  const at::Tensor& tensor = THPVariable_Unpack(args[0]);
+  auto actual = tensor.strides();
+  bool differs = false;
+  for (size_t i = 0; !differs && i < dims.size(); i++)
+    differs = dims[i] < 0 || static_cast<size_t>(dims[i]) >= actual.size() ||
+              actual[static_cast<size_t>(dims[i])] != strides[i];
+  if (!differs && nbytes >= 0)
+    differs = !tensor.has_storage() || tensor.storage_offset() != 0 ||
+              tensor.storage().nbytes() != static_cast<size_t>(nbytes);
+  return PyBool_FromLong(differs);
+  END_HANDLE_TH_ERRORS
+}
+
 PyMethodDef methods[] = {
     {"empty_strided", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(empty_strided)),
      METH_FASTCALL,
@@ -352,6 +458,17 @@ PyMethodDef methods[] = {
     {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(launch)), METH_FASTCALL,
      "launch(entry_address, *values): call a packed kernel entry with the tensors' data "
      "pointers and the ints, in order; its status."},
+    {"own_tensor", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(own_tensor)),
+     METH_FASTCALL,
+     "own_tensor(memory, sizes, strides, offset): a tensor of its own (no view) over the "
+     "memory's storage."},
+    {"view_of", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(view_of)), METH_FASTCALL,
+     "view_of(base, sizes, strides, offset): torch.as_strided(base, sizes, strides, "
+     "base.storage_offset() + offset)."},
+    {"layout_differs", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(layout_differs)),
+     METH_FASTCALL,
+     "layout_differs(tensor, dims, strides, nbytes): whether a result's strides along dims "
+     "differ, or (nbytes >= 0) it does not start a storage of nbytes."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",

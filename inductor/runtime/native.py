@@ -11,7 +11,11 @@ buffer it does not reuse on every call); `storages_shared(values)`, whether two 
 sequence share a storage (the per-call aliasing check of graphs that write into inputs);
 `size_binder(reads, checks, exception)` and `bind_sizes(binder, *tensors)`, the size binding of
 a wrapper compiled over symbolic sizes in one call (`size_binding`); `launch(address,
-*values)`, a kernel entry's call with its tensors' data pointers (`launcher`).
+*values)`, a kernel entry's call with its tensors' data pointers (`launcher`);
+`own_tensor(memory, sizes, strides, offset)` and `view_of(base, sizes, strides, offset)`, an
+output over a buffer's memory that is no view, and a view (`output_geometry`);
+`layout_differs(tensor, dims, strides, nbytes)`, the per-call check that an eager kernel's result
+has the layout the kernels expect (`layout_check`).
 
 `empty_strided()` returns that function, or a Python function calling `torch.empty_strided`
 where the extension cannot be built (no compiler or headers; logged once on
@@ -90,3 +94,35 @@ def launcher() -> Optional[Callable]:
     extension is unavailable (the wrapper then calls the ctypes entry with `data_ptr()`s)."""
     module = build.load(HELPER)
     return getattr(module, "launch", None) if module is not None else None
+
+
+def _python_own_tensor(memory: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
+    result = torch.empty((0,), dtype=memory.dtype, device=memory.device)
+    with torch.autograd._unsafe_preserve_version_counter(result):   # `set_` counts as a write
+        result.set_(memory.untyped_storage(), offset, size, stride)
+    return result
+
+
+def _python_view_of(base: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
+    return torch.as_strided(base, size, stride, base.storage_offset() + offset)
+
+
+def output_geometry() -> tuple:
+    """(own_tensor, view_of): `own_tensor(memory, sizes, strides, offset)`, a tensor over
+    `memory`'s storage at `offset` that is no view (`_base` None, a version counter of its own
+    at 0, as eager's fresh outputs); `view_of(base, sizes, strides, offset)`, `base`'s view
+    `torch.as_strided(base, sizes, strides, base.storage_offset() + offset)`. The extension's
+    (no Python argument parsing), else Python versions."""
+    module = build.load(HELPER)
+    if module is None or not hasattr(module, "own_tensor"):
+        return _python_own_tensor, _python_view_of
+    return module.own_tensor, module.view_of
+
+
+def layout_check() -> Optional[Callable]:
+    """`layout_differs(tensor, dims, strides, nbytes) -> bool`: whether `tensor`'s stride along
+    `dims[i]` differs from `strides[i]` for some i, or (where nbytes >= 0) it does not start a
+    storage of exactly `nbytes`; None where the extension is unavailable (the wrapper then
+    compares in Python)."""
+    module = build.load(HELPER)
+    return getattr(module, "layout_differs", None) if module is not None else None

@@ -482,7 +482,7 @@ class CppKernel:
                 self.lines.add(*accumulator.before_block())
             self.lines.add("#pragma omp simd")
             self.lines.open(f"for (int64_t {name} = {block}; {name} < {block} + {lanes}; "
-                            f"++{name})")
+                            f"++{name})", own_vml_blocks=False)
             self._fold(members, accumulators, f"{name} - {block}", hoist)
             self.lines.close()
             for accumulator in accumulators:

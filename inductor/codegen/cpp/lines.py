@@ -31,6 +31,7 @@ class _Block:
     loop: bool                  # a `for` loop (not a bare or parallel block)
     owner: Optional["_Block"]   # the loop a collapse clause folds this one into
     flagged: bool = False       # an index statement inside needs the error flag
+    own_vml_blocks: bool = True   # False: the enclosing loop strip-mines it (vml_blocks.py)
 
 
 @dataclasses.dataclass
@@ -57,14 +58,16 @@ class Lines:
                 self._flag()
             self.lines.append("  " * self.depth + text)
 
-    def open(self, text: str) -> None:
+    def open(self, text: str, own_vml_blocks: bool = True) -> None:
+        """Open a block; a loop opened with `own_vml_blocks=False` (a reduction's lane loop)
+        is strip-mined with the loop around it, not on its own."""
         previous = self.lines[-1].strip() if self.lines else ""
         pragma = len(self.lines) - 1 if previous.startswith("#pragma omp") else None
         owner = None
         if self.collapse_left > 0:
             owner, self.collapse_left = self.collapsing, self.collapse_left - 1
         block = _Block(pragma if pragma is not None else len(self.lines), pragma,
-                       text.startswith("for "), owner)
+                       text.startswith("for "), owner, own_vml_blocks=own_vml_blocks)
         if pragma is not None:
             match = _COLLAPSE.search(previous)
             if match:
@@ -77,7 +80,7 @@ class Lines:
         block = self.blocks.pop()
         self.depth -= 1
         self.add("}")
-        if block.loop and block.owner is None:
+        if block.loop and block.owner is None and block.own_vml_blocks:
             self._block_vml_calls(block)
         if block.flagged:
             self._declare_flag(block)

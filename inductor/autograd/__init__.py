@@ -41,12 +41,13 @@ from inductor.autograd.runtime import (InferenceVariant, TrainingVariant,
                                        accepts_output_strides, compile_graph,
                                        function_output_strides, output_strides)
 from inductor.autograd.saved_layout import forward_strides, relayout_backward, saved_layouts
-from inductor.autograd.signature import (SharedInputWrites, UnsupportedGraph, analyze,
-                                         lift_attributes)
+from inductor.autograd.signature import (OutputKind, SharedInputWrites, UnsupportedGraph,
+                                         analyze, lift_attributes)
 from inductor.autograd.symbols import GuardedVariant, SymbolicInputs, added_guards
 from inductor.aliasing import UnsupportedGraph as InexpressibleWrites
 from inductor.decompose import check_state_calls, refuse_inexpressible_writes
 from inductor.runtime.compiled_graph import StoragePattern
+from inductor.runtime.cudagraphs import COPIED_INTO_INPUTS
 
 __all__ = ["compile_training", "aot_eager", "run_graph", "CompiledTraining", "DoubleBackwardError",
            "UnsupportedGraph", "PartitionPolicy", "policy"]
@@ -163,6 +164,8 @@ class CompiledTraining:
                 layouts = saved_layouts(parts)   # channels-last activations stay so
                 relayout_backward(parts, layouts)
                 strides = forward_strides(parts, layouts, strides)
+            parts.forward.meta[COPIED_INTO_INPUTS] = copied_into_inputs(signature,
+                                                                        joint.versions)
             compiled = compile_graph(self.compile_inner, parts.forward, list(arguments), saved,
                                      strides)
             variant = TrainingVariant(signature, parts, compiled, self.compile_inner,
@@ -176,6 +179,18 @@ class CompiledTraining:
                 self.compile_inner, traced, list(arguments), (),
                 function_output_strides(signature)), binder)
         return variant
+
+
+def copied_into_inputs(signature, versions) -> frozenset:
+    """The forward's output positions that `Epilogue` copies into inputs and that nothing
+    else reads: an input's new value that no user output returns or views, and that no
+    version check watches. Nothing holds them after the call (a `reduce-overhead` forward
+    hands them out uncopied: `inductor.runtime.cudagraphs.COPIED_INTO_INPUTS`)."""
+    read = {output.base for output in signature.outputs
+            if output.kind in (OutputKind.COMPUTED, OutputKind.VIEW_OF_OUTPUT)}
+    read |= versions.watched_outputs
+    return frozenset(position for position, output in enumerate(signature.function_outputs)
+                     if output.source == "mutated_input" and position not in read)
 
 
 def _constant_key(value: Any) -> Any:

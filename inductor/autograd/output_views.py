@@ -145,6 +145,9 @@ class OutputViews:
                          else new_values)
         new_graph.eliminate_dead_code()
         module = torch.fx.GraphModule(graph, new_graph)
+        # notes for compilers on output positions, which the rewrite keeps
+        # (`cudagraphs.COPIED_INTO_INPUTS`)
+        module.meta.update(graph.meta)
         return module
 
     def rebuild(self, results: Any, inputs: dict) -> list:

@@ -31,9 +31,12 @@ in its signature). Sound by construction: a forward replays over that memory onl
 tensor over it is left from its last call (the storages' reference counts,
 `OutputPlan.in_use`); while one is (a second forward before the first one's backward, a graph
 retained, a saved value a hook or an output's autograd node keeps), the call runs kernel by
-kernel, counted. What the caller sees stays a copy: the function outputs, and the gradients
-`AccumulateGrad` adopts as `.grad` (which outputs are saved values decides what is copied, not
-soundness: the check covers every tensor handed out uncopied). Outputs of fresh memory are
+kernel, counted. The new values of inputs the graph writes (BatchNorm's running statistics:
+159 in ResNet-50), which the caller copies into those inputs at once and drops, are handed out
+uncopied under the same check (`COPIED_INTO_INPUTS`). What the caller sees stays a copy: the
+function outputs, and the gradients `AccumulateGrad` adopts as `.grad` (which outputs are
+handed out uncopied decides what is copied, not soundness: the check covers every tensor
+handed out uncopied). Outputs of fresh memory are
 copied (`_foreach_copy_`; outputs sharing a storage keep sharing one copy); outputs aliasing
 an input are rebuilt over the caller's input (`OutputPlan`).
 A graph whose tensors are not all on the GPU is not recorded.
@@ -60,7 +63,8 @@ RECORDED_DEVICES = ("cuda",)
 # Process-wide: "recorded" (CUDA graphs captured), "replayed", "unrecorded_calls" (calls past
 # `cudagraph_max_records`), "not_recorded" (graphs running without CUDA graphs: recording
 # failed, or a training graph with tensors off the GPU); prefixed "training " for training,
-# which also counts per recording "outputs_uncopied" (saved values handed out uncopied) and
+# which also counts per recording "outputs_uncopied" (saved values handed out uncopied),
+# "transient_uncopied" (new values of inputs handed out uncopied: `COPIED_INTO_INPUTS`) and
 # "inputs_read_in_place" (a backward's saved values and parameters, by address), and
 # "saved_in_use_calls" (forward calls run kernel by kernel: `TrainingGraphRunner`).
 _counts: collections.Counter = collections.Counter()
@@ -246,7 +250,8 @@ class OutputPlan:
     - `aliases`: an output in an input's memory (a static buffer or a parameter read in
       place): rebuilt over the caller's input with the same geometry;
     - `empty`: zero elements, a new tensor; non-tensors are handed out as recorded;
-    - `static`: an output among `saved` (values only a backward reads), alone in its storage,
+    - `static`: an output among `saved` (values only a backward reads, or that the caller
+      copies into inputs at once: `TrainingGraphRunner`), alone in its storage,
       dense, that nothing but the recording holds: handed out uncopied, as a new tensor over
       the recording's memory (`.data`: a version counter of its own). The next replay may
       overwrite it only once every tensor over that memory is gone (`in_use`).
@@ -298,6 +303,10 @@ class OutputPlan:
         self.zeros = [0] * len(self.made)
         self.copy = CopyGroups(self.sources)
         self.allocate = native.empty_strided()
+        # `in_use` per call: the storages' handles, and their reference counts when only the
+        # recording holds them (each count is at least `_RECORDING_HOLDS`: see `in_use`)
+        self.static_handles = [storage._cdata for _, _, storage in self.static]
+        self.static_holds = _RECORDING_HOLDS * len(self.static)
 
     def _alias(self, position: int, value: torch.Tensor, recorded: torch.Tensor,
                input_position: int) -> None:
@@ -351,8 +360,12 @@ class OutputPlan:
 
     def in_use(self) -> bool:
         """Whether a tensor handed out over the recording's memory (`static`), or any other
-        tensor over that memory, still exists: a replay would overwrite its values."""
-        return any(_use_count(storage) != _RECORDING_HOLDS for _, _, storage in self.static)
+        tensor over that memory, still exists: a replay would overwrite its values. The plan
+        holds each storage twice (the recorded output and the storage object kept), so no
+        count is below `_RECORDING_HOLDS`, and their sum exceeds `static_holds` exactly when
+        one count does (one pass in C over the handles, not a Python call per storage:
+        ResNet-50's forward hands out 368)."""
+        return sum(map(_storage_use_count, self.static_handles)) != self.static_holds
 
 
 # References a recording holds to the storage of an output it hands out uncopied: the
@@ -360,9 +373,12 @@ class OutputPlan:
 _RECORDING_HOLDS = 2
 
 
+_storage_use_count = torch._C._storage_Use_Count
+
+
 def _use_count(storage) -> int:
     """How many tensors (and storage objects) hold `storage` (its reference count)."""
-    return torch._C._storage_Use_Count(storage._cdata)
+    return _storage_use_count(storage._cdata)
 
 
 def _held_by_the_recording_only(value: torch.Tensor):
@@ -474,13 +490,16 @@ class TrainingGraphRunner(CudaGraphRunner):
     placeholder, each once among the outputs) uncopied (`OutputPlan.static`), and replays
     only while no tensor over that memory is left from its last call; otherwise that call
     runs kernel by kernel (counted: `saved_in_use_calls`). A backward whose input is such
-    memory reads it in place (its address is in the signature)."""
+    memory reads it in place (its address is in the signature). Outputs at `transient`
+    positions (new values of inputs, which the caller copies into them at once and drops:
+    `COPIED_INTO_INPUTS`) are handed out uncopied too, under the same check."""
 
     counted = "training "
 
     def __init__(self, compiled, graph: torch.fx.GraphModule,
-                 output_fakes: Optional[list] = None):
+                 output_fakes: Optional[list] = None, transient: frozenset = frozenset()):
         self._start(compiled, 0, mutated_positions(graph))
+        self.transient = frozenset(transient)
         # positions read in place (parameters, inputs marked static), fixed at the first
         # call: their addresses are the signature's; every other tensor is copied in
         self.static_positions: Optional[frozenset] = None
@@ -543,16 +562,21 @@ class TrainingGraphRunner(CudaGraphRunner):
                     if isinstance(value, torch.Tensor) and position not in unread}
         # an output in the memory of an input read in place (another recording's) is copied,
         # not rebuilt over the caller's tensor: a gradient is never recording memory
+        saved = self._saved_positions(outputs)
         plan = OutputPlan(outputs, [None if position in in_place else value
                                     for position, value in enumerate(static_inputs)],
-                          self._saved_positions(outputs))
-        for _, recorded, _ in plan.static:
-            _remember(_saved_buffers, recorded.data_ptr(), recorded)
+                          saved | {position for position in self.transient
+                                   if position < len(outputs)})
+        for position, recorded, _ in plan.static:
+            if position in saved:   # (what a backward may read: not the transient values)
+                _remember(_saved_buffers, recorded.data_ptr(), recorded)
         for position in sorted(self.static_positions - set(self.mutated)):
             value = static_inputs[position]   # parameters: a backward reads them as saved
             if value.numel():
                 _remember(_saved_buffers, value.data_ptr(), value)
-        _counts["training outputs_uncopied"] += len(plan.static)
+        transient = sum(position not in saved for position, _, _ in plan.static)
+        _counts["training outputs_uncopied"] += len(plan.static) - transient
+        _counts["training transient_uncopied"] += transient
         _counts["training inputs_read_in_place"] += len(in_place)
         return _TrainingRecording(graph, static_inputs, outputs, copied, plan, self.mutated)
 
@@ -617,6 +641,12 @@ def off_gpu_reason(graph: torch.fx.GraphModule, example_inputs: Sequence) -> Opt
 
 _warned_off_gpu: set = set()
 
+# The key of a graph module's `meta` naming the output positions whose values the caller
+# copies into inputs right after the call and then drops (set by `inductor.autograd` on a
+# training forward: the new values of the inputs it writes). `recording_training` hands
+# those out uncopied (`TrainingGraphRunner`'s `transient`), under the liveness check.
+COPIED_INTO_INPUTS = "framejit_copied_into_inputs"
+
 
 def recording_training(compile_inner: Callable) -> Callable:
     """`compile_inner` (a `compile_aten` taking `output_strides`) whose results, for graphs
@@ -628,6 +658,7 @@ def recording_training(compile_inner: Callable) -> Callable:
             if isinstance(fake, torch.Tensor):
                 _remember(_placeholder_fakes, id(fake), fake)
         output_fakes = _fakes(gm, "output")
+        transient = gm.meta.get(COPIED_INTO_INPUTS, frozenset())
         compiled = compile_inner(gm, example_inputs, output_strides=output_strides)
         report = getattr(compiled, "report", None)
         if report is None or report.reason is not None:
@@ -640,5 +671,5 @@ def recording_training(compile_inner: Callable) -> Callable:
                 log.warning("mode='reduce-overhead': a training graph runs without CUDA "
                             "graphs (%s)", reason)
             return compiled
-        return CompiledGraph(TrainingGraphRunner(compiled, gm, output_fakes), report)
+        return CompiledGraph(TrainingGraphRunner(compiled, gm, output_fakes, transient), report)
     return compile_recorded

@@ -377,6 +377,40 @@ def test_simulated_handing_out_recording_memory_would_be_caught(simulated, monke
         _same_state(model, reference)
 
 
+@pytest.mark.parametrize("check", [True, False])
+def test_simulated_new_input_values_handed_out_uncopied(simulated, monkeypatch, check):
+    # BatchNorm's new running statistics (and counter): the epilogue copies them into the
+    # buffers and drops them, so they are handed out uncopied; something holding one (here
+    # a spy on the epilogue) keeps the next forward from replaying over it
+    from inductor.autograd.runtime import Epilogue
+    if not check:
+        _without_liveness_check(monkeypatch)
+    model = _cpu_cnn()
+    reference = copy.deepcopy(model)
+    transient = _count("transient_uncopied")
+    compiled = simulated(model, torch.randn(2, 3, 8, 8))
+    _train(compiled, model, reference, 2)
+    assert _count("transient_uncopied") == transient + 3
+    kept, values, original = [], [], Epilogue.__call__
+
+    def spy(self, arguments, function_outputs):
+        if not kept:
+            kept.extend(value for value in function_outputs[1:])
+            values.extend(value.clone() for value in kept)
+        return original(self, arguments, function_outputs)
+    monkeypatch.setattr(Epilogue, "__call__", spy)
+    in_use = _count("saved_in_use_calls")
+    _train(compiled, model, reference, 2)
+    assert len(kept) == 3
+    intact = all(torch.equal(tensor, value) for tensor, value in zip(kept, values))
+    assert intact == check
+    if check:
+        assert _count("saved_in_use_calls") == in_use + 1   # the second call, kept ones
+        del kept[:]
+        _train(compiled, model, reference, 1)
+        assert _count("saved_in_use_calls") == in_use + 1
+
+
 def test_simulated_failed_recording_runs_kernel_by_kernel(simulated, monkeypatch, caplog):
     class Synchronising(_Capture):   # what a CPU synchronisation inside the graph raises
         def __exit__(self, *exception):

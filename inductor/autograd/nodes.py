@@ -44,7 +44,7 @@ class Backward:
     the inputs it reads (saved, or the memory of saved values); `zeros_for`: tangent
     positions it takes as zeros, not absent."""
 
-    __slots__ = ("graph", "kept", "reads", "uses", "zeros_for", "run", "layout")
+    __slots__ = ("graph", "kept", "reads", "uses", "zeros_for", "run", "layout", "geometry")
 
     def __init__(self, graph: torch.fx.GraphModule, partition,
                  zeros_for: frozenset = frozenset()):
@@ -58,8 +58,10 @@ class Backward:
         self.zeros_for = zeros_for
         self.run: Optional[Callable] = None
         # compiled ahead of time: the strides of the example's tensors (None: compiled from
-        # the first call's own values, or symbolic)
+        # the first call's own values, or symbolic), and the sizes and strides of arguments
+        # found laid out so (`runtime.geometry_of`: a cheaper comparison per call)
         self.layout: Optional[tuple] = None
+        self.geometry: Optional[list] = None
 
     def with_zeros(self, zeros_for: frozenset) -> "Backward":
         """This backward, also taking zeros for the tangents at `zeros_for`."""
@@ -67,7 +69,7 @@ class Backward:
         copy.graph, copy.kept, copy.reads, copy.uses = self.graph, self.kept, self.reads, \
             self.uses
         copy.zeros_for, copy.run = self.zeros_for | zeros_for, self.run
-        copy.layout = self.layout
+        copy.layout, copy.geometry = self.layout, self.geometry
         return copy
 
 

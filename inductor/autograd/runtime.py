@@ -458,6 +458,7 @@ class TrainingVariant:
                 continue
             if self.shape_env is None:
                 backward.layout = layout_of(example)
+                backward.geometry = geometry_of(example)
 
     def backward_callable(self, backward: Backward, example: list,
                           how: str = "at_first_call") -> Callable:
@@ -491,9 +492,14 @@ class TrainingVariant:
         than its example is compiled again for that layout (kept beside it)."""
         compiled = self.backward_callable(backward, arguments)
         if backward.layout is not None:
-            layout = layout_of(arguments)
-            if layout != backward.layout:
-                compiled = self._relaid(backward, arguments, layout)
+            # the same sizes and strides as arguments seen laid out so: the same layout
+            geometry = geometry_of(arguments)
+            if geometry != backward.geometry:
+                layout = layout_of(arguments)
+                if layout != backward.layout:
+                    compiled = self._relaid(backward, arguments, layout)
+                else:
+                    backward.geometry = geometry
         return run_without_autocast(compiled, arguments)
 
     def _relaid(self, backward: Backward, arguments: list, layout: tuple) -> Callable:
@@ -518,6 +524,14 @@ def layout_of(arguments: Sequence) -> tuple:
     return tuple(tuple(step if length != 1 else 0
                        for length, step in zip(value.shape, value.stride()))
                  if isinstance(value, torch.Tensor) else None for value in arguments)
+
+
+def geometry_of(arguments: Sequence) -> list:
+    """The sizes and strides of the tensors among `arguments`: equal ones have equal
+    `layout_of` (which compares dim by dim in Python: a call's cost, ResNet-50's backward
+    takes 263 arguments)."""
+    return [(value.shape, value.stride()) if isinstance(value, torch.Tensor) else None
+            for value in arguments]
 
 
 def backward_example(backward: Backward) -> Optional[list]:

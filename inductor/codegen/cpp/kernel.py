@@ -27,7 +27,7 @@ from inductor.config import config
 from inductor.codegen.cpp.ops import CppOpsHandler, CppValue
 from inductor.codegen.cpp.reductions import (LANES, WIDE_LANES, Accumulator, SharedPass,
                                               combine, lanes_for, positions_ascend,
-                                              positions_fit_int32)
+                                              positions_fit_int32, static_elements)
 from inductor.codegen.cpp.reuse import StructureTracker, find_reuses
 from inductor.ir.nodes import WELFORD
 from inductor.ir.ops import use_handler
@@ -169,7 +169,8 @@ class CppKernel:
                                           self.dtype_of,
                                           lambda member: _compute(member.node.buffer.data
                                                                   .src_dtype),
-                                          frozenset(self.plan.aliased_stores))
+                                          frozenset(self.plan.aliased_stores),
+                                          static_elements(self.plan.inner_sizes))
             self._rows(split=mode == "split")
         return self.lines.function_lines()
 
@@ -380,7 +381,12 @@ class CppKernel:
         handler = self._handler(hoist)
         preloaded = {}
         for reuse in self.reuses:
-            if reuse.reader in members:
+            if reuse.reader in members and reuse.scratch:
+                kept = CppValue(f"{reuse.scratch}_value", torch.float32)
+                self.lines.add(f"const float {kept.name} = {reuse.scratch}"
+                               f"[{self._row_position()}];")
+                preloaded[reuse.key] = lambda kept=kept: kept
+            elif reuse.reader in members:
                 # Load the kept summand before any member of the stage stores (the reader
                 # overwrites the same element with its own result).
                 with use_handler(handler):
@@ -429,6 +435,14 @@ class CppKernel:
                 positions_fit_int32(member.node.inner_sizes))
 
 
+    def _row_position(self) -> str:
+        """The row-major position in the inner loops, as C++ (a scratch row's index)."""
+        position, stride = sympy.Integer(0), 1
+        for variable, size in reversed(list(zip(self.plan.inner_vars(),
+                                                self.plan.inner_sizes))):
+            position, stride = position + variable * stride, stride * size
+        return self._index(position)
+
     def _reduction_index(self, member: Member) -> str:
         linear = substitute(reduction_linear_index(member.node), member.replacements)
         return self._index(linear)
@@ -441,7 +455,9 @@ class CppKernel:
         for member, accumulator in zip(members, accumulators):
             value = self._evaluate(member, handler)
             for reuse in self.reuses:
-                if reuse.reduction is member:   # keep the summand for the later loop
+                if reuse.reduction is member and reuse.scratch:
+                    self.lines.add(f"{reuse.scratch}[{self._row_position()}] = {value.name};")
+                elif reuse.reduction is member:   # keep the summand for the later loop
                     self.lines.add(handler.store_text(reuse.reader.node.written_name(),
                                                       self._write_index(reuse.reader), value))
             index = self._reduction_index(member)
@@ -460,6 +476,9 @@ class CppKernel:
         accumulators = self._accumulators(members, lanes)
         for accumulator in accumulators:
             self.lines.add(*accumulator.declare())
+        self.lines.add(*[f"float {reuse.scratch}[{static_elements(sizes)}] "
+                         "__attribute__((aligned(64)));" for reuse in self.reuses
+                         if reuse.scratch and reuse.reduction in members])
         hoist = self._hoist()
         for position, size in enumerate(sizes[:-1]):
             name = variables[position].name

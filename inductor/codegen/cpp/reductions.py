@@ -16,6 +16,8 @@ have fewer than 2**31 elements: the same width as float32 values, one vector eac
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import sympy
 import torch
 
@@ -56,15 +58,21 @@ def positions_ascend(position, variables: list, sizes: list) -> bool:
     return True
 
 
-def positions_fit_int32(sizes: list) -> bool:
-    """Whether a reduction over loops of these extents has fewer than 2**31 elements (False
-    for a symbolic extent)."""
+def static_elements(sizes: list) -> Optional[int]:
+    """The number of iterations of loops of these extents, None where one is symbolic."""
     elements = 1
     for size in sizes:
         if not isinstance(size, (int, sympy.Integer)):
-            return False
+            return None
         elements *= int(size)
-    return elements < NARROW_INDEX_LIMIT
+    return elements
+
+
+def positions_fit_int32(sizes: list) -> bool:
+    """Whether a reduction over loops of these extents has fewer than 2**31 elements (False
+    for a symbolic extent)."""
+    elements = static_elements(sizes)
+    return elements is not None and elements < NARROW_INDEX_LIMIT
 
 
 def identity(reduction_type: str, dtype: torch.dtype) -> str:

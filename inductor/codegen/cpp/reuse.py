@@ -4,7 +4,9 @@ Input: the members of a row kernel (reduction stages followed by inner stages). 
 pairs where an inner stage recomputes, element by element, a non-trivial value a reduction
 already computed (softmax's `exp(x - max)`), so the reduction loop can store that value into
 the inner stage's output and the inner stage can load it back (from cache) instead of
-recomputing it.
+recomputing it. Where that output is narrower (a bfloat16 or float16 softmax) the summand
+goes through a float32 row array instead (`scratch`), as eager's reduced-precision softmax
+keeps its row in float: the exponential is computed once, not once per loop.
 
 Values are compared by structure: `StructureTracker` wraps any `ops` handler and names each
 result by the operation that made it (`exp(sub(load(arg0,1000*x0 + y0),...))`); a tracker given
@@ -16,11 +18,14 @@ import dataclasses
 from typing import Callable, Optional
 
 import sympy
+import torch
 
 from inductor.ir.ops import OPERATIONS
 from inductor.ir.symbols import simplify_index
 
 OPAQUE = ("masked", "indirect_indexing")
+SCRATCH_LIMIT = 16384   # the most elements of a row a float32 scratch array holds (64 KiB)
+NARROW = (torch.bfloat16, torch.float16)
 
 
 class StructureTracker:
@@ -96,13 +101,17 @@ class Reuse:
     reduction: object   # Member
     reader: object      # Member
     key: str
+    scratch: Optional[str] = None   # the float32 row array it goes through, if any
 
 
 def find_reuses(stages: list, evaluate: Callable, ranges: dict, dtype_of: Callable,
-                value_dtype: Callable, aliased: frozenset = frozenset()) -> list:
+                value_dtype: Callable, aliased: frozenset = frozenset(),
+                row_elements: Optional[int] = None) -> list:
     """Pairs (reduction member, later inner member) where the inner member's body contains
     the reduction's summand and can hold it in its own output (same compute dtype; never an
-    output in `aliased`, written over a buffer the kernel reads)."""
+    output in `aliased`, written over a buffer the kernel reads), or in a float32 row array
+    where the output is bfloat16 or float16 and the rows have `row_elements` (known, at most
+    SCRATCH_LIMIT)."""
     summands = []
     reuses: list = []
     for stage in stages:
@@ -124,7 +133,12 @@ def find_reuses(stages: list, evaluate: Callable, ranges: dict, dtype_of: Callab
             for reduction, key in reversed(summands):
                 taken = any(reuse.reduction is reduction or reuse.reader is member
                             for reuse in reuses)
-                if key in tracker.seen and not taken and \
-                        dtype_of(member.node.written_name()) == value_dtype(reduction):
+                if key not in tracker.seen or taken:
+                    continue
+                written = dtype_of(member.node.written_name())
+                if written == value_dtype(reduction):
                     reuses.append(Reuse(reduction, member, key))
+                elif written in NARROW and value_dtype(reduction) == torch.float32 and \
+                        row_elements is not None and 0 < row_elements <= SCRATCH_LIMIT:
+                    reuses.append(Reuse(reduction, member, key, f"jit_row{len(reuses)}"))
     return reuses

@@ -606,12 +606,15 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
     grad_mode = aten_graph.grad_mode_after
     rebuild = _fast_unflatten(spec)
     inner_run = inner.run
+    # a generated wrapper's boxed form, called with a list of the arguments: a frame less per
+    # call than `call(*arguments)`, which builds that list and calls it
+    boxed = getattr(inner_run, "with_argument_list", None)
     rebuilt = alias_rebuilder(aliases, count) if any(aliases) else None
 
     output_versions = aten_graph.output_versions
     if not rebuilt and grad_mode is None and not constants and not without_grad and \
             not version_steps and not output_versions:
-        return _plain_run(rebuild, inner_run, layout_fallback)
+        return _plain_run(rebuild, inner_run, boxed, layout_fallback)
 
     written = _written_versions(version_steps)
 
@@ -622,7 +625,7 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
             entry = torch.is_grad_enabled()
             torch._C._set_grad_enabled(False)
         try:
-            results = inner_run(*arguments)
+            results = boxed(list(arguments)) if boxed is not None else inner_run(*arguments)
             if rebuilt:
                 results = rebuilt(list(results), arguments,
                                   geometry(arguments) if geometry is not None else None)
@@ -664,11 +667,17 @@ def _written_versions(version_steps: tuple) -> Callable:
     return written
 
 
-def _plain_run(rebuild: Callable, inner_run: Callable,
+def _plain_run(rebuild: Callable, inner_run: Callable, boxed: Optional[Callable],
                layout_fallback: Optional[Callable]) -> Callable:
     """A graph with nothing to do around its call but unflatten the outputs (one frame: the
-    per-call cost of small graphs is measured in these)."""
+    per-call cost of small graphs is measured in these). `boxed`: the wrapper's form taking
+    a list, else None."""
     if layout_fallback is None:
+        if boxed is not None:
+            def run_boxed(*inputs):
+                return rebuild(boxed(list(inputs)))
+            return run_boxed
+
         def run(*inputs):
             return rebuild(inner_run(*inputs))
         return run
@@ -676,7 +685,7 @@ def _plain_run(rebuild: Callable, inner_run: Callable,
 
     def run_or_fall_back(*inputs):
         try:
-            return rebuild(inner_run(*inputs))
+            return rebuild(boxed(list(inputs)) if boxed is not None else inner_run(*inputs))
         except InputLayoutChanged:
             return layout_fallback(list(inputs))
     return run_or_fall_back

@@ -24,8 +24,8 @@ and device only where keeping it alive in between does not raise the graph's pea
 at once: on CPU an unconditional pool held dead buffers until a later match that might be far
 away or never come, which raised peaks by tens of megabytes in training graphs. A buffer the
 graph returns (or an output views) that takes another layout's memory is a tensor of its own over
-it (`own_tensor`), not a view: callers see `_base`, `is_view()` and a view's shared version
-counter.
+it (`own_tensor`, `runtime/native.py`), not a view: callers see `_base`, `is_view()` and a
+view's shared version counter.
 """
 from __future__ import annotations
 
@@ -131,16 +131,21 @@ PUBLIC_BINDINGS = {torch.ops.aten.mm.default: torch.mm, torch.ops.aten.addmm.def
                    # 4.3 us against 12 us through the overload: the JIT-schema argument
                    # parsing of its int lists costs more than the call (a ResNet-50 call on
                    # an H100 makes 54 of them and is host-bound)
-                   torch.ops.aten.convolution.default: torch.convolution}
+                   torch.ops.aten.convolution.default: torch.convolution,
+                   # an eager fallback (no lowering): 5.2-5.3 us against 6.2-7.3 through the
+                   # overload's `_op`, for a 64x64 float32 input (2-core VM)
+                   torch.ops.aten.cumsum.default: torch.cumsum}
+# keywords each binding takes as the overload does (the others: `beta` and `alpha` at most)
+PUBLIC_KEYWORDS = {torch.ops.aten.cumsum.default: {"dtype"}}
 
 
 def raw_callable(kernel, keywords=()):
     """The cheapest callable running ATen `kernel` with the same arguments: torch's binding
-    for the matrix products (keywords `beta` and `alpha` at most), else the callable behind
-    an `OpOverload` (its `_op`: calling it skips the Python frame of
+    for the matrix products (keywords `beta` and `alpha` at most) and cumsum, else the
+    callable behind an `OpOverload` (its `_op`: calling it skips the Python frame of
     `OpOverload.__call__`), else `kernel` itself."""
     public = PUBLIC_BINDINGS.get(kernel)
-    if public is not None and set(keywords) <= {"beta", "alpha"}:
+    if public is not None and set(keywords) <= PUBLIC_KEYWORDS.get(kernel, {"beta", "alpha"}):
         return public
     if isinstance(kernel, torch._ops.OpOverload):
         raw = getattr(kernel, "_op", None)
@@ -158,17 +163,6 @@ def _size_text(size) -> str:
 def _restride(value: torch.Tensor, size, stride) -> torch.Tensor:
     result = torch.empty_strided(size, stride, dtype=value.dtype, device=value.device)
     return result.copy_(value)
-
-
-def _own_tensor(memory: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
-    """A tensor of `size` and `stride` at `offset` in `memory`'s storage that is no view
-    (`_base` None, a version counter of its own at 0), as eager's freshly allocated outputs: an
-    output given a dead buffer's memory by `as_strided` or `.view` came back as a view of that
-    buffer (`t1._base` a (4, 3) intermediate, and `t1[1:]._base` that buffer, not `t1`)."""
-    result = torch.empty((0,), dtype=memory.dtype, device=memory.device)
-    with torch.autograd._unsafe_preserve_version_counter(result):   # `set_` counts as a write
-        result.set_(memory.untyped_storage(), offset, size, stride)
-    return result
 
 
 def _unwritten(tensor: torch.Tensor) -> torch.Tensor:
@@ -252,13 +246,15 @@ class WrapperWriter:
                          for segment, entry in zip(segments, entries)}
         self.lines: list[str] = []
         from inductor.runtime import native
+        own_tensor, _ = native.output_geometry()
         self.globals: dict = {"torch": torch, "empty_strided": native.empty_strided(),
                               "as_strided": torch.as_strided, "kernel_error": KernelError.raise_for,
-                              "restride": _restride, "own_tensor": _own_tensor,
+                              "restride": _restride, "own_tensor": own_tensor,
                               "unwritten": _unwritten,
                               "device": torch.device,
                               "inf": math.inf, "nan": math.nan}
         self.launch = native.launcher()     # None: entries are called through ctypes
+        self.layout_differs = native.layout_check()     # None: checked in Python
         self.allocated = set(plan.allocated)
         self.input_frees = input_last_uses(plan)
         self.recorder: Optional[ReusePlanner] = None   # set while recording (first pass)
@@ -415,7 +411,7 @@ class WrapperWriter:
     def donated(self, donor: str, layout, name: str) -> str:
         """An expression for buffer `name` of `layout` in the memory of dead buffer `donor`:
         the donor itself where the layouts agree, else a view of it; a buffer the graph returns
-        (or an output views) gets a tensor of its own over that memory (`_own_tensor`), since a
+        (or an output views) gets a tensor of its own over that memory (`own_tensor`), since a
         caller sees `_base`, `is_view()` and the version counter a view shares with its base."""
         donor_layout = self.plan.buffers[donor].layout
         kind = view_kind(donor_layout, layout)
@@ -543,6 +539,15 @@ class WrapperWriter:
         # symbolic extents are checked as if above 1 (a size-1 dim may then restride: a copy)
         dims = [dim for dim, extent in enumerate(layout.size)
                 if not isinstance(_number(extent), int) or int(extent) > 1]
+        storage = _returns_fresh(buffer) and layout.offset == 0
+        if self.layout_differs is not None and (dims or storage):
+            self.globals["layout_differs"] = self.layout_differs
+            nbytes = size_text(_nbytes(layout)) if storage else "-1"
+            self.lines.append(f"    if layout_differs({name}, {self.constant(tuple(dims))}, "
+                              f"{self.sizes([layout.stride[dim] for dim in dims])}, {nbytes}):")
+            size, stride = self.sizes(layout.size), self.sizes(layout.stride)
+            self.lines.append(f"        {name} = restride({name}, {size}, {stride})")
+            return
         conditions = []
         if dims and dims == list(range(dims[0], dims[-1] + 1)):
             # one call and one tuple comparison (a check per dimension called stride() each)
@@ -553,7 +558,7 @@ class WrapperWriter:
         elif dims:
             conditions += [f"{name}.stride()[{dim}] != {size_text(layout.stride[dim])}"
                            for dim in dims]
-        if _returns_fresh(buffer) and layout.offset == 0:
+        if storage:
             conditions.append(f"{name}.storage_offset() or {name}.untyped_storage().nbytes() "
                               f"!= {size_text(_nbytes(layout))}")
         if not conditions:

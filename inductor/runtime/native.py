@@ -97,6 +97,9 @@ def launcher() -> Optional[Callable]:
 
 
 def _python_own_tensor(memory: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
+    """An output given a dead buffer's memory by `as_strided` or `.view` came back as a view of
+    that buffer (`t1._base` a (4, 3) intermediate, and `t1[1:]._base` that buffer, not `t1`):
+    this is a tensor of its own over that memory, as eager's fresh outputs."""
     result = torch.empty((0,), dtype=memory.dtype, device=memory.device)
     with torch.autograd._unsafe_preserve_version_counter(result):   # `set_` counts as a write
         result.set_(memory.untyped_storage(), offset, size, stride)

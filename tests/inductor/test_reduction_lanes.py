@@ -136,3 +136,24 @@ def test_positions_ascend():
     n = sympy.Symbol("s0", integer=True, positive=True)
     assert positions_ascend(n * r0 + r1, [r0, r1], [5, n])
     assert not positions_ascend(r0 + r1, [r0, r1], [5, n])
+
+
+def sum_all(x):
+    return x.sum()
+
+
+def mean_rows(x):
+    return x.mean(1)
+
+
+@pytest.mark.parametrize("elements", [4096 * 3 + 64 * 5 + 7, 64 * 64 * 64, 4096 * 64 + 13])
+def test_long_float_sums_flush_in_whole_chunks(elements):
+    """Float sums of more than 64 x 64 lanes' terms fold into double every 64 blocks: the
+    blocks run as a loop of 64 per chunk, then the remaining blocks and the tail (a test per
+    block kept the lanes in memory). Close to the float64 sum, as before."""
+    x = torch.randn(elements, generator=torch.Generator().manual_seed(elements)) + 0.25
+    compiled = compile_function(sum_all, x)
+    assert "y0_flush" in compiled.report.source and "% 64 == 63" not in compiled.report.source
+    torch.testing.assert_close(compiled(x), x.double().sum().float(), atol=1e-3, rtol=1e-6)
+    rows = x[: elements // 4 * 4].view(4, -1)
+    check_same(mean_rows, rows, atol=1e-6, rtol=1e-5)

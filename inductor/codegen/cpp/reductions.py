@@ -173,20 +173,23 @@ class Accumulator:
             return [f"const {self.c_type} {self.name}_step = 1 / ({self.name}_count + 1);"]
         return []
 
-    def after_block(self, block_number: str = "") -> list[str]:
-        """Lines after one vector block; `block_number` counts blocks from 0 (C++ text)."""
+    def after_block(self) -> list[str]:
+        """Lines after one vector block."""
         if self.type in WELFORD and self.lanes:
             return [f"{self.name}_count += 1;"]
-        if self.blocked and self.lanes and block_number:
-            name, lanes = self.name, self.lanes
-            return [f"if (({block_number}) % {FLUSH_BLOCKS} == {FLUSH_BLOCKS - 1}) {{",
-                    "  float flushed = 0;",
-                    "  #pragma omp simd reduction(+:flushed)",
-                    f"  for (int lane = 0; lane < {lanes}; ++lane) flushed += {name}_lanes[lane];",
-                    f"  {name} += flushed;",
-                    f"  for (int lane = 0; lane < {lanes}; ++lane) {name}_lanes[lane] = 0;",
-                    "}"]
         return []
+
+    def flush(self) -> list[str]:
+        """Lines after FLUSH_BLOCKS vector blocks: a `blocked` sum folds its lanes into its
+        double and starts them again from 0."""
+        if not (self.blocked and self.lanes):
+            return []
+        name, lanes = self.name, self.lanes
+        return ["{ float flushed = 0;",
+                "  #pragma omp simd reduction(+:flushed)",
+                f"  for (int lane = 0; lane < {lanes}; ++lane) flushed += {name}_lanes[lane];",
+                f"  {name} += flushed;",
+                f"  for (int lane = 0; lane < {lanes}; ++lane) {name}_lanes[lane] = 0; }}"]
 
     def update_lane(self, value: str, lane: str, index: str) -> list[str]:
         """Fold `value` (at reduction position `index`) into lane `lane`."""
@@ -289,6 +292,55 @@ class Accumulator:
     def result_dtype(self) -> torch.dtype:
         return torch.int64 if self.type in ("argmax", "argmin") else self.dtype
 
+    def lane_result(self, lane: str) -> str:
+        """The result of lane `lane` (C++ text) when each lane reduces for its own output."""
+        name = self.name
+        if self.type in WELFORD:
+            return f"{name}_m2[{lane}]" if self.type == "var_m2" else f"{name}_mean[{lane}]"
+        if self.type in ("argmax", "argmin"):
+            return f"{name}_lane_index[{lane}]"
+        return f"{name}_lanes[{lane}]"
+
+    # -- partials of threads (`threads` is C++ text: the team size at run time) -------------
+    def partial_arrays(self, threads: str) -> list[str]:
+        """The declaration of one partial per thread, each the identity."""
+        if self.shared:
+            return []
+        name, c_type = self.name, self.scalar_type
+        loop = f"for (int part = 0; part < {threads}; ++part)"
+        if self.type in WELFORD:
+            return [f"Welford<{c_type}> {name}_partial[{threads}];",
+                    f"{loop} {name}_partial[part] = Welford<{c_type}>{{0, 0, 0}};"]
+        lines = [f"{c_type} {name}_partial[{threads}];",
+                 f"{loop} {name}_partial[part] = {name};"]
+        if self.type in ("argmax", "argmin"):
+            lines += [f"int64_t {name}_partial_index[{threads}];",
+                      f"{loop} {name}_partial_index[part] = 0;"]
+        return lines
+
+    def store_partial(self, target: str) -> list[str]:
+        """This (thread-local) accumulator stored as the thread's partial of `target`."""
+        if self.shared:
+            return []
+        if self.type in ("argmax", "argmin"):
+            return [f"{target}_partial[thread] = {self.name};",
+                    f"{target}_partial_index[thread] = {self.name}_index;"]
+        return [f"{target}_partial[thread] = {self.name};"]
+
+    def combine_partials(self, threads: str) -> list[str]:
+        """The partials folded into this accumulator in thread order."""
+        if self.shared:
+            return []
+        name = self.name
+        loop = f"for (int part = 0; part < {threads}; ++part)"
+        if self.type in WELFORD:
+            return [f"{loop} {name} = welford_merge({name}, {name}_partial[part]);"]
+        if self.type in ("argmax", "argmin"):
+            return [f"{loop} if ({self.type}_takes({name}_partial[part], "
+                    f"{name}_partial_index[part], {name}, {name}_index)) {{ {name} = "
+                    f"{name}_partial[part]; {name}_index = {name}_partial_index[part]; }}"]
+        return [f"{loop} {name} = {combine(self.type, name, f'{name}_partial[part]')};"]
+
 
 class SharedPass(Accumulator):
     """A Welford reduction reading the pass of an earlier accumulator over the same values
@@ -307,7 +359,7 @@ class SharedPass(Accumulator):
     def before_block(self) -> list[str]:
         return []
 
-    def after_block(self, block_number: str = "") -> list[str]:
+    def after_block(self) -> list[str]:
         return []
 
     def update_lane(self, value: str, lane: str, index: str) -> list[str]:

@@ -50,15 +50,17 @@ class ModelSpec:
     build: Callable[..., Workload]
     description: str = ""
     group: str = "zoo"
+    trains: bool = True    # False: inference only (no comparable training step)
 
 
 _registry: dict[str, ModelSpec] = {}
 
 
-def register(name: str, family: str, description: str = "", group: str = "zoo"):
+def register(name: str, family: str, description: str = "", group: str = "zoo",
+             trains: bool = True):
     """Decorator: register `build(batch, training, **options) -> Workload` under `name`."""
     def decorate(build):
-        _registry[name] = ModelSpec(name, family, build, description, group)
+        _registry[name] = ModelSpec(name, family, build, description, group, trains)
         return build
     return decorate
 
@@ -133,7 +135,9 @@ _SMOKE = ("squeezenet1_1", "bert")
 def suite(name: str) -> list[tuple[str, str]]:
     """The (model, mode) pairs of suite `name`: `cpu` (every model that is not a full-size
     GPU config, inference; a few small ones in training too), `cpu-inference`, `gpu`
-    (full-size configs, inference and training) or `smoke` (two small models)."""
+    (full-size configs, inference and training), `gpu-zoo` (every zoo model, inference, and
+    every one that trains, training: issue 25's complete GPU zoo, run in chunks with
+    `--models`) or `smoke` (two small models)."""
     small = [model for model in names() if not _is_full_size(model)]
     if name == "cpu":
         return ([(model, "inference") for model in small]
@@ -143,13 +147,17 @@ def suite(name: str) -> list[tuple[str, str]]:
     if name == "gpu":
         return ([(model, "inference") for model in _GPU_INFERENCE]
                 + [(model, "training") for model in _GPU_TRAINING])
+    if name == "gpu-zoo":
+        every = names()
+        return ([(model, "inference") for model in every]
+                + [(model, "training") for model in every if spec(model).trains])
     if name == "smoke":
         return [(model, "inference") for model in _SMOKE]
-    raise KeyError(f"unknown suite {name!r}; known: cpu, cpu-inference, gpu, smoke")
+    raise KeyError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")
 
 
 def _is_full_size(model: str) -> bool:
     return spec(model).description.startswith("full-size")
 
 
-SUITES = ("cpu", "cpu-inference", "gpu", "smoke")
+SUITES = ("cpu", "cpu-inference", "gpu", "gpu-zoo", "smoke")

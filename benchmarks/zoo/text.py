@@ -144,6 +144,29 @@ def _llama_like(config_name: str, model_name: str, **extra):
     return build
 
 
+WHISPER_FRAMES = 512   # log-mel frames: twice max_source_positions (the encoder's stride 2)
+
+
+def _whisper(batch: int, training: bool) -> Workload:
+    import transformers
+    size = SMALL
+    config = transformers.WhisperConfig(
+        vocab_size=size["vocab"], num_mel_bins=80, d_model=size["hidden"],
+        encoder_layers=size["layers"], decoder_layers=size["layers"],
+        encoder_attention_heads=size["heads"], decoder_attention_heads=size["heads"],
+        encoder_ffn_dim=size["ffn"], decoder_ffn_dim=size["ffn"],
+        max_source_positions=WHISPER_FRAMES // 2, max_target_positions=448, dropout=0.0,
+        attention_dropout=0.0, activation_dropout=0.0, use_cache=False, pad_token_id=0,
+        bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
+    model = transformers.WhisperForConditionalGeneration(config)
+    kwargs = {"input_features": torch.randn(batch, 80, WHISPER_FRAMES)}
+    if training:
+        kwargs["labels"] = _token_ids(batch, size["vocab"])
+    else:
+        kwargs["decoder_input_ids"] = _token_ids(batch, size["vocab"])
+    return Workload(model, (), kwargs, _own_loss)
+
+
 def _opt(batch: int, training: bool) -> Workload:
     import transformers
     size = SMALL
@@ -179,6 +202,7 @@ _ENTRIES = {
                 "ElectraForMaskedLM"),
     "deberta-v2": (_bert_like("DebertaV2Config", "DebertaV2ForMaskedLM", SMALL),
                    "DebertaV2ForMaskedLM"),
+    "whisper": (_whisper, "WhisperForConditionalGeneration (80 mel bins, 512 frames)"),
 }
 for _name, (_build, _class_name) in _ENTRIES.items():
     register(_name, "transformers", f"{_class_name}, {_SMALL_NOTE}")(_build)

@@ -11,7 +11,8 @@ pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
 
-@pytest.mark.parametrize("name", ["squeezenet1_1", "bert"])
+@pytest.mark.parametrize("name", ["squeezenet1_1", "bert", "whisper",
+                                  "lraspp_mobilenet_v3_large"])
 def test_zoo_builds_a_model_that_runs_and_trains(name):
     workload = catalog.build_workload(name, batch=2, training=True)
     assert workload.model.training
@@ -25,14 +26,30 @@ def test_zoo_builds_a_model_that_runs_and_trains(name):
     assert next(evaluation.model.parameters()).dtype == torch.bfloat16
 
 
+def test_the_detection_entry_takes_images_of_different_sizes():
+    workload = catalog.build_workload("fasterrcnn_mobilenet_v3_large_320_fpn", batch=3)
+    [images] = workload.args
+    assert len({tuple(image.shape) for image in images}) == 3
+    with torch.no_grad():
+        detections = workload.model(images)
+    assert len(detections) == 3 and {"boxes", "labels", "scores"} <= set(detections[0])
+    with pytest.raises(ValueError, match="inference only"):
+        catalog.build_workload("fasterrcnn_mobilenet_v3_large_320_fpn", training=True)
+
+
 def test_every_suite_names_registered_models():
     for suite in catalog.SUITES:
         pairs = catalog.suite(suite)
         assert pairs and all(catalog.spec(model) and mode in ("inference", "training")
                              for model, mode in pairs)
-    # 13 torchvision models, 13 small transformers configs (deberta-v2 joined in f1d48b9)
-    assert len([m for m, mode in catalog.suite("cpu") if mode == "inference"]) == 26
+    # 13 torchvision classifiers, a segmentation and a detection model, 14 small transformers
+    # configs (deberta-v2 joined in f1d48b9, whisper with the other two)
+    assert len([m for m, mode in catalog.suite("cpu") if mode == "inference"]) == 29
     assert {"deberta-v2", "mistral", "bart"} <= {m for m, _ in catalog.suite("gpu")}
+    complete = catalog.suite("gpu-zoo")
+    assert {m for m, mode in complete if mode == "inference"} == set(catalog.names())
+    assert ("fasterrcnn_mobilenet_v3_large_320_fpn", "training") not in complete
+    assert ("whisper", "training") in complete and ("t5-small", "training") in complete
 
 
 def test_runner_writes_a_valid_eager_row_in_a_subprocess(tmp_path):

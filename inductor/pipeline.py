@@ -616,6 +616,13 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
             not version_steps and not output_versions:
         return _plain_run(rebuild, inner_run, boxed, layout_fallback)
 
+    if boxed is not None and layout_fallback is None and grad_mode is None and \
+            not constants and not without_grad and not version_steps and not output_versions:
+        def run_rebuilding(*inputs):    # only the aliases to rebuild: one frame, no `try`
+            return rebuild(rebuilt(list(boxed(list(inputs))), inputs,
+                                   geometry(inputs) if geometry is not None else None))
+        return run_rebuilding
+
     written = _written_versions(version_steps)
 
     def run(*inputs):

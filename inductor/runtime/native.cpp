@@ -20,7 +20,6 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/as_strided.h>
-#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <torch/csrc/Device.h>
 #include <torch/csrc/Dtype.h>
@@ -358,8 +357,9 @@ bool read_geometry(PyObject* const* args, std::vector<int64_t>& sizes,
 
 // own_tensor(memory, sizes, strides, offset): a tensor of that geometry over `memory`'s
 // storage that is no view (`_base` None, a version counter of its own at 0), as eager's freshly
-// allocated outputs; what `codegen/wrapper.py`'s `_own_tensor` makes with `torch.empty` and
-// `set_` under a preserved version counter, in one call. The geometry must lie in the storage.
+// allocated outputs; what `native.py`'s `_python_own_tensor` makes with `torch.empty` and `set_`
+// under a preserved version counter, with neither a dispatch nor an empty storage allocated.
+// The geometry must lie in the storage.
 PyObject* own_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 4 || !THPVariable_Check(args[0])) {
     PyErr_SetString(PyExc_TypeError, "own_tensor(memory, sizes, strides, offset)");
@@ -381,10 +381,13 @@ PyObject* own_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   TORCH_CHECK(empty || static_cast<size_t>(last + 1) * memory.itemsize() <=
                            memory.storage().nbytes(),
               "own_tensor: the geometry lies outside the memory's storage");
-  at::Tensor result = at::empty({0}, memory.options());  // inference mode etc. as torch.empty
-  c10::TensorImpl* impl = result.unsafeGetTensorImpl();
-  impl->set_storage_keep_dtype(memory.storage());
-  impl->set_sizes_and_strides(sizes, strides, offset);
+  // A new TensorImpl over the storage, as at::empty makes one over a new storage: its
+  // constructor adds the autograd keys and a version counter at 0, or none in inference mode.
+  c10::DispatchKeySet keys(
+      c10::computeDispatchKey(memory.scalar_type(), memory.layout(), memory.device()));
+  at::Tensor result = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(memory.storage()), keys, memory.dtype());
+  result.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
   return THPVariable_Wrap(std::move(result));
   END_HANDLE_TH_ERRORS
 }

@@ -116,3 +116,22 @@ def test_cumsum_runs_through_torch_binding():
     for mine, theirs in zip(compiled(x), function(x)):
         assert mine.dtype == theirs.dtype and mine.stride() == theirs.stride()
         torch.testing.assert_close(mine, theirs)
+
+
+def test_a_graph_with_view_outputs_runs_in_one_frame_around_the_wrapper():
+    """Outputs to rebuild as views and nothing else around the call: one frame
+    (`run_rebuilding`) calls the boxed wrapper, no `try` frame (`run`) or `call`."""
+    def function(index, weight):
+        return (torch.nn.functional.embedding(index, weight) * 2).view(-1)
+    index, weight = torch.tensor([1, 2, 3]), torch.randn(10, 4)
+    compiled = inductor.compile_fx(torch.fx.symbolic_trace(function), [index, weight])
+    mine, theirs = compiled(index, weight), function(index, weight)
+    mine = mine[0] if isinstance(mine, (list, tuple)) else mine
+    torch.testing.assert_close(mine, theirs)
+    assert mine._is_view() == theirs._is_view() and (mine._base is None) == (theirs._base is None)
+    if "launch(" not in compiled.report.source:
+        pytest.skip("no kernel reports errors here")
+    with pytest.raises(IndexError) as caught:
+        compiled(torch.tensor([1, 20]), weight)
+    names = [name for _, name in _frames(caught.value)]
+    assert "run_rebuilding" in names and "run" not in names and "call" not in names, names

@@ -29,6 +29,7 @@ from inductor.codegen.cpp.reductions import (FLUSH_BLOCKS, LANES, WIDE_LANES, Ac
                                               SharedPass, lanes_for, positions_ascend,
                                               positions_fit_int32, static_elements)
 from inductor.codegen.cpp.reuse import StructureTracker, find_reuses
+from inductor.codegen.cpp.segments import Segment, innermost_segments
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import linear_coefficient, simplify_index, size_hint, substitute
 from inductor.schedule.plans import KernelPlan, Member, reduction_linear_index
@@ -198,30 +199,46 @@ class CppKernel:
 
     def _pointwise(self) -> None:
         sizes = self.plan.outer_sizes
-        hoist = None
         if self._transposing(sizes):
             opened = self._open_tiles(sizes)
             hoist = self._hoist_before(self.plan.outer_vars()[-1:])
             opened += self._open_tile_loop(len(sizes) - 1, sizes[-1], simd=self.vectorize)
+            self._store_members(self._handler(hoist))
         elif not self._innermost_hoist(sizes):
             opened = self._open_outer_loops(sizes, simd_innermost=True)
+            self._store_members(self._handler())
         else:
             # values invariant along the innermost loop (index_select's and embedding's row
-            # index and its bounds check) are computed once per row, before that loop
+            # index and its bounds check) are computed once per row, before that loop; a
+            # `cat` along it runs one loop per input (segments.py)
             opened = self._open_outer_loops(sizes, simd_innermost=False, skip_last=True)
-            hoist = self._hoist_before(self.plan.outer_vars()[-1:])
-            if self.vectorize:
-                self.lines.add("#pragma omp simd")
             name = self.plan.outer_vars()[-1].name
-            self.lines.open(f"for (int64_t {name} = 0; {name} < {_text(sizes[-1])}; "
-                            f"++{name})")
-            opened += 1
-        handler = self._handler(hoist)
+            pieces = innermost_segments(self._boundaries, name, sizes[-1])
+            for piece in pieces or [Segment(name, 0, sizes[-1])]:
+                hoist = self._hoist_before(self.plan.outer_vars()[-1:])
+                if self.vectorize:
+                    self.lines.add("#pragma omp simd")
+                self.lines.open(f"for (int64_t {name} = {piece.start}; {name} < "
+                                f"{_text(piece.end)}; ++{name})")
+                self._store_members(self._handler(hoist, piece if pieces else None))
+                self.lines.close()
+        for _ in range(opened):
+            self.lines.close()
+
+    def _store_members(self, handler: CppOpsHandler) -> None:
         for stage in self.plan.stages:
             for member in stage.members:
                 self._compute_and_store(member, handler)
-        for _ in range(opened):
-            self.lines.close()
+
+    def _boundaries(self, whole: Segment) -> set:
+        """Where the body's position tests change outcome along the innermost loop (its
+        code thrown away)."""
+        probe = CppOpsHandler([], self.dtype_of, self._forwarded, self._index,
+                              pointer=lambda name: self.pointers.get(name, name),
+                              segment=whole)
+        for member in self.plan.members():
+            self._evaluate(member, probe)
+        return probe.facts.boundaries
 
     def _transposing(self, sizes: list) -> bool:
         """Whether the last two loops run in TILE x TILE tiles: a load reads along the
@@ -293,13 +310,14 @@ class CppKernel:
         return len(sizes)
 
     # -- members ---------------------------------------------------------------------------
-    def _handler(self, hoist: Optional[Hoist] = None) -> CppOpsHandler:
+    def _handler(self, hoist: Optional[Hoist] = None,
+                 segment: Optional[Segment] = None) -> CppOpsHandler:
         self.counter += 1
         return CppOpsHandler(_LineSink(self.lines), self.dtype_of, self._forwarded,
                              self._index, prefix=f"t{self.counter}_",
                              pointer=self.pointers.__getitem__, reciprocals=self.reciprocals,
                              extents=self.extents, site=self.plan.name,
-                             check_bounds=config.bounds_check, hoist=hoist)
+                             check_bounds=config.bounds_check, hoist=hoist, segment=segment)
 
     def _hoist(self) -> Optional[Hoist]:
         """A mark here for what the inner loop nest about to open need not recompute per

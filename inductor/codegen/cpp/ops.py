@@ -17,6 +17,7 @@ from inductor.codegen.bounds import cpp_index, is_empty
 from inductor.codegen.cpp.expressions import (compute_dtype, index_text, literal,
                                               storage_type)
 from inductor.codegen.cpp.lines import INDEX_ERROR_FLAG
+from inductor.codegen.cpp.segments import Segment, SegmentFacts
 from inductor.codegen.handler import KernelOpsHandler, Value
 from inductor.ir.primitives import BOOL, BY_NAME, PRIMITIVES
 from inductor.ir.symbols import signed_symbol
@@ -60,6 +61,8 @@ class CppOpsHandler(KernelOpsHandler):
     element, or None; `index_hook(expr)` prints (and may rewrite) an index expression;
     `extents` (buffer name -> elements it spans) drops accesses to empty buffers and, with
     `check_bounds` (bounds mode), checks each index, reporting `site` (the kernel's name).
+    `segment`: the part of the innermost loop's range this scope runs, where position tests
+    it decides fold (segments.py).
     """
 
     language, column, conjunction, value_type = "C++", "cpp", "&&", CppValue
@@ -67,8 +70,10 @@ class CppOpsHandler(KernelOpsHandler):
     def __init__(self, lines: list, dtype_of: Callable, forwarded: Callable,
                  index_hook: Callable, prefix: str = "tmp", pointer: Callable = str,
                  reciprocals: Optional[dict] = None, extents: Optional[dict] = None,
-                 site: str = "", check_bounds: bool = False, hoist=None):
+                 site: str = "", check_bounds: bool = False, hoist=None,
+                 segment: Optional[Segment] = None):
         super().__init__(prefix)
+        self.facts = SegmentFacts(segment) if segment is not None else None
         self.hoist = hoist
         self.lines = lines
         self.extents = extents
@@ -79,7 +84,7 @@ class CppOpsHandler(KernelOpsHandler):
         self.dtype_of = dtype_of
         self.forwarded = forwarded
         self.index_hook = index_hook
-        self.bf16_exact: set = set()   # names of values bf16_round made (stored as their bits)
+        self.bf16_exact: set = set()   # values bf16_round made or loaded (stored as their bits)
 
     # -- emission --------------------------------------------------------------------------
     def emit(self, text: str, dtype: torch.dtype):
@@ -118,8 +123,16 @@ class CppOpsHandler(KernelOpsHandler):
             zero = literal(0, dtype)
             element = f"({self.predicate} ? {element} : {zero})"
         elif self._hoists() and self.hoist.takes_load(name, index):
-            return self.hoist.value(element, compute_dtype(dtype), CppValue)
-        return self.emit(element, compute_dtype(dtype))
+            return self._exact(self.hoist.value(element, compute_dtype(dtype), CppValue),
+                               dtype == torch.bfloat16)
+        return self._exact(self.emit(element, compute_dtype(dtype)), dtype == torch.bfloat16)
+
+    def _exact(self, value: CppValue, exact: bool) -> CppValue:
+        """`value`, noted as a bfloat16 value held in a float (stored as its bits: a copy
+        keeps a NaN's payload, as eager's does) where `exact`."""
+        if exact:
+            self.bf16_exact.add(value.name)
+        return value
 
     def store_text(self, name: str, index, value: CppValue) -> str:
         """The statement writing `value` into buffer `name` at `index`."""
@@ -156,21 +169,55 @@ class CppOpsHandler(KernelOpsHandler):
         return symbol
 
     def masked(self, mask, body, other):
+        decided = self._truth(mask)
+        if decided:      # the segment lies inside the mask: no test, no masked loads
+            return body()
+        if decided is False:
+            dtype = self._masked_dtype(mask, body)
+            return other if isinstance(other, CppValue) else self.constant(other, dtype)
         result = self.under_mask(mask.name, body)
         other_text = literal(other, result.dtype) if not isinstance(other, CppValue) \
             else other.name
-        return self.emit(f"{mask.name} ? {result.name} : {other_text}", result.dtype)
+        exact = result.name in self.bf16_exact and (other_text in self.bf16_exact or
+                                                    other_text in ("0.0f", "0.0"))
+        return self._exact(self.emit(f"{mask.name} ? {result.name} : {other_text}",
+                                     result.dtype), exact)
+
+    def _truth(self, value) -> Optional[bool]:
+        return self.facts.truth.get(value.name) if self.facts is not None else None
+
+    def _masked_dtype(self, mask, body) -> torch.dtype:
+        """The dtype `body` computes, its code thrown away (a segment outside the mask)."""
+        lines, hoist = self.lines, self.hoist
+        self.lines, self.hoist = [], None
+        try:
+            return self.under_mask(mask.name, body).dtype
+        finally:
+            self.lines, self.hoist = lines, hoist
 
     # -- values ----------------------------------------------------------------------------
     def constant(self, value, dtype):
-        return self.emit(literal(value, dtype), compute_dtype(dtype))
+        result = self.emit(literal(value, dtype), compute_dtype(dtype))
+        if self.facts is not None:
+            self.facts.constant(result.name, value, result.dtype)
+        return result
 
     def index_expr(self, expr, dtype):
         dtype = compute_dtype(dtype)
-        return self.emit(f"static_cast<{storage_type(dtype)}>({self.index_hook(expr)})", dtype)
+        result = self.emit(f"static_cast<{storage_type(dtype)}>({self.index_hook(expr)})",
+                           dtype)
+        if self.facts is not None and not dtype.is_floating_point and dtype != torch.bool:
+            self.facts.index(result.name, expr)
+        return result
 
     def to_dtype(self, value, dtype, src_dtype=None):
         target = compute_dtype(dtype)
+        if value.name in self.bf16_exact:
+            if dtype == torch.bfloat16:     # a bfloat16 value already: its bits, as eager's
+                return value
+            if dtype in (torch.float32, torch.float64):
+                # a float32 now: a later cast back to bfloat16 rounds it (NaN made quiet)
+                value = self.emit(value.name, torch.float32)
         if dtype == torch.bfloat16:
             source = value if value.dtype == torch.float32 else self.to_dtype(value, torch.float32)
             rounded = self.emit(f"bf16_round({source.name})", torch.float32)
@@ -203,12 +250,19 @@ class CppOpsHandler(KernelOpsHandler):
         return self.emit(f"static_cast<{storage_type(target)}>({value.name})", target)
 
     def where(self, condition, a, b):
-        return self.emit(f"{condition.name} ? {a.name} : {b.name}", a.dtype)
+        decided = self._truth(condition)
+        if decided is not None and a.dtype == b.dtype:
+            return a if decided else b
+        return self._exact(self.emit(f"{condition.name} ? {a.name} : {b.name}", a.dtype),
+                           {a.name, b.name} <= self.bf16_exact)
 
     # -- the table's operators and calls ---------------------------------------------------
     def infix(self, row, a, b):
         text = f"{a.name} {row.operator} {b.name}"
         if row.dtypes == BOOL:      # comparisons
+            decided = self.facts.compare(row.name, a.name, b.name) if self.facts else None
+            if decided is not None:
+                return self.constant(decided, torch.bool)
             return self.emit(text, torch.bool)
         return self.emit(self._narrow(text, a.dtype), a.dtype)
 
@@ -273,10 +327,24 @@ class CppOpsHandler(KernelOpsHandler):
         return self.emit(f"jit_min({a.name}, {b.name})", a.dtype)
 
     def logical_and(self, a, b):
-        return self.emit(f"{a.name} && {b.name}", torch.bool)
+        folded = self._fold_logical(a, b, False)
+        return folded if folded is not None else self.emit(f"{a.name} && {b.name}", torch.bool)
 
     def logical_or(self, a, b):
-        return self.emit(f"{a.name} || {b.name}", torch.bool)
+        folded = self._fold_logical(a, b, True)
+        return folded if folded is not None else self.emit(f"{a.name} || {b.name}", torch.bool)
+
+    def _fold_logical(self, a, b, absorbing: bool):
+        """`a and b` (`absorbing` False) or `a or b` (True) where a segment decides an
+        operand: the absorbing outcome, or the other operand; None otherwise."""
+        if a.dtype != torch.bool or b.dtype != torch.bool:
+            return None
+        first, second = self._truth(a), self._truth(b)
+        if absorbing in (first, second):
+            return self.constant(absorbing, torch.bool)
+        if first is not None:
+            return b
+        return a if second is not None else None
 
     def logical_xor(self, a, b):
         return self.emit(f"{a.name} != {b.name}", torch.bool)

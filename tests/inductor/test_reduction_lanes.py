@@ -3,7 +3,7 @@ argmax/argmin with NaN (the first NaN's index), ties (the first occurrence, insi
 across lanes), infinities, -inf rows, zeros of both signs, all-NaN rows; amax/amin with NaN
 and infinities. Row lengths cover the scalar-only path (7), 16 lanes (100), 64 lanes (1024,
 1031 with a tail), reductions over all elements and along the first dimension (lanes over
-outer points), split over threads, in float32, bfloat16 and int64.
+outer points), split over threads, in float32, float64, bfloat16 and int64.
 
 Argmax/argmin lanes that see growing positions update with two selects (4.1 ms -> about 0.4
 ms along 1024 x 1024, eager 1.3-1.5 ms); `positions_ascend` decides where that holds."""
@@ -97,6 +97,13 @@ def test_bfloat16_and_int64_rows(function):
     x = _rows(1031)
     check_same(function, x.bfloat16(), atol=0, rtol=0)
     check_same(function, (x.nan_to_num() * 3).long(), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("function", [amax1, amin0, argmax1, max_with_index],
+                         ids=lambda f: f.__name__)
+def test_float64_rows(function):
+    """Float64 max/min lanes keep NaN through 64-bit masks."""
+    check_same(function, _rows(1031).double(), atol=0, rtol=0)
 
 
 @pytest.mark.parametrize("function", [argmax_all, argmin_of_transpose],

@@ -31,6 +31,7 @@ SUITE_DEFAULTS = {
                 compilers=["framejit", "framejit-eager", "torch.compile"],
                 output=RESULTS / "gpu.jsonl"),
 }
+SUITE_DEFAULTS["gpu-zoo"] = SUITE_DEFAULTS["gpu"]   # the complete GPU zoo: the same jobs' kind
 
 
 def build_jobs(options: argparse.Namespace) -> list[Job]:

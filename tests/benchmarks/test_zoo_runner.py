@@ -92,3 +92,16 @@ def test_jobs_start_with_empty_kernel_caches_and_shared_native_libraries(tmp_pat
     for name in ("JIT_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         assert environment[name].startswith(str(tmp_path / "scratch")), name
     assert environment["JIT_NATIVE_CACHE_DIR"] == str(tmp_path / "user-cache")
+
+
+@pytest.mark.parametrize("suite", ["gpu", "gpu-zoo"])
+def test_gpu_suites_run_on_cuda_in_bfloat16(suite):
+    """A GPU suite's jobs default to CUDA, bf16, batch 16 (gpu-zoo once ran on the CPU)."""
+    from benchmarks.zoo.__main__ import _apply_defaults, _parser, build_jobs
+    options = _parser().parse_args(["run", "--suite", suite, "--models", "resnet50"])
+    _apply_defaults(options)
+    jobs = build_jobs(options)
+    assert jobs and all(job.device == "cuda" and job.batch == 16 for job in jobs)
+    assert all(job.dtype == "bfloat16" for job in jobs if job.mode == "inference")
+    assert all(job.amp == "bfloat16" for job in jobs if job.mode == "training")
+    assert options.output.name == "gpu.jsonl"

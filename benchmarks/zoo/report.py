@@ -28,10 +28,13 @@ STATUS_MARK = {"eager_fallback": "no graph", "fail_accuracy": "inaccurate", "err
 
 _HEADER = """## Model zoo
 
-Real models with random weights (`benchmarks/zoo`): 13 torchvision classifiers and 13
-transformers architectures in small configs (hidden 256, 4 layers, 128 tokens), plus
-full-size BERT-base, GPT-2 (124M) and T5-small for the GPU, where the small DeBERTa-v2,
-Mistral and BART run too. Each job (model x mode x
+Real models with random weights (`benchmarks/zoo`): 13 torchvision classifiers, a
+segmentation model (LR-ASPP MobileNetV3) and a detection model (Faster R-CNN MobileNetV3 320
+FPN, images of different sizes per call, inference only), and 14 transformers architectures
+in small configs (hidden 256, 4 layers, 128 tokens; Whisper on 80 x 512 log-mel frames), plus
+full-size BERT-base, GPT-2 (124M) and T5-small for the GPU. Suite `gpu` is the first GPU
+table; suite `gpu-zoo` (every model, run in chunks) fills the complete one. Each job (model x
+mode x
 compiler) runs in its own process with fresh compiler caches. Compilers: `eager`; `framejit`
 = `dynamo.jit(model)` (our capture and our inductor); `framejit-eager` = our capture with
 graphs run as FX Python (the capture's own cost); `torch.compile` (the anchor, default mode);

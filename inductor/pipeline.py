@@ -34,6 +34,7 @@ from inductor.runtime.compiled_graph import (AnySharing, CompiledGraph, GraphRep
                                              Specialized,
                                              StoragePattern)
 from inductor.runtime.locks import serialized
+from inductor.runtime import native_program
 from inductor.runtime.output_aliases import alias_rebuilder
 from inductor.ir.symbols import hints_in_effect
 from inductor.size_variants import (NotSymbolic, SymbolicSizes, bind_symbols,
@@ -680,6 +681,12 @@ def _plain_run(rebuild: Callable, inner_run: Callable, boxed: Optional[Callable]
     per-call cost of small graphs is measured in these). `boxed`: the wrapper's form taking
     a list, else None."""
     if layout_fallback is None:
+        result = {tuple: native_program.TUPLE, list: native_program.LIST,
+                  _first: native_program.ONE}.get(rebuild)
+        program = native_program.runner(getattr(inner_run, "native_plan", None), result) \
+            if result is not None else None
+        if program is not None:     # allocations and launches only: one native call
+            return program
         if boxed is not None:
             def run_boxed(*inputs):
                 return rebuild(boxed(list(inputs)))
@@ -713,13 +720,17 @@ def _catching_layout_changes(run: Callable, layout_fallback: Optional[Callable])
     return run_or_fall_back
 
 
+def _first(results):
+    return results[0]
+
+
 def _fast_unflatten(spec) -> Callable:
     """Rebuild the output structure from the flat list (tuples and lists of tensors are built
     directly: pytree's general unflatten costs microseconds per call)."""
     if spec.type in (tuple, list) and spec.num_leaves == spec.num_children:
         return tuple if spec.type is tuple else list
     if spec.is_leaf():
-        return lambda results: results[0]
+        return _first
     return lambda results: pytree.tree_unflatten(list(results), spec)
 
 

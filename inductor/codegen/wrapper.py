@@ -42,6 +42,7 @@ from inductor.ir.nodes import (Buffer, ConstantBuffer, MultiOutput, ReinterpretV
                                TensorArgument)
 from inductor.schedule.plans import ExternStep, GraphPlan, KernelPlan
 from inductor.codegen.memory_reuse import ReusePlanner
+from inductor.runtime import native_program
 from inductor.codegen.size_binding import InputLayoutChanged, binding_lines  # noqa: F401
 
 
@@ -657,10 +658,14 @@ class WrapperWriter:
 
 
 def generate(plan: GraphPlan, segments: list, entries: list):
-    """(wrapper source, the `call` function compiled from it)."""
+    """(wrapper source, the `call` function compiled from it). `call.native_plan`: the
+    wrapper's work as data where it is only allocations and launches (`native_program`), for
+    callers that run it in one native call, else None."""
     writer = WrapperWriter(plan, segments, entries)
     source = writer.write()
     namespace = dict(writer.globals)
     exec(compile(source, "<framejit wrapper>", "exec"), namespace)
-    return source, namespace["call"]
+    call = namespace["call"]
+    call.native_plan = native_program.plan_of(source, namespace)
+    return source, call
 

@@ -11,6 +11,8 @@
 //   own_tensor(memory, sizes, strides, offset) -> Tensor
 //   view_of(base, sizes, strides, offset) -> Tensor
 //   layout_differs(tensor, dims, strides, nbytes) -> bool
+//   program(inputs, allocations, launches, outputs, mode, kernel_error) -> capsule
+//   run_program(program, *inputs) -> the outputs
 //
 // The same tensor as torch.empty_strided(sizes, strides, dtype=dtype, device=device), through
 // at::empty_strided (so the dispatcher, dispatch modes and the device's caching allocator all
@@ -445,6 +447,198 @@ PyObject* layout_differs(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   END_HANDLE_TH_ERRORS
 }
 
+// A wrapper made only of allocations, kernel launches and a return of the buffers it
+// allocated (`runtime/native_program.py` reads them off its source), run in one call: no Python
+// frame, line or argument list per call.
+struct Allocation {
+  std::vector<int64_t> sizes, strides;
+  at::TensorOptions options;
+};
+
+struct Launch {
+  PackedEntry entry;
+  std::vector<int64_t> operands;  // >= 0: that input; < 0: buffer -(operand + 1)
+};
+
+struct Program {
+  Py_ssize_t inputs = 0;
+  std::vector<Allocation> allocations;
+  std::vector<Launch> launches;
+  std::vector<int64_t> outputs;  // buffer indices
+  int mode = 0;                   // the result: 0 a list, 1 a tuple, 2 the one output itself
+  PyObject* kernel_error = nullptr;  // called with a launch's non-zero status; raises
+};
+
+const char* PROGRAM = "inductor.runtime._native.Program";
+
+void free_program(PyObject* capsule) {
+  auto* program = static_cast<Program*>(PyCapsule_GetPointer(capsule, PROGRAM));
+  if (program == nullptr) return;
+  Py_XDECREF(program->kernel_error);
+  delete program;
+}
+
+bool read_allocation(PyObject* item, Allocation& allocation) {
+  PyObject *sizes = nullptr, *strides = nullptr, *dtype = nullptr, *device = nullptr;
+  if (!PyArg_ParseTuple(item, "OOOO", &sizes, &strides, &dtype, &device)) return false;
+  if (!THPDtype_Check(dtype) || !THPDevice_Check(device)) {
+    PyErr_SetString(PyExc_TypeError, "program: an allocation's dtype and device must be a "
+                                     "torch.dtype and a torch.device");
+    return false;
+  }
+  if (!read_ints(sizes, allocation.sizes, "program: sizes must be ints") ||
+      !read_ints(strides, allocation.strides, "program: strides must be ints"))
+    return false;
+  if (allocation.sizes.size() != allocation.strides.size()) {
+    PyErr_SetString(PyExc_ValueError, "program: sizes and strides differ in length");
+    return false;
+  }
+  allocation.options = at::TensorOptions()
+                           .dtype(reinterpret_cast<THPDtype*>(dtype)->scalar_type)
+                           .device(reinterpret_cast<THPDevice*>(device)->device);
+  return true;
+}
+
+bool read_launch(PyObject* item, Launch& launch, const Program& program) {
+  PyObject *address = nullptr, *operands = nullptr;
+  if (!PyArg_ParseTuple(item, "OO", &address, &operands)) return false;
+  launch.entry = reinterpret_cast<PackedEntry>(PyLong_AsVoidPtr(address));
+  if (launch.entry == nullptr) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "program: a null entry address");
+    return false;
+  }
+  if (!read_ints(operands, launch.operands, "program: operands must be ints")) return false;
+  auto buffers = static_cast<int64_t>(program.allocations.size());
+  for (int64_t operand : launch.operands)
+    if (operand >= program.inputs || operand < -buffers) {
+      PyErr_SetString(PyExc_ValueError, "program: an operand names no input or buffer");
+      return false;
+    }
+  return true;
+}
+
+// program(inputs, allocations, launches, outputs, mode, kernel_error): inputs, the number of
+// tensors a call takes; allocations ((sizes, strides, dtype, device), ...); launches ((entry
+// address, operands), ...); outputs, buffer indices.
+PyObject* make_program(PyObject*, PyObject* args) {
+  Py_ssize_t inputs = 0;
+  PyObject *allocations = nullptr, *launches = nullptr, *outputs = nullptr, *error = nullptr;
+  int mode = 0;
+  if (!PyArg_ParseTuple(args, "nOOOiO", &inputs, &allocations, &launches, &outputs, &mode,
+                        &error))
+    return nullptr;
+  auto program = std::make_unique<Program>();
+  program->inputs = inputs;
+  program->mode = mode;
+  PyObject* fast = PySequence_Fast(allocations, "program: allocations must be a sequence");
+  if (fast == nullptr) return nullptr;
+  program->allocations.resize(static_cast<size_t>(PySequence_Fast_GET_SIZE(fast)));
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++)
+    if (!read_allocation(PySequence_Fast_GET_ITEM(fast, i),
+                         program->allocations[static_cast<size_t>(i)])) {
+      Py_DECREF(fast);
+      return nullptr;
+    }
+  Py_DECREF(fast);
+  fast = PySequence_Fast(launches, "program: launches must be a sequence");
+  if (fast == nullptr) return nullptr;
+  program->launches.resize(static_cast<size_t>(PySequence_Fast_GET_SIZE(fast)));
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++)
+    if (!read_launch(PySequence_Fast_GET_ITEM(fast, i),
+                     program->launches[static_cast<size_t>(i)], *program)) {
+      Py_DECREF(fast);
+      return nullptr;
+    }
+  Py_DECREF(fast);
+  if (!read_ints(outputs, program->outputs, "program: outputs must be ints")) return nullptr;
+  std::vector<bool> returned(program->allocations.size(), false);
+  for (int64_t output : program->outputs) {
+    if (output < 0 || output >= static_cast<int64_t>(program->allocations.size()) ||
+        returned[static_cast<size_t>(output)]) {
+      PyErr_SetString(PyExc_ValueError, "program: an output names no buffer, or one twice");
+      return nullptr;
+    }
+    returned[static_cast<size_t>(output)] = true;
+  }
+  if (mode < 0 || mode > 2 || (mode == 2 && program->outputs.size() != 1)) {
+    PyErr_SetString(PyExc_ValueError, "program: mode 0 (list), 1 (tuple) or 2 (one output)");
+    return nullptr;
+  }
+  program->kernel_error = Py_NewRef(error);
+  PyObject* capsule = PyCapsule_New(program.get(), PROGRAM, free_program);
+  if (capsule != nullptr) program.release();
+  return capsule;
+}
+
+PyObject* run_program(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  auto* program = nargs > 0 ? static_cast<Program*>(PyCapsule_GetPointer(args[0], PROGRAM))
+                            : nullptr;
+  if (program == nullptr) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "run_program(program, *inputs)");
+    return nullptr;
+  }
+  if (nargs - 1 != program->inputs) {
+    PyErr_Format(PyExc_TypeError, "a compiled graph taking %zd inputs called with %zd",
+                 program->inputs, nargs - 1);
+    return nullptr;
+  }
+  for (Py_ssize_t i = 1; i < nargs; i++)
+    if (!THPVariable_Check(args[i])) {
+      PyErr_SetString(PyExc_TypeError, "a compiled graph's input is not a tensor");
+      return nullptr;
+    }
+  HANDLE_TH_ERRORS
+  std::vector<at::Tensor> buffers;
+  buffers.reserve(program->allocations.size());
+  for (const Allocation& allocation : program->allocations)
+    buffers.push_back(at::empty_strided(allocation.sizes, allocation.strides,
+                                        allocation.options));
+  constexpr size_t kInline = 32;
+  void* pointer_storage[kInline];
+  std::vector<void*> pointer_heap;
+  int64_t no_sizes[1] = {0};
+  for (const Launch& launch : program->launches) {
+    void** pointers = pointer_storage;
+    if (launch.operands.size() > kInline) {
+      pointer_heap.resize(launch.operands.size());
+      pointers = pointer_heap.data();
+    }
+    for (size_t i = 0; i < launch.operands.size(); i++) {
+      int64_t operand = launch.operands[i];
+      pointers[i] = operand >= 0 ? THPVariable_Unpack(args[1 + operand]).data_ptr()
+                                 : buffers[static_cast<size_t>(-operand - 1)].data_ptr();
+    }
+    int status = 0;
+    Py_BEGIN_ALLOW_THREADS
+    status = launch.entry(pointers, no_sizes);
+    Py_END_ALLOW_THREADS
+    if (status != 0) {
+      PyObject* raised = PyObject_CallFunction(program->kernel_error, "i", status);
+      Py_XDECREF(raised);
+      if (!PyErr_Occurred())
+        PyErr_Format(PyExc_RuntimeError, "compiled kernel failed with status %d", status);
+      return nullptr;
+    }
+  }
+  if (program->mode == 2)
+    return THPVariable_Wrap(std::move(buffers[static_cast<size_t>(program->outputs[0])]));
+  auto count = static_cast<Py_ssize_t>(program->outputs.size());
+  PyObject* result = program->mode == 1 ? PyTuple_New(count) : PyList_New(count);
+  if (result == nullptr) return nullptr;
+  for (Py_ssize_t i = 0; i < count; i++) {
+    PyObject* value =
+        THPVariable_Wrap(std::move(buffers[static_cast<size_t>(program->outputs[i])]));
+    if (value == nullptr) {
+      Py_DECREF(result);
+      return nullptr;
+    }
+    if (program->mode == 1) PyTuple_SET_ITEM(result, i, value);
+    else PyList_SET_ITEM(result, i, value);
+  }
+  return result;
+  END_HANDLE_TH_ERRORS
+}
+
 PyMethodDef methods[] = {
     {"empty_strided", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(empty_strided)),
      METH_FASTCALL,
@@ -472,6 +666,11 @@ PyMethodDef methods[] = {
      METH_FASTCALL,
      "layout_differs(tensor, dims, strides, nbytes): whether a result's strides along dims "
      "differ, or (nbytes >= 0) it does not start a storage of nbytes."},
+    {"program", make_program, METH_VARARGS,
+     "program(inputs, allocations, launches, outputs, mode, kernel_error): a wrapper made of "
+     "allocations and launches, for run_program."},
+    {"run_program", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(run_program)),
+     METH_FASTCALL, "run_program(program, *inputs): allocate, launch, return the outputs."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",

@@ -15,7 +15,9 @@ a wrapper compiled over symbolic sizes in one call (`size_binding`); `launch(add
 `own_tensor(memory, sizes, strides, offset)` and `view_of(base, sizes, strides, offset)`, an
 output over a buffer's memory that is no view, and a view (`output_geometry`);
 `layout_differs(tensor, dims, strides, nbytes)`, the per-call check that an eager kernel's result
-has the layout the kernels expect (`layout_check`).
+has the layout the kernels expect (`layout_check`); `program(...)` and `run_program(program,
+*inputs)`, a wrapper made only of allocations and launches run in one call (`programs`,
+`runtime/native_program.py`).
 
 `empty_strided()` returns that function, or a Python function calling `torch.empty_strided`
 where the extension cannot be built (no compiler or headers; logged once on
@@ -129,3 +131,14 @@ def layout_check() -> Optional[Callable]:
     compares in Python)."""
     module = build.load(HELPER)
     return getattr(module, "layout_differs", None) if module is not None else None
+
+
+def programs() -> Optional[tuple]:
+    """(program, run_program) of the extension (`runtime/native_program.py`), or None where it
+    is unavailable or `config.native_allocation` is off."""
+    if not config.native_allocation:
+        return None
+    module = build.load(HELPER)
+    if module is None or not hasattr(module, "run_program"):
+        return None
+    return module.program, module.run_program

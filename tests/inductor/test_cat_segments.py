@@ -8,8 +8,10 @@ against eager's 0.46-0.76).
 Values are compared with eager bit for bit (NaN, infinities, -0.0 included): inputs of
 several widths (one and zero columns), promoted dtypes, bfloat16, a transposed input, fused
 readers (exp, flip: a decreasing index), pads that crop, gathers under a piece (an index
-out of range still raises), several threads. The generated C++ is read for the structure,
-and the segment arithmetic is checked against every position.
+out of range still raises), several threads; each both split (every row length allowed) and
+as the kernel is built by default (rows of up to SPLIT_ABOVE elements stay whole). The
+generated C++ is read for the structure, and the segment arithmetic is checked against every
+position.
 """
 import itertools
 
@@ -18,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 import inductor
+from inductor.codegen.cpp import segments
 from inductor.codegen.cpp.segments import Segment, SegmentFacts, innermost_segments
 from tests.inductor.conftest import compile_function
 from tests.inductor.test_cpp_hoisted_index import _innermost_loops
@@ -55,14 +58,26 @@ def cat_last(x, y):
     return torch.cat([x, y], 1)
 
 
+@pytest.fixture(params=["split", "default"])
+def split(request, monkeypatch):
+    if request.param == "split":
+        monkeypatch.setattr(segments, "SPLIT_ABOVE", 1)
+    return request.param
+
+
 def test_a_cat_along_the_last_dim_reads_one_input_per_loop():
-    compiled = _same_bits(cat_last, _values(33, 64), _values(33, 40, seed=1))
+    compiled = _same_bits(cat_last, _values(33, 150), _values(33, 90, seed=1))
     loops = _innermost_loops(_kernels(compiled))
     assert len(loops) == 2, loops
-    assert "x1 = 0; x1 < 64;" in loops[0] and "x1 = 64; x1 < 104;" in loops[1], loops
+    assert "x1 = 0; x1 < 150;" in loops[0] and "x1 = 150; x1 < 240;" in loops[1], loops
     for body in loops:
         assert "?" not in body, body          # no masked load, no select per element
         assert body.count("p0[") + body.count("p1[") == 1, body
+
+
+def test_short_rows_stay_whole():
+    compiled = _same_bits(cat_last, _values(33, 64), _values(33, 64, seed=1))
+    assert len(_innermost_loops(_kernels(compiled))) == 1
 
 
 CASES = {
@@ -94,7 +109,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_values_match_eager_bit_for_bit(name):
+def test_values_match_eager_bit_for_bit(name, split):
     function, make = CASES[name]
     _same_bits(function, *make())
 
@@ -103,7 +118,7 @@ def gather_then_cat(table, index, other):
     return torch.cat([table[:, index], other], 1)   # negative indices wrap
 
 
-def test_a_gather_under_a_piece_checks_its_indices():
+def test_a_gather_under_a_piece_checks_its_indices(split):
     table, other = _values(6, 40), _values(6, 9, 1)
     index = torch.tensor([3, -1, 39, 0, 7])
     compiled = _same_bits(gather_then_cat, table, index, other)
@@ -118,19 +133,21 @@ def test_several_threads():
     saved = inductor.config.snapshot()
     inductor.config.update(threads=2, parallel_threshold=1)
     try:
-        compiled = _same_bits(cat_last, _values(64, 48), _values(64, 80, 1))
-        assert "omp parallel" in _kernels(compiled)
+        compiled = _same_bits(cat_last, _values(64, 148), _values(64, 80, 1))
+        source = _kernels(compiled)
+        assert "omp parallel" in source and len(_innermost_loops(source)) == 2, source
     finally:
         inductor.config.update(**saved)
 
 
 @pytest.mark.parametrize("operation", ["lt", "le", "gt", "ge", "eq", "ne"])
-def test_segments_decide_every_position(operation):
+def test_segments_decide_every_position(operation, monkeypatch):
     """Over each segment of its boundaries, `c * x + d <op> k` has the outcome the
     segment's intervals decide, at every x (coefficients of both signs)."""
     check = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
              "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
     size = 23
+    monkeypatch.setattr(segments, "SPLIT_ABOVE", 1)
     for coefficient, offset, bound in itertools.product((1, 2, 3, -1, -2), (-5, 0, 4),
                                                         (-3, 0, 7, 22, 40)):
         def boundaries(segment):

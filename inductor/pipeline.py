@@ -619,6 +619,10 @@ def _wrap_observable_behaviour(aten_graph: AtenGraph, inner: CompiledGraph,
 
     if boxed is not None and layout_fallback is None and grad_mode is None and \
             not constants and not without_grad and not version_steps and not output_versions:
+        program = _program(inner_run, rebuild, aliases) if geometry is None else None
+        if program is not None:     # the aliases are fresh buffers: one native call
+            return program
+
         def run_rebuilding(*inputs):    # only the aliases to rebuild: one frame, no `try`
             return rebuild(rebuilt(list(boxed(list(inputs))), inputs,
                                    geometry(inputs) if geometry is not None else None))
@@ -681,10 +685,7 @@ def _plain_run(rebuild: Callable, inner_run: Callable, boxed: Optional[Callable]
     per-call cost of small graphs is measured in these). `boxed`: the wrapper's form taking
     a list, else None."""
     if layout_fallback is None:
-        result = {tuple: native_program.TUPLE, list: native_program.LIST,
-                  _first: native_program.ONE}.get(rebuild)
-        program = native_program.runner(getattr(inner_run, "native_plan", None), result) \
-            if result is not None else None
+        program = _program(inner_run, rebuild)
         if program is not None:     # allocations and launches only: one native call
             return program
         if boxed is not None:
@@ -722,6 +723,17 @@ def _catching_layout_changes(run: Callable, layout_fallback: Optional[Callable])
 
 def _first(results):
     return results[0]
+
+
+def _program(inner_run: Callable, rebuild: Callable, aliases: Optional[list] = None):
+    """The wrapper run as one native call (`native_program`) returning what `rebuild` would
+    make of its results (and the `aliases` it rebuilds), else None."""
+    result = {tuple: native_program.TUPLE, list: native_program.LIST,
+              _first: native_program.ONE}.get(rebuild)
+    plan = getattr(inner_run, "native_plan", None)
+    if aliases is not None:
+        plan = native_program.owning_plan(plan, aliases)
+    return native_program.runner(plan, result) if result is not None else None
 
 
 def _fast_unflatten(spec) -> Callable:

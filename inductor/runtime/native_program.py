@@ -12,7 +12,8 @@ layout and names bound in its globals, have a plan (a 64x64 `neg` is one):
     buf0 = empty_strided((64, 64), (64, 1), torch.float32, device_cpu)
     status = launch(entry10, arg0, buf0)      if status: / kernel_error(status)
     del arg0, arg1                     (inputs only: an intermediate freed early is not run)
-    return [buf0, buf1]                (buffers it allocated, each once)
+    return [buf0, buf1]                (buffers it allocated, each once; None where an alias
+                                       is rebuilt outside: `owning_plan` may fill it)
 The program does just that: allocates every buffer (`at::empty_strided`, as the native
 `empty_strided`), launches the entries in order with the data pointers, calls `kernel_error`
 with a non-zero status, and returns the buffers as a list, a tuple or the one output
@@ -30,13 +31,14 @@ from typing import Callable, Optional
 import torch
 
 from inductor.runtime import native
+from inductor.runtime.output_aliases import OWN, alias_kinds
 
 _UNPACK = re.compile(r"    ((?:\w+, )+)= arguments")
 _ALLOCATE = re.compile(r"    (\w+) = empty_strided\((\([\d, ]*\)), (\([\d, ]*\)), "
                        r"torch\.(\w+), (\w+)\)")
 _LAUNCH = re.compile(r"    status = launch\((\w+)((?:, \w+)*)\)")
 _DELETE = re.compile(r"    del (\w+(?:, \w+)*)")
-_RETURN = re.compile(r"    return \[(\w+(?:, \w+)*)\]")
+_RETURN = re.compile(r"    return \[(\w+(?:, \w+)*)\]")     # None: an alias rebuilt outside
 
 LIST, TUPLE, ONE = 0, 1, 2
 
@@ -94,9 +96,10 @@ class _Reader:
             return 1 if all(name in self.inputs for name in match.group(1).split(", ")) else 0
         match = _RETURN.fullmatch(text)
         if match is not None and self.outputs is None:
-            names = match.group(1).split(", ")
+            names = [name for name in match.group(1).split(", ") if name != "None"]
             if len(set(names)) == len(names) and all(name in self.buffers for name in names):
-                self.outputs = [self.buffers.index(name) for name in names]
+                self.outputs = [None if name == "None" else self.buffers.index(name)
+                                for name in match.group(1).split(", ")]
                 return 1
         return 0
 
@@ -126,11 +129,52 @@ def plan_of(source: str, namespace: dict) -> Optional[tuple]:
             tuple(reader.outputs), namespace["kernel_error"])
 
 
+def _extent(sizes: tuple, strides: tuple) -> int:
+    """Elements of the storage `at::empty_strided` allocates for a layout."""
+    if any(size == 0 for size in sizes):
+        return 0
+    return 1 + sum((size - 1) * stride for size, stride in zip(sizes, strides))
+
+
+def owning_plan(plan: Optional[tuple], aliases: list) -> Optional[tuple]:
+    """`plan` (whose outputs are the wrapper's: None where an alias is rebuilt outside, then
+    the hidden bases) returning each alias as its base buffer allocated with the alias's
+    geometry, where every alias is a tensor of its own over a hidden base
+    (`output_aliases.OWN`) at offset 0 whose storage is the base's size: the same memory
+    (kernels address it by pointer), no view, a version counter at 0, as eager's fresh
+    output (`torch.stack`). Else None."""
+    if plan is None:
+        return None
+    inputs, allocations, launches, outputs, kernel_error = plan
+    count = len(aliases)
+    kinds = alias_kinds(aliases, count)
+    allocations, result = list(allocations), []
+    for position, alias in enumerate(aliases):
+        if alias is None:
+            result.append(outputs[position])
+            continue
+        if kinds[position] != OWN or alias.storage_offset != 0 or \
+                alias.base_index >= len(outputs) or outputs[alias.base_index] is None:
+            return None
+        buffer = outputs[alias.base_index]
+        sizes, strides, dtype, device = allocations[buffer]
+        size, stride = tuple(alias.size), tuple(alias.stride)
+        if not all(isinstance(value, int) for value in size + stride) or \
+                _extent(size, stride) != _extent(sizes, strides):
+            return None
+        allocations[buffer] = (size, stride, dtype, device)
+        result.append(buffer)
+    if None in result or len(set(result)) != len(result):
+        return None
+    return inputs, tuple(allocations), launches, tuple(result), kernel_error
+
+
 def runner(plan: Optional[tuple], result: int) -> Optional[Callable]:
     """`run(*inputs)` returning the plan's outputs as a list (LIST), a tuple (TUPLE) or the one
     output (ONE), or None without a plan or the extension."""
     functions = native.programs()
-    if plan is None or functions is None or (result == ONE and len(plan[3]) != 1):
+    if plan is None or functions is None or None in plan[3] or \
+            (result == ONE and len(plan[3]) != 1):
         return None
     make, run = functions
     inputs, allocations, launches, outputs, kernel_error = plan

@@ -144,3 +144,33 @@ def test_off_with_native_allocation():
         torch.testing.assert_close(compiled(torch.ones(3)), -torch.ones(3))
     finally:
         inductor.config.update(**saved)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_stack_runs_natively_its_output_allocated_as_eager_lays_it_out(dim, monkeypatch):
+    """`torch.stack` decomposes to a view of a `cat`, which eager returns fresh: the program
+    allocates the cat's buffer with the stack's geometry and returns it (`owning_plan`)."""
+    def function(x):
+        return torch.stack([x, x * 2], dim)
+    x = torch.randn(6, 5)
+    compiled = _compiled(function, x)
+    assert _is_program(compiled)
+    python = _python_compiled(function, x, monkeypatch=monkeypatch)
+    ours, theirs, eager = compiled(x), python(x), function(x)
+    assert _facts(ours) == _facts(theirs) == _facts(eager)
+    torch.testing.assert_close(ours, eager)
+
+
+def test_owning_plan_takes_only_fresh_aliases_over_whole_hidden_buffers():
+    from inductor.aliasing import OutputAlias
+    cpu = torch.device("cpu")
+    plan = (1, (((8, 4), (4, 1), torch.float32, cpu),), ((1234, (0, -1)),), (None, 0), print)
+
+    def alias(size, stride, offset=0, detached=True, base=1):
+        return OutputAlias("output", base, size, stride, offset, False, detached)
+    owned = native_program.owning_plan(plan, [alias((2, 4, 4), (16, 4, 1))])
+    assert owned == (1, (((2, 4, 4), (16, 4, 1), torch.float32, cpu),), plan[2], (0,), print)
+    assert native_program.owning_plan(plan, [alias((7, 4), (4, 1), offset=4)]) is None
+    assert native_program.owning_plan(plan, [alias((2, 4), (4, 1))]) is None   # less storage
+    assert native_program.owning_plan(plan, [alias((2, 4, 4), (16, 4, 1),
+                                                   detached=False)]) is None   # a view

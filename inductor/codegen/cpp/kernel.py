@@ -489,7 +489,8 @@ class CppKernel:
             return
         sizes, variables = self.plan.inner_sizes, self.plan.inner_vars()
         innermost = sizes[-1]
-        lanes = lanes_for(size_hint(innermost)) if self.vectorize else 0
+        lanes = lanes_for(size_hint(innermost), [member.node.buffer.data for member in members]) \
+            if self.vectorize else 0
         accumulators = self._accumulators(members, lanes)
         for accumulator in accumulators:
             self.lines.add(*accumulator.declare())
@@ -579,7 +580,8 @@ class CppKernel:
         size_example = size_hint(self.plan.inner_sizes[0])
         size = _text(self.plan.inner_sizes[0])
         name = self.plan.inner_vars()[0].name
-        lanes = lanes_for(size_example // self.threads) if self.vectorize else 0
+        lanes = lanes_for(size_example // self.threads,
+                          [member.node.buffer.data for member in members]) if self.vectorize else 0
         granule = max(lanes, 1)
         threads = "jit_teams"
         teams = self.threads if self.clause else "omp_get_max_threads()"

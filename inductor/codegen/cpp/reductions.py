@@ -31,11 +31,24 @@ LANES = 16          # one AVX-512 vector of float32
 WIDE_LANES = 64     # four vectors: independent accumulators hide the add latency
 
 
-def lanes_for(extent: int) -> int:
-    """Lanes for a vectorised loop of `extent` iterations (0: scalar only)."""
+def lanes_for(extent: int, reductions: tuple = ()) -> int:
+    """Lanes for a vectorised loop of `extent` iterations (0: scalar only) folding the
+    `reductions` (their IR data: `reduction_type`, `src_dtype`). Lanes of more than four bytes
+    (an int64 or float64 value, argmax's value and position) come 32 to a loop rather than 64:
+    64 took all 16 AVX2 registers and spilled (argmax along rows of 1024: 15% slower)."""
     if extent >= 16 * WIDE_LANES:   # measured: on rows of 256, 16 lanes beat 64 by 25%
-        return WIDE_LANES
+        wide = any(_lane_bytes(data.reduction_type, data.src_dtype) > 4 for data in reductions)
+        return WIDE_LANES // 2 if wide else WIDE_LANES
     return LANES if extent >= LANES else 0
+
+
+def _lane_bytes(reduction_type: str, dtype: torch.dtype) -> int:
+    """Bytes of one lane's state (Welford's two arrays left out: they keep 64 lanes, whose
+    count its values depend on)."""
+    size = 4 if dtype in (torch.float16, torch.bfloat16) else dtype.itemsize
+    if reduction_type in WELFORD:
+        return 4
+    return size + 4 if reduction_type in ("argmax", "argmin") else size
 
 
 def positions_ascend(position, variables: list, sizes: list) -> bool:

@@ -451,7 +451,6 @@ class CppKernel:
         return (positions_ascend(position, self.plan.inner_vars(), self.plan.inner_sizes),
                 positions_fit_int32(member.node.inner_sizes))
 
-
     def _row_position(self) -> str:
         """The row-major position in the inner loops, as C++ (a scratch row's index)."""
         position, stride = sympy.Integer(0), 1

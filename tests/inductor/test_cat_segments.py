@@ -75,6 +75,13 @@ def test_a_cat_along_the_last_dim_reads_one_input_per_loop():
         assert body.count("p0[") + body.count("p1[") == 1, body
 
 
+def test_a_one_dimensional_cat_reads_one_input_per_loop():
+    compiled = _same_bits(lambda x, y: torch.cat([x, y]), _values(1, 1000)[0],
+                          _values(1, 500, 1)[0])
+    loops = _innermost_loops(_kernels(compiled))
+    assert len(loops) == 2 and not any("?" in body for body in loops), loops
+
+
 def test_short_rows_stay_whole():
     compiled = _same_bits(cat_last, _values(33, 64), _values(33, 64, seed=1))
     assert len(_innermost_loops(_kernels(compiled))) == 1
@@ -105,6 +112,10 @@ CASES = {
     "pad that crops": (lambda x: F.pad(x, (-2, 3)) - 1, lambda: (_values(6, 30),)),
     "cat of a pad": (lambda x, y: torch.cat([F.pad(x, (2, 2)), y], 1),
                      lambda: (_values(5, 12), _values(5, 6, 1))),
+    "1-D": (lambda x, y: torch.cat([x, y * 2]), lambda: (_values(1, 300)[0], _values(1, 77, 1)[0])),
+    "1-D pad": (lambda x: F.pad(x, (3, 5)), lambda: (_values(1, 200)[0],)),
+    "1-D broadcast scalar": (lambda x, y: torch.cat([x + y[0], y]),
+                             lambda: (_values(1, 140)[0], _values(1, 9, 1)[0])),
 }
 
 

@@ -331,10 +331,11 @@ class CppKernel:
         return Hoist(self.lines, variables, self.plan.stores, prefix=f"h{self.hoists}_")
 
     def _innermost_hoist(self, sizes: list) -> bool:
-        """Whether a pointwise nest of several loops gets a hoist mark before its innermost
-        loop: not where a `collapse` clause folds that loop into the parallel one (no
-        statement may stand between them) or where it may not run (an extent of 0)."""
-        if len(sizes) < 2 or (isinstance(sizes[-1], int) and sizes[-1] <= 0):
+        """Whether a pointwise nest gets a hoist mark before its innermost loop (and that
+        loop's segments, segments.py; a 1-D cat ran 948 us against eager's 307, split 177):
+        not where threads split that loop or a `collapse` clause folds it into the parallel
+        one (no statement may stand between them) or where it may not run (an extent of 0)."""
+        if not sizes or (isinstance(sizes[-1], int) and sizes[-1] <= 0):
             return False
         level = self._parallel_level(sizes)
         return level is None or level < len(sizes) - 1

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import weakref
 from typing import Callable, Optional
 
 import torch
@@ -178,5 +179,9 @@ def runner(plan: Optional[tuple], result: int) -> Optional[Callable]:
         return None
     make, run = functions
     inputs, allocations, launches, outputs, kernel_error = plan
-    return functools.partial(run, make(inputs, allocations, launches, outputs, result,
-                                       kernel_error))
+    program = functools.partial(run, make(inputs, allocations, launches, outputs, result,
+                                          kernel_error))
+    # a copy is the program itself (it never changes): a capsule cannot be deep-copied, and a
+    # compiled graph could be before (its run was a function)
+    program.__deepcopy__ = lambda memo, itself=weakref.ref(program): itself()
+    return program

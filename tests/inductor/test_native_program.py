@@ -1,6 +1,8 @@
 """inductor/runtime/native_program: a wrapper made only of allocations and kernel launches runs
 as one native call (`run_program`), with the results, errors and tensor facts of the Python
 wrapper it was read from; other wrappers keep the Python function."""
+import copy
+
 import pytest
 import torch
 
@@ -86,9 +88,11 @@ def test_a_kernel_error_raises_as_the_python_wrapper_does(monkeypatch):
             run(torch.tensor([1, 20]), weight)
 
 
-def test_wrong_calls_raise():
+def test_wrong_calls_raise_and_copies_run():
     compiled = _compiled(lambda x: -x, torch.randn(3))
     assert _is_program(compiled)
+    for copied in (copy.deepcopy(compiled), copy.copy(compiled)):
+        torch.testing.assert_close(copied(torch.ones(3)), -torch.ones(3))
     with pytest.raises(TypeError):
         compiled()
     with pytest.raises(TypeError):

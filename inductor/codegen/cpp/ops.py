@@ -9,6 +9,8 @@ holds C++'s own cases (integer and float paths, masks, conversions, eager's roun
 """
 from __future__ import annotations
 
+import math
+import struct
 from typing import Callable, Optional
 
 import torch
@@ -178,8 +180,9 @@ class CppOpsHandler(KernelOpsHandler):
         result = self.under_mask(mask.name, body)
         other_text = literal(other, result.dtype) if not isinstance(other, CppValue) \
             else other.name
-        exact = result.name in self.bf16_exact and (other_text in self.bf16_exact or
-                                                    other_text in ("0.0f", "0.0"))
+        exact = result.name in self.bf16_exact and (
+            other_text in self.bf16_exact if isinstance(other, CppValue) else
+            result.dtype == torch.float32 and bf16_holds(other))
         return self._exact(self.emit(f"{mask.name} ? {result.name} : {other_text}",
                                      result.dtype), exact)
 
@@ -200,7 +203,7 @@ class CppOpsHandler(KernelOpsHandler):
         result = self.emit(literal(value, dtype), compute_dtype(dtype))
         if self.facts is not None:
             self.facts.constant(result.name, value, result.dtype)
-        return result
+        return self._exact(result, result.dtype == torch.float32 and bf16_holds(value))
 
     def index_expr(self, expr, dtype):
         dtype = compute_dtype(dtype)
@@ -364,6 +367,18 @@ class CppOpsHandler(KernelOpsHandler):
             return None
         text, dtype = unary(value)
         return self.emit(self._narrow(text, dtype), dtype)
+
+
+def bf16_holds(value) -> bool:
+    """Whether a constant, as a float32, has a zero low half (bfloat16 holds it: stored as its
+    bits it is what rounding gives). NaN is left to rounding."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return False
+    try:
+        word = struct.unpack("<I", struct.pack("<f", value))[0]
+    except (OverflowError, struct.error):
+        return False
+    return word & 0xFFFF == 0
 
 
 def _suffix(value) -> str:

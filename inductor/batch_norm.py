@@ -18,25 +18,35 @@ What the kernel computes for a float32 input, per channel c over the n = numel /
 and in evaluation mode `invstd = 1 / sqrt(running_var + eps)` in float, then the same alpha,
 beta and out. The float64 sums run in another order than the kernel's sequential loop, which
 can change the float64 result in its last bits; rounded to float32 it almost never shows.
-Reproduced: contiguous inputs with more than one element per sample and channel (N, C, *) on
-CPU, float32 throughout. Not reproduced: inputs of shape (N, C) and channels-last ones (the
-kernel sums them in float32 partial sums, one per thread of `torch.get_num_threads()`), other
-dtypes, and CUDA (cuDNN): those keep torch's decomposition.
+Reproduced on CPU, float32 throughout: in training mode contiguous inputs with more than one
+element per sample and channel (N, C, *); in evaluation mode every contiguous input, (N, C) and
+(N, C, 1, 1) included (the kernel takes other loops there but computes the same fma per
+element; measured bitwise). Not reproduced: training-mode inputs of shape (N, C) and
+channels-last ones (the kernel sums them in float32 partial sums, one per thread of
+`torch.get_num_threads()`), other dtypes, and CUDA (cuDNN): those keep torch's decomposition.
 """
 from __future__ import annotations
 
+import contextlib
 import struct
 from typing import Optional
 
 import torch
 
 
-def _reproducible(input, weight, bias, running_mean, running_var) -> bool:
+def _reproducible(input, weight, bias, running_mean, running_var, training: bool) -> bool:
+    """Whether the kernel's rounding is reproduced (module docstring). Evaluation mode: every
+    contiguous float32 input of two or more dimensions, whatever its sizes; training mode also
+    needs more than one element per sample and channel, which over symbolic sizes is a
+    condition on them (asked only there: asking made a symbolic trace of an evaluation graph
+    guard on `H * W > 1` and fall back to one compile per size)."""
     tensors = [value for value in (input, weight, bias, running_mean, running_var)
                if value is not None]
-    return (input.device.type == "cpu" and input.dim() >= 3
-            and all(value.dtype == torch.float32 for value in tensors)
-            and input.is_contiguous() and input.numel() // (input.shape[0] * input.shape[1]) > 1)
+    if not (input.device.type == "cpu" and input.dim() >= 2 and input.is_contiguous()
+            and all(value.dtype == torch.float32 for value in tensors)):
+        return False
+    return not training or (input.dim() >= 3 and
+                            input.numel() // (input.shape[0] * input.shape[1]) > 1)
 
 
 def _float32(value: float) -> float:
@@ -51,12 +61,30 @@ def _per_channel(value: torch.Tensor, dim: int) -> torch.Tensor:
 
 def _affine(input, weight, bias, mean, invstd):
     """out = fma(x, alpha, beta) with alpha = invstd * weight, beta = fma(-mean, alpha, bias)
-    (`addcmul` lowers to exactly these fused multiply-adds)."""
+    (`addcmul` lowers to exactly these fused multiply-adds).
+
+    Over symbolic sizes, torch's meta of the last `addcmul` orders the output's dims by
+    comparing the contiguous input's strides against (1, C, 1, 1) operands, which asks
+    `W != H * W` (is H 1?), a guard the front end never made: the symbolic trace fell back to
+    one compile per size. The answer cannot change the result (the output is contiguous for
+    every size; a dim of size 1 has no stride that matters), so the op runs without recording
+    guards (`_unguarded_layout`)."""
     alpha = invstd * weight if weight is not None else invstd
     base = bias if bias is not None else torch.zeros_like(mean)
     beta = torch.addcmul(base, mean, alpha, value=-1)
     dim = input.dim()
-    return torch.addcmul(_per_channel(beta, dim), input, _per_channel(alpha, dim))
+    with _unguarded_layout(input):
+        return torch.addcmul(_per_channel(beta, dim), input, _per_channel(alpha, dim))
+
+
+def _unguarded_layout(input: torch.Tensor):
+    """A context in which the ShapeEnv of `input`'s symbolic sizes records no guard (torch's
+    `suppress_guards`), for `_affine`'s last op only: its output is contiguous for every
+    size, so the layout question torch's meta asks is answered from the size hints."""
+    for size in input.shape:
+        if isinstance(size, torch.SymInt):
+            return size.node.shape_env.suppress_guards()
+    return contextlib.nullcontext()
 
 
 def training(input, weight, bias, running_mean, running_var, momentum: float,
@@ -64,7 +92,7 @@ def training(input, weight, bias, running_mean, running_var, momentum: float,
     """(out, save_mean, save_invstd, new running mean or None, new running variance or None)
     of training-mode batch norm, computed without writing anything, or None where the
     kernel's rounding is not reproduced (module docstring)."""
-    if not _reproducible(input, weight, bias, running_mean, running_var):
+    if not _reproducible(input, weight, bias, running_mean, running_var, training=True):
         return None
     channels = input.shape[1]
     count = input.numel() // channels
@@ -116,23 +144,29 @@ def updating(decomposition, functional: bool):
 def evaluation(input, weight, bias, running_mean, running_var,
                eps: float) -> Optional[torch.Tensor]:
     """The output of evaluation-mode batch norm, or None where not reproduced."""
-    if not _reproducible(input, weight, bias, running_mean, running_var):
+    if not _reproducible(input, weight, bias, running_mean, running_var, training=False):
         return None
     invstd = torch.reciprocal(torch.sqrt(running_var + eps))
     return _affine(input, weight, bias, running_mean, invstd)
 
 
-def evaluating(decomposition):
+def evaluating(decomposition, reserve: bool):
     """A decomposition of one of ATen's evaluation-mode batch norms that computes the output
-    exactly where it applies (`evaluation`) and keeps `decomposition`'s other results (empty
-    statistics, a reserve buffer). `_native_batch_norm_legit_no_training` and
-    `_batch_norm_no_update` take (input, weight, bias, running_mean, running_var, momentum,
-    eps); torch's Python dispatcher, which symbolic traces run under, routes an evaluation
-    `F.batch_norm` to the first, not to `native_batch_norm`."""
+    exactly where it applies (`evaluation`), with the other results the CPU kernel and
+    `decomposition` give there (empty statistics; with `reserve`, an empty uint8 reserve
+    buffer), and is `decomposition` elsewhere. `_native_batch_norm_legit_no_training` and
+    `_batch_norm_no_update` (`reserve`) take (input, weight, bias, running_mean, running_var,
+    momentum, eps); torch's Python dispatcher, which symbolic traces run under, routes an
+    evaluation `F.batch_norm` to the first, not to `native_batch_norm`. `decomposition` is
+    not traced where the exact output applies: its output went unused and doubled the
+    trace's work on these ops."""
     def decompose(input, weight, bias, running_mean, running_var, momentum, eps):
-        general = decomposition(input, weight, bias, running_mean, running_var, momentum, eps)
         exact = evaluation(input, weight, bias, running_mean, running_var, eps)
         if exact is None:
-            return general
-        return (exact, *general[1:])
+            return decomposition(input, weight, bias, running_mean, running_var, momentum,
+                                 eps)
+        statistics = (input.new_zeros((0,)), input.new_zeros((0,)))
+        if reserve:
+            return (exact, *statistics, input.new_empty((0,), dtype=torch.uint8))
+        return (exact, *statistics)
     return decompose

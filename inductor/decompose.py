@@ -37,6 +37,7 @@ from inductor.aliasing import (SharedInputWrites, UnsupportedGraph, memory_root,
                                reads_written_memory_partly, writes_into_overlapping_memory,
                                writes_into_shared_inputs, written_placeholders)
 from inductor.eager_run import eager_run, replayable
+from inductor.fresh_writes import make_fresh_writes_functional
 from inductor.graph_calls import hookless
 from inductor.view_rewrites import rewrite_views
 
@@ -93,10 +94,10 @@ def _table() -> dict:
         if overload in table:
             table[overload] = batch_norm.updating(table[overload], functional)
     # evaluation mode: what symbolic traces (torch's Python dispatcher) meet
-    for overload in (aten._native_batch_norm_legit_no_training.default,
-                     aten._batch_norm_no_update.default):
+    for overload, reserve in ((aten._native_batch_norm_legit_no_training.default, False),
+                              (aten._batch_norm_no_update.default, True)):
         if overload in table:
-            table[overload] = batch_norm.evaluating(table[overload])
+            table[overload] = batch_norm.evaluating(table[overload], reserve)
 
     def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
                           eps):
@@ -438,6 +439,7 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
     if any(node.target is aten._local_scalar_dense.default for node in decomposed.graph.nodes):
         raise UnsupportedGraph(_READS_A_NUMBER)
     constants, lifted = lift_constants(decomposed)
+    make_fresh_writes_functional(lifted)    # often all the writes: no second trace
     eager_outputs, steps = _run_on_fakes(stateless, example_inputs)
     if replayable(gm):  # eager's kernels' own layouts (also where a fake kernel fails)
         real = eager_run(stateless, example_inputs,

@@ -41,6 +41,7 @@ from inductor.decompose import (AtenGraph, _detached, _flattened, _module_state,
                                 _output_versions, _refuse_inexpressible_writes,
                                 _ZeroDimMaskAssignment, _table, check_state_calls,
                                 lift_constants)
+from inductor.fresh_writes import make_fresh_writes_functional
 from inductor.python_dispatcher import aten_python_dispatcher
 from inductor.size_variants import NotSymbolic, int_sizes_not_symbolic
 from inductor.view_rewrites import rewrite_views
@@ -71,6 +72,7 @@ def trace_aten_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence) -> A
     # tensors the trace made from Python values (`torch.tensor(1.5)`, a mask's fill value):
     # leading placeholders, passed with every call, as the static path's
     constants, lifted = lift_constants(decomposed)
+    make_fresh_writes_functional(lifted)    # often all the writes: no second trace
     _fake_constants(lifted, constants, symbolic)
     aliases, strides, hidden = observable_outputs(lifted, eager_outputs)
     _refuse_new_guards(environment, guards_before,

@@ -137,11 +137,26 @@ class GraphLowering(torch.fx.Interpreter):
             buffer.origin = self.current.name
             self.inputs.append(buffer)
             return buffer.expression
+        if isinstance(example, (int, float, bool)):
+            return self._number_input(position, example)
         layout = Layout(example.device, example.dtype, example.shape, example.stride(), 0)
         buffer = InputBuffer(f"arg{position}", layout)
         buffer.origin = self.current.name
         self.inputs.append(buffer)
         return TensorBox.create(buffer)
+
+    def _number_input(self, position: int, example):
+        """A Python number placeholder: the partitioned forward of a training graph with
+        symbolic sizes keeps an int input that nothing reads as a plain int (fuzzer seed
+        47521: `AttributeError: 'int' object has no attribute 'device'`). Unread, it is an
+        input the wrapper takes and ignores; read, the graph was traced with its value."""
+        if self.current.users:
+            raise NotImplementedError(f"graph input {self.current.name} is a Python "
+                                      f"{type(example).__name__} that the graph reads")
+        buffer = SizeInput(f"arg{position}", sympy.Integer(0))
+        buffer.origin = self.current.name
+        self.inputs.append(buffer)
+        return example
 
     def get_attr(self, target, args, kwargs):
         """A tensor attribute of the module: read in place through a reference."""

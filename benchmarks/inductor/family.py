@@ -18,10 +18,13 @@ machine is not charged), so that the rows of one model compare with each other:
                            capture, our inductor (isolates the generated code from capture
                            and guard costs)
 
-Every compiled result is checked against eager's before timing.
+Every compiled result is checked against eager's before timing. `--training` times a whole
+training step instead (the zoo's: forward, loss, backward, an SGD step with lr 1e-4 on the
+shared parameters, dropout off), each variant's loss and gradients checked against eager's
+first.
 
 Run: `PYTHONPATH=. python -m benchmarks.inductor.family llama [mistral t5] [--batch 1]
-[--trials 15]`.
+[--trials 15] [--training]`.
 """
 from __future__ import annotations
 
@@ -67,8 +70,60 @@ def _variants(model, args, kwargs, names: list) -> dict:
     return variants
 
 
-def measure(name: str, batch: int, trials: int, names: list) -> dict:
+def _training_variants(workload, names: list) -> dict:
+    """{name: zero-argument training step}, each one's loss and gradients (of a first step
+    without the optimizer) checked against eager's."""
+    import torch
+
+    import dynamo
+    model = workload.model
+    makers = {"eager": lambda: model,
+              "torch.compile": lambda: torch.compile(model, dynamic=False),
+              "framejit": lambda: dynamo.jit(model)}
+    parameters = list(model.parameters())
+    optimizer = torch.optim.SGD(parameters, lr=1e-4)
+
+    def loss_and_gradients(function):
+        loss = workload.loss(function(*workload.args, **workload.kwargs), workload.targets)
+        loss.backward()
+        gradients = [torch.zeros_like(p) if p.grad is None else p.grad.clone()
+                     for p in parameters]
+        model.zero_grad(set_to_none=True)
+        return loss.detach(), gradients
+
+    expected_loss, expected = loss_and_gradients(model)
+    variants = {}
+    for name in names:
+        compiled = makers[name]()
+        loss, gradients = loss_and_gradients(compiled)
+        torch.testing.assert_close(loss, expected_loss, rtol=1e-3, atol=1e-4,
+                                   msg=lambda text, name=name: f"{name} loss: {text}")
+        # relative to the norm of all gradients together: summation order moves single
+        # elements, and tiny gradients by more than their own norm (torch.compile's
+        # ResNet-18: 2.6e-3 of the first convolution's norm; MobileNetV3: 3x of a gradient
+        # of norm ~0); above 1e-2 is an error
+        worst = float(torch.cat([(g - r).flatten() for g, r in zip(gradients, expected)]).norm()
+                      / torch.cat([r.flatten() for r in expected]).norm().clamp_min(1e-12))
+        print(f"{name}: gradients within {worst:.1e} of eager's (relative norm)",
+              file=sys.stderr)
+        if worst > 1e-2:
+            raise AssertionError(f"{name}: gradients differ from eager's by {worst:.2e} "
+                                 "of their norm")
+
+        def train(compiled=compiled):
+            loss = workload.loss(compiled(*workload.args, **workload.kwargs),
+                                 workload.targets)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        variants[name] = train
+    return variants
+
+
+def measure(name: str, batch: int, trials: int, names: list, training: bool = False) -> dict:
     """Compile, check and time every variant of `names` on zoo model `name`."""
+    import contextlib
+
     import torch
 
     from benchmarks.timing import calls_per_trial, fresh_caches, interleaved_samples, \
@@ -76,9 +131,10 @@ def measure(name: str, batch: int, trials: int, names: list) -> dict:
     from benchmarks.zoo import catalog
     fresh_caches()
     torch.set_num_threads(1)
-    workload = catalog.build_workload(name, batch=batch)
-    with torch.no_grad():
-        variants = _variants(workload.model, workload.args, workload.kwargs, names)
+    workload = catalog.build_workload(name, batch=batch, training=training)
+    with contextlib.nullcontext() if training else torch.no_grad():
+        variants = (_training_variants(workload, names) if training else
+                    _variants(workload.model, workload.args, workload.kwargs, names))
         for function in variants.values():
             for _ in range(3):
                 function()
@@ -96,13 +152,15 @@ def measure(name: str, batch: int, trials: int, names: list) -> dict:
             row["speedup"] = statistics.median(e / v for e, v in zip(eager, values))
         rows[key] = row
     return {"model": name, "batch": batch, "trials": trials, "threads": 1,
+            "mode": "training" if training else "inference",
             "clock": "process_time", "load": load_average(), "rows": rows,
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
 def table(result: dict) -> str:
     """Markdown rows of one model's result."""
-    lines = [f"{result['model']} batch {result['batch']}, {result['trials']} trials, "
+    lines = [f"{result['model']} {result.get('mode', 'inference')} batch {result['batch']}, "
+             f"{result['trials']} trials, "
              f"load {result['load']}", "",
              "| compiler | CPU ms | best | spread | speedup over eager |",
              "|---|---:|---:|---:|---:|"]
@@ -119,12 +177,14 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=15)
     parser.add_argument("--compilers", default="eager,torch.compile,framejit,framejit-inductor")
     parser.add_argument("--label", default="")
+    parser.add_argument("--training", action="store_true",
+                        help="time a training step (forward, loss, backward, SGD)")
     arguments = parser.parse_args()
     RESULTS.mkdir(exist_ok=True)
     output = RESULTS / f"family-{time.strftime('%Y%m%d-%H%M')}.jsonl"
     for name in arguments.models:
         result = measure(name, arguments.batch, arguments.trials,
-                         arguments.compilers.split(","))
+                         arguments.compilers.split(","), arguments.training)
         result["label"] = arguments.label
         with open(output, "a") as handle:
             handle.write(json.dumps(result) + "\n")

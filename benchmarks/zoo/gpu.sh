@@ -27,6 +27,11 @@
 # Options through the environment: ZOO_BUDGET (seconds of jobs per call, default 480),
 # ZOO_ARGS (extra `run` flags, e.g. "--models resnet50 --compile-mode reduce-overhead"),
 # PYTHON (default python3).
+# The complete zoo (issue 25): ZOO_ARGS="--suite gpu-zoo --models A,B,... --modes inference
+# --compilers framejit,torch.compile" with OUT=<its own folder>; on a 2-GPU host two such
+# calls side by side (CUDA_VISIBLE_DEVICES=0 / 1, other models) halve the device time. Keep
+# its rows in their own file (benchmarks/results/gpu-zoo-h200.jsonl: another machine than
+# gpu.jsonl's H100) and render with `report cpu.jsonl gpu.jsonl gpu-zoo-h200.jsonl`.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${ZOO_COMMIT:-}" ]; then

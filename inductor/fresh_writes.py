@@ -16,8 +16,9 @@ tell the difference: its target `t` is the sole result of an ATen op that return
 tensor (no placeholder, constant, view, or result of a write left in place), no op takes a
 view of `t` or writes into it otherwise, and no node after the write reads `t` (make_fx's
 graph reads the write's result from then on). `copy_` becomes `aten.copy` (the target's
-dtype and layout, the source's values); another in-place op `op_` becomes `op` where the
-target is floating point and every other argument a real number, None, or a tensor of the
+dtype and layout, the source's values); another in-place op `op_` becomes `op` where `op`
+returns a fresh tensor (not `squeeze_`/`unsqueeze_`/`t_`, whose functional forms are views:
+matmul's 1-D @ 2-D decomposition squeezes its product in place), the target is floating point and every other argument a real number, None, or a tensor of the
 target's dtype, sizes and strides (then `op` keeps the target's dtype and, elementwise over
 dense tensors laid out alike, its layout: `x += identity` of a residual block).
 """
@@ -74,8 +75,10 @@ def _functional_form(node: torch.fx.Node, order: dict):
         return None
     packet = getattr(aten, name[:-1], None)
     overload = getattr(packet, node.target._overloadname, None) if packet else None
-    if overload is None or _schema_of(overload) is None or _schema_of(overload).is_mutable:
-        return None
+    schema = _schema_of(overload) if overload is not None else None
+    if schema is None or schema.is_mutable or \
+            any(result.alias_info is not None for result in schema.returns):
+        return None     # `squeeze_` -> `squeeze` would return a view where the write did not
     return overload
 
 

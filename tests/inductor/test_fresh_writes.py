@@ -84,3 +84,21 @@ def test_rewrite_keeps_writes_a_view_can_see():
     assert any(node.target is torch.ops.aten.relu_.default for node in graph.graph.nodes)
     x = torch.randn(3, 2)
     torch.testing.assert_close(graph(x), function(x))
+
+
+def test_an_in_place_view_op_is_not_made_a_view():
+    """`squeeze_` on a fresh product (matmul's 1-D @ 2-D decomposition) stays a write: its
+    functional form `squeeze` returns a view, and the output was then taken for a view of an
+    intermediate (tests/dynamic/test_symbolic_output_views.py::
+    test_the_product_of_a_vector_is_no_view went per size after c690051)."""
+    from inductor.fresh_writes import make_fresh_writes_functional
+    aten = torch.ops.aten
+
+    def program(v, w):
+        product = aten.mm.default(aten.unsqueeze.default(v, 0), w)
+        return aten.squeeze_.dim(product, 0), aten.relu_.default(aten.mul.Tensor(w, 2))
+    gm = torch.fx.experimental.proxy_tensor.make_fx(program)(torch.randn(3), torch.randn(3, 3))
+    assert make_fresh_writes_functional(gm) == 1      # relu_ only
+    targets = {node.target for node in gm.graph.nodes}
+    assert aten.squeeze_.dim in targets and aten.squeeze.dim not in targets
+    assert aten.relu.default in targets and aten.relu_.default not in targets

@@ -398,19 +398,6 @@ class SharedPass(Accumulator):
     def update_lane(self, value: str, lane: str, index: str) -> list[str]:
         return []
 
-    def _ordered_update(self, value: str, lane: str, index: str) -> list[str]:
-        """An argmax/argmin lane update when `index` exceeds every position the lane holds:
-        take a strictly better value, or a NaN while the lane holds none (see the module
-        docstring); two selects, no position compare."""
-        name, slot = self.name, f"{self.name}_lanes[{lane}]"
-        better = ">" if self.type == "argmax" else "<"
-        return [f"{{ const {self.c_type} best = {slot};",
-                f"  const bool take = ({value} {better} best) | "
-                f"(({value} != {value}) & (best == best));",
-                f"  {slot} = take ? {value} : best;",
-                f"  {name}_lane_index[{lane}] = take ? ({self.index_type})({index}) : "
-                f"{name}_lane_index[{lane}]; }}"]
-
     def update_scalar(self, value: str, index: str) -> list[str]:
         return []
 

@@ -18,9 +18,10 @@ view of `t` or writes into it otherwise, and no node after the write reads `t` (
 graph reads the write's result from then on). `copy_` becomes `aten.copy` (the target's
 dtype and layout, the source's values); another in-place op `op_` becomes `op` where `op`
 returns a fresh tensor (not `squeeze_`/`unsqueeze_`/`t_`, whose functional forms are views:
-matmul's 1-D @ 2-D decomposition squeezes its product in place), the target is floating point and every other argument a real number, None, or a tensor of the
-target's dtype, sizes and strides (then `op` keeps the target's dtype and, elementwise over
-dense tensors laid out alike, its layout: `x += identity` of a residual block).
+matmul's 1-D @ 2-D decomposition squeezes its product in place), the target is floating
+point and every other argument a real number, None, or a tensor of the target's dtype,
+sizes and strides (then `op` keeps the target's dtype and, elementwise over dense tensors
+laid out alike, its layout: `x += identity` of a residual block).
 """
 from __future__ import annotations
 

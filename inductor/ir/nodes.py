@@ -206,6 +206,21 @@ class ScatterBuffer(ComputedBuffer):
         self.mode = mode
 
 
+class ScanBuffer(ComputedBuffer):
+    """A scan along `dim`: element `j` of each line along `dim` is the combination
+    (`scan_type`: "sum", "prod" or "logsumexp") of the line's elements `0..j` of `data` (a
+    Pointwise over this buffer's size), accumulated in order in `acc_dtype` and converted to
+    the buffer's dtype element by element, as eager's CPU kernels do (float32 in float64,
+    half types in float32, integers in int64)."""
+
+    def __init__(self, name, layout: Layout, data: Loops, dim: int, scan_type: str,
+                 acc_dtype: torch.dtype):
+        super().__init__(name, layout, data)
+        self.dim = dim
+        self.scan_type = scan_type
+        self.acc_dtype = acc_dtype
+
+
 class ExternKernel(Buffer):
     """A buffer produced by an ATen kernel called as is.
 

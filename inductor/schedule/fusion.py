@@ -322,10 +322,10 @@ def fuse(nodes: list[SchedulerNode], dependencies: dict) -> list:
     steps: list = []
     step_of: dict = {}
     for node in nodes:
-        if node.is_extern() or node.is_scatter() or node.numel() == 0:
+        if node.is_extern() or node.own_kernel() or node.numel() == 0:
             step_of[node] = len(steps)
             steps.append(FusedGroup(node) if node.numel() == 0 and not node.is_extern() and
-                         not node.is_scatter() else node)
+                         not node.own_kernel() else node)
             continue
         earliest = max((step_of[dependency] for dependency in dependencies.get(node, ())),
                        default=-1)

@@ -13,7 +13,7 @@ from typing import Optional
 import sympy
 
 from inductor.ir.nodes import (Buffer, ComputedBuffer, ExternKernel, MultiOutput, Reduction,
-                               ReinterpretView, ScatterBuffer)
+                               ReinterpretView, ScanBuffer, ScatterBuffer)
 from inductor.ir.ops import OpsHandler, use_handler
 from inductor.ir.symbols import (FloorDiv, ModularIndexing, index_symbol, is_size,
                                  linear_coefficient, product, simplify_index, size_hint,
@@ -76,6 +76,8 @@ class SchedulerNode:
         self.index_expressions: list = []
         if isinstance(buffer, ScatterBuffer):
             self._analyse_scatter()
+        elif isinstance(buffer, ScanBuffer):
+            self._analyse_scan()
         elif isinstance(buffer, ComputedBuffer):
             self._analyse_loops()
         else:
@@ -94,6 +96,13 @@ class SchedulerNode:
 
     def is_scatter(self) -> bool:
         return isinstance(self.buffer, ScatterBuffer)
+
+    def is_scan(self) -> bool:
+        return isinstance(self.buffer, ScanBuffer)
+
+    def own_kernel(self) -> bool:
+        """Whether the node runs as a kernel of its own, never fused (scatters, scans)."""
+        return self.is_scatter() or self.is_scan()
 
     def written_name(self) -> str:
         """The memory written: the buffer, or the graph input an in-place update targets."""
@@ -149,6 +158,17 @@ class SchedulerNode:
             buffer.initial(output_vars)
             buffer.destination(source_vars)
             buffer.data.inner_fn(source_vars)
+        self.reads = [Access(access.name, None) for access in recorder.reads]
+        self.write = Access(self.name, None)
+        self.outer_sizes = [extent_of(size) for size in buffer.layout.size]
+
+    def _analyse_scan(self) -> None:
+        """A scan runs as its own kernel (its body, producers included, inlined): record
+        what it reads; it writes its whole buffer."""
+        buffer = self.buffer
+        recorder = AccessRecorder()
+        with use_handler(recorder):
+            buffer.data.inner_fn([index_symbol("i", n) for n in range(len(buffer.layout.size))])
         self.reads = [Access(access.name, None) for access in recorder.reads]
         self.write = Access(self.name, None)
         self.outer_sizes = [extent_of(size) for size in buffer.layout.size]

@@ -132,6 +132,19 @@ def build_scatter(node: SchedulerNode, name: str) -> ScatterPlan:
 
 
 @dataclasses.dataclass
+class ScanPlan(KernelPlan):
+    """A kernel scanning lines of its one buffer (`ScanBuffer`), in order along each."""
+
+    node: Optional[SchedulerNode] = None
+
+
+def build_scan(node: SchedulerNode, name: str) -> ScanPlan:
+    """The plan of a scan node: it loads what its body reads, stores its buffer."""
+    loads = sorted({access.name for access in node.reads} - {node.name})
+    return ScanPlan(name, list(node.outer_sizes), [], [], loads, [node.name], node=node)
+
+
+@dataclasses.dataclass
 class ExternStep:
     """A library call or eager fallback, run from the wrapper."""
 

@@ -13,7 +13,7 @@ from inductor.schedule.in_place import in_place_outputs
 from inductor.schedule.nodes import SchedulerNode
 from inductor.schedule.order import mutated_input, predecessors, program_order
 from inductor.schedule.plans import (ExternStep, GraphPlan, KernelPlan, build_kernel,
-                                     build_scatter)
+                                     build_scan, build_scatter)
 
 
 def _output_names(outputs) -> set:
@@ -66,6 +66,8 @@ def schedule(graph) -> GraphPlan:
             steps.append(build_kernel(step, f"kernel{len(steps)}", readers, outputs))
         elif step.is_scatter():
             steps.append(build_scatter(step, f"kernel{len(steps)}"))
+        elif step.is_scan():
+            steps.append(build_scan(step, f"kernel{len(steps)}"))
         else:
             steps.append(ExternStep(step))
     buffers = {buffer.get_name(): buffer for buffer in

@@ -31,7 +31,7 @@ import sympy
 
 from inductor.ir.ops import OpsHandler, use_handler
 from inductor.ir.symbols import hint, is_static, linear_coefficient, substitute
-from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
+from inductor.schedule.plans import GraphPlan, KernelPlan, ScanPlan, ScatterPlan
 
 INDEX_32_LIMIT = 2 ** 31 - 2 ** 20   # head room for a block past the last element
 GRID_Y_LIMIT = 65535                 # CUDA's limit on the second grid dimension
@@ -86,7 +86,7 @@ def tile(plan: GraphPlan, target: Target) -> None:
     hints = plan.size_hints
     for kernel in plan.kernels():
         bits = _index_bits(kernel, plan.buffers)
-        if isinstance(kernel, ScatterPlan):
+        if isinstance(kernel, (ScatterPlan, ScanPlan)):
             kernel.tiling = Tiling("pointwise", index_bits=bits)
         elif kernel.inner_sizes:
             kernel.tiling = _reduction_tiling(kernel, target, bits, hints)

@@ -211,6 +211,25 @@ template <typename I, typename F> static inline I jit_float_to_int(F value) {
   return inside ? converted : static_cast<I>(sizeof(I) == 8 ? INT64_MIN : INT32_MIN);
 }
 
+// One step of logcumsumexp (codegen/cpp/scan.py): `x` the line's next element, `y` the running
+// value, in eager's order: log1p(exp(low - high)) + high of the smaller and the larger (NaN
+// in `y` taking both places); where both are the same infinity the step gives `x`.
+#define JIT_LOG_ADD_EXP(T, LOG1P, EXP)                                                      \
+  static inline T jit_log_add_exp(T x, T y) {                                               \
+    const T low = (y != y) ? y : ((y < x) ? y : x);                                         \
+    const T high = (y != y) ? y : ((x < y) ? y : x);                                        \
+    if (low == high && !__builtin_isfinite(low)) return x;                                  \
+    return LOG1P(EXP(low - high)) + high;                                                   \
+  }
+// libm's scalar functions under names declared without `simd`: the vector variants differ
+// from them in the last bit, and a scan's loop across lines is vectorised.
+extern "C" float jit_scalar_expf(float) noexcept __asm__("expf");
+extern "C" float jit_scalar_log1pf(float) noexcept __asm__("log1pf");
+extern "C" double jit_scalar_exp(double) noexcept __asm__("exp");
+extern "C" double jit_scalar_log1p(double) noexcept __asm__("log1p");
+JIT_LOG_ADD_EXP(float, jit_scalar_log1pf, jit_scalar_expf)
+JIT_LOG_ADD_EXP(double, jit_scalar_log1p, jit_scalar_exp)
+
 // NaN-propagating maximum and minimum (torch.maximum / torch.minimum / amax / clamp).
 // Ties keep the first operand (so maximum(-0.0, 0.0) is -0.0, as in eager). Written as one
 // select on two comparisons joined by `|`: GCC 12 left a chain of `(a != a || a >= b) ? a : b`

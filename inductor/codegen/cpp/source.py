@@ -18,13 +18,14 @@ import torch
 from inductor.codegen.cpp.expressions import storage_type
 from inductor.codegen.cpp.kernel import CppKernel
 from inductor.codegen.cpp.ops import math_declarations
+from inductor.codegen.cpp.scan import CppScanKernel
 from inductor.codegen.cpp.scatter import CppScatterKernel
 from inductor.codegen.bounds import CPP_HELPER, buffer_extents
 from inductor.codegen.devices import check_kernel_arguments
 from inductor.config import config
 from inductor.runtime.build import PACKED_SUFFIX
 from inductor.ir.primitives import PRIMITIVES
-from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
+from inductor.schedule.plans import GraphPlan, KernelPlan, ScanPlan, ScatterPlan
 
 ENTRY_POINT = "jit_entry"
 CPU = torch.device("cpu")
@@ -109,6 +110,7 @@ def _segment(kernels: list, first: int, dtype_of, threads, threshold, vectorize,
     functions, calls, symbols = [], [], set()
     for position, kernel in enumerate(kernels):
         kind = CppScatterKernel if isinstance(kernel, ScatterPlan) else CppKernel
+        kind = CppScanKernel if isinstance(kernel, ScanPlan) else kind
         printer = kind(kernel, dtype_of, threads, threshold, vectorize)
         printer.extents = extents
         functions.append(printer.source(f"kernel{position}"))

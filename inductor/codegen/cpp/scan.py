@@ -1,0 +1,143 @@
+"""The C++ printer of scan plans: each line along the scanned dimension accumulated in order.
+
+Input: a `ScanPlan` (one `ScanBuffer`). Output: one static C++ function. The buffer is seen
+as `outer x length x inner` (the dimensions before the scanned one, the scanned one, those
+after it). Where `inner` is 1 (the scan runs along the innermost dimension) each line is a
+sequential loop and lines are split over threads. Otherwise `inner` is cut into blocks of
+`BLOCK` neighbouring lines whose accumulators sit in an array: each step along the scanned
+dimension updates the block in a `#pragma omp simd` loop, and the (outer, block) pairs are
+split over threads. Every element is accumulated in the plan's `acc_dtype` in line order and
+converted when stored, as eager's CPU kernels do, so results are the same bits.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import sympy
+
+from inductor.codegen.cpp.expressions import index_text, literal, storage_type
+from inductor.codegen.cpp.kernel import _LineSink
+from inductor.codegen.cpp.lines import Lines
+from inductor.codegen.cpp.ops import CppOpsHandler
+from inductor.config import config
+from inductor.ir.ops import ops, use_handler
+from inductor.ir.symbols import (FloorDiv, ModularIndexing, index_symbol, product,
+                                 simplify_index, size_hint)
+
+BLOCK = 32   # neighbouring lines scanned together where the scanned dimension is not innermost
+INITIAL = {"sum": 0, "prod": 1, "logsumexp": float("-inf")}
+
+
+def flat_index(flat, sizes: list) -> list:
+    """The index of each of `sizes`' dimensions at position `flat` of their row-major order."""
+    result = []
+    for position, size in enumerate(sizes):
+        stride = product(sizes[position + 1:])
+        if position == 0:
+            result.append(FloorDiv(flat, stride))
+        else:
+            result.append(ModularIndexing(flat, stride, size))
+    return result
+
+
+class CppScanKernel:
+    """Prints one scan plan (same interface as `CppKernel`)."""
+
+    def __init__(self, plan, dtype_of, threads: int, threshold: int, vectorize: bool = True):
+        self.plan = plan
+        self.dtype_of = dtype_of
+        self.threads = threads
+        self.threshold = threshold
+        self.vectorize = vectorize
+        self.lines = Lines()
+        self.pointers = {name: f"p{position}" for position, name in enumerate(self.arguments())}
+        self.extents: Optional[dict] = None   # buffer -> elements it spans (bounds.py)
+        self.size_symbols: list = []          # set by `source`: the size symbols it prints
+
+    def arguments(self) -> list[str]:
+        return list(self.plan.loads) + [name for name in self.plan.stores
+                                        if name not in self.plan.loads]
+
+    def source(self, function_name: Optional[str] = None) -> str:
+        stored = set(self.plan.stores)
+        parameters = [f"{'' if name in stored else 'const '}{storage_type(self.dtype_of(name))}* "
+                      f"__restrict__ {self.pointers[name]}" for name in self.arguments()]
+        self._scan(self.plan.node.buffer)
+        body = self.lines.function_lines()
+        self.size_symbols = [sympy.Symbol(name, integer=True, positive=True) for name in
+                             sorted(set(re.findall(r"\bs\d+\b", "\n".join(body))))]
+        parameters += [f"const int64_t {symbol.name}" for symbol in self.size_symbols]
+        head = f"static void {function_name or self.plan.name}({', '.join(parameters)}) {{"
+        return "\n".join([head] + body + ["}"])
+
+    def _parallel(self, work) -> None:
+        if self.threads > 1 and size_hint(work) >= self.threshold:
+            clause = f" num_threads({self.threads})" if config.threads > 0 else ""
+            self.lines.add(f"#pragma omp parallel for{clause} schedule(static)")
+
+    def _scan(self, buffer) -> None:
+        sizes = list(buffer.layout.size)
+        dim = buffer.dim
+        outer, length, inner = product(sizes[:dim]), sizes[dim], product(sizes[dim + 1:])
+        row, step, lane = (index_symbol("x", n) for n in range(3))
+        acc = storage_type(buffer.acc_dtype)
+        initial = literal(INITIAL[buffer.scan_type], buffer.acc_dtype)
+        blocked = not (sympy.sympify(inner).is_Integer and int(inner) == 1)
+        if not blocked:
+            self._parallel(product(sizes))
+            self.lines.open(f"for (int64_t {row} = 0; {row} < {index_text(outer)}; ++{row})")
+            self.lines.add(f"{acc} acc[1] = {{{initial}}};")
+            self._step_loop(buffer, step, length)
+            self._element(buffer, [row, step, sympy.Integer(0)], [outer, length, 1], "0")
+            self.lines.close()
+            self.lines.close()
+            return
+        blocks = f"(({index_text(inner)} + {BLOCK - 1}) / {BLOCK})"
+        self._parallel(product(sizes))
+        self.lines.open(f"for (int64_t q = 0; q < {index_text(outer)} * {blocks}; ++q)")
+        self.lines.add(f"const int64_t {row} = q / {blocks};",
+                       f"const int64_t start = (q % {blocks}) * {BLOCK};",
+                       f"const int64_t count = {index_text(inner)} - start < {BLOCK} ? "
+                       f"{index_text(inner)} - start : {BLOCK};",
+                       f"{acc} acc[{BLOCK}];",
+                       f"for (int64_t k = 0; k < {BLOCK}; ++k) acc[k] = {initial};")
+        self._step_loop(buffer, step, length)
+        if self.vectorize:
+            self.lines.add("#pragma omp simd")
+        self.lines.open("for (int64_t k = 0; k < count; ++k)")
+        self.lines.add(f"const int64_t {lane} = start + k;")
+        self._element(buffer, [row, step, lane], [outer, length, inner], "k")
+        for _ in range(3):
+            self.lines.close()
+
+    def _step_loop(self, buffer, step, length) -> None:
+        self.lines.open(f"for (int64_t {step} = 0; {step} < {index_text(length)}; ++{step})")
+
+    def _element(self, buffer, symbols: list, extents: list, slot: str) -> None:
+        """One element: load the body's value, combine it into `acc[slot]`, store."""
+        sizes = list(buffer.layout.size)
+        dim = buffer.dim
+        row, step, lane = symbols
+        index = flat_index(row, sizes[:dim]) + [step] + flat_index(lane, sizes[dim + 1:])
+        ranges = {symbol: sympy.sympify(extent) for symbol, extent in zip(symbols, extents)
+                  if isinstance(symbol, sympy.Symbol)}
+
+        def print_index(expr):
+            return index_text(simplify_index(sympy.expand(sympy.sympify(expr)), ranges))
+        handler = CppOpsHandler(_LineSink(self.lines), self.dtype_of, lambda name, idx: None,
+                                print_index, prefix="t", pointer=self.pointers.__getitem__,
+                                extents=self.extents, site=self.plan.name,
+                                check_bounds=config.bounds_check)
+        with use_handler(handler):
+            value = ops.to_dtype(buffer.data.inner_fn(index), buffer.acc_dtype)
+            running = f"acc[{slot}]"
+            text = {"sum": f"{running} + {value.name}", "prod": f"{running} * {value.name}",
+                    "logsumexp": f"jit_log_add_exp({value.name}, {running})"}[buffer.scan_type]
+            combined = handler.emit(text, buffer.acc_dtype)
+            self.lines.add(f"{running} = {combined.name};")
+            result = combined
+            if buffer.get_dtype() != buffer.acc_dtype:
+                result = ops.to_dtype(result, buffer.get_dtype())
+            self.lines.add(handler.store_text(buffer.get_name(), buffer.layout.index(index),
+                                              result))

@@ -41,6 +41,8 @@ def _first_tensor(value):
         return value
     if hasattr(value, "to_tuple"):
         value = value.to_tuple()
+    if isinstance(value, dict):     # torchvision's segmentation models: {"out": ...}
+        value = tuple(value.values())
     if isinstance(value, (list, tuple)):
         for item in value:
             found = _first_tensor(item)

@@ -337,6 +337,21 @@ class CheckWriter:
                            relations, text)
         return True
 
+    def check_state(self, spec: tuple, text: str) -> bool:
+        """Check natively that torch's global state equals the snapshot `spec` (one step of the
+        program, no Python-level getter calls); returns False, writing nothing, without a
+        native program that has the step."""
+        if self.program is None:
+            return False
+        pending = self._pending_comment
+        self._flush_native_comment()
+        if self.program.state(spec, text):
+            return True
+        if pending is not None:  # not taken: the comment goes with the Python conditions
+            self.program.lines.pop()
+            self._pending_comment = pending
+        return False
+
     def assign(self, expression: str, hint: str) -> str:
         """Emit `name = expression` into a fresh local and return the name."""
         name = self.fresh(_identifier(hint, "value"))

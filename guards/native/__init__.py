@@ -33,7 +33,8 @@ _enabled = environment.read("JIT_NATIVE_GUARDS", "bool", True)
 HELPER = build.register(build.NativeHelper(
     module="guards.native._tensor_match",
     source=os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensor_match.cpp"),
-    headers=(os.path.join(os.path.dirname(os.path.abspath(__file__)), "size_relations.h"),),
+    headers=tuple(os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+                  for name in ("size_relations.h", "global_state.h")),
     folder="guards", unavailable="native guard checks unavailable, using Python checks",
     channel="framejit.guards", wanted=lambda: _enabled and _checks_guards()))
 

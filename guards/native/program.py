@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 (LOCAL, GLOBAL, ATTRIBUTE, ITEM, TYPE_OF, TYPE_IS, IDENTITY, IS, IS_NOT, LENGTH, EQUAL, FLOAT,
  TENSORS, FALSY, KEYS, CONSTANT, SAME, CONTAINS, FALSY_ITEMS, TYPE_ID, WEAK, PARTITION,
- GLOBALS, SIZES) = range(24)
+ GLOBALS, SIZES, STATE) = range(25)
 
 BY_OBJECT, BY_STORAGE = 0, 1
 """What a PARTITION step groups registers by: the object itself, or the tensor's storage."""
@@ -73,6 +73,16 @@ class ProgramBuilder:
         self.steps.append((SIZES, -1, -1, (tuple(reads), tuple(relations)), 0,
                            tuple(registers)))
         self.lines.append(text)
+
+    def state(self, spec: tuple, text: str) -> bool:
+        """One step that holds when torch's global state equals the snapshot `spec`
+        (`guards.kinds.state.native_state_spec`); False, adding nothing, when the module was
+        built without it (torch before 2.4)."""
+        if not getattr(self.module, "HAS_STATE_STEP", False):
+            return False
+        self.steps.append((STATE, -1, -1, spec, 0, ()))
+        self.lines.append(text)
+        return True
 
     def export(self, register: int) -> None:
         if register not in self.exports:

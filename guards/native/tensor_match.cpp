@@ -18,8 +18,9 @@
 // (locals, globals, attributes, items, type, a bound constant) or checks one (exact type,
 // identity, `is` against a constant or another register, length, constant equality, tensor
 // properties, which registers are one object or share one tensor storage, relations between
-// the sizes and strides of tensors: size_relations.h). It replaces the interpreted lines of a generated check
-// (~20 ns each) for the guards that need nothing else; the rest stay Python (guards/codegen.py).
+// the sizes and strides of tensors: size_relations.h, torch's global state: global_state.h). It
+// replaces the interpreted lines of a generated check (~20 ns each) for the guards that need
+// nothing else; the rest stay Python (guards/codegen.py).
 #include <Python.h>
 
 #include <c10/core/TensorImpl.h>
@@ -28,11 +29,13 @@
 #include <torch/csrc/Layout.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include "global_state.h"
 #include "size_relations.h"
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace {
@@ -224,6 +227,7 @@ enum Operation : int {
   kGlobals = 22,    // target = G (the globals dict itself: a builtin not shadowed by a global)
   kSizes = 23,      // the sizes/strides of the tensors in `registers` satisfy the relations in
                     // operand (reads, relations): see size_relations.h
+  kState = 24,      // torch's global state equals the snapshot in operand: global_state.h
 };
 
 struct Step {
@@ -239,6 +243,9 @@ struct Step {
   unsigned int seen_version = 0;
   bool from_instance_dict = false;
   size_relations::Relations relations;  // sizes steps
+#if JIT_STATE_STEP
+  std::shared_ptr<global_state::Snapshot> state;  // state steps
+#endif
 };
 
 struct GuardProgram {
@@ -427,6 +434,9 @@ int run_step(const GuardProgram* self, Step& step, PyObject** registers, PyObjec
     case kGlobals: result = Py_NewRef(G); break;
     case kSame: return value == registers[step.registers[0]];
     case kSizes: return size_relations::holds(step.relations, step.registers, registers);
+#if JIT_STATE_STEP
+    case kState: return global_state::holds(*step.state);
+#endif
     case kContains: {
       int found = PyDict_CheckExact(value) ? PyDict_Contains(value, step.operand)
                                            : PySequence_Contains(value, step.operand);
@@ -480,13 +490,13 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
     return false;
   step.operand = operand;
   if (step.target >= register_count || step.source >= register_count ||
-      step.operation < kLocal || step.operation > kSizes ||
+      step.operation < kLocal || step.operation > (JIT_STATE_STEP ? kState : kSizes) ||
       ((step.operation <= kTypeOf || step.operation == kConstant || step.operation == kWeak ||
         step.operation == kGlobals) && step.target < 0) ||
       (step.operation >= kAttribute && step.operation != kTensors &&
        step.operation != kConstant && step.operation != kWeak &&
        step.operation != kPartition && step.operation != kGlobals &&
-       step.operation != kSizes && step.source < 0)) {
+       step.operation != kSizes && step.operation != kState && step.source < 0)) {
     PyErr_SetString(PyExc_ValueError, "GuardProgram: a step's registers are out of range");
     return false;
   }
@@ -516,6 +526,12 @@ bool read_step(PyObject* spec, Step& step, Py_ssize_t register_count) {
   if (step.operation == kSizes &&
       !size_relations::parse(operand, step.registers.size(), step.relations))
     return false;
+#if JIT_STATE_STEP
+  if (step.operation == kState) {
+    step.state = std::make_shared<global_state::Snapshot>();
+    if (!global_state::parse(operand, *step.state)) return false;
+  }
+#endif
   if (step.operation == kSame && step.registers.size() != 1) {
     PyErr_SetString(PyExc_ValueError, "GuardProgram: a same-object step names one register");
     return false;
@@ -649,7 +665,8 @@ PyMODINIT_FUNC PyInit__tensor_match(void) {
   object_getattribute = _PyType_Lookup(&PyBaseObject_Type, getattribute_name);
   PyObject* module = PyModule_Create(&module_def);
   if (module == nullptr) return nullptr;
-  if (PyModule_AddObjectRef(module, "TensorMatcher",
+  if (PyModule_AddIntConstant(module, "HAS_STATE_STEP", JIT_STATE_STEP) < 0 ||
+      PyModule_AddObjectRef(module, "TensorMatcher",
                             reinterpret_cast<PyObject*>(&TensorMatcherType)) < 0 ||
       PyModule_AddObjectRef(module, "GuardProgram",
                             reinterpret_cast<PyObject*>(&GuardProgramType)) < 0) {

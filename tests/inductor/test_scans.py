@@ -9,6 +9,7 @@ under symbolic sizes. Pointwise producers run inside the scan's kernel.
 """
 import copy
 
+import numpy as np
 import pytest
 import torch
 
@@ -81,8 +82,10 @@ def test_long_float32_lines_accumulate_in_float64():
 
 
 def test_half_lines_accumulate_in_float32():
-    x = torch.randn(2, 3000).half()
-    assert torch.equal(x.cumsum(1), x.float().cumsum(1).half())
+    x = torch.randn(2, 3000, generator=torch.Generator().manual_seed(0)).half()
+    in_float32 = np.cumsum(x.float().numpy(), axis=1, dtype=np.float32)   # sequential
+    assert torch.equal(x.cumsum(1), torch.from_numpy(in_float32).half())
+    assert not torch.equal(x.cumsum(1), x.float().cumsum(1).half())     # (float64 there)
     _same_bits(lambda x: x.cumsum(1), x)
 
 

@@ -3,11 +3,12 @@
 Input: a `ScanPlan` (one `ScanBuffer`). Output: one static C++ function. The buffer is seen
 as `outer x length x inner` (the dimensions before the scanned one, the scanned one, those
 after it). Where `inner` is 1 (the scan runs along the innermost dimension) each line is a
-sequential loop and lines are split over threads. Otherwise `inner` is cut into blocks of
-`BLOCK` neighbouring lines whose accumulators sit in an array: each step along the scanned
-dimension updates the block in a `#pragma omp simd` loop, and the (outer, block) pairs are
-split over threads. Every element is accumulated in the plan's `acc_dtype` in line order and
-converted when stored, as eager's CPU kernels do, so results are the same bits.
+sequential loop, `ROWS` lines interleaved, and groups of lines are split over threads.
+Otherwise `inner` is cut into blocks of `BLOCK` neighbouring lines whose accumulators sit in
+an array: each step along the scanned dimension updates the block in a `#pragma omp simd`
+loop, and the (outer, block) pairs are split over threads. Every element is accumulated in
+the plan's `acc_dtype` in line order and converted when stored, as eager's CPU kernels do,
+so results are the same bits.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from inductor.ir.symbols import (FloorDiv, ModularIndexing, index_symbol, produc
                                  simplify_index, size_hint)
 
 BLOCK = 32   # neighbouring lines scanned together where the scanned dimension is not innermost
+ROWS = 8     # lines along the innermost dimension interleaved
 INITIAL = {"sum": 0, "prod": 1, "logsumexp": float("-inf")}
 
 
@@ -85,13 +87,7 @@ class CppScanKernel:
         initial = literal(INITIAL[buffer.scan_type], buffer.acc_dtype)
         blocked = not (sympy.sympify(inner).is_Integer and int(inner) == 1)
         if not blocked:
-            self._parallel(product(sizes))
-            self.lines.open(f"for (int64_t {row} = 0; {row} < {index_text(outer)}; ++{row})")
-            self.lines.add(f"{acc} acc[1] = {{{initial}}};")
-            self._step_loop(buffer, step, length)
-            self._element(buffer, [row, step, sympy.Integer(0)], [outer, length, 1], "0")
-            self.lines.close()
-            self.lines.close()
+            self._lines_along_innermost(buffer, outer, length, acc, initial)
             return
         blocks = f"(({index_text(inner)} + {BLOCK - 1}) / {BLOCK})"
         self._parallel(product(sizes))
@@ -110,6 +106,30 @@ class CppScanKernel:
         self._element(buffer, [row, step, lane], [outer, length, inner], "k")
         for _ in range(3):
             self.lines.close()
+
+    def _lines_along_innermost(self, buffer, outer, length, acc: str, initial: str) -> None:
+        """Lines along the innermost dimension, `ROWS` at a time: each line's additions
+        wait for the previous one, so interleaving lines hides that latency (a line's
+        order stays its own)."""
+        row, step = index_symbol("x", 0), index_symbol("x", 1)
+        groups = f"(({index_text(outer)} + {ROWS - 1}) / {ROWS})"
+        self._parallel(product(buffer.layout.size))
+        self.lines.open(f"for (int64_t q = 0; q < {groups}; ++q)")
+        self.lines.add(f"const int64_t first = q * {ROWS};",
+                       f"const int64_t count = {index_text(outer)} - first < {ROWS} ? "
+                       f"{index_text(outer)} - first : {ROWS};",
+                       f"{acc} acc[{ROWS}];",
+                       f"for (int64_t k = 0; k < {ROWS}; ++k) acc[k] = {initial};")
+        self._step_loop(buffer, step, length)
+        for condition, bound in ((f"if (count == {ROWS})", str(ROWS)), ("else", "count")):
+            self.lines.open(condition)
+            self.lines.open(f"for (int64_t k = 0; k < {bound}; ++k)")
+            self.lines.add(f"const int64_t {row} = first + k;")
+            self._element(buffer, [row, step, sympy.Integer(0)], [outer, length, 1], "k")
+            self.lines.close()
+            self.lines.close()
+        self.lines.close()
+        self.lines.close()
 
     def _step_loop(self, buffer, step, length) -> None:
         self.lines.open(f"for (int64_t {step} = 0; {step} < {index_text(length)}; ++{step})")

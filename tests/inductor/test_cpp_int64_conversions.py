@@ -7,9 +7,11 @@ a 64-bit integer cast, and a loop with one runs scalar whole (T5's position buck
 docs/performance-notes.md, T5, Left). Float -> int64 is built from the float's bits there
 (prelude.h, jit_float_bits_to_int64), which vectorises. The vector form is read from the built
 library's symbols, as in test_vector_math_symbols.py: a libmvec function in the same loop
-appears as its vector variant only where the loop is vectorised. Int64 -> float helpers built
-from 64-bit lane operations were exact but slower in the bucket (its third loop stayed scalar
-on 64-bit selects), so that direction is a strict xfail on such CPUs.
+appears as its vector variant only where the loop is vectorised. Int64 -> float32 is built
+there from 64-bit integer and float64 lane operations without selects (prelude.h,
+jit_int64_to_float: the two 32-bit halves summed in float64, rounded to odd, then to float),
+exact for every int64 (the rounding midpoints above 2^53 included). An earlier helper of
+64-bit selects was exact but slower in T5's bucket, whose third loop stayed scalar.
 """
 import shutil
 
@@ -100,9 +102,7 @@ _NO_DQ = "avx512dq" not in cpu_flags().split()
 @pytest.mark.skipif(shutil.which("nm") is None or not has_vector_math(),
                     reason="needs binutils' nm and glibc's libmvec")
 @pytest.mark.parametrize("direction", [
-    pytest.param("int64 to float32", marks=pytest.mark.xfail(
-        _NO_DQ, strict=True, reason="no vector form of int64 -> float casts without AVX-512 "
-                                    "DQ: GCC leaves the whole loop scalar")),
+    "int64 to float32",    # without DQ: 64-bit lane operations (prelude.h, jit_int64_to_float)
     "float32 to int64"])   # from the float's bits without DQ (prelude.h)
 def test_loops_with_int64_conversions_are_vectorised(monkeypatch, direction):
     monkeypatch.setattr(inductor.config, "cpu_backend", "cpp")

@@ -248,7 +248,10 @@ class CppOpsHandler(KernelOpsHandler):
             # honoured). A select `v == 0 ? 0 : v` did that too, but handed GCC a constant 0
             # on one path, and it folded `0.0f / 0.0f` there to +NaN where the CPU's division
             # gives -NaN: `signbit(a / a)` of int32 zeros was False, eager True (seed 12125).
-            converted = self.emit(f"static_cast<{storage_type(target)}>({value.name})", target)
+            text = f"static_cast<{storage_type(target)}>({value.name})"
+            if value.dtype == torch.int64 and target == torch.float32:
+                text = f"jit_int64_to_float({value.name})"     # vectorisable (prelude.h)
+            converted = self.emit(text, target)
             return self.emit(f"{converted.name} + {literal(0, target)}", target)
         return self.emit(f"static_cast<{storage_type(target)}>({value.name})", target)
 

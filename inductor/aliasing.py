@@ -43,6 +43,10 @@ class OutputAlias:
     storage_offset: int     # relative to the base's storage offset (or a SymInt)
     same_object: bool       # the very base object is returned (in-place ops led to it)
     detached: bool = False  # eager's is no view but a `detach()` of it (no autograd history)
+    # eager's `_base` is a tensor the graph does not return, a `detach()` of the base (or of a
+    # view of it): (that tensor's key among the outputs, its size, stride, storage offset
+    # relative to the base's); the view is rebuilt over one such tensor made per call
+    detached_base: Optional[tuple] = None
 
 
 
@@ -230,7 +234,8 @@ def writes_into_overlapping_memory(gm: torch.fx.GraphModule) -> bool:
 
 
 
-def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] = None):
+def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] = None,
+                       eager_inputs: Optional[list] = None):
     """Per flat output: how it aliases placeholders or other outputs (found by data flow:
     through view ops and in-place ops back to the node that owns the memory), and its
     strides. Outputs that view one intermediate the graph does not return get that
@@ -240,7 +245,10 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
     `eager`: the torch-level graph's outputs on fake inputs (or None): strides are theirs,
     and views of one intermediate take their geometry from them where eager's base is the
     same tensor (`_eager_geometry`), else the decomposed graph's for the base and all its
-    views alike (a view rebuilt over a base laid out otherwise read the wrong elements)."""
+    views alike (a view rebuilt over a base laid out otherwise read the wrong elements).
+    `eager_inputs`: the placeholders' values in that run (None for lifted constants), which
+    tell a view of an input from a view of a hidden `detach()` of it
+    (`_views_of_hidden_detached`)."""
     placeholders = [node for node in decomposed.graph.nodes if node.op == "placeholder"]
     output_node = next(node for node in decomposed.graph.nodes if node.op == "output")
     arguments = list(output_node.args[0])
@@ -298,6 +306,8 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
                     isinstance(eager[position], torch.Tensor) and eager[position]._base is None:
                 alias.detached = True
         _views_of_detached_outputs(aliases, eager)
+        if eager_inputs is not None:
+            _views_of_hidden_detached(aliases, eager, eager_inputs)
     if hidden or replaced:
         output_node.args = (arguments + hidden,)
         decomposed.recompile()
@@ -320,6 +330,28 @@ def _views_of_detached_outputs(aliases: list, eager: list) -> None:
         aliases[position] = OutputAlias(
             "output", owner, tuple(value.shape), tuple(value.stride()),
             value.storage_offset() - eager[owner].storage_offset(), False)
+
+
+def _views_of_hidden_detached(aliases: list, eager: list, eager_inputs: list) -> None:
+    """An output eager views through a `detach()` of an input that the graph does not return
+    (`x.detach()[1:]`): eager's `_base` is that detached tensor (no history, sharing `x`'s
+    memory and version counter), where rebuilt over the input it was `x` (and, under
+    `no_grad`, required grad as `x`). Such views record that tensor's geometry, one key per
+    eager tensor, so that views of one detached tensor share one (`alias.detached_base`)."""
+    keys: dict = {}
+    for position, alias in enumerate(aliases):
+        value = eager[position]
+        if alias is None or alias.base_kind != "input" or alias.same_object or \
+                alias.detached or not isinstance(value, torch.Tensor):
+            continue
+        base, source = value._base, eager_inputs[alias.base_index]
+        if base is None or not isinstance(source, torch.Tensor) or base is source or \
+                base is source._base or any(base is other for other in eager) or \
+                storage_of(base) != storage_of(source) or base.dtype != source.dtype:
+            continue    # (an input that is a view: eager's views of it have its base)
+        key = keys.setdefault(id(base), len(keys))
+        alias.detached_base = (key, tuple(base.shape), tuple(base.stride()),
+                               offset_between(base, source))
 
 
 def _detached_over(eager, value, base) -> bool:

@@ -440,13 +440,15 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
         raise UnsupportedGraph(_READS_A_NUMBER)
     constants, lifted = lift_constants(decomposed)
     make_fresh_writes_functional(lifted)    # often all the writes: no second trace
-    eager_outputs, steps = _run_on_fakes(stateless, example_inputs)
+    eager_outputs, eager_inputs, steps = _run_on_fakes(stateless, example_inputs)
     if replayable(gm):  # eager's kernels' own layouts (also where a fake kernel fails)
         real = eager_run(stateless, example_inputs,
                          {position - len(constants) for position in written_placeholders(lifted)})
         if real is not None:
-            eager_outputs, _, steps = real
-    aliases, strides, hidden = observable_outputs(lifted, eager_outputs)
+            eager_outputs, eager_inputs, steps = real
+    aliases, strides, hidden = observable_outputs(
+        lifted, eager_outputs,
+        None if eager_inputs is None else [None] * len(constants) + list(eager_inputs))
     fake_constants = fake_inputs_for(constants, fake_mode)
     all_fakes = fake_constants + fakes
     if _mutates(lifted):
@@ -569,7 +571,8 @@ def _run_on_fakes(function, example_inputs) -> tuple:
     input position -> how far eager's in-place ops move that input's version counter (the
     compiled kernels write without moving it, and autograd would miss that a tensor saved
     for a backward outside the graph was overwritten)). (None, {}) where an op has no fake
-    kernel: the traced strides are kept and every written input moves once."""
+    kernel: the traced strides are kept and every written input moves once. The fake inputs
+    come between (outputs, fakes, steps): an output's `_base` is one of them or not."""
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
     grad_before = torch.is_grad_enabled()
     try:
@@ -577,10 +580,10 @@ def _run_on_fakes(function, example_inputs) -> tuple:
         before = [fake._version for fake in fakes]
         with fake_mode:
             outputs = pytree.tree_leaves(function(*fakes))
-        return outputs, {position: fake._version - first
-                         for position, (fake, first) in enumerate(zip(fakes, before))}
+        return outputs, fakes, {position: fake._version - first
+                                for position, (fake, first) in enumerate(zip(fakes, before))}
     except Exception:   # noqa: BLE001  (an op without a fake kernel)
-        return None, {}
+        return None, None, {}
     finally:
         torch._C._set_grad_enabled(grad_before)
 

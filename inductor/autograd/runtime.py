@@ -225,7 +225,8 @@ class Epilogue:
     def __init__(self, signature: GraphSignature, binder: Optional[Binder] = None):
         self.signature = signature
         self.binder = binder if binder is not None and any(
-            _symbolic_output(output) for output in signature.outputs) else None
+            _symbolic_output(output) for output in signature.outputs + signature.detached_bases
+        ) else None
         groups: dict = {}
         self.recorded = []
         for position, output in enumerate(signature.function_outputs):
@@ -248,7 +249,12 @@ class Epilogue:
         self.versions_set = [(index, info.version_bumps) for index, info
                              in enumerate(signature.inputs)
                              if info.is_tensor and info.version_bumps != info.mutates_data]
-        self.outputs = tuple(_constant_symbols_as_ints(output) for output in signature.outputs)
+        # user outputs, then the detached bases views of them are rebuilt over (made first)
+        self.outputs = tuple(_constant_symbols_as_ints(output) for output in
+                             signature.outputs + signature.detached_bases)
+        self.count = len(signature.outputs)
+        self.deferred = tuple(position for position, output in enumerate(self.outputs)
+                              if output.kind is OutputKind.VIEW_OF_RESULT)
         self.spec = signature.output_spec
 
     def __call__(self, arguments: Sequence, function_outputs: Sequence) -> Any:
@@ -282,8 +288,13 @@ class Epilogue:
                 flat.append(_output_view(arguments[output.base], output))
             elif kind is OutputKind.VIEW_OF_OUTPUT:
                 flat.append(_output_view(function_outputs[output.base], output))
-            else:
+            else:   # (a VIEW_OF_RESULT's place: made below, once its base is)
                 flat.append(output.value)
+        if self.deferred:
+            for position in self.deferred:
+                output = outputs[position]
+                flat[position] = _output_view(flat[output.base], output)
+            del flat[self.count:]
         return pytree.tree_unflatten(flat, self.spec)
 
     def _concrete(self, arguments: Sequence) -> list:

@@ -92,6 +92,7 @@ class OutputKind(enum.Enum):
     INPUT = "input"                  # the very object passed as input `base`
     VIEW_OF_INPUT = "view_of_input"  # a view of input `base`, rebuilt from its metadata
     VIEW_OF_OUTPUT = "view_of_output"  # a view of function output `base`, rebuilt likewise
+    VIEW_OF_RESULT = "view_of_result"  # a view of user output `base` (or of a detached base)
     CONSTANT = "constant"            # a non-tensor value, returned as traced
 
 
@@ -139,6 +140,9 @@ class GraphSignature:
     outputs: tuple[OutputInfo, ...]
     function_outputs: tuple[FunctionOutput, ...]
     output_spec: Any  # pytree spec of the graph's return value
+    # `detach()`s of inputs that eager's output views have as `_base` and the graph does not
+    # return (VIEW_OF_INPUT, DETACHED): VIEW_OF_RESULT indexes them after the user outputs
+    detached_bases: tuple = ()
 
     @property
     def mutated_inputs(self) -> list[int]:
@@ -324,7 +328,9 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
         {index for index, info in enumerate(input_infos) if info.mutates_data}, symbolic)
     with _tracing(mode, symbolic), functionalization():
         outputs = _classify_outputs(flat, arguments, eager_flat, eager_inputs, function_outputs)
-    return GraphSignature(tuple(input_infos), tuple(outputs), tuple(function_outputs), spec)
+    detached_bases = _views_of_detached(outputs, eager_flat, eager_inputs)
+    return GraphSignature(tuple(input_infos), tuple(outputs), tuple(function_outputs), spec,
+                          tuple(detached_bases))
 
 
 def _tracing(mode: Any, symbolic: Optional[SymbolicInputs]):
@@ -490,6 +496,36 @@ def _classify_outputs(flat: list, arguments: list, eager_flat: list, eager_input
                                     base_offset=eager_owner.storage_offset(),
                                     history=ViewHistory.DETACHED)
     return outputs
+
+
+def _views_of_detached(outputs: list, eager_flat: list, eager_inputs: list) -> list:
+    """Views of an input whose `_base` in eager is no input but a `detach()` of one: an
+    output (`t = x.detach(); return t, t[1:]`, program fuzzer seed 92052) or a tensor the
+    graph does not return (`x.detach()[1:]`). Rebuilt over the input, their `_base` was the
+    input (or a `detach()` of it per output, not eager's one tensor): they become views of
+    that output (VIEW_OF_RESULT), or of a detached base made once per call; returns those
+    bases (`GraphSignature.detached_bases`). `outputs` is changed in place."""
+    bases: list = []
+    keys: dict = {}   # id(eager's hidden base) -> index among the results
+    for index, output in enumerate(outputs):
+        if output.kind is not OutputKind.VIEW_OF_INPUT or \
+                output.history is ViewHistory.DETACHED:
+            continue
+        base, source = eager_flat[index]._base, eager_inputs[output.base]
+        if base is None or base is source or base is source._base:
+            continue    # (an input that is a view: eager's views of it have its base)
+        owner = next((position for position, value in enumerate(eager_flat)
+                      if value is base), None)
+        if owner is None:
+            owner = keys.get(id(base))
+        if owner is None:
+            owner = keys[id(base)] = len(outputs) + len(bases)
+            bases.append(OutputInfo(OutputKind.VIEW_OF_INPUT, output.base,
+                                    TensorMeta.of(base), base_offset=output.base_offset,
+                                    history=ViewHistory.DETACHED))
+        outputs[index] = dataclasses.replace(output, kind=OutputKind.VIEW_OF_RESULT,
+                                             base=owner, base_offset=base.storage_offset())
+    return bases
 
 
 def _detached_aliases(flat: list, eager_flat: list, input_storages: dict) -> dict[int, int]:

@@ -14,7 +14,11 @@ Per alias, precomputed once:
   `as_strided(base, ...).detach()`: about 4.5 us of the 7.7 us a 64x64 stack's graph took;
 - else the view `as_strided(base, size, stride, base.storage_offset() + offset)`
   (`native.view_of`: the dispatcher's as_strided, autograd's view tracking included, without
-  Python's argument parsing), detached where eager's is no view.
+  Python's argument parsing), detached where eager's is no view;
+- a view over a detached tensor where eager's `_base` is a `detach()` of an input that the
+  graph does not return (`x.detach()[1:]`: `alias.detached_base`): that tensor is made once
+  per call (`as_strided(base, ...).detach()`: no history, the input's memory and version
+  counter) for all the views eager makes of it, which then have it as `_base`.
 Bases that are not plain tensors (subclasses, fake tensors) take torch's Python calls.
 """
 from __future__ import annotations
@@ -25,11 +29,12 @@ import torch
 
 from inductor.runtime import native
 
-SAME, OWN, VIEW, DETACHED_VIEW = range(4)
+SAME, OWN, VIEW, DETACHED_VIEW, VIEW_OF_DETACHED = range(5)
 
 
 def alias_kinds(aliases: list, count: int) -> dict:
-    """Output position -> how it is rebuilt (SAME, OWN, VIEW or DETACHED_VIEW)."""
+    """Output position -> how it is rebuilt (SAME, OWN, VIEW, DETACHED_VIEW or
+    VIEW_OF_DETACHED)."""
     bases: dict = {}
     for alias in aliases:
         if alias is not None:
@@ -41,6 +46,8 @@ def alias_kinds(aliases: list, count: int) -> dict:
             continue
         if alias.same_object:
             kinds[position] = SAME
+        elif alias.detached_base is not None:
+            kinds[position] = VIEW_OF_DETACHED
         elif alias.detached and alias.base_kind == "output" and alias.base_index >= count \
                 and bases[("output", alias.base_index)] == 1:
             kinds[position] = OWN
@@ -57,19 +64,24 @@ def alias_rebuilder(aliases: list, count: int) -> Callable:
     order = sorted(kinds, key=lambda position: aliases[position].base_kind != "input")
     steps = tuple((position, kinds[position], aliases[position].base_kind == "input",
                    aliases[position].base_index, tuple(aliases[position].size),
-                   tuple(aliases[position].stride), aliases[position].storage_offset)
+                   tuple(aliases[position].stride), aliases[position].storage_offset,
+                   aliases[position].detached_base)
                   for position in order)
     own_tensor, view_of = native.output_geometry()
     plain = torch.Tensor
 
     def rebuild(results: list, arguments: tuple, shapes: dict) -> list:
-        for position, kind, from_input, index, size, stride, offset in steps:
+        detached: dict = {}
+        for position, kind, from_input, index, size, stride, offset, hidden in steps:
             base = arguments[index] if from_input else results[index]
             if kind == SAME:
                 results[position] = base
                 continue
             if shapes:
                 size, stride, offset = shapes.get(position) or (size, stride, offset)
+            if kind == VIEW_OF_DETACHED:
+                base, offset = _detached_base(detached, base, hidden, offset)
+                kind = VIEW
             if type(base) is not plain:
                 value = torch.as_strided(base, size, stride, base.storage_offset() + offset)
                 results[position] = value if kind == VIEW else value.detach()
@@ -83,3 +95,14 @@ def alias_rebuilder(aliases: list, count: int) -> Callable:
             del results[count:]
         return results
     return rebuild
+
+
+def _detached_base(made: dict, base, hidden: tuple, offset) -> tuple:
+    """(the detached tensor `hidden` = (key, size, stride, offset) describes over `base`, made
+    once per call and key in `made`; `offset` made relative to it)."""
+    key, size, stride, start = hidden
+    tensor = made.get(key)
+    if tensor is None:
+        tensor = torch.as_strided(base, size, stride, base.storage_offset() + start).detach()
+        made[key] = tensor
+    return tensor, offset - start

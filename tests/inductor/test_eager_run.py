@@ -204,7 +204,7 @@ def test_the_run_stands_in_for_a_failing_fake_run(monkeypatch):
     decomposition's hidden (3, 3, 1, 8) buffer, where eager's is no view. The eager-kernel run
     gives the layouts all the same (the fake run made to fail here, on any torch)."""
     from inductor import decompose
-    monkeypatch.setattr(decompose, "_run_on_fakes", lambda function, inputs: (None, {}))
+    monkeypatch.setattr(decompose, "_run_on_fakes", lambda function, inputs: (None, None, {}))
 
     def f(a3, a5):
         first = a3.split(1, 1)[0]

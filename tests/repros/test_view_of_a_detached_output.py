@@ -2,7 +2,6 @@
 (`t = x.detach(); d["w"] = t[-2]; return t`, program fuzzer seed 92052, inductor): eager's
 view has `t` as `_base`, a tensor of its own; the wrapper rebuilt it over the input `x`,
 so `w._base is x` where eager's is not. Such views are now rebuilt over that output."""
-import pytest
 import torch
 
 import dynamo
@@ -22,12 +21,10 @@ def test_views_of_a_detached_output_requiring_grad_eager_backend():
     _check("eager", ((4, True), (4, True), (5, True)))
 
 
-@pytest.mark.xfail(strict=True, reason="inductor/autograd/signature.py: a view of an output "
-                   "that is a view of an input (VIEW_OF_INPUT) is rebuilt over the input")
 def test_views_of_a_detached_output_requiring_grad_inductor():
-    """Through the training path (`x` requires grad) inductor rebuilds `t` over the input and
-    its views over the input too: their `_base` is another tensor than `t` (values, strides,
-    sharing and autograd state are eager's)."""
+    """Through the training path (`x` requires grad) inductor rebuilt `t` over the input and
+    its views over the input too: their `_base` was another tensor than `t`. They are now
+    views of the rebuilt `t` (`signature._views_of_detached`: OutputKind.VIEW_OF_RESULT)."""
     _check("inductor", ((4, True), (4, True), (5, True)))
 
 

@@ -29,8 +29,10 @@ from inductor.ir.nodes import (Buffer, ComputedBuffer, ConstantBuffer, InputBuff
 from inductor.ir.ops import ops
 from inductor.lower import extern
 from inductor.lower.accumulate_into import accumulate_into_sums
-from inductor.lower.elementwise import body_cost, opmath_dtype, value_loader
+from inductor.lower.elementwise import (body_cost, body_transcendentals, opmath_dtype,
+                                        value_loader)
 from inductor.lower.registry import lowering_for
+from inductor.lower.shared_uses import uses_meet
 from inductor.lower.size_floats import CONSUMERS as SIZE_FLOAT_CONSUMERS
 from inductor.lower.size_floats import size_float
 from inductor.size_variants import NotSymbolic
@@ -124,9 +126,10 @@ class GraphLowering(torch.fx.Interpreter):
             raise NotSymbolic(f"a size computed as a SymFloat used by {node.name}")
         result = super().run_node(node)
         if node.op == "call_function" and len(node.users) > 1:
+            meet = uses_meet(node)
             for box in pytree.tree_leaves(result):
                 if isinstance(box, TensorBox):
-                    _realize_if_costly(box)
+                    _realize_if_costly(box, meet)
         return result
 
     def placeholder(self, target, args, kwargs):
@@ -357,7 +360,7 @@ def _with_strides(view: ReinterpretView, stride: Optional[Sequence]) -> Reinterp
                                              layout.offset))
 
 
-def _realize_if_costly(box: TensorBox) -> None:
+def _realize_if_costly(box: TensorBox, meet: bool = False) -> None:
     # through views: the halves of a split (`x.chunk(2, 1)` in ShuffleNet) are views of one
     # body read by two consumers; left unrealized, each block inlined the previous blocks'
     # concatenations and shuffles (a kernel loading 36 buffers, 0.78 ms at batch 1)
@@ -365,6 +368,8 @@ def _realize_if_costly(box: TensorBox) -> None:
     if storage is None or not isinstance(storage.data, Pointwise):
         return
     loads, operations = body_cost(storage.data)
+    if meet and operations <= REUSE_OPS_THRESHOLD and not body_transcendentals(storage.data):
+        return      # every use is in one body at one index (lower/shared_uses.py)
     if loads > REUSE_LOADS_THRESHOLD or operations > REUSE_OPS_THRESHOLD:
         storage.realize()
 

@@ -18,7 +18,7 @@ from typing import Callable
 import sympy
 import torch
 
-from inductor.ir.symbols import FloorDiv, ModularIndexing
+from inductor.ir.symbols import FloorDiv, ModularIndexing, product
 
 HALF_TYPES = (torch.float16, torch.bfloat16)
 
@@ -108,3 +108,14 @@ def _sum_text(expr: sympy.Add, division: str) -> str:
         else:
             text = index_text(term, division)
     return f"({text})"
+
+
+def flat_index(flat, sizes: list) -> list:
+    """The index of each of `sizes`' dimensions at position `flat` of their row-major order
+    (the scan printers' lines: `codegen/cpp/scan.py`, `codegen/triton/scan.py`)."""
+    result = []
+    for position, size in enumerate(sizes):
+        stride = product(sizes[position + 1:])
+        result.append(FloorDiv(flat, stride) if position == 0 else
+                      ModularIndexing(flat, stride, size))
+    return result

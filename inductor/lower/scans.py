@@ -22,8 +22,8 @@ from inductor.lower.registry import register_lowering
 aten = torch.ops.aten
 
 HALF_TYPES = (torch.float16, torch.bfloat16)
-# the scans Triton's backend prints (none yet: there they run eager's kernel)
-TRITON_SCANS = ()
+# the scans Triton's backend prints (codegen/triton/scan.py); others run eager's kernel there
+TRITON_SCANS = ("sum", "prod")
 # the longest line a Triton scan holds in one block (longer lines run eager's kernel)
 TRITON_LINE = 16384
 

@@ -20,27 +20,15 @@ import sympy
 from inductor.codegen.cpp.expressions import index_text, literal, storage_type
 from inductor.codegen.cpp.kernel import _LineSink
 from inductor.codegen.cpp.lines import Lines
+from inductor.codegen.expressions import flat_index
 from inductor.codegen.cpp.ops import CppOpsHandler
 from inductor.config import config
 from inductor.ir.ops import ops, use_handler
-from inductor.ir.symbols import (FloorDiv, ModularIndexing, index_symbol, product,
-                                 simplify_index, size_hint)
+from inductor.ir.symbols import index_symbol, product, simplify_index, size_hint
 
 BLOCK = 32   # neighbouring lines scanned together where the scanned dimension is not innermost
 ROWS = 8     # lines along the innermost dimension interleaved
 INITIAL = {"sum": 0, "prod": 1, "logsumexp": float("-inf")}
-
-
-def flat_index(flat, sizes: list) -> list:
-    """The index of each of `sizes`' dimensions at position `flat` of their row-major order."""
-    result = []
-    for position, size in enumerate(sizes):
-        stride = product(sizes[position + 1:])
-        if position == 0:
-            result.append(FloorDiv(flat, stride))
-        else:
-            result.append(ModularIndexing(flat, stride, size))
-    return result
 
 
 class CppScanKernel:

@@ -24,6 +24,15 @@ except ImportError:  # triton without the device-neutral module
 # Every reduction goes through this name (the CPU loader swaps in a NumPy tree reduction).
 jit_reduce = tl.reduce
 
+# The combine functions of scans (`codegen/triton/scan.py`, through tl.associative_scan).
+@triton.jit
+def jit_scan_add(a, b):
+    return a + b
+
+@triton.jit
+def jit_scan_mul(a, b):
+    return a * b
+
 @triton.jit
 def jit_div(a, b):
     # Correctly rounded division (`/` on float32 is a faster, 2-ulp approximation on GPUs).

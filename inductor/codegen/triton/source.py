@@ -19,11 +19,12 @@ from inductor.codegen.devices import check_kernel_arguments
 from inductor.codegen.triton.combo import ComboKernel
 from inductor.codegen.triton.kernel import NAME, LaunchSpec, TritonKernel
 from inductor.codegen.triton.prelude import PRELUDE
+from inductor.codegen.triton.scan import TritonScanKernel
 from inductor.codegen.triton.scatter import TritonScatterKernel
 from inductor.config import config
 from inductor.ir.nodes import ConstantBuffer, InputBuffer
 from inductor.schedule.combine import ComboPlan
-from inductor.schedule.plans import GraphPlan, KernelPlan, ScatterPlan
+from inductor.schedule.plans import GraphPlan, KernelPlan, ScanPlan, ScatterPlan
 from inductor.size_variants import NotSymbolic
 
 
@@ -79,6 +80,7 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
         if not isinstance(step, KernelPlan):
             continue
         kind = TritonScatterKernel if isinstance(step, ScatterPlan) else TritonKernel
+        kind = TritonScanKernel if isinstance(step, ScanPlan) else kind
         kind = ComboKernel if isinstance(step, ComboPlan) else kind
         printer = kind(step, dtype_of, interpret, wait_for_prior)
         printer.extents, printer.check_bounds = extents, config.bounds_check

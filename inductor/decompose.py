@@ -491,11 +491,12 @@ def trace_aten(gm: torch.fx.GraphModule, example_inputs) -> AtenGraph:
 def _output_versions(eager_outputs: Optional[list], aliases: list) -> tuple:
     """(flat output position, version) for outputs eager made and then wrote in place: its
     counter reads the writes (`y = x * 2; y.add_(1)`: 1), where the compiled graph's fresh
-    result reads 0. One position per counter: views of another output share its counter."""
+    result reads 0. One position per counter: views of another output share its counter.
+    Inference tensors (made under `torch.inference_mode`) have no counter: nothing to keep."""
     found, counters = [], set()
     for position, (value, alias) in enumerate(zip(eager_outputs or (), aliases)):
-        if not isinstance(value, torch.Tensor) or value._version == 0 or \
-                (alias is not None and alias.base_kind != "output"):
+        if not isinstance(value, torch.Tensor) or value.is_inference() or \
+                value._version == 0 or (alias is not None and alias.base_kind != "output"):
             continue
         counter = position if alias is None else alias.base_index
         if counter not in counters:

@@ -80,8 +80,7 @@ def eager_run(function: Callable, inputs: Sequence[Any], written: set) -> Option
     grad_before = torch.is_grad_enabled()
     try:
         run_inputs = _copies(inputs, written)
-        before = [value._version if isinstance(value, torch.Tensor) else 0
-                  for value in run_inputs]
+        before = [version_of(value) for value in run_inputs]
         with torch.random.fork_rng(devices=[]):
             outputs = pytree.tree_leaves(function(*run_inputs))
     except Exception:   # noqa: BLE001  (eager refuses these values: the fake run's layouts)
@@ -92,8 +91,16 @@ def eager_run(function: Callable, inputs: Sequence[Any], written: set) -> Option
            for value in outputs):
         return None
     return outputs, run_inputs, {
-        position: value._version - first for position, (value, first)
+        position: version_of(value) - first for position, (value, first)
         in enumerate(zip(run_inputs, before)) if isinstance(value, torch.Tensor)}
+
+
+def version_of(value: Any) -> int:
+    """A tensor's version counter; 0 for other values and for inference tensors (made under
+    `torch.inference_mode`), which have none."""
+    if not isinstance(value, torch.Tensor) or value.is_inference():
+        return 0
+    return value._version
 
 
 def _copies(inputs: Sequence[Any], written: set) -> list:

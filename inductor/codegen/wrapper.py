@@ -169,8 +169,10 @@ def _restride(value: torch.Tensor, size, stride) -> torch.Tensor:
 def _unwritten(tensor: torch.Tensor) -> torch.Tensor:
     """`tensor` with its version counter at 0: a library product written into a dead
     buffer's memory (`out=`) moved it, where eager's product is a fresh tensor (program fuzzer
-    seed 36179: a 1-D linear's result read version 1)."""
-    torch._C._autograd._unsafe_set_version_counter((tensor,), (0,))
+    seed 36179: a 1-D linear's result read version 1). An inference tensor (the call runs
+    under `torch.inference_mode`) has no counter to put back."""
+    if not tensor.is_inference():
+        torch._C._autograd._unsafe_set_version_counter((tensor,), (0,))
     return tensor
 
 

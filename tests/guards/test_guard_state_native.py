@@ -216,13 +216,7 @@ def _same(expected, actual):
     torch.testing.assert_close(actual, expected, atol=1e-2, rtol=1e-2)
 
 
-INFERENCE_XFAIL = pytest.mark.xfail(
-    strict=True, raises=RuntimeError,
-    reason="inductor cannot compile under torch.inference_mode: its trace reads the outputs' "
-           "_version (inductor/decompose.py _output_versions and after), which inference tensors "
-           "lack; outside tests the call runs eagerly with a warning")
-CASES = [pytest.param(name, backend, marks=INFERENCE_XFAIL if (name, backend) == (
-    "inference", "inductor") else ()) for name in SETTINGS for backend in ("eager", "inductor")]
+CASES = [(name, backend) for name in SETTINGS for backend in ("eager", "inductor")]
 
 
 @pytest.mark.parametrize("name, backend", CASES)

@@ -16,14 +16,21 @@ import torch
 
 from inductor.ir.nodes import Pointwise, TensorBox
 from inductor.ir.ops import ops
-from inductor.ir.symbols import FloorDiv, to_expr
-from inductor.lower.elementwise import (broadcast_loader, broadcast_shapes, opmath_dtype,
-                                        realize_if_broadcast, result_type)
+from inductor.ir.symbols import FloorDiv, size_hint, to_expr
+from inductor.lower.elementwise import (body_cost, broadcast_loader, broadcast_shapes,
+                                        opmath_dtype, realize_if_broadcast, result_type)
 from inductor.lower.registry import register_lowering
 from inductor.lower.views import symbolic_slice_bounds
 from inductor.size_variants import NotSymbolic
 
 aten = torch.ops.aten
+
+# A computed source that a gather reads at least this many times its own size is realized
+# first on CPUs when its body loads more than one value: inlined, every gathered read repeats
+# each of those loads at a scattered address. LRASPP's final upsample (1x21x28x28 ->
+# 224x224) gathered the sum of two convolutions: 8 scattered loads per output element
+# where 4 suffice (docs/performance-notes.md, LRASPP).
+GATHERED_SOURCE_RATIO = 8
 
 
 def _wrap(dim: int, rank: int) -> int:
@@ -223,11 +230,25 @@ def advanced_indexing(x, indices, what: str):
 @register_lowering(aten.index, aten._unsafe_index)
 def index(x, indices):
     out_size, coordinates = advanced_indexing(x, indices, "indexing")
+    _realize_gathered_source(x, out_size)
     source_loader = x.make_loader()
 
     def inner_fn(position):
         return source_loader(coordinates(position))
     return TensorBox.create(Pointwise(x.get_device(), x.get_dtype(), inner_fn, out_size))
+
+
+def _realize_gathered_source(x, out_size) -> None:
+    storage = x.storage()
+    if storage is None or storage.is_realized() or not isinstance(storage.data, Pointwise):
+        return
+    if x.get_device().type == "cuda":
+        return
+    source = math.prod(size_hint(extent) for extent in x.get_size())
+    target = math.prod(size_hint(extent) for extent in out_size)
+    loads, _operations = body_cost(storage.data)
+    if loads > 1 and target >= GATHERED_SOURCE_RATIO * max(source, 1):
+        storage.realize()
 
 
 @register_lowering(aten.gather)

@@ -17,7 +17,8 @@ from typing import Optional
 import torch
 import torch.fx
 
-from inductor.symbolic_overlap import (is_symbolic, may_overlap_symbolic, overlaps_as_argument,
+from inductor.symbolic_overlap import (is_symbolic, known, may_overlap_symbolic,
+                                      overlaps_as_argument,
                                       partly_overlap_symbolic)
 
 
@@ -44,8 +45,9 @@ class OutputAlias:
     same_object: bool       # the very base object is returned (in-place ops led to it)
     detached: bool = False  # eager's is no view but a `detach()` of it (no autograd history)
     # eager's `_base` is a tensor the graph does not return, a `detach()` of the base (or of a
-    # view of it): (that tensor's key among the outputs, its size, stride, storage offset
-    # relative to the base's); the view is rebuilt over one such tensor made per call
+    # view of it): (that tensor's key among the outputs, None where it is laid out as the
+    # base, else (its size, stride, storage offset relative to the base's)); the view is
+    # rebuilt over one such tensor made per call
     detached_base: Optional[tuple] = None
 
 
@@ -248,7 +250,7 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
     views alike (a view rebuilt over a base laid out otherwise read the wrong elements).
     `eager_inputs`: the placeholders' values in that run (None for lifted constants), which
     tell a view of an input from a view of a hidden `detach()` of it
-    (`_views_of_hidden_detached`)."""
+    (`_views_of_hidden_detached`; over symbolic sizes only a `detach()` of the whole input)."""
     placeholders = [node for node in decomposed.graph.nodes if node.op == "placeholder"]
     output_node = next(node for node in decomposed.graph.nodes if node.op == "output")
     arguments = list(output_node.args[0])
@@ -349,9 +351,19 @@ def _views_of_hidden_detached(aliases: list, eager: list, eager_inputs: list) ->
                 base is source._base or any(base is other for other in eager) or \
                 storage_of(base) != storage_of(source) or base.dtype != source.dtype:
             continue    # (an input that is a view: eager's views of it have its base)
-        key = keys.setdefault(id(base), len(keys))
-        alias.detached_base = (key, tuple(base.shape), tuple(base.stride()),
-                               offset_between(base, source))
+        geometry = None if _laid_out_as(base, source) else \
+            (tuple(base.shape), tuple(base.stride()), offset_between(base, source))
+        if geometry is not None and is_symbolic(base):
+            continue    # (a detached view of an input over symbolic sizes: rebuilt over it)
+        alias.detached_base = (keys.setdefault(id(base), len(keys)), geometry)
+
+
+def _laid_out_as(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors have one shape, strides and storage offset (over symbolic sizes:
+    known to, without a guard)."""
+    pairs = [(a.storage_offset(), b.storage_offset()), *zip(a.shape, b.shape),
+             *zip(a.stride(), b.stride())]
+    return a.dim() == b.dim() and all(known(first == second) for first, second in pairs)
 
 
 def _detached_over(eager, value, base) -> bool:

@@ -74,7 +74,8 @@ def trace_aten_symbolic(gm: torch.fx.GraphModule, example_inputs: Sequence) -> A
     constants, lifted = lift_constants(decomposed)
     make_fresh_writes_functional(lifted)    # often all the writes: no second trace
     _fake_constants(lifted, constants, symbolic)
-    aliases, strides, hidden = observable_outputs(lifted, eager_outputs)
+    aliases, strides, hidden = observable_outputs(
+        lifted, eager_outputs, [None] * len(constants) + [*state_fakes, *fakes])
     _refuse_new_guards(environment, guards_before,
                        "finding which outputs alias inputs or each other")
     steps = {}

@@ -98,11 +98,14 @@ def alias_rebuilder(aliases: list, count: int) -> Callable:
 
 
 def _detached_base(made: dict, base, hidden: tuple, offset) -> tuple:
-    """(the detached tensor `hidden` = (key, size, stride, offset) describes over `base`, made
-    once per call and key in `made`; `offset` made relative to it)."""
-    key, size, stride, start = hidden
+    """(the detached tensor `hidden` = (key, geometry) describes over `base`: `base.detach()`,
+    or for a geometry (size, stride, offset) that view of it detached; made once per call and
+    key in `made`; `offset` made relative to it)."""
+    key, geometry = hidden
+    start = 0 if geometry is None else geometry[2]
     tensor = made.get(key)
     if tensor is None:
-        tensor = torch.as_strided(base, size, stride, base.storage_offset() + start).detach()
+        tensor = base.detach() if geometry is None else torch.as_strided(
+            base, geometry[0], geometry[1], base.storage_offset() + start).detach()
         made[key] = tensor
     return tensor, offset - start

@@ -122,10 +122,10 @@ def test_output_code_is_logged(private_cache, caplog):
 
 def test_report_summary_names_kernels_library_calls_and_fallbacks(private_cache):
     def function(x, w):
-        return torch.cumsum(torch.relu(x @ w), 0)
+        return torch.i0(torch.relu(x @ w))     # i0: an eager fallback (cumsum has a lowering)
     compiled = compile_function(function, torch.randn(4, 5), torch.randn(5, 6))
     summary = compiled.report.summary()
-    assert "1 kernel(s)" in summary and "aten.mm x1" in summary and "aten.cumsum x1" in summary
+    assert "1 kernel(s)" in summary and "aten.mm x1" in summary and "aten.i0 x1" in summary
     assert compiled.report.compile_seconds > 0
     assert "def call(" in compiled.report.source
 

@@ -303,9 +303,10 @@ def observable_outputs(decomposed: torch.fx.GraphModule, eager: Optional[list] =
                 aliases[position] = OutputAlias("output", base_position, *views[position],
                                                 same[position])
     if eager is not None:   # `x.detach()`: eager's shares memory but is no view
-        for position, alias in enumerate(aliases):
-            if alias is not None and not alias.same_object and \
-                    isinstance(eager[position], torch.Tensor) and eager[position]._base is None:
+        for position, alias in enumerate(aliases):   # (an inference tensor's views have no
+            value = eager[position]                  # `_base`: no view tracking, no detach)
+            if alias is not None and not alias.same_object and isinstance(
+                    value, torch.Tensor) and value._base is None and not value.is_inference():
                 alias.detached = True
         _views_of_detached_outputs(aliases, eager)
         if eager_inputs is not None:

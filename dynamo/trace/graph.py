@@ -36,6 +36,7 @@ from dynamo.variables.symbolic import SymbolicVariable, is_symbolic
 from dynamo.settings import config
 from inductor.symbolic_overlap import apart_by_residue
 from dynamo.shapes import STATIC, DimensionPolicy, SymbolicSizes
+from dynamo.trace.write_counts import WriteCounts
 from dynamo.variables.tensor import TensorVariable
 
 # Calls whose result holds no tensor but which must stay in the graph for their effect.
@@ -53,6 +54,7 @@ class GraphBuilder:
         self.shapes = SymbolicSizes()
         self.shapes.where = lambda: self.location  # where a size was specialised (explain)
         self.fake_mode = self.shapes.fake_mode()
+        self.write_counts = WriteCounts()     # writes into inference tensors (no counters)
         self.example_inputs: list[torch.Tensor] = []
         self.input_sources: list[Source] = []
         self._inputs_by_id: dict[int, "Variable"] = {}
@@ -117,9 +119,10 @@ class GraphBuilder:
         """Record `target(*args, **kwargs)` (variables) and return the wrapped result."""
         node_args, fake_args = _lower(args)
         node_kwargs, fake_kwargs = _lower(kwargs)
-        versions = _versions(fake_args, fake_kwargs)
+        versions = self._versions(fake_args, fake_kwargs)
         try:
-            with self.fake_mode, self._dispatcher(), _QUIET_FAKE_FAILURES:
+            with self.fake_mode, self._dispatcher(), _QUIET_FAKE_FAILURES, \
+                    self.write_counts.recording(fake_args, fake_kwargs):
                 fake = _run(kind, target, fake_args, fake_kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException) as error:
             kind_of_break = SCALAR_OUT if _is_scalar_read(target) else DYNAMIC_SHAPE_OP
@@ -131,23 +134,34 @@ class GraphBuilder:
                               f"{type(error).__name__}: {error}", exact_frames=True) from None
         self.shapes.check_time(config.symbolic_trace_seconds)
         _guard_mask_shapes(kind, target, fake_args)
-        overlap = _written_overlap(target, fake_args, fake_kwargs) \
-            if versions != _versions(fake_args, fake_kwargs) else ""
+        after = self._versions(fake_args, fake_kwargs)
+        overlap = _written_overlap(target, fake_args, fake_kwargs) if versions != after else ""
         if overlap:
             raise Unsupported(UNSUPPORTED_CALL, f"{_name(target)} writes into {overlap}: "
                               "eager refuses most such writes when it runs them",
                               exact_frames=True)
+        if versions != after and not torch.is_inference_mode_enabled() and \
+                _writes_inference_tensor((fake_args, fake_kwargs), versions, after):
+            raise Unsupported(UNSUPPORTED_CALL, f"{_name(target)} writes into an inference "
+                              "tensor outside torch.inference_mode: eager refuses it when it "
+                              "runs it (fake tensors do not)", exact_frames=True)
         node = self.graph.create_node(kind, target, node_args, node_kwargs)
         node.meta["example_value"] = fake
         node.meta["location"] = self.location
-        node.meta["mutates"] = versions != _versions(fake_args, fake_kwargs) or \
-            writes_arguments(target)
+        node.meta["mutates"] = versions != after or writes_arguments(target)
         result = self._wrap(node, fake, target)
         if node.meta["mutates"] and isinstance(fake, torch.Tensor):
             same = _argument_with_example(args, fake)  # `x.add_(1)` returns `x` itself
             if same is not None:
                 return same
         return result
+
+    def _versions(self, *values: Any) -> list[int]:
+        """Version counters of every tensor in `values`: an in-place op (a method ending in
+        `_`, `operator.setitem`, `inplace=True`, `out=`) bumps the counter of what it writes;
+        an inference tensor has none, its writes are counted (`write_counts.py`)."""
+        return [self.write_counts.version(leaf) for leaf in
+                torch.utils._pytree.tree_leaves(values) if isinstance(leaf, torch.Tensor)]
 
     def _dispatcher(self):
         """With symbolic sizes, torch's Python dispatcher: composite ops then run their Python
@@ -226,6 +240,15 @@ class _QuietFakeFailures(logging.Filter):
 
 _QUIET_FAKE_FAILURES = _QuietFakeFailures()
 logging.getLogger("torch._subclasses.fake_tensor").addFilter(_QUIET_FAKE_FAILURES)
+
+
+def _writes_inference_tensor(values: Any, before: list, after: list) -> bool:
+    """Whether a tensor among `values` whose count moved (`before` -> `after`, one entry per
+    tensor leaf) is an inference tensor."""
+    tensors = [leaf for leaf in torch.utils._pytree.tree_leaves(values)
+               if isinstance(leaf, torch.Tensor)]
+    return any(tensor.is_inference() and first != last
+               for tensor, first, last in zip(tensors, before, after))
 
 
 def _written_overlap(target: Any, args: tuple, kwargs: dict) -> str:
@@ -360,12 +383,6 @@ def writes_arguments(target: Any) -> bool:
         return False
 
 
-def _versions(*values: Any) -> list[int]:
-    """Version counters of every tensor in `values`: an in-place op (a method ending in `_`,
-    `operator.setitem`, `inplace=True`, `out=`) bumps the counter of what it writes."""
-    tensors = [leaf for leaf in torch.utils._pytree.tree_leaves(values)
-               if isinstance(leaf, torch.Tensor)]
-    return [0 if tensor.is_inference() else tensor._version for tensor in tensors]
 
 
 def _is_scalar_read(target: Any) -> bool:

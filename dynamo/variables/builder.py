@@ -157,21 +157,15 @@ def _wrap_tensor(tx, value: torch.Tensor, source: Optional[Source]) -> Variable:
         _alias(tx, source, result.source)
         return result
     guarding.note_object(tx, value, source)
-    tx.guards.identities.note_tensor(value, source, _mutated(result.example))
+    tx.guards.identities.note_tensor(value, source, _mutated(tx.graph, result.example))
     return result
 
 
-def _mutated(example: torch.Tensor):
-    """Whether the graph wrote to the fake input `example`, asked after the trace."""
-    start = _version(example)
-    return lambda: _version(example) != start
-
-
-def _version(example: torch.Tensor) -> int:
-    try:
-        return example._version
-    except Exception:  # noqa: BLE001  (inference tensors have no version counter)
-        return 0
+def _mutated(graph, example: torch.Tensor):
+    """Whether the graph wrote to the fake input `example`, asked after the trace (an
+    inference tensor's writes are counted by the graph's `write_counts`)."""
+    start = graph.write_counts.version(example)
+    return lambda: graph.write_counts.version(example) != start
 
 
 def _modelled_subclass(kind: type, source: Optional[Source]) -> bool:

@@ -23,6 +23,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/as_strided.h>
 #include <ATen/ops/empty_strided.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/csrc/Device.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Exceptions.h>
@@ -30,6 +31,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <cstdint>
 #include <vector>
 
@@ -385,6 +387,11 @@ PyObject* own_tensor(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
               "own_tensor: the geometry lies outside the memory's storage");
   // A new TensorImpl over the storage, as at::empty makes one over a new storage: its
   // constructor adds the autograd keys and a version counter at 0, or none in inference mode.
+  // Over an inference tensor's memory (an input or result made under torch.inference_mode) it
+  // is one too, made in inference mode: no version counter, so that a write into it outside
+  // inference mode raises as into eager's own result (a counter of its own let it pass).
+  std::optional<c10::InferenceMode> inference;
+  if (memory.is_inference()) inference.emplace();
   c10::DispatchKeySet keys(
       c10::computeDispatchKey(memory.scalar_type(), memory.layout(), memory.device()));
   at::Tensor result = at::detail::make_tensor<c10::TensorImpl>(

@@ -101,7 +101,12 @@ def launcher() -> Optional[Callable]:
 def _python_own_tensor(memory: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
     """An output given a dead buffer's memory by `as_strided` or `.view` came back as a view of
     that buffer (`t1._base` a (4, 3) intermediate, and `t1[1:]._base` that buffer, not `t1`):
-    this is a tensor of its own over that memory, as eager's fresh outputs."""
+    this is a tensor of its own over that memory, as eager's fresh outputs (an inference
+    tensor over an inference tensor's memory)."""
+    if memory.is_inference():
+        with torch.inference_mode():
+            return torch.empty((0,), dtype=memory.dtype, device=memory.device).set_(
+                memory.untyped_storage(), offset, size, stride)
     result = torch.empty((0,), dtype=memory.dtype, device=memory.device)
     with torch.autograd._unsafe_preserve_version_counter(result):   # `set_` counts as a write
         result.set_(memory.untyped_storage(), offset, size, stride)

@@ -442,9 +442,11 @@ def _final_objects(gm: torch.fx.GraphModule) -> dict:
 def _eager_geometry(eager: Optional[list], positions: list, base, base_position):
     """(base strides, per position (size, stride, offset from the base)) as eager lays out
     outputs that view one intermediate, when eager's outputs at `positions` view one tensor
-    of `base`'s shape and dtype (the one returned at `base_position`, if any); else None."""
-    if eager is None or not all(isinstance(eager[position], torch.Tensor)
-                                for position in positions):
+    of `base`'s shape and dtype (the one returned at `base_position`, if any); else None
+    (also for inference tensors, whose views name no `_base`: which tensor they view is
+    unknown, and comparing a view's sizes with the base's asked unguarded size questions)."""
+    if eager is None or not all(isinstance(eager[position], torch.Tensor) and
+                                not eager[position].is_inference() for position in positions):
         return None
     owners = {id(_eager_base(eager[position])) for position in positions}
     owner = _eager_base(eager[positions[0]])

@@ -36,7 +36,7 @@ from inductor.aliasing import (SharedInputWrites, UnsupportedGraph, memory_root,
                                observable_outputs, write_targets,
                                reads_written_memory_partly, writes_into_overlapping_memory,
                                writes_into_shared_inputs, written_placeholders)
-from inductor.eager_run import eager_run, replayable
+from inductor.eager_run import eager_run, replayable, version_of
 from inductor.fresh_writes import make_fresh_writes_functional
 from inductor.graph_calls import hookless
 from inductor.view_rewrites import rewrite_views
@@ -578,10 +578,10 @@ def _run_on_fakes(function, example_inputs) -> tuple:
     grad_before = torch.is_grad_enabled()
     try:
         fakes = fake_inputs_for(example_inputs, fake_mode)
-        before = [fake._version for fake in fakes]
+        before = [version_of(fake) for fake in fakes]
         with fake_mode:
             outputs = pytree.tree_leaves(function(*fakes))
-        return outputs, fakes, {position: fake._version - first
+        return outputs, fakes, {position: version_of(fake) - first
                                 for position, (fake, first) in enumerate(zip(fakes, before))}
     except Exception:   # noqa: BLE001  (an op without a fake kernel)
         return None, None, {}

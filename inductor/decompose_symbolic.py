@@ -36,6 +36,7 @@ import torch.utils._pytree as pytree
 from inductor.aliasing import (SharedInputWrites, UnsupportedGraph, observable_outputs,
                                writes_into_shared_inputs)
 from inductor.autograd.symbols import SymbolicInputs
+from inductor.eager_run import version_of
 from inductor.decompose import (AtenGraph, _detached, _flattened, _module_state, _mutates,
                                 _scalars_on_graph_device,
                                 _output_versions, _refuse_inexpressible_writes,
@@ -137,14 +138,14 @@ def _traced(symbolic: SymbolicInputs, flat_function, stateless, fakes: list) -> 
                 _ZeroDimMaskAssignment():
             decomposed = make_fx(flat_function, decomposition_table=_table(),
                                  tracing_mode="real")(*fakes)
-            versions = [getattr(value, "_version", 0) for value in fakes]
+            versions = [version_of(value) for value in fakes]
             eager_outputs = pytree.tree_leaves(stateless(*fakes))
     except (DataDependentOutputException, DynamicOutputShapeException) as error:
         raise UnsupportedGraph(f"the graph's shapes or values depend on tensor values "
                                f"({type(error).__name__})") from error
     finally:
         torch._C._set_grad_enabled(grad_before)
-    moved = {position: getattr(value, "_version", 0) - version
+    moved = {position: version_of(value) - version
              for position, (value, version) in enumerate(zip(fakes, versions))}
     return decomposed, eager_outputs, moved
 

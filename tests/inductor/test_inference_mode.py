@@ -140,3 +140,23 @@ def test_inference_mode_as_eager(backend, name, schedule, monkeypatch):
                 continue
             _same(expected, actual, where)
             _same(eager_inputs, jit_inputs, where + ", arguments after the call")
+
+
+@pytest.mark.parametrize("name", ["pointwise", "writes_input", "views", "library_calls"])
+def test_symbolic_sizes_under_inference_mode(name, monkeypatch):
+    """The symbolic trace read `_version` of inference inputs (program fuzzer seed 62017,
+    inductor, a call under inference mode after calls in other modes)."""
+    monkeypatch.setattr(inductor.config, "fallback_on_error", False)
+    fn = PROGRAMS[name]
+    jitted = dynamo.jit(fn, backend="inductor", dynamic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for rows, inputs_inside in ((4, True), (6, True), (5, False), (7, False)):
+            gen = torch.Generator().manual_seed(rows)
+            with torch.inference_mode(inputs_inside):
+                made = [torch.randn(rows, rows, generator=gen) for _ in range(2)]
+                copies = [value.clone() for value in made]
+            with torch.inference_mode():
+                expected, actual = fn(*copies), jitted(*made)
+            _same(expected, actual, f"{name}, {rows} rows")
+            _same(copies, made, f"{name}, {rows} rows, arguments after the call")

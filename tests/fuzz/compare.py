@@ -222,6 +222,9 @@ class Comparer:
         if expected.requires_grad != actual.requires_grad:
             return Mismatch("requires_grad", where, f"requires_grad={actual.requires_grad}, "
                             f"eager {expected.requires_grad}")
+        if expected.is_inference() != actual.is_inference():
+            return Mismatch("result", where, f"is_inference() {actual.is_inference()}, eager "
+                            f"{expected.is_inference()}")
         found = self._storage(expected, actual, where) or self._view(expected, actual, where)
         if found:
             return found

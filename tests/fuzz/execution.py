@@ -42,6 +42,7 @@ import torch
 
 from tests.fuzz import compare
 from tests.fuzz.compare import Comparer, Mismatch, backward_errors_differ
+from tests.fuzz.tree import CALL_CONTEXTS
 
 
 
@@ -55,7 +56,7 @@ def _product_dirs() -> tuple:
 
 NAMESPACE = "fuzzprog"
 GLUE_FILES = "<framejit glue"  # dynamo/rewrite/glue.py names its generated functions so
-HARNESS_NAMES = {"fn", "inputs", "CALLS", "_t"}
+HARNESS_NAMES = {"fn", "inputs", "CALLS", "CONTEXTS", "_t"}
 DYNAMIC = {"off": {}, "auto": {"dynamic": None}, "true": {"dynamic": True},
            "false": {"dynamic": False}}  # --dynamic -> the jit call's keyword arguments
 
@@ -184,17 +185,31 @@ def load(source: str, filename: str) -> dict:
     return namespace
 
 
+def call_mode(context: str):
+    """The mode call `context` (a key of tree.CALL_CONTEXTS) runs in."""
+    mode = CALL_CONTEXTS[context][1]
+    return torch.no_grad() if mode == "no_grad" else \
+        torch.inference_mode() if mode == "inference_mode" else contextlib.nullcontext()
+
+
+def arguments_of(space: dict, index: int) -> tuple:
+    """The arguments of call `index`, made under inference mode where its context says."""
+    context = space.get("CONTEXTS", {}).get(index, "")
+    with torch.inference_mode(CALL_CONTEXTS[context][0]):
+        return space["inputs"](index)
+
+
 def call(fn: Callable, args: tuple, filename: str,
-         graph_call: Optional[Callable] = None) -> CallRun:
+         graph_call: Optional[Callable] = None, context: str = "") -> CallRun:
     run = CallRun(args)
     output = io.StringIO()
     torch.set_grad_enabled(True)
-    with contextlib.redirect_stdout(output):
+    with contextlib.redirect_stdout(output), call_mode(context):
         try:
             run.value = fn(*args)
         except Exception as error:  # compared with the other run
             run.error = error
-    run.grad_after = torch.is_grad_enabled()
+        run.grad_after = torch.is_grad_enabled()    # what the call left, inside its mode
     torch.set_grad_enabled(True)
     run.printed = output.getvalue()
     if run.error is not None:
@@ -254,7 +269,7 @@ def _run_calls(source, chosen, filename, outcome, backward, strict_frames) -> No
     outcome.stats["calls"] = eager["CALLS"]
     for index in range(eager["CALLS"]):
         try:
-            arguments = [space["inputs"](index) for space in spaces]
+            arguments = [arguments_of(space, index) for space in spaces]
         except Exception as error:
             if chosen.dynamic != "off" and index > 0:  # a class of the program cannot be
                 outcome.stats["sweep_stopped"] = index  # built at this size: calls end here
@@ -262,9 +277,10 @@ def _run_calls(source, chosen, filename, outcome, backward, strict_frames) -> No
                 break
             outcome.status, outcome.detail = "invalid", f"inputs({index}) raised {error!r}"
             return
-        first = call(eager["fn"], arguments[0], filename)
-        second = call(check["fn"], arguments[1], filename)
-        actual = call(jitted, arguments[2], filename, chosen.graph_call)
+        context = eager.get("CONTEXTS", {}).get(index, "")
+        first = call(eager["fn"], arguments[0], filename, context=context)
+        second = call(check["fn"], arguments[1], filename, context=context)
+        actual = call(jitted, arguments[2], filename, chosen.graph_call, context)
         if isinstance(first.error, NameError):  # never generated on purpose: a fuzzer bug
             outcome.status, outcome.call = "invalid", index
             outcome.detail = f"eager raised {first.error!r}"
@@ -332,9 +348,10 @@ def _agrees_when_observed(source: str, filename: str, index: int, actual: CallRu
     `index` must then agree with the jitted call in everything."""
     space = load(source, filename)
     for number in range(index + 1):
-        arguments = space["inputs"](number)
+        arguments = arguments_of(space, number)
         with _ObserveGradFn():
-            observed = call(space["fn"], arguments, filename)
+            observed = call(space["fn"], arguments, filename,
+                            context=space.get("CONTEXTS", {}).get(number, ""))
     return _compare(observed, actual, space, jit_space, chosen.tolerance,
                     chosen.compiler_dirs) is None
 

@@ -13,6 +13,7 @@ module modes the program reads (the knobs registered by the constructs).
 from __future__ import annotations
 
 import dataclasses
+import random
 
 from tests.fuzz import slots
 from tests.fuzz.scope import Scope, Var
@@ -145,7 +146,32 @@ def make_calls(gen, params: list) -> list:
             state.notes = [note for note in state.notes if not note.startswith("N=")]
             state.notes.insert(0, f"N={state.n}")
         states.append((state, setup))
-    return [_render_call(gen, params, state, setup) for state, setup in states]
+    specs = [_render_call(gen, params, state, setup) for state, setup in states]
+    _choose_contexts(gen, specs, [state for state, _ in states])
+    return specs
+
+
+# Share of programs whose calls change mode (no_grad, inference_mode, inference tensors), and
+# of such a program's calls that run in one.
+CONTEXT_PROGRAMS, CONTEXT_CALLS = 0.25, 0.5
+
+
+def _choose_contexts(gen, specs: list, states: list) -> None:
+    """Some calls run under `no_grad` or `inference_mode`, or take inference tensors (then
+    only where no argument requires grad: an inference tensor cannot). Drawn from a random
+    stream of its own, so a seed's program and call values stay what they were before
+    contexts existed."""
+    rng = random.Random(f"contexts {gen.seed}")
+    if rng.random() >= CONTEXT_PROGRAMS:
+        return
+    for spec, state in zip(specs, states):
+        if rng.random() >= CONTEXT_CALLS:
+            continue
+        names = ["no_grad", "inference_mode"]
+        if not (state.grad and gen.grad_params):
+            names += ["inference_tensors", "inference_tensors_outside"]
+        spec.context = rng.choice(names)
+        spec.note = ", ".join(part for part in (spec.note, spec.context) if part)
 
 
 # The batch sizes of a size sweep (`--dynamic`): 0/1-specialised 1, small sizes, primes (no

@@ -150,6 +150,19 @@ class CallSpec:
     bindings: list  # (local name, expression text)
     args: list  # expression text per parameter, in order
     note: str = ""
+    context: str = ""  # the mode the call runs in: a key of CALL_CONTEXTS ("": plain)
+
+
+# The modes a call runs in: name -> (its arguments are made under torch.inference_mode, the
+# call runs under: "" plain, "no_grad" or "inference_mode"). Rendered into a program's harness as
+# `CONTEXTS = {call: name}` and read by the runner (execution.py) and the repro script.
+CALL_CONTEXTS = {
+    "": (False, ""),
+    "no_grad": (False, "no_grad"),
+    "inference_mode": (False, "inference_mode"),
+    "inference_tensors": (True, "inference_mode"),
+    "inference_tensors_outside": (True, ""),
+}
 
 
 PREAMBLE = '''\
@@ -201,7 +214,9 @@ class Program:
         return "\n".join(out) + "\n"
 
     def harness_lines(self) -> list:
-        lines = [f"CALLS = {len(self.calls)}", "", "",
+        contexts = {index: call.context for index, call in enumerate(self.calls) if call.context}
+        lines = [f"CALLS = {len(self.calls)}"] + ([f"CONTEXTS = {contexts!r}"] if contexts else [])
+        lines += ["", "",
                  "def inputs(call):",
                  f'{INDENT}"""The arguments of call `call` (0..CALLS-1); globals and attributes '
                  'change first."""']

@@ -26,6 +26,7 @@ from inductor.autograd.partition.absent import without_unused_saved
 from inductor.autograd.signature import TensorMeta
 from inductor.autograd.symbols import is_symbolic, known_ints
 from inductor.autograd.version_messages import name_outputs
+from inductor.eager_run import version_of
 from inductor.autograd.versions import (INPUT, OUTPUT, CallVersions, ModifiedSavedInput,
                                         caller_hooks_active, check, check_saved_inputs)
 
@@ -421,11 +422,6 @@ def unviewed(value: Any) -> Any:
     if isinstance(value, torch.Tensor) and value._is_view():
         return value.detach()
     return value
-
-
-def version_of(tensor: torch.Tensor) -> int:
-    """`tensor._version` (0 for inference tensors, which have no counter)."""
-    return 0 if tensor.is_inference() else tensor._version
 
 
 def bump_version(tensor: torch.Tensor, count: int) -> None:

@@ -30,8 +30,9 @@ from torch.utils import _pytree as pytree
 
 from inductor.autograd.boxed import StridedGraphRunner, run_graph
 from inductor.autograd.nodes import (Backward, CompiledNodes, bump_versions, output_bumps,
-                                     run_without_autocast, unviewed, version_of)
+                                     run_without_autocast, unviewed)
 from inductor.autograd.output_views import OutputViews, WithRebuiltViews
+from inductor.eager_run import version_of
 from inductor.autograd.partition.absent import without_tangents
 from inductor.autograd.signature import (GraphSignature, OutputInfo, OutputKind, TensorMeta,
                                          ViewHistory)

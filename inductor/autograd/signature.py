@@ -35,7 +35,7 @@ from inductor.autograd.functional import (fake_mode, functionalization, has_data
                                           mutations_hidden_from_autograd, to_functional)
 from inductor.autograd.symbols import SymbolicInputs
 from inductor.autograd.version_messages import node_name
-from inductor.eager_run import eager_run, replayable
+from inductor.eager_run import eager_run, replayable, version_of
 from inductor.graph_calls import hookless
 from inductor.python_dispatcher import aten_python_dispatcher
 
@@ -307,7 +307,7 @@ def analyze(gm: torch.fx.GraphModule, inputs: Sequence[Any],
                 with torch.enable_grad():
                     wrapped = wrapped.requires_grad_(True).clone()
             arguments.append(wrapped)
-        starts = [_version(argument) for argument in arguments]
+        starts = [version_of(argument) for argument in arguments]
         nodes = [argument.grad_fn if isinstance(argument, torch.Tensor) else None
                  for argument in arguments]
         with torch.set_grad_enabled(grad_enabled), autocast():
@@ -354,13 +354,6 @@ def _refuse_writes_into_shared_inputs(inputs: Sequence[Any], infos: list) -> Non
                                     "separately)")
 
 
-def _version(value: Any) -> int:
-    """A tensor's version counter (0 for non-tensors and inference tensors, which have none)."""
-    if not isinstance(value, torch.Tensor) or value.is_inference():
-        return 0
-    return value._version
-
-
 def _input_info(value: Any, argument: Any, start: int, node_before: Any) -> InputInfo:
     """`node_before`: the argument's `grad_fn` before the run. Writes that leave it in place
     are hidden from autograd (under `no_grad`, or through a `detach()` alias: eager's
@@ -378,7 +371,7 @@ def _input_info(value: Any, argument: Any, start: int, node_before: Any) -> Inpu
     node = argument.grad_fn if mutated else None
     through_view = node is not None and node.name() == "torch::autograd::CopySlices"
     return InputInfo(True, bool(value.requires_grad), mutated, hidden,
-                     _version(argument) - start, through_view,
+                     version_of(argument) - start, through_view,
                      "" if node is None else node_name(node))
 
 
@@ -570,4 +563,4 @@ def _function_output(source: str, index: int, value: torch.Tensor,
                      eager: torch.Tensor) -> FunctionOutput:
     """`value` from the functional run, `eager` the same tensor laid out as eager's."""
     differentiable = bool(value.requires_grad) and is_differentiable_dtype(value.dtype)
-    return FunctionOutput(source, index, differentiable, TensorMeta.of(eager), _version(value))
+    return FunctionOutput(source, index, differentiable, TensorMeta.of(eager), version_of(value))

@@ -20,6 +20,7 @@ import torch
 import torch.fx
 
 from inductor.lower.registry import lowering_for
+from inductor.symbolic_overlap import known
 
 # How many elementwise ops a path from a user to the meeting op may have.
 MEET_DEPTH = 6
@@ -58,7 +59,15 @@ def _is_elementwise(node: torch.fx.Node, shape) -> bool:
         return False
     if torch.Tag.pointwise not in node.target.tags or lowering_for(node.target) is None:
         return False
-    return _shape(node) == shape
+    return _same_shape(_shape(node), shape)
+
+
+def _same_shape(first: Optional[tuple], second: Optional[tuple]) -> bool:
+    """Whether two shapes are equal for every size the graph serves, asking no size question
+    (`==` on symbolic sizes would add a guard the front end never made: a per-size compile)."""
+    if first is None or second is None or len(first) != len(second):
+        return False
+    return all(known(a == b) for a, b in zip(first, second))
 
 
 def _shape(node: torch.fx.Node) -> Optional[tuple]:

@@ -12,14 +12,12 @@ so results are the same bits.
 """
 from __future__ import annotations
 
-import re
-from typing import Optional
 
 import sympy
 
 from inductor.codegen.cpp.expressions import index_text, literal, storage_type
 from inductor.codegen.cpp.kernel import _LineSink
-from inductor.codegen.cpp.lines import Lines
+from inductor.codegen.cpp.plan_kernel import PlanKernel
 from inductor.codegen.expressions import flat_index
 from inductor.codegen.cpp.ops import CppOpsHandler
 from inductor.config import config
@@ -31,35 +29,11 @@ ROWS = 8     # lines along the innermost dimension interleaved
 INITIAL = {"sum": 0, "prod": 1, "logsumexp": float("-inf")}
 
 
-class CppScanKernel:
+class CppScanKernel(PlanKernel):
     """Prints one scan plan (same interface as `CppKernel`)."""
 
-    def __init__(self, plan, dtype_of, threads: int, threshold: int, vectorize: bool = True):
-        self.plan = plan
-        self.dtype_of = dtype_of
-        self.threads = threads
-        self.threshold = threshold
-        self.vectorize = vectorize
-        self.lines = Lines()
-        self.pointers = {name: f"p{position}" for position, name in enumerate(self.arguments())}
-        self.extents: Optional[dict] = None   # buffer -> elements it spans (bounds.py)
-        self.size_symbols: list = []          # set by `source`: the size symbols it prints
-
-    def arguments(self) -> list[str]:
-        return list(self.plan.loads) + [name for name in self.plan.stores
-                                        if name not in self.plan.loads]
-
-    def source(self, function_name: Optional[str] = None) -> str:
-        stored = set(self.plan.stores)
-        parameters = [f"{'' if name in stored else 'const '}{storage_type(self.dtype_of(name))}* "
-                      f"__restrict__ {self.pointers[name]}" for name in self.arguments()]
-        self._scan(self.plan.node.buffer)
-        body = self.lines.function_lines()
-        self.size_symbols = [sympy.Symbol(name, integer=True, positive=True) for name in
-                             sorted(set(re.findall(r"\bs\d+\b", "\n".join(body))))]
-        parameters += [f"const int64_t {symbol.name}" for symbol in self.size_symbols]
-        head = f"static void {function_name or self.plan.name}({', '.join(parameters)}) {{"
-        return "\n".join([head] + body + ["}"])
+    def _body(self, buffer) -> None:
+        self._scan(buffer)
 
     def _parallel(self, work) -> None:
         if self.threads > 1 and size_hint(work) >= self.threshold:

@@ -7,52 +7,24 @@ eager leaves them (the last write wins, or every value is added).
 """
 from __future__ import annotations
 
-import re
-from typing import Optional
 
 import sympy
 
-from inductor.codegen.cpp.expressions import index_text, storage_type
+from inductor.codegen.cpp.expressions import index_text
 from inductor.codegen.cpp.kernel import _LineSink
-from inductor.codegen.cpp.lines import Lines
+from inductor.codegen.cpp.plan_kernel import PlanKernel
 from inductor.codegen.cpp.ops import CppOpsHandler
 from inductor.config import config
 from inductor.ir.ops import ops, use_handler
 from inductor.ir.symbols import index_symbol, simplify_index, size_hint
 
 
-class CppScatterKernel:
+class CppScatterKernel(PlanKernel):
     """Prints one scatter plan (same interface as `CppKernel`)."""
 
-    def __init__(self, plan, dtype_of, threads: int, threshold: int, vectorize: bool = True):
-        self.plan = plan
-        self.dtype_of = dtype_of
-        self.threads = threads
-        self.threshold = threshold
-        self.vectorize = vectorize
-        self.lines = Lines()
-        self.pointers = {name: f"p{position}" for position, name in enumerate(self.arguments())}
-        self.extents: Optional[dict] = None   # buffer -> elements it spans (bounds.py)
-        self.size_symbols: list = []          # set by `source`: the size symbols it prints
-
-    def arguments(self) -> list[str]:
-        return list(self.plan.loads) + [name for name in self.plan.stores
-                                        if name not in self.plan.loads]
-
-    def source(self, function_name: Optional[str] = None) -> str:
-        stored = set(self.plan.stores)
-        parameters = [f"{'' if name in stored else 'const '}{storage_type(self.dtype_of(name))}* "
-                      f"__restrict__ {self.pointers[name]}" for name in self.arguments()]
-        buffer = self.plan.node.buffer
+    def _body(self, buffer) -> None:
         self._copy(buffer)
         self._writes(buffer)
-        body = self.lines.function_lines()
-        # over symbolic sizes: one int64 per size symbol printed, after the pointers
-        self.size_symbols = [sympy.Symbol(name, integer=True, positive=True) for name in
-                             sorted(set(re.findall(r"\bs\d+\b", "\n".join(body))))]
-        parameters += [f"const int64_t {symbol.name}" for symbol in self.size_symbols]
-        head = f"static void {function_name or self.plan.name}({', '.join(parameters)}) {{"
-        return "\n".join([head] + body + ["}"])
 
     def _handler(self, prefix: str, ranges: dict) -> CppOpsHandler:
         def index(expr):

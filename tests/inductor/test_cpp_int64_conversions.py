@@ -8,10 +8,11 @@ docs/performance-notes.md, T5, Left). Float -> int64 is built from the float's b
 (prelude.h, jit_float_bits_to_int64), which vectorises. The vector form is read from the built
 library's symbols, as in test_vector_math_symbols.py: a libmvec function in the same loop
 appears as its vector variant only where the loop is vectorised. Int64 -> float32 is built
-there from 64-bit integer and float64 lane operations without selects (prelude.h,
-jit_int64_to_float: the two 32-bit halves summed in float64, rounded to odd, then to float),
-exact for every int64 (the rounding midpoints above 2^53 included). An earlier helper of
-64-bit selects was exact but slower in T5's bucket, whose third loop stayed scalar.
+there from 64-bit integer and float64 lane operations (prelude.h, jit_int64_to_float: values
+beyond 2^53 rounded to odd at 2^11, then converted exactly to float64 from the two 32-bit
+halves, then to float), exact for every int64 (the rounding midpoints above 2^53 included).
+An earlier helper of 64-bit selects was exact but slower in T5's bucket, whose third loop
+stayed scalar.
 """
 import shutil
 

@@ -201,34 +201,24 @@ template <typename U, typename F> static inline int64_t jit_float_bits_to_int64(
 }
 // An int64 converted to float32 as cvtsi2ss does (round to nearest even from all 64 bits).
 // Without AVX-512 DQ x86 has no vector conversion of int64, and a loop with one ran scalar
-// whole; here it is made of vectorisable 64-bit integer and float64 operations: the value
-// plus 2^63 split in 32-bit halves, each placed in a float64's significand (exact), their sum
-// rounded once to float64 with the rounding error recovered exactly (Fast2Sum: |high| is 0 or
-// above any low half); an inexact sum with an even last bit moves one float64 unit toward the
-// value (round to odd), so the final float64 -> float32 rounding is the single rounding of
-// the integer (float64 keeps 29 bits more than float32).
+// whole; here it is made of vectorisable 64-bit integer and float64 operations. Beyond 2^53
+// (where float64 is not exact) the value is first rounded to odd at 2^11: the low 11 bits
+// cleared and bit 11 set if any was set, which leaves at most 53 significant bits and keeps
+// the single rounding to float32 (whose unit there is 2^30 or more) that of the integer.
+// Then int64 -> float64 exactly: the signed high half and the low half placed in float64
+// significands (2^84 + (h + 2^31)*2^32, 2^52 + l), the offsets subtracted, one rounding-free
+// sum.
 static inline float jit_int64_to_float(int64_t value) {
 #if defined(__x86_64__) && !defined(__AVX512DQ__)
-  const uint64_t biased = static_cast<uint64_t>(value) ^ 0x8000000000000000ULL;
-  const uint64_t high_word = (biased >> 32) | 0x4530000000000000ULL;          // 2^84 + h*2^32
-  const uint64_t low_word = (biased & 0xFFFFFFFFULL) | 0x4330000000000000ULL;  // 2^52 + l
+  const uint64_t bits = static_cast<uint64_t>(value);
+  const uint64_t odd = (bits & ~0x7FFULL) | (((bits & 0x7FFULL) + 0x7FFULL) & 0x800ULL);
+  const uint64_t exact = bits + (1ULL << 53) > (1ULL << 54) ? odd : bits;  // |value| > 2^53
+  const uint64_t high_word = (exact >> 32) ^ 0x4530000080000000ULL;
+  const uint64_t low_word = (exact & 0xFFFFFFFFULL) | 0x4330000000000000ULL;
   double high, low;
   __builtin_memcpy(&high, &high_word, 8);
   __builtin_memcpy(&low, &low_word, 8);
-  high -= 0x1p84 + 0x1p63;   // leaves h*2^32 - 2^63, exactly
-  low -= 0x1p52;             // leaves l
-  const double sum = high + low;
-  const double error = low - (sum - high);
-  uint64_t sum_word, error_word;
-  __builtin_memcpy(&sum_word, &sum, 8);
-  __builtin_memcpy(&error_word, &error, 8);
-  const uint64_t inexact = static_cast<uint64_t>((error_word << 1) != 0);
-  const uint64_t toward_zero = (sum_word ^ error_word) >> 63;   // signs differ
-  const uint64_t move = (inexact & ~sum_word) & 1;
-  sum_word += (move - ((move & toward_zero) << 1));              // +1, -1 or 0 units
-  double odd;
-  __builtin_memcpy(&odd, &sum_word, 8);
-  return static_cast<float>(odd);
+  return static_cast<float>((high - (0x1p84 + 0x1p63 + 0x1p52)) + low);
 #else
   return static_cast<float>(value);
 #endif

@@ -11,8 +11,9 @@ appears as its vector variant only where the loop is vectorised. Int64 -> float3
 there from 64-bit integer and float64 lane operations (prelude.h, jit_int64_to_float: values
 beyond 2^53 rounded to odd at 2^11, then converted exactly to float64 from the two 32-bit
 halves, then to float), exact for every int64 (the rounding midpoints above 2^53 included).
-An earlier helper of 64-bit selects was exact but slower in T5's bucket, whose third loop
-stayed scalar.
+A loop that only loads, converts and stores keeps the scalar cast (lines.py), which is
+faster there: both forms are compared with eager. An earlier helper of 64-bit selects was
+exact but slower in T5's bucket, whose third loop stayed scalar.
 """
 import shutil
 
@@ -54,11 +55,22 @@ def _floats() -> torch.Tensor:
     return torch.from_numpy(np.concatenate([bits.view(np.float32), edges, below, uniform]))
 
 
-def test_int64_to_float32_matches_eager_bit_for_bit():
-    compiled = check_same(lambda x: x.to(torch.float32), _integers())
+def _kernels(compiled) -> str:
+    return compiled.report.source.split("call.with_argument_list")[-1]
+
+
+@pytest.mark.parametrize("form", ["alone", "beside arithmetic"])
+def test_int64_to_float32_matches_eager_bit_for_bit(monkeypatch, form):
+    # Alone, the loop keeps the scalar cast (lines.py); beside other work, the vectorisable
+    # helper (`* 2` is exact: the product's bits are the conversion's).
+    monkeypatch.setattr(inductor.config, "cpu_backend", "cpp")
+    function = (lambda x: x.to(torch.float32)) if form == "alone" else \
+        (lambda x: x.to(torch.float32) * 2)
+    compiled = check_same(function, _integers())
     values = _integers()
-    assert torch.equal(compiled(values).view(torch.int32),
-                       values.to(torch.float32).view(torch.int32))
+    assert torch.equal(compiled(values).view(torch.int32), function(values).view(torch.int32))
+    helper = "jit_int64_to_float(" in _kernels(compiled)
+    assert helper == (form != "alone"), _kernels(compiled)
 
 
 def test_float32_to_int64_matches_eager():

@@ -11,6 +11,12 @@ innermost loop or `omp parallel` region around an index statement (or the loop a
 clause folds it into) gets `{ int jit_index_error = 0;` before it, a
 `reduction(|:jit_index_error)` on its pragma, and `if (jit_index_error) jit_fail(...); }`
 after it; a statement outside any loop uses a flag declared for the whole function.
+
+An int64 -> float32 conversion is written as the prelude's vectorisable `jit_int64_to_float`
+(x86 without AVX-512 DQ has no vector instruction for it), which pays where the loop has other
+work to vectorise; in an innermost loop that only loads, converts and stores, the scalar cast
+is faster (a C loop of 4096 elements: 0.32 against 0.48 ns each; beside `* 3 + 1`, `/ y`,
+sqrt or exp the helper's vector form wins), and such a loop is given the cast back.
 """
 from __future__ import annotations
 
@@ -21,7 +27,12 @@ from typing import Optional
 from inductor.codegen.cpp.vml_blocks import strip_mine
 
 INDEX_ERROR_FLAG = "jit_index_error"
+INT64_TO_FLOAT = "jit_int64_to_float"
 _COLLAPSE = re.compile(r"collapse\((\d+)\)")
+# A load, a conversion of int64 to float32 (and the `+ 0.0f` after it), or a store.
+_CONVERSION_ONLY = re.compile(
+    rf"const \w+ \w+ = (\w+\[[^\[\]]*\]|\w+ \+ 0\.0f|{INT64_TO_FLOAT}\(\w+\));"
+    r"|\w+\[[^\[\]]*\] = (\w+|static_cast<\w+>\(\w+\));")
 
 
 @dataclasses.dataclass
@@ -80,10 +91,23 @@ class Lines:
         block = self.blocks.pop()
         self.depth -= 1
         self.add("}")
+        if block.loop:
+            self._scalar_conversions(block)
         if block.loop and block.owner is None and block.own_vml_blocks:
             self._block_vml_calls(block)
         if block.flagged:
             self._declare_flag(block)
+
+    def _scalar_conversions(self, block: _Block) -> None:
+        """Cast int64 to float32 with the scalar instruction in a closed loop that does
+        nothing but load, convert and store (see the module docstring)."""
+        first = block.start + (2 if block.pragma is not None else 1)
+        body = self.lines[first:-1]
+        if not any(INT64_TO_FLOAT in line for line in body) or \
+                not all(_CONVERSION_ONLY.fullmatch(line.strip()) for line in body):
+            return
+        self.lines[first:-1] = [line.replace(f"{INT64_TO_FLOAT}(", "static_cast<float>(")
+                                for line in body]
 
     def _block_vml_calls(self, block: _Block) -> None:
         """Strip-mine a closed innermost loop that calls VML (`vml_blocks.py`)."""

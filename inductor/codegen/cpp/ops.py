@@ -18,7 +18,7 @@ import torch
 from inductor.codegen.bounds import cpp_index, is_empty
 from inductor.codegen.cpp.expressions import (compute_dtype, index_text, literal,
                                               storage_type)
-from inductor.codegen.cpp.lines import INDEX_ERROR_FLAG
+from inductor.codegen.cpp.lines import INDEX_ERROR_FLAG, INT64_TO_FLOAT
 from inductor.codegen.cpp.segments import Segment, SegmentFacts
 from inductor.codegen.handler import KernelOpsHandler, Value
 from inductor.ir.primitives import BOOL, BY_NAME, PRIMITIVES
@@ -250,7 +250,8 @@ class CppOpsHandler(KernelOpsHandler):
             # gives -NaN: `signbit(a / a)` of int32 zeros was False, eager True (seed 12125).
             text = f"static_cast<{storage_type(target)}>({value.name})"
             if value.dtype == torch.int64 and target == torch.float32:
-                text = f"jit_int64_to_float({value.name})"     # vectorisable (prelude.h)
+                # vectorisable (prelude.h); a scalar cast again in conversion-only loops (lines.py)
+                text = f"{INT64_TO_FLOAT}({value.name})"
             converted = self.emit(text, target)
             return self.emit(f"{converted.name} + {literal(0, target)}", target)
         return self.emit(f"static_cast<{storage_type(target)}>({value.name})", target)

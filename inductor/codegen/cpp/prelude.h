@@ -207,7 +207,8 @@ template <typename U, typename F> static inline int64_t jit_float_bits_to_int64(
 // the single rounding to float32 (whose unit there is 2^30 or more) that of the integer.
 // Then int64 -> float64 exactly: the signed high half and the low half placed in float64
 // significands (2^84 + (h + 2^31)*2^32, 2^52 + l), the offsets subtracted, one rounding-free
-// sum.
+// sum. A lone conversion is cheaper scalar: lines.py turns this back into a cast in loops
+// that do nothing else (scalar_conversions).
 static inline float jit_int64_to_float(int64_t value) {
 #if defined(__x86_64__) && !defined(__AVX512DQ__)
   const uint64_t bits = static_cast<uint64_t>(value);

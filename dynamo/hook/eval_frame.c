@@ -73,7 +73,23 @@ typedef _PyInterpreterFrame Frame;
 
 static PyObject *skip_sentinel;     /* dynamo._C.SKIP */
 static PyObject *disable_sentinel;  /* dynamo._C.DISABLE */
-static __thread int thread_disabled = 0;  /* >0: capture off in this thread */
+/* Per-thread state, one thread-local struct: in a shared object every thread-local variable
+ * costs a call to __tls_get_addr wherever it is read, so the hot paths take its address once. */
+typedef struct {
+    PyObject *callback;  /* strong reference or NULL */
+    int busy;            /* >0 while callback/check runs */
+    int disabled;        /* >0: capture off in this thread */
+} ThreadFlags;
+static __thread ThreadFlags thread_flags = {NULL, 0, 0};
+
+/* The struct's address, opaque to the compiler, which would otherwise recompute it (a call)
+ * at each use after a call instead of keeping it in a register. */
+static inline ThreadFlags *this_thread(void) {
+    ThreadFlags *t = &thread_flags;
+    __asm__("" : "+r"(t));
+    return t;
+}
+#define thread_disabled (thread_flags.disabled)
 static int process_disabled = 0;          /* capture off in every thread (GIL) */
 static PyObject *disable_filter = NULL;   /* filter(code) -> bool, or NULL */
 static int filter_generation = 1;          /* bumped by set_disable_filter */
@@ -115,8 +131,7 @@ static CodeExtra *get_extra(PyCodeObject *code, int create) {
 }
 
 /* ---- per-thread state ----------------------------------------------------------- */
-static __thread PyObject *thread_callback = NULL;  /* strong reference or NULL */
-static __thread int thread_busy = 0;               /* >0 while callback/check runs */
+#define thread_callback (thread_flags.callback)
 static int active_threads = 0;                     /* threads with a callback (GIL) */
 static unsigned long long counter_hits = 0, counter_misses = 0;
 
@@ -282,23 +297,86 @@ static int arg_slot_count(PyCodeObject *code) {
            ((code->co_flags & CO_VARARGS) ? 1 : 0) + ((code->co_flags & CO_VARKEYWORDS) ? 1 : 0);
 }
 
+/* ---- function objects for replacements ------------------------------------------------
+ * A replacement runs through a function object sharing the original's globals, builtins,
+ * closure and name. Making and freeing one per call is a large part of a cache hit's cost, so
+ * a few idle ones wait in a pool: taking one fills in the replacement's code and the
+ * original's fields; it goes back only when nothing but us holds it (the frame that ran it is
+ * gone: a frame object kept by a traceback or sys._getframe() holds a reference), emptied first
+ * (an empty code object and dict, no closure) so that an idle one keeps nothing alive.
+ * Recursion and other threads find the pool empty, or take another one. */
+#define FUNCTION_POOL_SIZE 4
+static PyObject *function_pool[FUNCTION_POOL_SIZE];
+static int function_pool_count = 0;
+static PyObject *idle_code = NULL;     /* what an idle function holds as its code */
+static PyObject *idle_globals = NULL;  /* ... and as its globals and builtins (an empty dict) */
+
+static PyObject *take_function(Frame *frame, PyObject *replacement) {
+    PyFunctionObject *original = FRAME_FUNC(frame), *func;
+    if (function_pool_count == 0) {
+        func = (PyFunctionObject *)PyFunction_NewWithQualName(replacement, frame->f_globals,
+                                                              original->func_qualname);
+        if (func == NULL) return NULL;
+    } else {
+        func = (PyFunctionObject *)function_pool[--function_pool_count];
+    }
+    /* An idle function's old fields are the idle objects (kept alive by these statics),
+     * strings or NULL; a new one's are the values set here: releasing them runs no Python
+     * code. The module is the original's: 3.12's sys._getframemodulename() reads it (and
+     * namedtuple, enum, dataclasses, typing use it for __module__). */
+    Py_SETREF(func->func_code, Py_NewRef(replacement));
+    Py_SETREF(func->func_globals, Py_NewRef(frame->f_globals));
+    Py_SETREF(func->func_builtins, Py_NewRef(frame->f_builtins));
+    Py_SETREF(func->func_name, Py_NewRef(((PyCodeObject *)replacement)->co_name));
+    Py_SETREF(func->func_qualname, Py_NewRef(original->func_qualname));
+    Py_XSETREF(func->func_module, Py_XNewRef(original->func_module));
+    Py_XSETREF(func->func_closure, Py_XNewRef(original->func_closure));
+    func->func_version = 0;
+    return (PyObject *)func;
+}
+
+/* Drop our reference to a function that ran a replacement, keeping it idle in the pool when
+ * we hold its only reference and no one gave it attributes of its own. */
+static void give_back_function(PyObject *op) {
+    PyFunctionObject *func = (PyFunctionObject *)op;
+    if (Py_REFCNT(op) != 1 || function_pool_count == FUNCTION_POOL_SIZE || func->func_dict ||
+        func->func_weakreflist || func->func_defaults || func->func_kwdefaults ||
+#if PY_VERSION_HEX >= 0x030C0000
+        func->func_typeparams ||
+#endif
+        func->func_annotations) {
+        Py_DECREF(op);
+        return;
+    }
+    /* swap first, release after: the last reference to a globals dict or a closure may go
+     * here, and its finalizers may run a replacement (and use the pool) */
+    PyObject *code = func->func_code, *globals = func->func_globals;
+    PyObject *builtins = func->func_builtins, *closure = func->func_closure;
+    PyObject *module = func->func_module;
+    func->func_code = Py_NewRef(idle_code);
+    func->func_globals = Py_NewRef(idle_globals);
+    func->func_builtins = Py_NewRef(idle_globals);
+    func->func_closure = NULL;
+    func->func_module = NULL;
+    function_pool[function_pool_count++] = op;
+    Py_DECREF(code);
+    Py_DECREF(globals);
+    Py_DECREF(builtins);
+    Py_XDECREF(closure);
+    Py_XDECREF(module);
+}
+
 /* Run `replacement` with the original frame's argument slots as positional arguments,
  * through a function object sharing the original's globals, closure and name. */
 static PyObject *run_replacement(PyThreadState *tstate, Frame *frame, PyObject *replacement) {
     PyObject *result = NULL;
-    PyFunctionObject *original = FRAME_FUNC(frame);
     CodeExtra *extra = get_extra((PyCodeObject *)replacement, 1);
     if (extra == NULL) goto done;
     extra->skip = 1;  /* the replacement itself always runs as is */
-    PyObject *func = PyFunction_NewWithQualName(replacement, frame->f_globals,
-                                                original->func_qualname);
+    PyObject *func = take_function(frame, replacement);
     if (func == NULL) goto done;
-    if (original->func_closure && PyFunction_SetClosure(func, original->func_closure) < 0) {
-        Py_DECREF(func);
-        goto done;
-    }
     result = PyObject_Vectorcall(func, frame->localsplus, arg_slot_count(FRAME_CODE(frame)), NULL);
-    Py_DECREF(func);
+    give_back_function(func);
 done:
     RELEASE_FRAME(tstate, frame);
     return result;
@@ -347,25 +425,26 @@ static PyObject *decide(Frame *frame, CodeExtra *extra, PyObject *callback) {
 }
 
 /* Run the frame as is with capture off in this thread until it returns. */
-static PyObject *run_disabled(PyThreadState *tstate, Frame *frame, int throw_flag) {
+static PyObject *run_disabled(ThreadFlags *t, PyThreadState *tstate, Frame *frame,
+                              int throw_flag) {
     counter_disabled_runs++;
-    thread_disabled++;
+    t->disabled++;
     PyObject *result = _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
-    thread_disabled--;
+    t->disabled--;
     return result;
 }
 
 /* Ask the disable filter about a code object once per filter (with the hook off for this
  * thread); a filter that raises is reported as unraisable and counts as "no". A mark of an
  * earlier filter goes when the current one (or none) does not give it again. */
-static void apply_disable_filter(PyCodeObject *code, CodeExtra *extra) {
+static void apply_disable_filter(ThreadFlags *t, PyCodeObject *code, CodeExtra *extra) {
     extra->filtered = filter_generation;
     if (extra->skip == SKIP_DISABLED) extra->skip = 0;
     if (disable_filter == NULL) return;
     PyObject *filter = Py_NewRef(disable_filter);
-    thread_busy++;
+    t->busy++;
     PyObject *answer = PyObject_CallOneArg(filter, (PyObject *)code);
-    thread_busy--;
+    t->busy--;
     int disabled = answer == NULL ? -1 : PyObject_IsTrue(answer);
     Py_XDECREF(answer);
     if (disabled < 0) PyErr_WriteUnraisable(filter);
@@ -374,8 +453,9 @@ static void apply_disable_filter(PyCodeObject *code, CodeExtra *extra) {
 }
 
 static PyObject *eval_frame(PyThreadState *tstate, Frame *frame, int throw_flag) {
-    PyObject *callback = thread_callback;
-    if (callback == NULL || thread_busy || thread_disabled || process_disabled)
+    ThreadFlags *t = this_thread();
+    PyObject *callback = t->callback;
+    if (callback == NULL || t->busy || t->disabled || process_disabled)
         return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
     /* a throw carries its exception in the thread state: no Python runs, nothing is cleared */
     CodeExtra *extra = get_extra(FRAME_CODE(frame), !throw_flag);
@@ -384,14 +464,14 @@ static PyObject *eval_frame(PyThreadState *tstate, Frame *frame, int throw_flag)
         return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
     }
     if (extra->filtered != filter_generation && !throw_flag)
-        apply_disable_filter(FRAME_CODE(frame), extra);
-    if (extra->skip == SKIP_DISABLED) return run_disabled(tstate, frame, throw_flag);
+        apply_disable_filter(t, FRAME_CODE(frame), extra);
+    if (extra->skip == SKIP_DISABLED) return run_disabled(t, tstate, frame, throw_flag);
     if (extra->skip || !frame_is_interceptable(tstate, frame, throw_flag))
         return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
     Py_INCREF(callback);
-    thread_busy++;
+    t->busy++;
     PyObject *answer = decide(frame, extra, callback);
-    thread_busy--;
+    t->busy--;
     Py_DECREF(callback);
     if (answer == NULL) { RELEASE_FRAME(tstate, frame); return NULL; }
     if (answer == Py_None) {
@@ -400,7 +480,7 @@ static PyObject *eval_frame(PyThreadState *tstate, Frame *frame, int throw_flag)
     }
     if (answer == disable_sentinel) {
         Py_DECREF(answer);
-        return run_disabled(tstate, frame, throw_flag);
+        return run_disabled(t, tstate, frame, throw_flag);
     }
     PyObject *result = run_replacement(tstate, frame, answer);
     Py_DECREF(answer);
@@ -420,13 +500,13 @@ static PyObject *unsupported(void) {
 /* Make `callback` (NULL for none) this thread's callback; returns the previous one (a
  * reference handed to the caller).  The eval function is installed while any thread has
  * a callback. */
-static PyObject *swap_callback(PyObject *callback) {
+static PyObject *swap_callback(ThreadFlags *t, PyObject *callback) {
 #if JIT_HOOK_SUPPORTED
-    PyObject *previous = thread_callback;
+    PyObject *previous = t->callback;
     Py_XINCREF(callback);
     if (previous == NULL && callback != NULL && active_threads++ == 0) install_eval_frame(1);
     if (previous != NULL && callback == NULL && --active_threads == 0) install_eval_frame(0);
-    thread_callback = callback;
+    t->callback = callback;
     return previous;
 #else
     return NULL;
@@ -437,7 +517,7 @@ static PyObject *set_callback(PyObject *module, PyObject *callback) {
 #if !JIT_HOOK_SUPPORTED
     if (callback != Py_None) return unsupported();
 #endif
-    PyObject *previous = swap_callback(callback == Py_None ? NULL : callback);
+    PyObject *previous = swap_callback(this_thread(), callback == Py_None ? NULL : callback);
     return previous ? previous : Py_NewRef(Py_None);
 }
 
@@ -454,15 +534,16 @@ typedef struct {
 static PyObject *scoped_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames) {
     ScopedCall *self = (ScopedCall *)op;
+    ThreadFlags *t = this_thread();
     int disabling = self->callback == disable_sentinel;
-    if (!disabling && self->callback != Py_None && (thread_disabled || process_disabled))
+    if (!disabling && self->callback != Py_None && (t->disabled || process_disabled))
         return PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
     PyObject *previous = swap_callback(
-        self->callback == Py_None || disabling ? NULL : self->callback);
-    thread_disabled += disabling;
+        t, self->callback == Py_None || disabling ? NULL : self->callback);
+    t->disabled += disabling;
     PyObject *result = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
-    thread_disabled -= disabling;
-    PyObject *ours = swap_callback(previous);
+    t->disabled -= disabling;
+    PyObject *ours = swap_callback(t, previous);
     Py_XDECREF(previous);
     Py_XDECREF(ours);
     return result;
@@ -547,6 +628,19 @@ static PyObject *get_callback(PyObject *module, PyObject *unused) {
 #else
     Py_RETURN_NONE;
 #endif
+}
+
+/* is_current_callback(reference) is `reference() is get_callback()` for a weak reference
+ * (the scope guard of every cache entry, `dynamo.driver.JitScopeGuard`), without two calls. */
+static PyObject *is_current_callback(PyObject *module, PyObject *reference) {
+    if (!PyWeakref_Check(reference))
+        return PyErr_Format(PyExc_TypeError, "is_current_callback: expected a weak reference");
+#if JIT_HOOK_SUPPORTED
+    PyObject *current = thread_callback ? thread_callback : Py_None;
+#else
+    PyObject *current = Py_None;
+#endif
+    return PyBool_FromLong(PyWeakref_GET_OBJECT(reference) == current);
 }
 
 #if JIT_HOOK_SUPPORTED
@@ -645,6 +739,8 @@ static PyMethodDef methods[] = {
     {"set_callback", set_callback, METH_O,
      "Set this thread's frame callback (None removes it); returns the previous one."},
     {"get_callback", get_callback, METH_NOARGS, "This thread's frame callback or None."},
+    {"is_current_callback", is_current_callback, METH_O,
+     "Whether a weak reference's object is this thread's frame callback (None: no callback)."},
     {"cache_entries", cache_entries, METH_O,
      "The live list of (check, code) cache entries of a code object."},
     {"set_skip", (PyCFunction)(void (*)(void))set_skip, METH_FASTCALL,
@@ -673,6 +769,9 @@ PyMODINIT_FUNC PyInit__C(void) {
 #if JIT_HOOK_SUPPORTED
     extra_index = REQUEST_EXTRA_INDEX(free_extra);
     if (extra_index < 0 || PyType_Ready(&FrameViewType) < 0) goto error;
+    idle_code = (PyObject *)PyCode_NewEmpty("<framejit>", "<idle>", 0);
+    idle_globals = PyDict_New();
+    if (idle_code == NULL || idle_globals == NULL) goto error;
     if (PyModule_AddObjectRef(module, "FrameView", (PyObject *)&FrameViewType) < 0) goto error;
 #endif
     if (PyType_Ready(&ScopedCallType) < 0 ||

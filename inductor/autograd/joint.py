@@ -34,6 +34,7 @@ from inductor.autograd.functional import (fake_mode, from_functional, functional
 from inductor.autograd.signature import GraphSignature
 from inductor.autograd.symbols import SymbolicInputs
 from inductor.autograd.versions import SavedTensorLog, VersionPlan
+from inductor.eager_run import version_of
 from inductor.graph_calls import hookless
 
 
@@ -88,8 +89,7 @@ def _joint_function(gm: torch.fx.GraphModule, signature: GraphSignature, state: 
                 arguments = [leaf.clone() if index in mutated and index in differentiable
                              else leaf for index, leaf in enumerate(leaves)]
             tangents = [to_functional(tangent) for tangent in tangents]
-            starts = [argument._version if isinstance(argument, torch.Tensor) else 0
-                      for argument in arguments]
+            starts = [version_of(argument) for argument in arguments]
             # The caller's grad mode, which the graph's own regions switch. The log records
             # what eager's autograd saves; the backward below checks no versions (eager's
             # checks are made at run time, `versions.check`).

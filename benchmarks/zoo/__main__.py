@@ -47,11 +47,16 @@ def build_jobs(options: argparse.Namespace) -> list[Job]:
     jobs = []
     for model, mode in pairs:
         training = mode == "training"
+        # AMP training, and models that cannot be cast (catalog `casts`): float32 weights
+        # under autocast to the suite's half dtype
+        autocast = options.amp if training else None
+        if not catalog.spec(model).casts and options.dtype != "float32":
+            autocast = options.amp or options.dtype
         for compiler in options.compilers:
             jobs.append(Job(
                 model=model, mode=mode, compiler=compiler, device=options.device,
-                dtype="float32" if training and options.amp else options.dtype,
-                amp=options.amp if training else None, batch=options.batch,
+                dtype="float32" if autocast else options.dtype,
+                amp=autocast, batch=options.batch,
                 compile_mode=options.compile_mode, trials=options.trials,
                 warmup=options.warmup, trial_seconds=options.trial_seconds,
                 threads=options.threads, suite=options.suite, note=options.note))

@@ -51,16 +51,20 @@ class ModelSpec:
     description: str = ""
     group: str = "zoo"
     trains: bool = True    # False: inference only (no comparable training step)
+    # False: keep float32 weights and autocast to a suite's half dtype instead of casting the
+    # model (torchvision's detection ops, nms among them, have no bfloat16 kernels; under
+    # autocast torchvision runs them in float32, as a user of mixed precision would)
+    casts: bool = True
 
 
 _registry: dict[str, ModelSpec] = {}
 
 
 def register(name: str, family: str, description: str = "", group: str = "zoo",
-             trains: bool = True):
+             trains: bool = True, casts: bool = True):
     """Decorator: register `build(batch, training, **options) -> Workload` under `name`."""
     def decorate(build):
-        _registry[name] = ModelSpec(name, family, build, description, group, trains)
+        _registry[name] = ModelSpec(name, family, build, description, group, trains, casts)
         return build
     return decorate
 

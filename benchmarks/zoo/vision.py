@@ -5,9 +5,10 @@ Input: a batch size and whether to train. Output: a CPU float32 `Workload`. Clas
 batch of 224x224 RGB images, cross-entropy against random labels in training.
 `lraspp_mobilenet_v3_large` (semantic segmentation): the same images, per-pixel cross-entropy
 against random classes. `fasterrcnn_mobilenet_v3_large_320_fpn` (detection, inference only):
-a list of at least two images of different sizes (variable-size inputs: the model resizes and batches them
-itself, with data-dependent steps such as non-maximum suppression); its training step samples
-proposals at random, so two runs of it are not comparable and it has no training entry.
+a list of at least two images of different sizes (variable-size inputs: the model resizes and
+batches them itself, with data-dependent steps such as non-maximum suppression); its training
+step samples proposals at random, so two runs of it are not comparable and it has no training
+entry. Its weights stay float32 in the GPU suites, under autocast (`casts=False`).
 """
 from __future__ import annotations
 
@@ -97,4 +98,4 @@ register("lraspp_mobilenet_v3_large", "torchvision",
     _segmentation)
 register("fasterrcnn_mobilenet_v3_large_320_fpn", "torchvision",
          "torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(weights=None), "
-         "inference only, images of different sizes", trains=False)(_detection)
+         "inference only, images of different sizes", trains=False, casts=False)(_detection)

@@ -105,3 +105,16 @@ def test_gpu_suites_run_on_cuda_in_bfloat16(suite):
     assert all(job.dtype == "bfloat16" for job in jobs if job.mode == "inference")
     assert all(job.amp == "bfloat16" for job in jobs if job.mode == "training")
     assert options.output.name == "gpu.jsonl"
+
+
+def test_a_model_that_cannot_be_cast_runs_under_autocast_on_the_gpu():
+    """The detection model's nms has no bfloat16 kernel (both compilers and eager failed on
+    the H200 when the model was cast): GPU suites keep its weights in float32 under autocast;
+    the CPU suite runs it in float32 without autocast."""
+    from benchmarks.zoo.__main__ import _apply_defaults, _parser, build_jobs
+    name = "fasterrcnn_mobilenet_v3_large_320_fpn"
+    for suite, dtype, amp in (("gpu-zoo", "float32", "bfloat16"), ("cpu", "float32", None)):
+        options = _parser().parse_args(["run", "--suite", suite, "--models", name])
+        _apply_defaults(options)
+        jobs = build_jobs(options)
+        assert jobs and all((job.dtype, job.amp) == (dtype, amp) for job in jobs), suite

@@ -240,6 +240,31 @@ class Unsupported(Exception):
         return f"{self.kind.id} {self.kind.title}{where}: {self.detail}"
 
 
+def without_frames(error: Optional[BaseException]) -> Optional[BaseException]:
+    """`error`, and the exceptions it chains (`__context__`, `__cause__`), with their
+    tracebacks dropped: for a failure kept after the `except` that caught it (a `Capture`'s,
+    a `PlannedGlue`'s, `CompileRecord.failure`).
+
+    A traceback holds the frames it passed, and a frame that has returned holds its caller's
+    (`f_back`), up to the frames of the program that were on the stack when the hook was
+    called. A kept failure with its traceback kept those alive with their locals: as long as
+    the `jit` wrapper (its records), or until the cyclic GC (the failure in the locals of a
+    frame its own traceback holds). Eager frees a frame's locals when it returns. Issue P49:
+    the `torch._C._DisableFuncTorch()` guard local to `torch._tensor_str._str`, whose tensor
+    printing called a function that failed to compile, stayed in force after `_str` returned;
+    functorch's dispatch keys stayed excluded, and a later `functionalize` ran without its
+    layer. Returns `error`."""
+    pending, seen = [error], set()
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = None
+        pending += [current.__context__, current.__cause__]
+    return error
+
+
 class GraphBreakError(RuntimeError):
     """`dynamo.jit(..., fullgraph=True)` met a construct that needs a graph break.
 

@@ -37,7 +37,7 @@ from typing import Any, Optional
 import torch
 
 from dynamo import _C, debug, hook, logs, rewrite, skips, stance
-from dynamo.breaks import UNSUPPORTED_BYTECODE, GraphBreakError, Unsupported
+from dynamo.breaks import UNSUPPORTED_BYTECODE, GraphBreakError, Unsupported, without_frames
 from dynamo.resume import regions
 from dynamo.resume.stops import (StopPlanner, forget_stops, inherited_dynamism,
                                  skeleton_replacement, stop_state)
@@ -221,6 +221,7 @@ class FrameDriver:
         debug.frame_compiled(record)
         if record.failure is not None:
             _eager_after_failure(code, record.failure)
+            without_frames(record.failure)  # kept: not the frames on the stack (P49)
         if record.replacement is None:
             return hook.SKIP  # no tensor work: nothing to compile, now or later
         state.compiles += 1

@@ -17,7 +17,7 @@ from types import CodeType
 from typing import Callable, Optional
 
 from dynamo import hook
-from dynamo.breaks import Unsupported
+from dynamo.breaks import Unsupported, without_frames
 from dynamo.instructions.decoding import decode_bytecode
 from dynamo.rewrite import assemble
 from dynamo.rewrite.glue import GluePlan
@@ -48,8 +48,8 @@ def plan_glue(capture: Capture, frame_globals: dict,
         write_frame_cells(plan, capture.own_cells(), every=capture.stop is not None)
         replay_calls(plan, capture.side_effects.deferred_calls)
         replay_calls(plan, capture.side_effects.early_calls, plan.early)
-    except Unsupported as failure:
-        return PlannedGlue(None, failure=failure)
+    except Unsupported as failure:  # kept: without the frames it passed (breaks.without_frames)
+        return PlannedGlue(None, failure=without_frames(failure))
     return PlannedGlue(plan, returned)
 
 

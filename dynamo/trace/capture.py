@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import torch
 
-from dynamo.breaks import Unsupported
+from dynamo.breaks import Unsupported, without_frames
 from dynamo.shapes import STATIC, DimensionPolicy
 from dynamo.trace.graph import GraphBuilder
 from dynamo.trace.interpreter import NestedStopReached, TraceState, Tracer
@@ -176,8 +176,8 @@ def trace_frame(view, *, stop_at: frozenset = frozenset(), nested_stops: tuple =
     try:
         tracer = root_tracer(state, view, stop_at, argument_factories or {})
         returned, stop = _run(state, tracer)
-    except Unsupported as failure:
-        return _capture(view.f_code, state, tracer, failure=failure)
+    except Unsupported as failure:  # kept: without the frames it passed (breaks.without_frames)
+        return _capture(view.f_code, state, tracer, failure=without_frames(failure))
     if stop is not None:
         _close_blocks_for_break(stop.frames)
     return _capture(view.f_code, state, tracer, returned=returned, stop=stop)

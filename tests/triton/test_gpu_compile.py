@@ -124,3 +124,14 @@ def test_kernels_that_wait_for_their_predecessors_compile_for_programmatic_launc
         for kernel in compiled:
             assert ("griddepcontrol.wait" in kernel.asm["ptx"]) == waits
             assert bool(kernel.metadata.launch_pdl) == waits
+
+
+def test_scans_of_values_constant_along_the_line_compile():
+    """OPT's position ids, `ones(...).cumsum(1)`, printed `tl.associative_scan` over a scalar
+    `tl.full([], ...)`: sm_90 rejected it ("invalid axis 1"; the interpreter accepts it) and
+    AMP training of `opt` fell back to eager for its forward graph."""
+    def function(x):
+        return (torch.ones_like(x).cumsum(1), x[:, :1].expand(8, 128).cumsum(1),
+                x[:1, :].expand(8, 128).cumprod(1))
+
+    assert compile_all(function, torch.randn(8, 128)) >= 3

@@ -60,6 +60,21 @@ def test_cumprod_and_dtype_argument(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_lines_constant_along_the_scan(device):
+    """A scanned value that does not vary along the line (a literal, a row's value, OPT's
+    `ones(...).cumsum(1)` position ids) is a scalar or a [XBLOCK, 1] block: it is spread over
+    the whole block before the scan (a size-1 axis scanned to the value itself, and sm_90
+    rejects axis 1 of a scalar)."""
+    x = _values((4, 128), torch.float32, device)
+    _check(lambda x: x[:, :1].expand(4, 128).cumsum(1), x)
+    _check(lambda x: x[:, 3:4].expand(4, 128).cumprod(1), x / 4 + 1)
+    _check(lambda x: x[:1, :].expand(4, 128).cumsum(1), x)
+    _check(lambda x: torch.ones(4, 128, device=x.device).cumsum(1) + x, x)
+    _check(lambda x: torch.ones(3, 128, dtype=torch.int64, device=x.device).cumsum(1)
+           + x[:3].long(), x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_eager_kernel_where_no_triton_scan(device):
     x = _values((4, 30), torch.float32, device)
     compiled = _check(lambda x: torch.logcumsumexp(x, 1), x)

@@ -62,7 +62,12 @@ class TritonScanKernel(TritonKernel):
         with use_handler(handler):
             value = ops.to_dtype(buffer.data.inner_fn(index), buffer.acc_dtype)
             name = f"{handler.prefix}scan"
-            self.add_line(f"{name} = tl.associative_scan({handler.tensor(value)}, 1, "
+            # a value constant along the line (a literal, a row's value) is a scalar or a
+            # [XBLOCK, 1] block: scanned as is, sm_90 rejects axis 1 of a scalar and a
+            # size-1 axis scans to the value itself; spread over the whole block first
+            # (always: a no-op on a whole block)
+            text = f"tl.broadcast_to({handler.tensor(value)}, [XBLOCK, RBLOCK])"
+            self.add_line(f"{name} = tl.associative_scan({text}, 1, "
                           f"{SCANS[buffer.scan_type]})")
             result = handler.value_type(name, buffer.acc_dtype)
             self.value_axes[name] = frozenset({"x", "r"})

@@ -241,9 +241,11 @@ class Unsupported(Exception):
 
 
 def without_frames(error: Optional[BaseException]) -> Optional[BaseException]:
-    """`error`, and the exceptions it chains (`__context__`, `__cause__`), with their
-    tracebacks dropped: for a failure kept after the `except` that caught it (a `Capture`'s,
-    a `PlannedGlue`'s, `CompileRecord.failure`).
+    """`error`, framejit's own failure, without its traceback and its links to the exceptions
+    it chained (`__context__`, `__cause__`): for a failure kept after the `except` that
+    caught it (a `Capture`'s, a `PlannedGlue`'s, `CompileRecord.failure`). A chained exception
+    is left as it is: it may be the program's, raised again eagerly with its traceback (seed
+    63048: the traced `raise` inside a `with` block whose `__exit__` breaks the graph).
 
     A traceback holds the frames it passed, and a frame that has returned holds its caller's
     (`f_back`), up to the frames of the program that were on the stack when the hook was
@@ -254,14 +256,9 @@ def without_frames(error: Optional[BaseException]) -> Optional[BaseException]:
     printing called a function that failed to compile, stayed in force after `_str` returned;
     functorch's dispatch keys stayed excluded, and a later `functionalize` ran without its
     layer. Returns `error`."""
-    pending, seen = [error], set()
-    while pending:
-        current = pending.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        current.__traceback__ = None
-        pending += [current.__context__, current.__cause__]
+    if error is not None:
+        error.__traceback__ = None
+        error.__context__ = error.__cause__ = None
     return error
 
 

@@ -16,13 +16,15 @@ then ran without its layer, and the view's autograd metadata was set on the infe
 tensor functionalization made. Eager frees a frame's locals when it returns.
 
 Fixed where failures are kept (`dynamo.breaks.without_frames`): the trace's (capture.py)
-and the glue plan's (rewrite/frame.py) failures, and a record's, keep no traceback (nor do
-the exceptions they chain), which also breaks the cycle failure -> traceback -> frame ->
+and the glue plan's (rewrite/frame.py) failures, and a record's, keep no traceback and no
+link to the exceptions they chained (those are left as they are: the program's own error
+keeps its frames, the last test), which also breaks the cycle failure -> traceback -> frame ->
 failure that kept the frames until the cyclic GC. Tested on the shape of the seeds, with the
 cyclic GC left alone: the caller of a frame that fails to compile holds an object (freed on
 return in eager) and the guard `_str` holds; then an inductor graph over symbolic sizes, with
 a view and a write, called under inference mode, and `vmap`.
 """
+import traceback
 import weakref
 
 import pytest
@@ -102,3 +104,38 @@ def test_symbolic_inductor_functionalization_under_inference_mode_after_a_failed
             assert got.is_inference() == want.is_inference()
         torch.testing.assert_close(actual_y, expected_y, rtol=0, atol=0)
     assert torch.func.vmap(torch.sum)(torch.ones(3, 2)).tolist() == [2.0, 2.0, 2.0]
+
+
+class Ctx1:  # seed 63048's, minimized: the program's error leaves a `with` block whose
+    def __init__(self, tag):  # `__exit__` breaks the graph
+        self.tag = tag
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, kind, value, tb):
+        print("exit", self.tag, kind is not None)
+
+
+def raises_in_a_with_block():
+    with Ctx1(1):
+        raise TypeError("no key")
+
+
+def _program_frames(error) -> list:
+    return [(frame.name, frame.lineno) for frame in traceback.extract_tb(error.__traceback__)
+            if frame.filename == __file__]
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_the_programs_own_error_keeps_its_traceback(backend):
+    """Only framejit's own failure loses its traceback and chain: the program's exception it
+    chained (the error a traced `raise` made, raised again eagerly) keeps its frames (seed
+    63048 of the same campaign: the jitted error had none once the chain was cleared)."""
+    jitted = dynamo.jit(raises_in_a_with_block, backend=backend)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="no key") as eager, torch.inference_mode():
+            raises_in_a_with_block()
+        with pytest.raises(TypeError, match="no key") as actual, torch.inference_mode():
+            jitted()
+        assert _program_frames(actual.value)[-1:] == _program_frames(eager.value)[-1:] != []

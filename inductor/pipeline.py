@@ -518,8 +518,11 @@ def _computes_with_grad(gm: torch.fx.GraphModule) -> bool:
 
 def _needs_autograd(gm: torch.fx.GraphModule, example_inputs: Sequence) -> bool:
     """Whether autograd must see the graph: something requires grad and some op runs with
-    grad mode on (regions included: `torch.enable_grad()` inside a `no_grad` caller)."""
-    return _requires_grad(gm, example_inputs) and _computes_with_grad(gm)
+    grad mode on (regions included: `torch.enable_grad()` inside a `no_grad` caller). Never
+    under `torch.inference_mode`, where autograd records nothing, `enable_grad` regions
+    included (the front end guards the mode: another mode is another compile)."""
+    return not torch.is_inference_mode_enabled() and _requires_grad(gm, example_inputs) and \
+        _computes_with_grad(gm)
 
 
 def _makes_tensors_requiring_grad(gm: torch.fx.GraphModule) -> bool:

@@ -85,6 +85,7 @@ def cuda_module(gm, example_values, output_strides, processors: int = 132):
     from inductor.schedule.scheduler import schedule
     from inductor.schedule.tiling import Target, tile
 
+    _as_cuda_graph(gm)
     loop_graph = lowering.lower(gm, example_values, output_strides, torch.device("cpu"))
     plan = schedule(loop_graph)
     tile(plan, Target("cuda", processors, config.triton_persistent_limit,
@@ -94,6 +95,18 @@ def cuda_module(gm, example_values, output_strides, processors: int = 132):
     def dtype_of(name):
         return plan.buffers[name].get_dtype()
     return triton_source.generate(plan, dtype_of, interpret=False), dtype_of
+
+
+def _as_cuda_graph(gm) -> None:
+    """A graph traced for CPU holds `framejit.vml(x, name)` (eager's VML rounding on CPU,
+    `inductor/vml.py`), which Triton has no code for: a CUDA graph holds `aten.<name>`."""
+    from inductor.vml import VML
+
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is VML:
+            node.target = getattr(torch.ops.aten, node.args[1]).default
+            node.args = node.args[:1]
+    gm.recompile()
 
 
 def compile_module(module, dtype_of, graph: int = 0, candidates: int = 2) -> tuple:

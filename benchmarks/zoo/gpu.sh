@@ -29,7 +29,8 @@
 # PYTHON (default python3).
 # The complete zoo (issue 25): ZOO_ARGS="--suite gpu-zoo --models A,B,... --modes inference
 # --compilers framejit,torch.compile" with OUT=<its own folder>; on a 2-GPU host two such
-# calls side by side (CUDA_VISIBLE_DEVICES=0 / 1, other models) halve the device time. Keep
+# calls side by side (CUDA_VISIBLE_DEVICES=0 / 1, other models) halve the device time
+# (benchmarks/zoo/gpu_streams.sh runs one stream per GPU of a 2- or 4-GPU machine). Keep
 # its rows in their own file (benchmarks/results/gpu-zoo-h200.jsonl: another machine than
 # gpu.jsonl's H100) and render with `report cpu.jsonl gpu.jsonl gpu-zoo-h200.jsonl`.
 set -uo pipefail

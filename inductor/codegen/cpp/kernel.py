@@ -439,8 +439,15 @@ class CppKernel:
                 continue
             accumulators.append(Accumulator(name, data.reduction_type,
                                             _compute(data.src_dtype), lanes, terms,
-                                            *self._position_order(member)))
+                                            *self._position_order(member),
+                                            widened=self._loads_half_floats(member)))
         return accumulators
+
+    def _loads_half_floats(self, member: Member) -> bool:
+        """Whether the member's body loads a bfloat16 or float16 buffer (its values reach the
+        accumulator widened)."""
+        return any(self.dtype_of(access.name) in (torch.bfloat16, torch.float16)
+                   for access in member.node.reads)
 
     def _position_order(self, member: Member) -> tuple:
         """(whether each lane sees growing reduction positions, whether they fit int32): lanes

@@ -28,7 +28,7 @@ from inductor.codegen.cpp.ops import CppOpsHandler, CppValue
 from inductor.codegen.cpp.reductions import (FLUSH_BLOCKS, LANES, WIDE_LANES, Accumulator,
                                               SharedPass, lanes_for, positions_ascend,
                                               positions_fit_int32, static_elements)
-from inductor.codegen.cpp.reuse import StructureTracker, find_reuses
+from inductor.codegen.cpp.reuse import NARROW, StructureTracker, find_reuses
 from inductor.codegen.cpp.segments import Segment, innermost_segments
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import linear_coefficient, simplify_index, size_hint, substitute
@@ -446,8 +446,7 @@ class CppKernel:
     def _loads_half_floats(self, member: Member) -> bool:
         """Whether the member's body loads a bfloat16 or float16 buffer (its values reach the
         accumulator widened)."""
-        return any(self.dtype_of(access.name) in (torch.bfloat16, torch.float16)
-                   for access in member.node.reads)
+        return any(self.dtype_of(access.name) in NARROW for access in member.node.reads)
 
     def _position_order(self, member: Member) -> tuple:
         """(whether each lane sees growing reduction positions, whether they fit int32): lanes

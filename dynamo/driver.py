@@ -534,9 +534,20 @@ def warn_at_user(message: str, category: type, code: Optional[CodeType] = None,
     f_globals = f_globals if f_globals is not None else {}
     registry = f_globals.setdefault("__warningregistry__", {}) \
         if isinstance(f_globals, dict) else None
-    warnings.warn_explicit(message, category, filename, lineno,
-                           module=f_globals.get("__name__"), registry=registry,
-                           module_globals=_with_a_loader(f_globals))
+    lineno = lineno if isinstance(lineno, int) else 0
+    try:
+        warnings.warn_explicit(message, category, filename, lineno,
+                               module=f_globals.get("__name__"), registry=registry,
+                               module_globals=_with_a_loader(f_globals))
+    except Warning:
+        raise   # a filter made it an error: what the program asked for
+    except Exception:  # noqa: BLE001  (the source line unreadable: warn without it)
+        # CPython's warn_explicit reads the line from the globals' loader and raises
+        # IndexError where `lineno` is past that source's end or 0 (code compiled from
+        # another text than the module's file runs with its globals): a warning must never
+        # fail the program (the detection model's GPU run failed so, stop 47)
+        warnings.warn_explicit(message, category, filename, lineno,
+                               module=f_globals.get("__name__"), registry=registry)
 
 
 def _with_a_loader(f_globals: dict) -> Optional[dict]:

@@ -132,3 +132,48 @@ def test_jit_logs_recompiles_from_the_environment():
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "recompiling <lambda>" in result.stderr and "dtype" in result.stderr, result.stderr
+
+
+# A caller whose code was compiled from another text than its module's file (code made by
+# `exec` in the module's globals: dataclass and namedtuple methods, templated code), at a line
+# past the end of that file: CPython's warn_explicit reads the warning's source line through
+# the globals' loader and raised IndexError, which failed the program (stop 47's GPU run of
+# fasterrcnn_mobilenet_v3_large_320_fpn: "IndexError: list index out of range").
+@pytest.fixture
+def far_caller(tmp_path):
+    import importlib.util
+    path = tmp_path / "short_module.py"
+    path.write_text("SHORT = 1\n")
+    spec = importlib.util.spec_from_file_location("short_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = "\n" * 5000 + "def far_caller(function, x):\n    return function(x)\n"
+    exec(compile(text, "<templated caller>", "exec"), module.__dict__)
+    return module.far_caller
+
+
+def test_internal_error_warning_from_a_caller_past_its_modules_source(far_caller):
+    jitted = dynamo.jit(doubled, backend=_failing_backend, options={"suppress_errors": True})
+    x = torch.ones(2)
+    (warning,) = _caught(lambda: torch.testing.assert_close(far_caller(jitted, x), x * 2))
+    assert warning.filename == "<templated caller>" and warning.lineno == 5002
+    assert "backend exploded" in str(warning.message)
+
+
+def test_recompile_limit_warning_from_a_caller_past_its_modules_source(far_caller):
+    jitted = dynamo.jit(doubled, backend="eager", options={"recompile_limit": 2})
+
+    def calls():
+        for dtype in (torch.float32, torch.float64, torch.int64):
+            torch.testing.assert_close(far_caller(jitted, torch.ones(3, dtype=dtype)),
+                                       torch.full((3,), 2, dtype=dtype))
+    (warning,) = _caught(calls)
+    assert "reached dynamo.config.recompile_limit (2)" in str(warning.message)
+
+
+def test_a_warnings_error_filter_still_raises(far_caller):
+    jitted = dynamo.jit(doubled, backend=_failing_backend, options={"suppress_errors": True})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning, match="backend exploded"):
+            far_caller(jitted, torch.ones(2))

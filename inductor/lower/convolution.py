@@ -204,7 +204,7 @@ def convolution_backward(grad_output, x, weight, bias_sizes, stride, padding, di
             not all(to_expr(extent).is_Integer for value in values
                     for extent in value.get_size()):
         raise NotImplementedError("plain library call")
-    if convolution_prefers_channels_last(_elements(x), _elements(weight),
+    if convolution_prefers_channels_last(_elements(x), weight.get_size(),
                                          _elements(grad_output)):
         grad_output, x = require_channels_last(grad_output), require_channels_last(x)
     else:

@@ -379,7 +379,7 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
         x = require_channels_last(x)
         weight = realize_input(weight)
     elif isinstance(example, torch.Tensor) and not convolution_prefers_channels_last(
-            _elements(x), _elements(weight), example.numel()):
+            _elements(x), weight.get_size(), example.numel()):
         # Weight-heavy: contiguous input, the weight as it is (given a channels-last input,
         # ATen would copy the weight to channels-last itself, more slowly).
         x = require_strides(x, _contiguous_strides(x.get_size()))

@@ -400,13 +400,25 @@ def channels_last_strides(size) -> list:
     return [height * width * channels, 1, width * channels, channels]
 
 
-def convolution_prefers_channels_last(input_elements: int, weight_elements: int,
-                                      output_elements: int) -> bool:
+def convolution_prefers_channels_last(input_elements: int, weight_size,
+                                      output_elements: int, switches_graph: bool = False) -> bool:
     """Whether one 2-D convolution on CPU tensors should run channels-last. Channels-last
     activations make oneDNN's convolutions faster, but the weight is then copied to
     channels-last on every call (parameters may change between calls), so convolutions with
     more weight than activation elements (resnet18's last stage) stay contiguous: at batch 1,
-    all of resnet18 channels-last ran 40 -> 43 ms."""
+    all of resnet18 channels-last ran 40 -> 43 ms. A 1x1 kernel's contiguous weight already
+    has channels-last strides (nothing is copied), so those always run channels-last:
+    MobileNetV2's last stage (1x1 convolutions of 160-1280 channels on 7x7 images) ran
+    contiguous between channels-last depthwise convolutions, each switch a transposing store,
+    and the 1x1 convolutions 5-10% slower contiguous (`docs/performance-notes.md`). That
+    holds in a graph already channels-last; `switches_graph` (whether this convolution alone
+    makes a graph channels-last, copying its inputs and outputs) keeps the elements rule."""
+    sizes = [int(extent) for extent in weight_size]
+    if not switches_graph and len(sizes) == 4 and sizes[2] * sizes[3] == 1:
+        return True
+    weight_elements = 1
+    for extent in sizes:
+        weight_elements *= extent
     return input_elements + output_elements >= weight_elements
 
 
@@ -438,7 +450,7 @@ def prefers_channels_last(gm: torch.fx.GraphModule) -> bool:
         if devices != {"cpu"} or config.cpu_backend != "cpp":
             return False
         found = found or convolution_prefers_channels_last(
-            values[0].numel(), values[1].numel(), values[2].numel())
+            values[0].numel(), values[1].shape, values[2].numel(), switches_graph=True)
     return found
 
 

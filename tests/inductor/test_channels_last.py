@@ -208,3 +208,25 @@ def test_concatenation_and_pooling_of_channels_last_inputs_stay_channels_last():
     source = compiled.report.source
     assert "(2, 16, 16, 16), (4096, 1, 256, 16)" in source    # the concatenation, NHWC
     assert "(4096, 256, 16, 1)" not in source
+
+
+def test_weight_heavy_one_by_one_convolution_in_a_channels_last_graph_stays_channels_last():
+    """MobileNetV2's last stage: a 1x1 convolution with more weight than activation elements
+    after a channels-last one. A 1x1 weight is channels-last as it is (nothing to copy), so
+    its input stays channels-last: no transposing store to NCHW before it (there was one
+    before: the elements rule made it contiguous). Values and output strides stay eager's."""
+    first = torch.randn(32, 3, 3, 3)
+    depthwise = torch.randn(32, 1, 3, 3)
+    second = torch.randn(256, 32, 1, 1)
+
+    def function(x):
+        y = torch.relu(functional.conv2d(x, first, padding=1))
+        y = functional.max_pool2d(y, 16)
+        y = functional.hardtanh(functional.conv2d(y, depthwise, padding=1, groups=32), 0, 6)
+        return torch.relu(functional.conv2d(y, second)) + 1
+
+    compiled = _check_layouts(function, torch.randn(1, 3, 32, 32))
+    source = compiled.report.source
+    # the 1x1 convolution (256 x 32 weight, 1x32x2x2 input) comes out channels-last;
+    # run contiguous it gave (1024, 4, 2, 1)
+    assert "(1, 256, 2, 2), (1024, 1, 512, 256)" in source

@@ -128,35 +128,20 @@ def test_write_into_an_input(device):
         pytest.xfail(f"compiled per size: {compiled.report.size_reason}")
 
 
-def test_kernels_over_symbolic_sizes_compile_for_sm_90(monkeypatch):
-    """The GPU variants (no status word, programmatic launch) of the kernels of a symbolic
-    graph compile for an H100 with Triton's compiler (the interpreter accepts more)."""
-    pytest.importorskip("triton.backends.nvidia")
+def _compile_for_sm_90(printed: list) -> int:
+    """Compile every function of the GPU modules `printed` ((module, dtype lookup) pairs) for
+    sm_90 at the size bucket of 5, with every candidate; the number compiled."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from inductor.codegen.triton import source as triton_source
     from inductor.runtime import triton_autotune as autotune
     from inductor.runtime import triton_build
     from tests.triton.test_gpu_compile import POINTER_TYPES
-    printed, generate = [], triton_source.generate
-
-    def both(plan, dtype_of, interpret, *arguments, **keywords):
-        printed.append((generate(plan, dtype_of, False, True), dtype_of))
-        return generate(plan, dtype_of, interpret, *arguments, **keywords)
-    monkeypatch.setattr(triton_source, "generate", both)
-
-    def function(x):
-        return torch.softmax(x, -1), x.sum(0), (x.t() * 2).to(torch.bfloat16), \
-            x.unsqueeze(-1) * x.unsqueeze(1)
-    _check(function, lambda n, device: [torch.randn(n, 2 * n + 1, device=device)], [[0, 1]],
-           (3, 5), "cpu")
     compiled = 0
     for module, dtype_of in printed:
         loaded = triton_build.load(module.text, interpret=False)
         for kernel in module.kernels:
-            assert kernel.size_symbols
             roles = [function.role for function in kernel.functions]
             extents = triton_sizes.extent_function(kernel.spec, kernel.size_symbols)(
                 *[5] * len(kernel.size_symbols))
@@ -174,7 +159,65 @@ def test_kernels_over_symbolic_sizes_compile_for_sm_90(monkeypatch):
                                options={"num_warps": kwargs.get("num_warps", 4),
                                         "launch_pdl": True})
                 compiled += 1
-    assert compiled >= 3
+    return compiled
+
+
+def _print_for_the_gpu_too(monkeypatch) -> list:
+    """The (module, dtype lookup) of every graph's GPU variant (no status word, programmatic
+    launch) printed beside the interpreter's."""
+    from inductor.codegen.triton import source as triton_source
+    printed, generate = [], triton_source.generate
+
+    def both(plan, dtype_of, interpret, *arguments, **keywords):
+        printed.append((generate(plan, dtype_of, False, True), dtype_of))
+        return generate(plan, dtype_of, interpret, *arguments, **keywords)
+    monkeypatch.setattr(triton_source, "generate", both)
+    return printed
+
+
+def test_kernels_over_symbolic_sizes_compile_for_sm_90(monkeypatch):
+    """The GPU variants (no status word, programmatic launch) of the kernels of a symbolic
+    graph compile for an H100 with Triton's compiler (the interpreter accepts more)."""
+    pytest.importorskip("triton.backends.nvidia")
+    printed = _print_for_the_gpu_too(monkeypatch)
+
+    def function(x):
+        return torch.softmax(x, -1), x.sum(0), (x.t() * 2).to(torch.bfloat16), \
+            x.unsqueeze(-1) * x.unsqueeze(1)
+    _check(function, lambda n, device: [torch.randn(n, 2 * n + 1, device=device)], [[0, 1]],
+           (3, 5), "cpu")
+    for module, _dtype_of in printed:
+        assert all(kernel.size_symbols for kernel in module.kernels)
+    assert _compile_for_sm_90(printed) >= 3
+
+
+def _gather_rows(x, index):
+    return x[index].to(torch.bfloat16), x * 2
+
+
+def _rows_and_an_index(n, device):
+    generator = torch.Generator().manual_seed(n)
+    return [torch.randn(n, 4, generator=generator).to(device),
+            torch.randint(-n, n, (150,), generator=generator).to(device)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_static_gather_from_rows_of_symbolic_count(device):
+    """fasterrcnn's box gather (stop 47): 150 static rows picked from a buffer of `s0` rows.
+    The kernel's extent is static but its body bounds the index by `s0`: the size is a
+    parameter of that kernel too (the GPU compile raised NameError: 's97 is not defined')."""
+    compiled = _check(_gather_rows, _rows_and_an_index, [[0], []], (5, 1, 2, 3, 13, 97),
+                      device)
+    source = kernel_source(compiled)
+    size = re.search(r"def \w+\(pointer0, pointer1, pointer2, (s[0-9]+): tl.int64,", source)
+    assert size is not None and f">= {size.group(1)})" in source
+
+
+def test_a_static_gather_from_rows_of_symbolic_count_compiles_for_sm_90(monkeypatch):
+    pytest.importorskip("triton.backends.nvidia")
+    printed = _print_for_the_gpu_too(monkeypatch)
+    _check(_gather_rows, _rows_and_an_index, [[0], []], (5, 3), "cpu")
+    assert _compile_for_sm_90(printed) >= 2
 
 
 def test_random_sizes_give_eager_answers():

@@ -71,6 +71,10 @@ class TritonKernel:
                             for position, member in enumerate(plan.members())}
         # the size symbols the functions take (`functions` adds any a body printed)
         self.size_names = [symbol.name for symbol in plan.size_symbols()]
+        # of a graph over symbolic sizes (`source.py` sets it): a plan of static extents may
+        # still print a size in its body (the bound of an indirect index into a buffer of
+        # symbolic size), which must then be a parameter (else NameError compiling for the GPU)
+        self.symbolic = False
         self.spec = self._launch_spec()
         self.spec.programmatic = self.wait_for_prior
         self.extents: Optional[dict] = None   # buffer -> elements it spans (bounds.py)
@@ -105,13 +109,17 @@ class TritonKernel:
         function takes the same size parameters: the plan's symbols and any other one a
         body printed (a bound of an indirect index), sorted by name."""
         found = self._functions()
-        if not self.size_names:
+        if not self.size_names and not self.symbolic:
             return found
         names = set(self.size_names)
         for function in found:
             names |= {token for token in IDENTIFIER.findall(function.text)
                       if SIZE_NAME.fullmatch(token)}
         self.size_names = sorted(names)
+        if not self.size_names:     # a static kernel of a symbolic graph
+            for function in found:
+                function.text = function.text.replace(f", {SIZES}", "")
+            return found
         parameters = ", ".join(f"{name}: tl.int64" for name in self.size_names)
         unspecialised = ", ".join(f'"{name}"' for name in self.size_names)
         for function in found:
@@ -170,7 +178,7 @@ class TritonKernel:
         self._reset()
         extra = body()
         parameters = [self.pointers[name] for name in self.arguments()] + \
-            ([SIZES] if self.size_names else []) + list(extra or [])
+            ([SIZES] if self.size_names or self.symbolic else []) + list(extra or [])
         if self.checks:  # every function takes the status word, used or not
             parameters.append("status_pointer")
             self.spec.status = True

@@ -30,6 +30,7 @@ class TritonScatterKernel(TritonKernel):
                           rnumel=product(buffer.data.ranges))
 
     def functions(self) -> list:
+        self.symbolic = False   # no size parameters: its loop variables are named like sizes
         return [self._function("copy", self._copy, ["XBLOCK"]),
                 self._function("write", self._write, ["XBLOCK"])]
 

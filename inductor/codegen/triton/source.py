@@ -84,6 +84,7 @@ def generate(plan: GraphPlan, dtype_of, interpret: bool,
         kind = ComboKernel if isinstance(step, ComboPlan) else kind
         printer = kind(step, dtype_of, interpret, wait_for_prior)
         printer.extents, printer.check_bounds = extents, config.bounds_check
+        printer.symbolic = symbolic
         functions = printer.functions()
         for helper in getattr(printer, "helpers", ()):  # a combo's parts, called by name
             texts.setdefault(helper.name, helper.text.replace(NAME, helper.name))

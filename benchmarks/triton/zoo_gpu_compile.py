@@ -21,6 +21,7 @@ import argparse
 import copy
 import dataclasses
 import sys
+import traceback
 from typing import Optional
 
 import torch
@@ -42,8 +43,9 @@ class Failure:
 
 def capture_graphs(name: str, batch: int = 2, training: bool = True,
                    amp: Optional[torch.dtype] = torch.bfloat16) -> list:
-    """(graph module, example values, output strides) of every graph inductor generates code
-    for while `dynamo.jit(model)` runs one step of zoo model `name` on CPU."""
+    """(graph module, example values, output strides, `SymbolicSizes` or None) of every graph
+    inductor generates code for (symbolic graphs, whose sizes vary between calls, too) while
+    `dynamo.jit(model)` runs one step of zoo model `name` on CPU."""
     import dynamo
     from benchmarks.zoo import catalog
     from inductor import pipeline
@@ -53,7 +55,7 @@ def capture_graphs(name: str, batch: int = 2, training: bool = True,
 
     def recording(gm, example_inputs, output_strides, mode=None, symbols=None):
         captured.append((copy.deepcopy(gm), pipeline._fakes_for(gm, example_inputs),
-                         output_strides))
+                         output_strides, symbols))
         return generate(gm, example_inputs, output_strides, mode, symbols)
 
     workload = catalog.build_workload(name, batch=batch, training=training)
@@ -75,9 +77,26 @@ def capture_graphs(name: str, batch: int = 2, training: bool = True,
     return captured
 
 
-def cuda_module(gm, example_values, output_strides, processors: int = 132):
+def cuda_module(gm, example_values, output_strides, processors: int = 132, symbols=None):
     """(Triton module, dtype lookup) of a graph printed for a CUDA target of `processors` SMs,
-    through the stages `inductor.pipeline._generate_triton` runs (horizontal fusion included)."""
+    through the stages `inductor.pipeline._generate_triton` runs (horizontal fusion included);
+    `symbols`: the `SymbolicSizes` of a graph compiled over symbolic sizes (its kernels take
+    the size symbols as int64 arguments), as `pipeline._compile_symbolic_aten` compiles it."""
+    import contextlib
+
+    from inductor.ir.symbols import hints_in_effect
+    from inductor.size_variants import int_sizes_not_symbolic
+
+    _as_cuda_graph(gm)
+    if symbols is None:
+        return _cuda_module(gm, example_values, output_strides, processors, None)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(hints_in_effect(symbols.hints))
+        stack.enter_context(int_sizes_not_symbolic())
+        return _cuda_module(gm, example_values, output_strides, processors, symbols)
+
+
+def _cuda_module(gm, example_values, output_strides, processors: int, symbols):
     from inductor import lower as lowering
     from inductor.codegen.triton import source as triton_source
     from inductor.config import config
@@ -85,9 +104,10 @@ def cuda_module(gm, example_values, output_strides, processors: int = 132):
     from inductor.schedule.scheduler import schedule
     from inductor.schedule.tiling import Target, tile
 
-    _as_cuda_graph(gm)
     loop_graph = lowering.lower(gm, example_values, output_strides, torch.device("cpu"))
     plan = schedule(loop_graph)
+    if symbols is not None:
+        plan.size_hints, plan.symbol_bindings = dict(symbols.hints), dict(symbols.bindings)
     tile(plan, Target("cuda", processors, config.triton_persistent_limit,
                       config.triton_split_reductions))
     plan = combine_kernels(plan)
@@ -123,8 +143,10 @@ def compile_module(module, dtype_of, graph: int = 0, candidates: int = 2) -> tup
     for kernel in module.kernels:
         roles = [function.role for function in kernel.functions]
         pointers = [POINTER_TYPES[dtype_of(name)] for name in kernel.arguments] + \
+            ["i64"] * len(kernel.size_symbols) + \
             [POINTER_TYPES[dtype] for dtype in kernel.spec.workspaces]
-        choices = autotune.candidates(kernel.spec, roles, exhaustive=False, interpret=False)
+        choices = autotune.candidates(_spec_at_hints(kernel), roles, exhaustive=False,
+                                      interpret=False)
         for candidate in choices[:candidates]:
             positions = range(len(roles)) if kernel.spec.kind in ("split", "scatter") \
                 else [candidate.variant]
@@ -149,17 +171,37 @@ def compile_module(module, dtype_of, graph: int = 0, candidates: int = 2) -> tup
     return compiled, failures
 
 
+def _spec_at_hints(kernel):
+    """The `LaunchSpec` a kernel's candidates come from: over symbolic sizes, that of the size
+    bucket of the example call's sizes (`triton_sizes.bucket_spec`), as a `SizedLauncher`
+    chooses them."""
+    if not kernel.size_symbols:
+        return kernel.spec
+    from inductor.runtime.triton_sizes import bucket_spec, extent_function
+
+    extents = extent_function(kernel.spec, kernel.size_symbols)(
+        *[kernel.size_hints[name] for name in kernel.size_symbols])
+    return bucket_spec(kernel.spec, extents)
+
+
 def check(name: str, batch: int = 2, training: bool = True,
           amp: Optional[torch.dtype] = torch.bfloat16, log=None) -> list:
     """The failures compiling for sm_90 every kernel of zoo model `name`'s graphs."""
     failures = []
-    for graph, (gm, values, strides) in enumerate(capture_graphs(name, batch, training, amp)):
-        module, dtype_of = cuda_module(gm, values, strides)
-        compiled, failed = compile_module(module, dtype_of, graph)
+    captured = capture_graphs(name, batch, training, amp)
+    for graph, (gm, values, strides, symbols) in enumerate(captured):
+        try:
+            module, dtype_of = cuda_module(gm, values, strides, symbols=symbols)
+            compiled, failed = compile_module(module, dtype_of, graph)
+        except Exception as error:  # noqa: BLE001  (a graph that does not print: reported)
+            failures.append(Failure(graph, "(graph)", f"{type(error).__name__}: {error}",
+                                    traceback.format_exc()))
+            continue
         failures += failed
         if log is not None:
-            log(f"{name} graph {graph}: {len(module.kernels)} kernels, "
-                f"{compiled} functions compiled, {len(failed)} failed")
+            log(f"{name} graph {graph}{' (symbolic sizes)' if symbols else ''}: "
+                f"{len(module.kernels)} kernels, {compiled} functions compiled, "
+                f"{len(failed)} failed")
     return failures
 
 

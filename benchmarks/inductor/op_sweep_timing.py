@@ -9,7 +9,7 @@ The ops are those the correctness sweeps (`tests/inductor/test_op_sweep*.py`) co
 function each: unary and binary pointwise (transcendentals included), comparisons and
 `where`, reductions along the last and the first dimension, softmax, layer norm, cumsum,
 data movement, indirect indexing and casts, on square float32 inputs of each size (int64 and
-bfloat16 where the op needs them). Every function is compiled afresh per size (sizes
+bfloat16 and float16 where the op needs them). Every function is compiled afresh per size (sizes
 specialise), with one torch thread. Trials are interleaved (rotating order) and timed by the
 calling thread's CPU time by default: the machine is shared and loaded, and with one thread
 all the work runs on the calling thread, so time spent descheduled is not counted. Figures
@@ -39,7 +39,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import dynamo  # noqa: E402
 
-F32, BF16, I64 = torch.float32, torch.bfloat16, torch.int64
+F32, BF16, F16, I64 = torch.float32, torch.bfloat16, torch.float16, torch.int64
 
 
 def _unary():
@@ -107,6 +107,13 @@ def _other_dtypes():
         ("bf16_to_float32", lambda x: x.float(), lambda n: _randn(n, BF16)),
         ("bf16_add_gelu", lambda x: F.gelu(x + 1), lambda n: _randn(n, BF16)),
         ("bf16_softmax1", lambda x: x.softmax(1), lambda n: _randn(n, BF16)),
+        ("fp16_mul_add", lambda x: x * 2 + 1, lambda n: _randn(n, F16)),
+        ("fp16_maximum", torch.maximum, lambda n: _randn(n, F16, 2)),
+        ("fp16_amax1", lambda x: x.amax(1), lambda n: _randn(n, F16)),
+        ("fp16_softmax1", lambda x: x.softmax(1), lambda n: _randn(n, F16)),
+        ("fp16_sum1", lambda x: x.sum(1), lambda n: _randn(n, F16)),
+        ("fp16_to_float32", lambda x: x.float(), lambda n: _randn(n, F16)),
+        ("float32_to_fp16", lambda x: x.half(), lambda n: _randn(n)),
         ("int64_to_float32", lambda x: x.float(), lambda n: (_integers(n),)),
         ("int64_sum1", lambda x: x.sum(1), lambda n: (_integers(n),)),
         ("int64_mul_add", lambda x: x * 3 + 7, lambda n: (_integers(n),)),

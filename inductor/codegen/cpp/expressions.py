@@ -15,7 +15,7 @@ from inductor.codegen.expressions import compute_dtype  # noqa: F401 (cpp/ops.py
 
 C_TYPES = {
     torch.float32: "float", torch.float64: "double", torch.bfloat16: "uint16_t",
-    torch.float16: "_Float16", torch.int8: "int8_t", torch.uint8: "uint8_t",
+    torch.float16: "uint16_t", torch.int8: "int8_t", torch.uint8: "uint8_t",
     torch.int16: "int16_t", torch.int32: "int32_t", torch.int64: "int64_t",
     torch.bool: "bool",
 }

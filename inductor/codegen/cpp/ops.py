@@ -87,6 +87,12 @@ class CppOpsHandler(KernelOpsHandler):
         self.forwarded = forwarded
         self.index_hook = index_hook
         self.bf16_exact: set = set()   # values bf16_round made or loaded (stored as their bits)
+        # values loaded from float16 buffers (or chosen among them): stored as their bits by
+        # half_bits, a signalling NaN too, as eager's copies keep it
+        self.half_exact: set = set()
+        # half_round's results: the float each rounds (stored by float_to_half of that float,
+        # the same bits, without the round trip through a half: 2x less work per store)
+        self.half_rounded: dict = {}
 
     # -- emission --------------------------------------------------------------------------
     def emit(self, text: str, dtype: torch.dtype):
@@ -120,14 +126,19 @@ class CppOpsHandler(KernelOpsHandler):
         if dtype == torch.bfloat16:
             element = f"bf16_to_float({element})"
         elif dtype == torch.float16:
-            element = f"static_cast<float>({element})"
+            element = f"half_to_float({element})"
         if self.predicate is not None:
             zero = literal(0, dtype)
             element = f"({self.predicate} ? {element} : {zero})"
         elif self._hoists() and self.hoist.takes_load(name, index):
-            return self._exact(self.hoist.value(element, compute_dtype(dtype), CppValue),
-                               dtype == torch.bfloat16)
-        return self._exact(self.emit(element, compute_dtype(dtype)), dtype == torch.bfloat16)
+            return self._loaded(self.hoist.value(element, compute_dtype(dtype), CppValue),
+                                dtype)
+        return self._loaded(self.emit(element, compute_dtype(dtype)), dtype)
+
+    def _loaded(self, value: CppValue, dtype: torch.dtype) -> CppValue:
+        if dtype == torch.float16:
+            self.half_exact.add(value.name)
+        return self._exact(value, dtype == torch.bfloat16)
 
     def _exact(self, value: CppValue, exact: bool) -> CppValue:
         """`value`, noted as a bfloat16 value held in a float (stored as its bits: a copy
@@ -136,12 +147,23 @@ class CppOpsHandler(KernelOpsHandler):
             self.bf16_exact.add(value.name)
         return value
 
+    def _half_exact(self, value: CppValue, sources) -> CppValue:
+        """`value`, noted as stored by its bits where it is one of `sources` (values and
+        constants) and each value among them is (a constant is never a signalling NaN)."""
+        if all(not isinstance(source, CppValue) or source.name in self.half_exact
+               for source in sources):
+            self.half_exact.add(value.name)
+        return value
+
     def store_text(self, name: str, index, value: CppValue) -> str:
         """The statement writing `value` into buffer `name` at `index`."""
         dtype = self.dtype_of(name)
         text = value.name
         if dtype == torch.bfloat16:
             text = f"bf16_bits({text})" if text in self.bf16_exact else f"float_to_bf16({text})"
+        elif dtype == torch.float16:
+            text = f"half_bits({text})" if text in self.half_exact else \
+                f"float_to_half({self.half_rounded.get(text, text)})"
         elif dtype != value.dtype:
             text = f"static_cast<{storage_type(dtype)}>({text})"
         if is_empty(name, self.extents):
@@ -183,8 +205,9 @@ class CppOpsHandler(KernelOpsHandler):
         exact = result.name in self.bf16_exact and (
             other_text in self.bf16_exact if isinstance(other, CppValue) else
             result.dtype == torch.float32 and bf16_holds(other))
-        return self._exact(self.emit(f"{mask.name} ? {result.name} : {other_text}",
-                                     result.dtype), exact)
+        chosen = self._exact(self.emit(f"{mask.name} ? {result.name} : {other_text}",
+                                       result.dtype), exact)
+        return self._half_exact(chosen, (result, other))
 
     def _truth(self, value) -> Optional[bool]:
         return self.facts.truth.get(value.name) if self.facts is not None else None
@@ -226,9 +249,17 @@ class CppOpsHandler(KernelOpsHandler):
             rounded = self.emit(f"bf16_round({source.name})", torch.float32)
             self.bf16_exact.add(rounded.name)
             return rounded
+        if value.name in self.half_exact:
+            if dtype == torch.float16:      # a float16 value already: its bits, as eager's
+                return value
+            if dtype in (torch.float32, torch.float64):
+                # a float32 now, a signalling NaN made quiet as eager's conversion does
+                value = self.emit(f"half_quiet({value.name})", torch.float32)
         if dtype == torch.float16:
             source = value if value.dtype == torch.float32 else self.to_dtype(value, torch.float32)
-            return self.emit(f"half_round({source.name})", torch.float32)
+            rounded = self.emit(f"half_round({source.name})", torch.float32)
+            self.half_rounded[rounded.name] = source.name
+            return rounded
         if value.dtype == target:
             return value
         if target == torch.bool:
@@ -260,8 +291,9 @@ class CppOpsHandler(KernelOpsHandler):
         decided = self._truth(condition)
         if decided is not None and a.dtype == b.dtype:
             return a if decided else b
-        return self._exact(self.emit(f"{condition.name} ? {a.name} : {b.name}", a.dtype),
-                           {a.name, b.name} <= self.bf16_exact)
+        chosen = self._exact(self.emit(f"{condition.name} ? {a.name} : {b.name}", a.dtype),
+                             {a.name, b.name} <= self.bf16_exact)
+        return self._half_exact(chosen, (a, b))
 
     # -- the table's operators and calls ---------------------------------------------------
     def infix(self, row, a, b):

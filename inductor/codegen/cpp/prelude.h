@@ -156,7 +156,53 @@ static inline uint16_t bf16_bits(float rounded) {
   __builtin_memcpy(&word, &rounded, sizeof(word));
   return static_cast<uint16_t>(word >> 16);
 }
-static inline float half_round(float value) { return static_cast<float>(static_cast<_Float16>(value)); }
+// float16: stored as its bits (uint16_t), converted by integer and float operations that
+// vectorise (g++ 12 ran an omp simd loop of _Float16 conversions scalar, through libgcc's
+// __extendhfsf2/__truncsfhf2). Exact for every half and every float, rounded to nearest
+// even; NaN as F16C's vcvtps2ph and eager's vectorised kernels: quiet, the sign and the top
+// of the payload kept. The method of Maratyszcza's FP16 library (no float subnormal is made
+// or read: exact under flush-to-zero too). A loaded NaN keeps its bits, a signalling one
+// too (half_bits stores a copy as eager's; half_quiet makes it a float32 as eager's).
+static inline float half_to_float(uint16_t bits) {
+  // signed 32-bit lanes throughout: AVX2 compares them in one instruction
+  const int32_t magnitude = static_cast<int32_t>(bits & 0x7FFFu);
+  const uint32_t shifted = static_cast<uint32_t>(magnitude) << 13;
+  // a normal: the exponent rebiased by 127 - 15
+  const uint32_t normal = shifted + 0x38000000u;
+  // 0.5 + m * 2^-24, less 0.5: the subnormal m * 2^-24 (and zero) exactly
+  const float subnormal = __builtin_bit_cast(float, static_cast<uint32_t>(magnitude) |
+                                                        0x3F000000u) - 0.5f;
+  const uint32_t special = shifted | 0x7F800000u;    // infinity, NaN: the payload kept
+  const uint32_t result = magnitude >= 0x7C00 ? special
+      : magnitude < 0x0400 ? __builtin_bit_cast(uint32_t, subnormal) : normal;
+  return __builtin_bit_cast(float, (static_cast<uint32_t>(bits & 0x8000u) << 16) | result);
+}
+static inline uint16_t float_to_half(float value) {
+  const uint32_t word = __builtin_bit_cast(uint32_t, value);
+  // |value| * 2^112 * 2^-110: past 65520 an infinity (overflow), else |value| * 4
+  float base = (__builtin_fabsf(value) * 0x1p112f) * 0x1p-110f;
+  // adding 2^(e + 15) to |value| * 4 (e its exponent, at least -14) leaves a half's mantissa
+  // bits (fewer for subnormals), rounded to nearest even by the float add itself
+  const int32_t exponent = static_cast<int32_t>(word & 0x7F800000u);
+  const int32_t bias = exponent < 0x38800000 ? 0x38800000 : exponent;
+  base = __builtin_bit_cast(float, static_cast<uint32_t>(bias) + 0x07800000u) + base;
+  const uint32_t rounded = __builtin_bit_cast(uint32_t, base);
+  const uint32_t finite = ((rounded >> 13) & 0x7C00u) + (rounded & 0x0FFFu);
+  const uint32_t nan = 0x7E00u | ((word >> 13) & 0x03FFu);
+  return static_cast<uint16_t>(((word >> 16) & 0x8000u) | (value != value ? nan : finite));
+}
+static inline float half_round(float value) { return half_to_float(float_to_half(value)); }
+// the bits of a float a float16 load made (a signalling NaN kept, as eager's copies keep it)
+static inline uint16_t half_bits(float value) {
+  const uint32_t word = __builtin_bit_cast(uint32_t, value);
+  const uint32_t nan = ((word >> 16) & 0x8000u) | 0x7C00u | ((word >> 13) & 0x03FFu);
+  const uint16_t rounded = float_to_half(value);
+  return (word & 0x7FFFFFFFu) > 0x7F800000u ? static_cast<uint16_t>(nan) : rounded;
+}
+static inline float half_quiet(float value) {
+  const uint32_t word = __builtin_bit_cast(uint32_t, value);
+  return value != value ? __builtin_bit_cast(float, word | 0x00400000u) : value;
+}
 
 // signbit as the top bit of a float's bits, `v < 0` for integers: GCC 12 crashed
 // ("unrecognizable insn") vectorising __builtin_signbit of widened bfloat16 loads in an omp

@@ -397,6 +397,17 @@ def simplify_index(expr: Expr, ranges: Mapping[sympy.Symbol, Expr]) -> Expr:
     trivial, and fold `d*(x // d) + x % d` back into `x`."""
     if not expr.has(FloorDiv, ModularIndexing):
         return expr
+    return _simplify_index_cached(expr, tuple(ranges.items()))
+
+
+@functools.lru_cache(maxsize=16384)
+def _simplify_index_cached(expr: Expr, ranges: tuple) -> Expr:
+    """`simplify_index`, memoised (a pure function of its hashable arguments; the scheduler
+    asks for the same index under the same ranges once per node and per fusion check)."""
+    return _simplify_index(expr, dict(ranges))
+
+
+def _simplify_index(expr: Expr, ranges: Mapping[sympy.Symbol, Expr]) -> Expr:
     previous = None
     while previous != expr:
         previous = expr
@@ -487,6 +498,39 @@ def linear_coefficient(expr: Expr, symbol: sympy.Symbol):
     expr = to_expr(expr)
     if not expr.has(symbol):
         return sympy.Integer(0)
+    coefficient = _multilinear_coefficient(expr, symbol)
+    if coefficient is not None:
+        return coefficient
+    return _linear_coefficient_slow(expr, symbol)
+
+
+def _multilinear_coefficient(expr: Expr, symbol: sympy.Symbol):
+    """`expand(expr).coeff(symbol)` without expanding, for the common index form: a sum of
+    integers and products of an integer with distinct plain symbols (`c0 + c1*x0 + c2*s0*x1`,
+    already expanded); None for any other form."""
+    parts = []
+    for term in (expr.args if expr.is_Add else (expr,)):
+        if term.is_Symbol:
+            if term == symbol:
+                parts.append(sympy.Integer(1))
+            continue
+        if term.is_Integer:
+            continue
+        if not term.is_Mul:
+            return None
+        found = False
+        for factor in term.args:
+            if factor.is_Symbol:
+                found = found or factor == symbol
+            elif not factor.is_Integer:
+                return None
+        if found:
+            parts.append(sympy.Mul(*[factor for factor in term.args if factor != symbol]))
+    return sympy.Add(*parts)
+
+
+@functools.lru_cache(maxsize=16384)
+def _linear_coefficient_slow(expr: Expr, symbol: sympy.Symbol):
     for node in sympy.preorder_traversal(expr):
         if isinstance(node, (FloorDiv, ModularIndexing)) and node.has(symbol):
             return None

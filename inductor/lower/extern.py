@@ -157,7 +157,12 @@ def _example_for_inputs(kernel, arguments, inputs, example):
     if not isinstance(kernel, torch._ops.OpOverload):
         return example
     try:
-        mode = FakeTensorMode()
+        # one mode per graph: constructing a FakeTensorMode costs ~10-40 ms, most of
+        # make_extern's time (t5-small training's 719 calls: 9.5 s of 21 s lowering)
+        graph = current_graph()
+        mode = getattr(graph, "fake_mode", None)
+        if mode is None:
+            mode = graph.fake_mode = FakeTensorMode()
         fakes = [_fake(value, mode) for value in inputs]
         args, kwargs = pytree.tree_map(
             lambda value: fakes[value.position] if isinstance(value, TensorArgument) else value,

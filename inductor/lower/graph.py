@@ -82,6 +82,7 @@ class GraphLowering(torch.fx.Interpreter):
         self.fallback_ops: dict = {}
         self.library_calls: dict = {}
         self.current: Optional[torch.fx.Node] = None
+        self.fake_mode = None     # extern.py's FakeTensorMode, made once per graph
         self.forced_fallbacks = {name.strip() for name in config.fallback_ops.split(",")
                                  if name.strip()}
         self.channels_last = config.channels_last and prefers_channels_last(gm)

@@ -113,7 +113,7 @@ def test_copy_into_a_slice_of_two_symbolic_extents(code_generator):
                      [[1], [1]])
 
 
-def test_index_copy_into_a_kv_cache():
+def test_index_copy_into_a_kv_cache(code_generator):
     def function(cache, key, position):
         cache.index_copy_(2, position, key)
         return cache[:, :, :1] + 1
@@ -121,7 +121,7 @@ def test_index_copy_into_a_kv_cache():
                                           torch.tensor([n - 1])], [[2], [], []])
 
 
-def test_index_put_accumulating_and_not():
+def test_index_put_accumulating_and_not(code_generator):
     def function(x, rows, values):
         x.index_put_((rows,), values, accumulate=True)
         x.index_put_((rows[:1],), values[:1] * 2)

@@ -147,18 +147,22 @@ def _compile_for_sm_90(printed: list) -> int:
                 *[5] * len(kernel.size_symbols))
             spec = triton_sizes.bucket_spec(kernel.spec, extents)
             for candidate in autotune.candidates(spec, roles, False, False):
-                (kwargs,) = candidate.arguments
-                jit = getattr(loaded, kernel.functions[candidate.variant].name)
-                blocks = {key: value for key, value in kwargs.items() if key.endswith("BLOCK")}
-                signature = dict(zip(jit.arg_names, [POINTER_TYPES[dtype_of(name)] for name in
-                                                     kernel.arguments]))
-                signature.update({name: "i64" for name in kernel.size_symbols})
-                signature.update({name: "constexpr" for name in blocks})
-                triton.compile(ASTSource(jit, signature, blocks),
-                               target=GPUTarget("cuda", 90, 32),
-                               options={"num_warps": kwargs.get("num_warps", 4),
-                                        "launch_pdl": True})
-                compiled += 1
+                # a split or scatter candidate: arguments for each function in launch order
+                positions = range(len(roles)) if spec.kind in ("split", "scatter") \
+                    else [candidate.variant]
+                for position, kwargs in zip(positions, candidate.arguments, strict=True):
+                    jit = getattr(loaded, kernel.functions[position].name)
+                    blocks = {key: value for key, value in kwargs.items()
+                              if key.endswith("BLOCK")}
+                    signature = dict(zip(jit.arg_names, [POINTER_TYPES[dtype_of(name)]
+                                                         for name in kernel.arguments]))
+                    signature.update({name: "i64" for name in kernel.size_symbols})
+                    signature.update({name: "constexpr" for name in blocks})
+                    triton.compile(ASTSource(jit, signature, blocks),
+                                   target=GPUTarget("cuda", 90, 32),
+                                   options={"num_warps": kwargs.get("num_warps", 4),
+                                            "launch_pdl": True})
+                    compiled += 1
     return compiled
 
 
@@ -218,6 +222,48 @@ def test_a_static_gather_from_rows_of_symbolic_count_compiles_for_sm_90(monkeypa
     printed = _print_for_the_gpu_too(monkeypatch)
     _check(_gather_rows, _rows_and_an_index, [[0], []], (5, 3), "cpu")
     assert _compile_for_sm_90(printed) >= 2
+
+
+def _scatters(x, index, updates, y, z):
+    """Scatters of a graph over `s0`: into rows of count s0 from static indices; of s0
+    updates into static rows; of static updates read through a gather bounded by s0 and
+    through a column of stride s0 (static extents, a size printed in the body)."""
+    into_rows = x.index_add(0, index, updates)
+    x.index_put_((index,), updates * 2, accumulate=True)
+    from_rows = torch.zeros(8, 4).index_add(0, y[:, 0].long() % 8, y)
+    gathered = torch.zeros(8).scatter_add(0, index % 8, x[index - 5, 0])
+    strided = torch.zeros(8).index_add(0, index[:4] % 8, z[:, 0] * 2)
+    return into_rows, from_rows, gathered, strided
+
+
+def _scatter_inputs(n, device):
+    generator = torch.Generator().manual_seed(n)
+    return [torch.randn(n, 4, generator=generator).to(device),
+            torch.randint(0, 5, (10,), generator=generator).to(device),
+            torch.randn(10, 4, generator=generator).to(device),
+            torch.randn(n, 4, generator=generator).mul(8).round().to(device),
+            torch.randn(4, n, generator=generator).to(device)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_scatters_over_symbolic_sizes(device):
+    """Scatter kernels take the size parameters too (before, a symbolic graph with any
+    scatter was compiled per size: their write loop variables were named `s0, s1`, as the
+    graph's sizes are). One compile; values, and the written input, eager's."""
+    compiled = _check(_scatters, _scatter_inputs, [[0], [], [], [0], [1]],
+                      (5, 6, 7, 13, 97), device)
+    source = kernel_source(compiled)
+    assert "w0 = xindex" in source and "tl.atomic_add(" in source
+
+
+def test_scatters_over_symbolic_sizes_compile_for_sm_90(monkeypatch):
+    pytest.importorskip("triton.backends.nvidia")
+    printed = _print_for_the_gpu_too(monkeypatch)
+    _check(_scatters, _scatter_inputs, [[0], [], [], [0], [1]], (5, 7), "cpu")
+    scatters = [kernel for module, _dtype_of in printed for kernel in module.kernels
+                if kernel.spec.kind == "scatter"]
+    assert len(scatters) >= 4 and all(kernel.size_symbols for kernel in scatters)
+    assert _compile_for_sm_90(printed) >= 8
 
 
 def test_random_sizes_give_eager_answers():

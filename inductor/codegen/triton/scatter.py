@@ -12,32 +12,32 @@ import sympy
 
 from inductor.codegen.bounds import is_empty
 from inductor.codegen.triton.kernel import TritonKernel
-from inductor.codegen.triton.spec import LaunchSpec, product
+from inductor.codegen.triton.spec import LaunchSpec, product, size_text
 from inductor.codegen.triton.expressions import triton_type
 from inductor.ir.ops import use_handler
 from inductor.ir.symbols import index_symbol
-from inductor.size_variants import NotSymbolic
 
 
 class TritonScatterKernel(TritonKernel):
     """Prints one scatter plan (same interface as `TritonKernel`)."""
 
     def _launch_spec(self) -> LaunchSpec:
-        if self.size_names:     # its loop variables are named `s0, s1, ...`: sizes' names
-            raise NotSymbolic("Triton scatter kernels over symbolic sizes are not generated")
         buffer = self.plan.node.buffer
         return LaunchSpec("scatter", product(buffer.layout.size),
                           rnumel=product(buffer.data.ranges))
 
-    def functions(self) -> list:
-        self.symbolic = False   # no size parameters: its loop variables are named like sizes
+    def _functions(self) -> list:
+        """Over symbolic sizes, `functions` gives both the size parameters the bodies print
+        (the destination's extent, a bound or stride of a buffer the values read)."""
         return [self._function("copy", self._copy, ["XBLOCK"]),
                 self._function("write", self._write, ["XBLOCK"])]
 
     def _flat_loop(self, sizes: list, prefix: str) -> list:
+        # loop variables `c0, c1, ...` (copy) and `w0, w1, ...` (write): not named like the
+        # graph's sizes (`s0`), which the functions take as parameters
         symbols = [index_symbol(prefix, position) for position in range(len(sizes))]
-        self.ranges = dict(zip(symbols, [sympy.Integer(int(size)) for size in sizes]))
-        self.add_line(f"xnumel = {product(sizes)}",
+        self.ranges = dict(zip(symbols, [sympy.sympify(size) for size in sizes]))
+        self.add_line(f"xnumel = {size_text(product(sizes))}",
                       f"xoffset = {self._program_offset(0, 'XBLOCK')}",
                       "xindex = xoffset + tl.arange(0, XBLOCK)",
                       "xmask = xindex < xnumel")
@@ -55,7 +55,7 @@ class TritonScatterKernel(TritonKernel):
 
     def _write(self):
         buffer = self.plan.node.buffer
-        symbols = self._flat_loop(list(buffer.data.ranges), "s")
+        symbols = self._flat_loop(list(buffer.data.ranges), "w")
         handler = self._handler()
         with use_handler(handler):
             target = buffer.layout.index(buffer.destination(symbols))

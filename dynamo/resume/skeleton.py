@@ -164,7 +164,13 @@ def _copy_of(decoded, body, stop: Stop, trampoline, active) -> tuple[list, objec
     call = body[decoded.instructions[stop.first].origin].location
     calls = tuple((code, decode(code).instructions[index].lineno)
                   for code, index in stop.points[1:])
-    return emit.guarded_copy(list(stop.copied), emit.Jump(trampoline(stop.edges[0])), active,
+    # the copies run in this frame, whose file is the compiled function's: they take the
+    # call's position, so a warning or frame lookup while they run points at the user's
+    # call (with the callee's lines it named the callee's line in the caller's file, past
+    # its end for fasterrcnn); an exception's traceback gets the callee's lines back from
+    # `calls` (`emit.restore_inlined_frames`)
+    copied = [Instr(item.name, item.arg, location=call) for item in stop.copied]
+    return emit.guarded_copy(copied, emit.Jump(trampoline(stop.edges[0])), active,
                              (call.lineno, call.end_lineno, call.col_offset,
                               call.end_col_offset), calls)
 

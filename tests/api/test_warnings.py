@@ -6,6 +6,7 @@ import logging
 import os
 import subprocess
 import sys
+import traceback
 import warnings
 
 import pytest
@@ -177,3 +178,91 @@ def test_a_warnings_error_filter_still_raises(far_caller):
         warnings.simplefilter("error")
         with pytest.raises(RuntimeWarning, match="backend exploded"):
             far_caller(jitted, torch.ones(2))
+
+
+# A graph break inside an inlined helper of another module resumes inside it: the compiled
+# frame runs the helper's breaking call itself (a copy of its instructions, `resume/nested.py`).
+# Those copies kept the helper's line numbers in the compiled function's file, so a warning
+# raised while they ran named the helper's line in the caller's file (fasterrcnn's
+# recompile-limit warning named `generalized_rcnn.py:372`, rpn.py's line; here past the end
+# of this file). The helper's functions sit past line 300 of their module.
+FAR_HELPERS = "\n" * 300 + '''
+def breaker(x):
+    y = x.cos()
+    for _ in range(2):
+        print(end="")   # a break in a loop: this call runs as a frame of its own
+    return y
+
+
+def helper(x):
+    y = x + 1
+    z = breaker(y)
+    return z * 2
+
+
+def raising(x):
+    y = x + 1
+    z = broken(y)
+    return z * 2
+
+
+def broken(x):
+    for _ in range(2):
+        print(end="")
+    raise ValueError("from the helper")
+'''
+
+
+@pytest.fixture
+def far_helpers(tmp_path):
+    import importlib.util
+    path = tmp_path / "far_helpers.py"
+    path.write_text(FAR_HELPERS)
+    spec = importlib.util.spec_from_file_location("far_helpers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fails_on_cos(gm, example_inputs):
+    """Compiles the callers' graphs; raises on the breaker's (the one with `cos`)."""
+    if any("cos" in str(node.target) for node in gm.graph.nodes):
+        raise RuntimeError("backend exploded")
+    return gm.forward
+
+
+def _calls_the_far_helper(helpers, x):
+    w = x * 3
+    return helpers.helper(w) - 1
+
+
+def _calls_the_raising_helper(helpers, x):
+    w = x * 3
+    return helpers.raising(w) - 1
+
+
+def test_a_warning_while_an_inlined_helpers_copied_call_runs_names_the_users_line(
+        far_helpers):
+    jitted = dynamo.jit(_calls_the_far_helper, backend=_fails_on_cos,
+                        options={"suppress_errors": True})
+    x = torch.randn(3)
+    (warning,) = _caught(lambda: torch.testing.assert_close(
+        jitted(far_helpers, x), _calls_the_far_helper(far_helpers, x)))
+    assert "internal error while compiling breaker" in str(warning.message)
+    user_line = _calls_the_far_helper.__code__.co_firstlineno + 2   # `helpers.helper(w)`
+    assert (warning.filename, warning.lineno) == (__file__, user_line)
+
+
+def test_a_traceback_through_an_inlined_helpers_copied_call_is_eagers(far_helpers):
+    def frames(function):
+        with pytest.raises(ValueError, match="from the helper") as raised:
+            function(far_helpers, torch.randn(3))
+        return [(frame.filename, frame.lineno, frame.name)
+                for frame in traceback.extract_tb(raised.value.__traceback__)
+                if frame.filename in (__file__, far_helpers.__file__)]
+    eager = frames(_calls_the_raising_helper)
+    lines = FAR_HELPERS.splitlines()
+    helper_lines = [lines.index("    z = broken(y)") + 1, lines.index(
+        '    raise ValueError("from the helper")') + 1]
+    assert [line for _file, line, _name in eager if line > 300] == helper_lines
+    assert frames(dynamo.jit(_calls_the_raising_helper, backend="eager")) == eager

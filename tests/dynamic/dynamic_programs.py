@@ -119,6 +119,13 @@ def mask_write(x, y):
     return x * 2
 
 
+def scatter_rows(x, y):
+    # scatters over n: static indices (one negative) into n rows, n updates into static rows
+    into = x.index_put((torch.tensor([0, -1, 0]),), torch.ones(3, 3), accumulate=True)
+    onto = torch.zeros(8, 3).index_add(0, (y[:, 0].abs() * 3).long() % 8, y)
+    return into, onto
+
+
 def size_across_break(x):
     n = x.size(0)
     print(end="")   # a graph break (printing nothing): the next graph takes n as an int
@@ -213,6 +220,7 @@ PROGRAMS = (
     Program("trace_constants", trace_constants, (("n", 3),)),
     Program("mask_write", mask_write, (("n", 3), ("n", 3))),
     Program("size_across_break", size_across_break, (("n", 2),), frames=2),
+    Program("scatter_rows", scatter_rows, (("n", 3), ("n", 3)), smallest=1),
 )
 BY_NAME = {program.name: program for program in PROGRAMS}
 GENERAL = tuple(program for program in PROGRAMS if not program.specialises)

@@ -154,3 +154,37 @@ def test_no_libgcc_half_helpers():
                                  text=True, check=True).stdout
         symbols = {line.split()[-1].split("@")[0] for line in listing.splitlines() if line}
         assert not symbols & HALF_HELPERS, (library, sorted(symbols & HALF_HELPERS))
+
+
+def _has_f16c_variants() -> bool:
+    """prelude.h defines the F16C vector variants for AVX2 with F16C, not AVX-512."""
+    from inductor.runtime.build import cpu_flags
+    flags = cpu_flags().split()
+    return "f16c" in flags and "avx2" in flags and "avx512f" not in flags
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None or not _has_f16c_variants(),
+                    reason="needs binutils' objdump and a CPU with F16C and AVX2, no AVX-512")
+def test_f16c_conversions_in_vector_loops():
+    """`x * 2 + 1` over every half, bit for bit: its loop converts with vcvtph2ps/vcvtps2ph
+    (through the vector variants, lines.py), a signalling NaN copied as eager copies it."""
+    def function(x):
+        return x * 2 + 1, x.clone(), x.float()
+
+    x = _all_halves().reshape(512, 128)
+    results = []
+    libraries = _built_libraries(lambda: results.extend(compile_function(function, x)(x)))
+    assert libraries, "no C++ library was built (a cached one would hide the check)"
+    for actual, expected in zip(results, function(x)):
+        _bits_equal(actual, expected)
+    text = "".join(subprocess.run(["objdump", "-d", library], capture_output=True, text=True,
+                                  check=True).stdout for library in libraries)
+    assert "vcvtph2ps" in text and "vcvtps2ph" in text
+
+
+def test_f16c_scalar_tails():
+    """Lengths that leave a scalar tail (its software conversions) after the vector loop."""
+    for length in (1, 7, 9, 15, 17, 1003):
+        x = torch.linspace(-70000, 70000, length).half()
+        check_same(lambda v: (v * 3 - 1).half() * v, x)
+        _bits_equal(compile_function(lambda v: v * 2 + 1, x)(x), x * 2 + 1)

@@ -218,6 +218,83 @@ static inline float half_quiet(float value) {
   return value != value ? __builtin_bit_cast(float, word | 0x00400000u) : value;
 }
 
+// With F16C (AVX2, not AVX-512: its loops call other variants) a vectorised loop converts
+// with vcvtph2ps/vcvtps2ph as eager does: g++ calls the AVX2 vector variants
+// (`_ZGVdN8v_<name>`, the x86 vector function ABI) of these `declare simd` functions, defined
+// here through GCC's builtins (<immintrin.h> alone took 1.3 s to compile). vcvtph2ps quiets
+// a signalling NaN: its quiet bit is put back (half_bits stores a copy's bits as eager's).
+// vcvtps2ph rounds to nearest even, a NaN as float_to_half. Scalar calls (a loop's
+// tail, loops g++ leaves scalar) take the software functions, exact as the variants.
+#if defined(__F16C__) && defined(__AVX2__) && !defined(__AVX512F__) && defined(_OPENMP)
+typedef int jit_i32x4 __attribute__((vector_size(16)));
+typedef int jit_i32x8 __attribute__((vector_size(32)));
+typedef short jit_i16x8 __attribute__((vector_size(16)));
+typedef unsigned short jit_u16x8 __attribute__((vector_size(16)));
+typedef float jit_half_f32x8 __attribute__((vector_size(32)));
+extern "C" {
+#pragma omp declare simd simdlen(8) notinbranch
+__attribute__((const)) float jit_half_to_float_f16c(int32_t bits) noexcept;
+#pragma omp declare simd simdlen(8) notinbranch
+__attribute__((const)) int32_t jit_float_to_half_f16c(float value) noexcept;
+__attribute__((weak, visibility("hidden"))) float jit_half_to_float_1(int32_t bits) noexcept
+    __asm__("jit_half_to_float_f16c");
+float jit_half_to_float_1(int32_t bits) noexcept {
+  return half_to_float(static_cast<uint16_t>(bits));
+}
+__attribute__((weak, visibility("hidden"))) int32_t jit_float_to_half_1(float value) noexcept
+    __asm__("jit_float_to_half_f16c");
+int32_t jit_float_to_half_1(float value) noexcept { return float_to_half(value); }
+__attribute__((weak, visibility("hidden"))) jit_half_f32x8 jit_half_to_float_d(jit_i32x8 bits)
+    noexcept __asm__("_ZGVdN8v_jit_half_to_float_f16c");
+jit_half_f32x8 jit_half_to_float_d(jit_i32x8 bits) noexcept {
+  const jit_i32x4 low = {bits[0], bits[1], bits[2], bits[3]};
+  const jit_i32x4 high = {bits[4], bits[5], bits[6], bits[7]};
+  const jit_half_f32x8 value = __builtin_ia32_vcvtph2ps256(
+      (jit_i16x8)__builtin_ia32_packusdw128(low, high));
+  const jit_i32x8 quieted = ~(bits << 13) & 0x00400000;    // a signalling NaN's lanes
+  return (jit_half_f32x8)((jit_i32x8)value ^ ((value != value) & quieted));
+}
+__attribute__((weak, visibility("hidden"))) jit_i32x8 jit_float_to_half_d(jit_half_f32x8 value)
+    noexcept __asm__("_ZGVdN8v_jit_float_to_half_f16c");
+jit_i32x8 jit_float_to_half_d(jit_half_f32x8 value) noexcept {
+  // 8: round to nearest even, no precision exception (_MM_FROUND_NO_EXC)
+  return __builtin_convertvector((jit_u16x8)__builtin_ia32_vcvtps2ph256(value, 8), jit_i32x8);
+}
+#pragma omp declare simd simdlen(8) notinbranch
+__attribute__((const)) float jit_half_round_f16c(float value) noexcept;
+__attribute__((weak, visibility("hidden"))) float jit_half_round_1(float value) noexcept
+    __asm__("jit_half_round_f16c");
+float jit_half_round_1(float value) noexcept { return half_round(value); }
+__attribute__((weak, visibility("hidden"))) jit_half_f32x8 jit_half_round_d(jit_half_f32x8 value)
+    noexcept __asm__("_ZGVdN8v_jit_half_round_f16c");
+jit_half_f32x8 jit_half_round_d(jit_half_f32x8 value) noexcept {
+  return __builtin_ia32_vcvtph2ps256(__builtin_ia32_vcvtps2ph256(value, 8));
+}
+}
+// half_bits and half_quiet selecting by masks: g++ 12 vectorises no loop that has both a
+// call and a branch to if-convert
+static inline uint16_t jit_half_bits_f16c(float value) {
+  const uint32_t word = __builtin_bit_cast(uint32_t, value);
+  const uint32_t nan = ((word >> 16) & 0x8000u) | 0x7C00u | ((word >> 13) & 0x03FFu);
+  const uint32_t rounded = static_cast<uint32_t>(jit_float_to_half_f16c(value));
+  const uint32_t mask = 0u - static_cast<uint32_t>((word & 0x7FFFFFFFu) > 0x7F800000u);
+  return static_cast<uint16_t>(rounded ^ ((rounded ^ nan) & mask));
+}
+static inline float jit_half_quiet_f16c(float value) {
+  const uint32_t word = __builtin_bit_cast(uint32_t, value);
+  const uint32_t mask = 0u - static_cast<uint32_t>(value != value);
+  return __builtin_bit_cast(float, word | (mask & 0x00400000u));
+}
+#else
+static inline float jit_half_to_float_f16c(int32_t bits) {
+  return half_to_float(static_cast<uint16_t>(bits));
+}
+static inline int32_t jit_float_to_half_f16c(float value) { return float_to_half(value); }
+static inline float jit_half_round_f16c(float value) { return half_round(value); }
+static inline uint16_t jit_half_bits_f16c(float value) { return half_bits(value); }
+static inline float jit_half_quiet_f16c(float value) { return half_quiet(value); }
+#endif
+
 // signbit as the top bit of a float's bits, `v < 0` for integers: GCC 12 crashed
 // ("unrecognizable insn") vectorising __builtin_signbit of widened bfloat16 loads in an omp
 // simd loop, and __builtin_signbit takes no integer.
